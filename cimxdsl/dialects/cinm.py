@@ -1,0 +1,594 @@
+"""The `cinm` dialect: high-level, device-agnostic compute-in-memory operations on tensors.
+
+Op names, operands and assembly formats follow the Cinnamon compiler's `cinm` dialect, so IR
+written for Cinnamon parses here. Two of Cinnamon's bugs are fixed on purpose: the result of
+`cinm.op.gemv` has the matrix's row count, and `cinm.op.gemm` may accumulate into a wider
+integer type (`i8 x i8 -> i32`), which quantized crossbar programs need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    Commutative,
+    HasParent,
+    IsTerminator,
+    Pure,
+    ReturnLike,
+    SameOperandsAndResultType,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from cimxdsl.dialects.utils import is_accumulator_type
+
+NOTILE = "cinm.notile"
+"""Unit attribute marking a cinm op the tiler must leave alone."""
+
+
+class ScanMethod(StrEnum):
+    ADD = "add"
+    MUL = "mul"
+
+
+class ReduceMethod(StrEnum):
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
+
+
+class SimilarityMetric(StrEnum):
+    DOT = "dot"
+    COS = "cos"
+
+
+class ElementwiseKind(StrEnum):
+    """The unary functions of linalg's `UnaryFn`, as Cinnamon re-uses them."""
+
+    EXP = "exp"
+    LOG = "log"
+    ABS = "abs"
+    CEIL = "ceil"
+    FLOOR = "floor"
+    NEGF = "negf"
+    RECIPROCAL = "reciprocal"
+    ROUND = "round"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SQUARE = "square"
+    TANH = "tanh"
+    ERF = "erf"
+
+
+@irdl_attr_definition
+class ScanMethodAttr(EnumAttribute[ScanMethod], SpacedOpaqueSyntaxAttribute):
+    name = "cinm.scan_method"
+
+
+@irdl_attr_definition
+class ReduceMethodAttr(EnumAttribute[ReduceMethod], SpacedOpaqueSyntaxAttribute):
+    name = "cinm.reduce_method"
+
+
+@irdl_attr_definition
+class SimilarityMetricAttr(EnumAttribute[SimilarityMetric], SpacedOpaqueSyntaxAttribute):
+    name = "cinm.similarity_metric"
+
+
+@irdl_attr_definition
+class ElementwiseKindAttr(EnumAttribute[ElementwiseKind], SpacedOpaqueSyntaxAttribute):
+    name = "cinm.elemwise_kind"
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+def _element_type(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.element_type
+
+
+def verify_accumulator_type(op_name: str, operand_type: Attribute, result_type: Attribute) -> None:
+    if is_accumulator_type(operand_type, result_type):
+        return
+    raise VerifyException(
+        f"'{op_name}' result element type {result_type} cannot hold products of {operand_type} "
+        "(it must be the same type or a wider integer)"
+    )
+
+
+@irdl_op_definition
+class ComputeOp(IRDLOperation):
+    """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
+
+    name = "cinm.compute"
+
+    workgroup_shape = prop_def(
+        DenseArrayBase.constr(i64),
+        default_value=DenseArrayBase.from_list(i64, (2, 32, 16)),
+        prop_name="workgroupShape",
+    )
+    buffer_sizes_in_bytes = prop_def(
+        DenseArrayBase.constr(i64),
+        default_value=DenseArrayBase.from_list(i64, (0, 65536, 0)),
+        prop_name="bufferSizesInBytes",
+    )
+    results_ = var_result_def()
+    body = region_def("single_block")
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "attr-dict-with-keyword (`->` type($results_)^)? $body"
+
+    def __init__(self, result_types: Sequence[Attribute], body: Region):
+        super().__init__(result_types=[result_types], regions=[body])
+
+    def verify_(self) -> None:
+        terminator = self.body.block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise VerifyException("'cinm.compute' body must end with 'cinm.yield'")
+        yielded = tuple(v.type for v in terminator.values)
+        produced = tuple(r.type for r in self.results)
+        if yielded != produced:
+            raise VerifyException(
+                f"'cinm.compute' yields ({', '.join(map(str, yielded))}) but has results "
+                f"({', '.join(map(str, produced))})"
+            )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Returns values from a `cinm.compute`."""
+
+    name = "cinm.yield"
+
+    values = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(ComputeOp), ReturnLike(), IsTerminator()))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class GemmOp(IRDLOperation):
+    """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
+
+    name = "cinm.op.gemm"
+
+    R: ClassVar = VarConstraint("R", base(TensorType))
+    left = operand_def(TensorType)
+    right = operand_def(TensorType)
+    bias = opt_operand_def(R)
+    result = result_def(R)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$left `,` $right (`plus` $bias^)? attr-dict `:` `(` type($left) `,` type($right) `)` `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        left: SSAValue | Operation,
+        right: SSAValue | Operation,
+        bias: SSAValue | Operation | None = None,
+        result_type: Attribute | None = None,
+    ):
+        if result_type is None:
+            left_type = SSAValue.get(left).type
+            right_type = SSAValue.get(right).type
+            assert isinstance(left_type, TensorType) and isinstance(right_type, TensorType)
+            result_type = TensorType(
+                left_type.element_type, (left_type.get_shape()[0], right_type.get_shape()[1])
+            )
+        super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
+
+    def verify_(self) -> None:
+        left, right, result = _shape(self.left), _shape(self.right), _shape(self.result)
+        if len(left) != 2 or len(right) != 2 or len(result) != 2:
+            raise VerifyException("'cinm.op.gemm' operands and result must be matrices (rank 2)")
+        if _element_type(self.left) != _element_type(self.right):
+            raise VerifyException("'cinm.op.gemm' left and right must have the same element type")
+        verify_accumulator_type(self.name, _element_type(self.left), _element_type(self.result))
+        if left[1] != right[0]:
+            raise VerifyException(
+                f"'cinm.op.gemm' inner dimensions differ: left is {left[0]}x{left[1]}, right is {right[0]}x{right[1]}"
+            )
+        if result != (left[0], right[1]):
+            raise VerifyException(
+                f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}"
+            )
+
+
+@irdl_op_definition
+class GemvOp(IRDLOperation):
+    """`result = left · right`: a matrix (M×K) times a vector (K) gives a vector (M)."""
+
+    name = "cinm.op.gemv"
+
+    left = operand_def(TensorType)
+    right = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$left `,` $right attr-dict `:` `(` type($left) `,` type($right) `)` `->` type($result)"
+
+    def __init__(
+        self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None
+    ):
+        if result_type is None:
+            left_type = SSAValue.get(left).type
+            assert isinstance(left_type, TensorType)
+            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0],))
+        super().__init__(operands=[left, right], result_types=[result_type])
+
+    def verify_(self) -> None:
+        left, right, result = _shape(self.left), _shape(self.right), _shape(self.result)
+        if len(left) != 2 or len(right) != 1:
+            raise VerifyException("'cinm.op.gemv' left must be a matrix (rank 2) and right a vector (rank 1)")
+        if len(result) != 1:
+            raise VerifyException("'cinm.op.gemv' result must be a vector (rank 1)")
+        if _element_type(self.left) != _element_type(self.right):
+            raise VerifyException("'cinm.op.gemv' left and right must have the same element type")
+        verify_accumulator_type(self.name, _element_type(self.left), _element_type(self.result))
+        if left[1] != right[0]:
+            raise VerifyException(
+                f"'cinm.op.gemv' inner dimensions differ: matrix is {left[0]}x{left[1]}, vector has {right[0]}"
+            )
+        if result[0] != left[0]:
+            raise VerifyException(
+                f"'cinm.op.gemv' result must have {left[0]} elements (the matrix rows), got {result[0]}"
+            )
+
+
+class ElementwiseBinaryOp(IRDLOperation):
+    """Base of the element-wise tensor-tensor ops."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """Element-wise `lhs + rhs`."""
+
+    name = "cinm.op.add"
+    traits = traits_def(Pure(), Commutative(), SameOperandsAndResultType())
+
+
+@irdl_op_definition
+class SubOp(ElementwiseBinaryOp):
+    """Element-wise `lhs - rhs`."""
+
+    name = "cinm.op.sub"
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinaryOp):
+    """Element-wise `lhs * rhs`."""
+
+    name = "cinm.op.mul"
+    traits = traits_def(Pure(), Commutative(), SameOperandsAndResultType())
+
+
+@irdl_op_definition
+class DivOp(ElementwiseBinaryOp):
+    """Element-wise `lhs / rhs`."""
+
+    name = "cinm.op.div"
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+class ElementwiseScalarOp(IRDLOperation):
+    """Base of the tensor-scalar ops: `rhs` has the element type of `lhs`."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def()
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+    def verify_(self) -> None:
+        if self.result.type != self.lhs.type:
+            raise VerifyException(f"'{self.name}' result type must match lhs type {self.lhs.type}")
+        if self.rhs.type != _element_type(self.lhs):
+            raise VerifyException(
+                f"'{self.name}' rhs must have the element type of lhs ({_element_type(self.lhs)}), "
+                f"got {self.rhs.type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ElementwiseScalarOp:
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        lhs_type = parser.parse_type()
+        if not isinstance(lhs_type, TensorType):
+            parser.raise_error(f"'{cls.name}' expects a tensor type, got {lhs_type}")
+        op = cls(parser.resolve_operand(lhs, lhs_type), parser.resolve_operand(rhs, lhs_type.element_type))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+
+@irdl_op_definition
+class AddsOp(ElementwiseScalarOp):
+    """`lhs + rhs` for every element of `lhs`."""
+
+    name = "cinm.op.adds"
+
+
+@irdl_op_definition
+class SubsOp(ElementwiseScalarOp):
+    """`lhs - rhs` for every element of `lhs`."""
+
+    name = "cinm.op.subs"
+
+
+@irdl_op_definition
+class MulsOp(ElementwiseScalarOp):
+    """`lhs * rhs` for every element of `lhs`."""
+
+    name = "cinm.op.muls"
+
+
+@irdl_op_definition
+class DivsOp(ElementwiseScalarOp):
+    """`lhs / rhs` for every element of `lhs`."""
+
+    name = "cinm.op.divs"
+
+
+@irdl_op_definition
+class ElementWiseOp(IRDLOperation):
+    """A unary function (`exp`, `tanh`, ...) applied to every element."""
+
+    name = "cinm.op.element_wise"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    method = prop_def(ElementwiseKindAttr)
+    input = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+    assembly_format = "$method `(` $input `)` attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class ReduceOp(IRDLOperation):
+    """Reduces `input` with `method` along `dimensions` (default: the last one)."""
+
+    name = "cinm.op.reduce"
+
+    method = prop_def(ReduceMethodAttr)
+    dimensions = prop_def(DenseArrayBase.constr(i64), default_value=DenseArrayBase.from_list(i64, (-1,)))
+    input = operand_def(TensorType)
+    result = result_def()
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$method `(` $input `)` attr-dict `:` type($input) `->` type($result)"
+
+    def verify_(self) -> None:
+        shape = _shape(self.input)
+        if not shape:
+            raise VerifyException("'cinm.op.reduce' input must have rank 1 or more")
+        for d in self.dimensions.get_values():
+            if not -len(shape) <= d < len(shape):
+                raise VerifyException(f"'cinm.op.reduce' dimension {d} is out of range for rank {len(shape)}")
+        result_type = self.result.type
+        result_element = result_type.element_type if isinstance(result_type, TensorType) else result_type
+        if result_element != _element_type(self.input):
+            raise VerifyException(
+                f"'cinm.op.reduce' result element type {result_element} must match the input's "
+                f"{_element_type(self.input)}"
+            )
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """Inclusive prefix scan of `input` with `method`."""
+
+    name = "cinm.op.scan"
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    method = prop_def(ScanMethodAttr)
+    input = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(Pure(), SameOperandsAndResultType())
+    assembly_format = "$method `(` $input `)` attr-dict `:` type($input)"
+
+
+@irdl_op_definition
+class TopKOp(IRDLOperation):
+    """The `k` largest values of `input` and their indices."""
+
+    name = "cinm.op.topK"
+
+    input = operand_def(TensorType)
+    k = operand_def(i64)
+    result_values = result_def(TensorType)
+    result_indices = result_def(TensorType)
+
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$k `(` $input `)` attr-dict `:` type($input) `->` type($result_values) `,` type($result_indices)"
+    )
+
+    def verify_(self) -> None:
+        values = self.result_values.type
+        indices = self.result_indices.type
+        assert isinstance(values, TensorType) and isinstance(indices, TensorType)
+        if values.element_type != _element_type(self.input):
+            raise VerifyException("'cinm.op.topK' values must have the input's element type")
+        if not isinstance(indices.element_type, IndexType):
+            raise VerifyException("'cinm.op.topK' indices must be a tensor of index")
+
+
+@irdl_op_definition
+class SimSearchOp(IRDLOperation):
+    """The `k` entries of `left` most similar to `right` under `metric`: values and indices."""
+
+    name = "cinm.op.simSearch"
+
+    metric = prop_def(SimilarityMetricAttr)
+    k = prop_def(IntegerAttr)
+    left = operand_def(TensorType)
+    right = operand_def(TensorType)
+    result_values = result_def(TensorType)
+    result_indices = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, metric: SimilarityMetric, k: int, left: SSAValue, right: SSAValue):
+        element = _element_type(left)
+        super().__init__(
+            operands=[left, right],
+            result_types=[TensorType(element, (DYNAMIC_INDEX,)), TensorType(IndexType(), (DYNAMIC_INDEX,))],
+            properties={"metric": SimilarityMetricAttr(metric), "k": IntegerAttr(k, i64)},
+        )
+
+    def verify_(self) -> None:
+        if self.left.type != self.right.type:
+            raise VerifyException("'cinm.op.simSearch' left and right must have the same type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SimSearchOp:
+        metric = SimilarityMetricAttr.parse_parameter(parser)
+        k = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation("(")
+        left = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        right = parser.parse_unresolved_operand()
+        parser.parse_punctuation(")")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        operand_type = parser.parse_type()
+        op = cls(
+            metric, k, parser.resolve_operand(left, operand_type), parser.resolve_operand(right, operand_type)
+        )
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.metric.data} {self.k.value.data}(")
+        printer.print_operand(self.left)
+        printer.print_string(", ")
+        printer.print_operand(self.right)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.left.type)
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """Permutes the dimensions of `input1` by `perms` (generic syntax only, as in Cinnamon)."""
+
+    name = "cinm.op.transpose"
+
+    input1 = operand_def(TensorType)
+    perms = operand_def(TensorType)
+    output = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class PopCountOp(IRDLOperation):
+    """Counts the set bits of a tensor of i1 (generic syntax only, as in Cinnamon)."""
+
+    name = "cinm.op.popCount"
+
+    left = operand_def(TensorType)
+    result = result_def(IntegerType)
+
+    traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        if _element_type(self.left) != IntegerType(1):
+            raise VerifyException("'cinm.op.popCount' operand must be a tensor of i1")
+
+
+Cinm = Dialect(
+    "cinm",
+    [
+        ComputeOp,
+        YieldOp,
+        GemmOp,
+        GemvOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        AddsOp,
+        SubsOp,
+        MulsOp,
+        DivsOp,
+        ElementWiseOp,
+        ReduceOp,
+        ScanOp,
+        TopKOp,
+        SimSearchOp,
+        TransposeOp,
+        PopCountOp,
+    ],
+    [ScanMethodAttr, ReduceMethodAttr, SimilarityMetricAttr, ElementwiseKindAttr],
+)

@@ -1,0 +1,57 @@
+"""`cim-opt`: `xdsl-opt` with the cimxdsl dialects and passes registered."""
+
+from collections.abc import Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.lexer import Span
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from cimxdsl.dialects import get_all_dialects
+from cimxdsl.tools.cli import LocatingParser, locate_failure, run_reporting_errors
+from cimxdsl.transforms import get_all_passes
+
+
+class CimOptMain(xDSLOptMain):
+    """All upstream dialects and passes, plus ours (also when cimxdsl is not installed).
+
+    Verifier errors name the file, line and column of the op that fails."""
+
+    version_format = "cim-opt built from xdsl version {xdsl_version}"
+    op_spans: dict[Operation, Span]
+    line_offset: int = 0
+
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        known = set(self.ctx.registered_dialect_names)
+        for name, factory in get_all_dialects().items():
+            if name not in known:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        if file_extension != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name(), start_offset)
+        self.op_spans, self.line_offset = parser.op_spans, start_offset
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def apply_passes(self, prog: ModuleOp):
+        try:
+            super().apply_passes(prog)
+        except DiagnosticException as e:
+            raise type(e)(f"{locate_failure(prog, self.op_spans, self.line_offset)}{e}") from e
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    run_reporting_errors("cim-opt", lambda: CimOptMain(description="cimxdsl modular optimizer driver", args=args).run())
+
+
+if __name__ == "__main__":
+    main()
