@@ -1,0 +1,23 @@
+# Set-up and entry points. `make demo` and `make test` work on a fresh machine with Python >= 3.11.
+VENV ?= .venv
+PYTHON ?= python3
+BIN = $(VENV)/bin
+
+.PHONY: setup demo test lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@
+
+demo: setup
+	$(BIN)/cim-opt examples/mlp.mlir -p memristor
+
+test: setup
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

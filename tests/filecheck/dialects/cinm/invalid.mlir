@@ -1,0 +1,203 @@
+// RUN: cim-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @compute_without_yield(%c: tensor<2xi32>) {
+  %r = "cinm.compute"() ({
+    "test.termop"() : () -> ()
+  }) : () -> tensor<2xi32>
+  return
+}
+// CHECK: 'cinm.compute' body must end with 'cinm.yield'
+
+// -----
+
+func.func @compute_yield_mismatch(%c: tensor<2xi32>) {
+  %r = cinm.compute -> tensor<3xi32> {
+    cinm.yield %c : tensor<2xi32>
+  }
+  return
+}
+// CHECK: 'cinm.compute' yields (tensor<2xi32>) but has results (tensor<3xi32>)
+
+// -----
+
+func.func @yield_outside_compute(%c: tensor<2xi32>) {
+  cinm.yield %c : tensor<2xi32>
+}
+// CHECK: 'cinm.yield' expects parent op 'cinm.compute'
+
+// -----
+
+func.func @gemm_rank(%a: tensor<6xi32>, %b: tensor<6x2xi32>) {
+  %d = "cinm.op.gemm"(%a, %b) : (tensor<6xi32>, tensor<6x2xi32>) -> tensor<1x2xi32>
+  return
+}
+// CHECK: 'cinm.op.gemm' operands and result must be matrices (rank 2)
+
+// -----
+
+func.func @gemm_element_types(%a: tensor<2x3xi32>, %b: tensor<3x2xi16>) {
+  %d = cinm.op.gemm %a, %b : (tensor<2x3xi32>, tensor<3x2xi16>) -> tensor<2x2xi32>
+  return
+}
+// CHECK: 'cinm.op.gemm' left and right must have the same element type
+
+// -----
+
+func.func @gemm_narrow_result(%a: tensor<2x3xi32>, %b: tensor<3x2xi32>) {
+  %d = cinm.op.gemm %a, %b : (tensor<2x3xi32>, tensor<3x2xi32>) -> tensor<2x2xi8>
+  return
+}
+// CHECK: 'cinm.op.gemm' result element type i8 cannot hold products of i32 (it must be the same type or a wider integer)
+
+// -----
+
+func.func @gemm_inner(%a: tensor<6x4xi32>, %b: tensor<5x22xi32>) {
+  %d = cinm.op.gemm %a, %b : (tensor<6x4xi32>, tensor<5x22xi32>) -> tensor<6x22xi32>
+  return
+}
+// CHECK: 'cinm.op.gemm' inner dimensions differ: left is 6x4, right is 5x22
+
+// -----
+
+func.func @gemm_result_shape(%a: tensor<6x4xi32>, %b: tensor<4x22xi32>) {
+  %d = cinm.op.gemm %a, %b : (tensor<6x4xi32>, tensor<4x22xi32>) -> tensor<6x21xi32>
+  return
+}
+// CHECK: 'cinm.op.gemm' result must be 6x22, got 6x21
+
+// -----
+
+func.func @gemm_bias_type(%a: tensor<6x4xi32>, %b: tensor<4x22xi32>, %c: tensor<6x21xi32>) {
+  %d = "cinm.op.gemm"(%a, %b, %c) : (tensor<6x4xi32>, tensor<4x22xi32>, tensor<6x21xi32>) -> tensor<6x22xi32>
+  return
+}
+// CHECK: attribute tensor<6x21xi32> expected from variable 'R', but got tensor<6x22xi32>
+
+// -----
+
+func.func @gemv_ranks(%a: tensor<6x4xi32>, %b: tensor<4x2xi32>) {
+  %d = "cinm.op.gemv"(%a, %b) : (tensor<6x4xi32>, tensor<4x2xi32>) -> tensor<6xi32>
+  return
+}
+// CHECK: 'cinm.op.gemv' left must be a matrix (rank 2) and right a vector (rank 1)
+
+// -----
+
+func.func @gemv_result_rank(%a: tensor<6x4xi32>, %v: tensor<4xi32>) {
+  %d = "cinm.op.gemv"(%a, %v) : (tensor<6x4xi32>, tensor<4xi32>) -> tensor<6x1xi32>
+  return
+}
+// CHECK: 'cinm.op.gemv' result must be a vector (rank 1)
+
+// -----
+
+func.func @gemv_element_types(%a: tensor<6x4xi32>, %v: tensor<4xi8>) {
+  %d = cinm.op.gemv %a, %v : (tensor<6x4xi32>, tensor<4xi8>) -> tensor<6xi32>
+  return
+}
+// CHECK: 'cinm.op.gemv' left and right must have the same element type
+
+// -----
+
+func.func @gemv_narrow_result(%a: tensor<6x4xi32>, %v: tensor<4xi32>) {
+  %d = cinm.op.gemv %a, %v : (tensor<6x4xi32>, tensor<4xi32>) -> tensor<6xf32>
+  return
+}
+// CHECK: 'cinm.op.gemv' result element type f32 cannot hold products of i32
+
+// -----
+
+func.func @gemv_inner(%a: tensor<6x4xi32>, %v: tensor<3xi32>) {
+  %d = cinm.op.gemv %a, %v : (tensor<6x4xi32>, tensor<3xi32>) -> tensor<6xi32>
+  return
+}
+// CHECK: 'cinm.op.gemv' inner dimensions differ: matrix is 6x4, vector has 3
+
+// -----
+
+// Cinnamon infers the vector's type here; the result has the matrix's row count.
+func.func @gemv_result_is_matrix_rows(%a: tensor<6x4xi32>, %v: tensor<4xi32>) {
+  %d = cinm.op.gemv %a, %v : (tensor<6x4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return
+}
+// CHECK: 'cinm.op.gemv' result must have 6 elements (the matrix rows), got 4
+
+// -----
+
+func.func @binary_types(%a: tensor<2xi32>, %b: tensor<3xi32>) {
+  %d = "cinm.op.add"(%a, %b) : (tensor<2xi32>, tensor<3xi32>) -> tensor<2xi32>
+  return
+}
+// CHECK: attribute tensor<2xi32> expected from variable 'T', but got tensor<3xi32>
+
+// -----
+
+func.func @scalar_type(%a: tensor<2xi32>, %s: i64) {
+  %d = "cinm.op.muls"(%a, %s) : (tensor<2xi32>, i64) -> tensor<2xi32>
+  return
+}
+// CHECK: 'cinm.op.muls' rhs must have the element type of lhs (i32), got i64
+
+// -----
+
+func.func @scalar_result(%a: tensor<2xi32>, %s: i32) {
+  %d = "cinm.op.adds"(%a, %s) : (tensor<2xi32>, i32) -> tensor<3xi32>
+  return
+}
+// CHECK: 'cinm.op.adds' result type must match lhs type tensor<2xi32>
+
+// -----
+
+func.func @reduce_rank0(%a: tensor<i32>) {
+  %d = cinm.op.reduce add (%a) : tensor<i32> -> i32
+  return
+}
+// CHECK: 'cinm.op.reduce' input must have rank 1 or more
+
+// -----
+
+func.func @reduce_dim(%a: tensor<4x2xi32>) {
+  %d = cinm.op.reduce add (%a) {dimensions = array<i64: 2>} : tensor<4x2xi32> -> tensor<4xi32>
+  return
+}
+// CHECK: 'cinm.op.reduce' dimension 2 is out of range for rank 2
+
+// -----
+
+func.func @reduce_type(%a: tensor<4xi32>) {
+  %d = cinm.op.reduce add (%a) : tensor<4xi32> -> f32
+  return
+}
+// CHECK: 'cinm.op.reduce' result element type f32 must match the input's i32
+
+// -----
+
+func.func @topk_values(%a: tensor<4xi32>, %k: i64) {
+  %v, %i = cinm.op.topK %k (%a) : tensor<4xi32> -> tensor<?xf32>, tensor<?xindex>
+  return
+}
+// CHECK: 'cinm.op.topK' values must have the input's element type
+
+// -----
+
+func.func @topk_indices(%a: tensor<4xi32>, %k: i64) {
+  %v, %i = cinm.op.topK %k (%a) : tensor<4xi32> -> tensor<?xi32>, tensor<?xi32>
+  return
+}
+// CHECK: 'cinm.op.topK' indices must be a tensor of index
+
+// -----
+
+func.func @simsearch_types(%a: tensor<4xi32>, %b: tensor<5xi32>) {
+  %v, %i = "cinm.op.simSearch"(%a, %b) <{metric = #cinm<similarity_metric dot>, k = 2 : i64}> : (tensor<4xi32>, tensor<5xi32>) -> (tensor<?xi32>, tensor<?xindex>)
+  return
+}
+// CHECK: 'cinm.op.simSearch' left and right must have the same type
+
+// -----
+
+func.func @popcount(%a: tensor<4xi32>) {
+  %p = "cinm.op.popCount"(%a) : (tensor<4xi32>) -> i64
+  return
+}
+// CHECK: 'cinm.op.popCount' operand must be a tensor of i1
