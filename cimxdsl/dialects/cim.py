@@ -214,9 +214,7 @@ class CimMatrixOp(IRDLOperation):
         super().__init__(operands=[crossbar_id, lhs, rhs], result_types=[result_type])
 
     def verify_element_types(self) -> None:
-        (_, lhs), (_, rhs), (_, result) = (
-            shape_and_element_type(v.type) for v in (self.lhs, self.rhs, self.result)
-        )
+        (_, lhs), (_, rhs), (_, result) = (shape_and_element_type(v.type) for v in (self.lhs, self.rhs, self.result))
         if lhs != rhs:
             raise VerifyException("lhs and rhs must have the same element type")
         if not is_accumulator_type(lhs, result):

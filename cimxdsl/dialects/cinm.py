@@ -213,9 +213,7 @@ class GemmOp(IRDLOperation):
             left_type = SSAValue.get(left).type
             right_type = SSAValue.get(right).type
             assert isinstance(left_type, TensorType) and isinstance(right_type, TensorType)
-            result_type = TensorType(
-                left_type.element_type, (left_type.get_shape()[0], right_type.get_shape()[1])
-            )
+            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0], right_type.get_shape()[1]))
         super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
 
     def verify_(self) -> None:
@@ -230,9 +228,7 @@ class GemmOp(IRDLOperation):
                 f"'cinm.op.gemm' inner dimensions differ: left is {left[0]}x{left[1]}, right is {right[0]}x{right[1]}"
             )
         if result != (left[0], right[1]):
-            raise VerifyException(
-                f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}"
-            )
+            raise VerifyException(f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}")
 
 
 @irdl_op_definition
@@ -248,9 +244,7 @@ class GemvOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$left `,` $right attr-dict `:` `(` type($left) `,` type($right) `)` `->` type($result)"
 
-    def __init__(
-        self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None
-    ):
+    def __init__(self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None):
         if result_type is None:
             left_type = SSAValue.get(left).type
             assert isinstance(left_type, TensorType)
@@ -339,8 +333,7 @@ class ElementwiseScalarOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' result type must match lhs type {self.lhs.type}")
         if self.rhs.type != _element_type(self.lhs):
             raise VerifyException(
-                f"'{self.name}' rhs must have the element type of lhs ({_element_type(self.lhs)}), "
-                f"got {self.rhs.type}"
+                f"'{self.name}' rhs must have the element type of lhs ({_element_type(self.lhs)}), got {self.rhs.type}"
             )
 
     @classmethod
@@ -468,9 +461,7 @@ class TopKOp(IRDLOperation):
     result_indices = result_def(TensorType)
 
     traits = traits_def(Pure())
-    assembly_format = (
-        "$k `(` $input `)` attr-dict `:` type($input) `->` type($result_values) `,` type($result_indices)"
-    )
+    assembly_format = "$k `(` $input `)` attr-dict `:` type($input) `->` type($result_values) `,` type($result_indices)"
 
     def verify_(self) -> None:
         values = self.result_values.type
@@ -521,9 +512,7 @@ class SimSearchOp(IRDLOperation):
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         operand_type = parser.parse_type()
-        op = cls(
-            metric, k, parser.resolve_operand(left, operand_type), parser.resolve_operand(right, operand_type)
-        )
+        op = cls(metric, k, parser.resolve_operand(left, operand_type), parser.resolve_operand(right, operand_type))
         op.attributes |= attributes
         return op
 

@@ -26,15 +26,13 @@ def _rank(value: SSAValue) -> int:
 
 
 class MemristorOp(IRDLOperation):
-    """Base of the memristor ops: all take the tile id first."""
-
-    tile_id = operand_def(TileIdConstraint)
+    """Base of the memristor ops; each takes the tile id as its first operand."""
 
     def library_call_name(self) -> str:
-        """`memristor_<op>`, suffixed with the element type of the last memref operand (`_i32`)."""
-        memrefs = [v.type for v in self.operands if isinstance(v.type, MemRefType)]
-        suffix = f"_{memrefs[-1].element_type}" if memrefs else ""
-        return self.name.replace(".", "_") + suffix
+        """`memristor_<op>` suffixed with the element types of its memrefs: `memristor_gemm_i32`,
+        or `memristor_gemm_i8_i32` when int8 inputs accumulate in i32."""
+        element_types = dict.fromkeys(str(v.type.element_type) for v in self.operands if isinstance(v.type, MemRefType))
+        return "_".join([self.name.replace(".", "_"), *element_types])
 
 
 @irdl_op_definition
@@ -43,6 +41,7 @@ class WriteToCrossbarOp(MemristorOp):
 
     name = "memristor.write_to_crossbar"
 
+    tile_id = operand_def(TileIdConstraint)
     b = operand_def(MemRefType)
 
     assembly_format = "$tile_id `,` $b attr-dict `:` type($tile_id) `,` type($b)"
@@ -58,6 +57,7 @@ class WriteToCrossbarOp(MemristorOp):
 class ProductOp(MemristorOp):
     """Base of `gemm`/`gevm`: `c = a · B` with B stored on the tile."""
 
+    tile_id = operand_def(TileIdConstraint)
     a = operand_def(MemRefType)
     c = operand_def(MemRefType)
 
@@ -76,8 +76,7 @@ class ProductOp(MemristorOp):
         assert isinstance(a_type, MemRefType) and isinstance(c_type, MemRefType)
         if not is_accumulator_type(a_type.element_type, c_type.element_type):
             raise VerifyException(
-                f"'{self.name}' result element type {c_type.element_type} cannot hold products of "
-                f"{a_type.element_type}"
+                f"'{self.name}' result element type {c_type.element_type} cannot hold products of {a_type.element_type}"
             )
         if self.RANK == 2 and a_type.get_shape()[0] != c_type.get_shape()[0]:
             raise VerifyException(
@@ -107,6 +106,8 @@ class BarrierOp(MemristorOp):
     """Blocks until tile `tile_id` has finished its operations."""
 
     name = "memristor.barrier"
+
+    tile_id = operand_def(TileIdConstraint)
 
     assembly_format = "$tile_id attr-dict `:` type($tile_id)"
 

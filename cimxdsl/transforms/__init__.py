@@ -1,10 +1,53 @@
-"""The cimxdsl passes, one module per pass."""
+"""The cimxdsl passes, one module per pass, registered lazily by name (Cinnamon's names as aliases)."""
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
+# pass name -> (module in cimxdsl.transforms, class name)
+_PASSES: dict[str, tuple[str, str]] = {
+    "linalg-to-cinm": ("linalg_to_cinm", "LinalgToCinmPass"),
+    "tile": ("tile", "TilePass"),
+    "cinm-to-cim": ("cinm_to_cim", "CinmToCimPass"),
+    "schedule-asap": ("schedule_asap", "ScheduleAsapPass"),
+    "schedule-alap": ("schedule_alap", "ScheduleAlapPass"),
+    "schedule-list": ("schedule_list", "ScheduleListPass"),
+    "schedule-round-robin": ("schedule_round_robin", "ScheduleRoundRobinPass"),
+    "cim-to-memristor": ("cim_to_memristor", "CimToMemristorPass"),
+    "memristor-to-func": ("memristor_to_func", "MemristorToFuncPass"),
+    "memristor": ("pipelines", "MemristorPipelinePass"),
+}
+
+ALIASES: dict[str, str] = {
+    "cinm-tiling": "tile",
+    "convert-cinm-to-cim": "cinm-to-cim",
+    "cim-schedule-asap": "schedule-asap",
+    "cim-schedule-alap": "schedule-alap",
+    "convert-cim-to-memristor": "cim-to-memristor",
+    "convert-memristor-to-func": "memristor-to-func",
+}
+
+
+def _factory(module: str, class_name: str) -> Callable[[], type[ModulePass]]:
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"cimxdsl.transforms.{module}"), class_name)
+
+    return load
+
+
+def _alias_factory(alias: str, load: Callable[[], type[ModulePass]]) -> Callable[[], type[ModulePass]]:
+    """The pass under another name (xDSL checks that a spec's name is the class's `name`)."""
+
+    def load_alias() -> type[ModulePass]:
+        cls = load()
+        return type(cls.__name__, (cls,), {"name": alias, "__doc__": f"Alias of `{cls.name}`."})
+
+    return load_alias
+
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Lazy factories for every cimxdsl pass, keyed by pass name (aliases included)."""
-    return {}
+    passes = {name: _factory(*where) for name, where in _PASSES.items()}
+    passes.update({alias: _alias_factory(alias, passes[name]) for alias, name in ALIASES.items()})
+    return passes

@@ -1,0 +1,115 @@
+"""`cinm-to-cim`: run each `cinm.compute` on an acquired device.
+
+The compute's body moves in front of it between `cim.acquire_device`/`cim.acquire_crossbar` and
+the matching releases. Matrix products become `cim.op.gemm`/`cim.op.gemv` returning futures; a
+product that feeds another product takes the future directly, anything else waits for it with
+`cim.barrier`. A bias and the element-wise ops of a tiled layer (partial-sum additions) become
+host arithmetic on the barrier results. The yielded values replace the compute's results.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.dialects import cim, cinm
+
+HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
+    cinm.AddOp: (arith.AddiOp, arith.AddfOp),
+    cinm.SubOp: (arith.SubiOp, arith.SubfOp),
+    cinm.MulOp: (arith.MuliOp, arith.MulfOp),
+    cinm.DivOp: (arith.DivSIOp, arith.DivfOp),
+}
+
+
+def host_arith(kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """The `arith` op computing the cinm element-wise op `kind` on tensors."""
+    assert isinstance(lhs.type, TensorType)
+    integer_op, float_op = HOST_ARITH[kind]
+    return (integer_op if isinstance(lhs.type.element_type, IntegerType) else float_op)(lhs, rhs)
+
+
+def future_of(value: SSAValue) -> SSAValue:
+    """The future behind a barrier result, so that crossbar ops chain without waiting."""
+    return value.owner.value if isinstance(value.owner, cim.BarrierOp) else value
+
+
+@dataclass
+class ComputeToCim(RewritePattern):
+    crossbars: int
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter):
+        device = cim.AcquireDeviceOp(self.crossbars)
+        crossbar = cim.AcquireCrossbarOp(device)
+        rewriter.insert([device, crossbar], InsertPoint.before(op))
+        body = op.body.block
+        yield_op = body.last_op
+        assert isinstance(yield_op, cinm.YieldOp)
+        for inner in list(body.ops)[:-1]:
+            inner.detach()
+            rewriter.insert(inner, InsertPoint.before(op))
+            self.convert(inner, crossbar.crossbar_id, rewriter)
+        results = list(yield_op.values)
+        release = [cim.ReleaseCrossbarOp(crossbar), cim.ReleaseDeviceOp(device)]
+        rewriter.replace(op, release, results)
+        for barrier in [o for o in op_list_between(device, release[0]) if isinstance(o, cim.BarrierOp)]:
+            if not barrier.result.uses:
+                rewriter.erase(barrier)
+
+    def convert(self, op: Operation, crossbar: SSAValue, rewriter: PatternRewriter) -> None:
+        match op:
+            case cinm.GemmOp() | cinm.GemvOp():
+                lhs, rhs = (future_of(v) for v in (op.left, op.right))
+                result_type = op.result.type
+                assert isinstance(result_type, TensorType)
+                future = cim.FutureType(result_type.element_type, result_type.get_shape())
+                kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
+                product = kind(crossbar, lhs, rhs, future)
+                barrier = cim.BarrierOp(product)
+                new_ops: list[Operation] = [product, barrier]
+                if isinstance(op, cinm.GemmOp) and op.bias is not None:
+                    new_ops.append(host_arith(cinm.AddOp, barrier.result, op.bias))
+                rewriter.replace(op, new_ops)
+            case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
+                rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
+            case _ if op.dialect_name() == "cinm":
+                raise PassFailedException(f"cinm-to-cim: cannot lower '{op.name}' to the cim dialect")
+            case _:
+                pass
+
+
+def op_list_between(first: Operation, last: Operation) -> list[Operation]:
+    ops = []
+    current = first.next_op
+    while current is not None and current is not last:
+        ops.append(current)
+        current = current.next_op
+    return ops
+
+
+@dataclass(frozen=True)
+class CinmToCimPass(ModulePass):
+    """Lower `cinm.compute` regions to `cim` devices, crossbars, futures and barriers.
+
+    `crossbars` is the number of crossbars each device offers to the scheduler."""
+
+    name = "cinm-to-cim"
+
+    crossbars: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.crossbars < 1:
+            raise PassFailedException(f"{self.name}: option 'crossbars' must be at least 1, got {self.crossbars}")
+        PatternRewriteWalker(ComputeToCim(self.crossbars), apply_recursively=False).rewrite_module(op)

@@ -1,0 +1,45 @@
+"""Named pipelines, so users need not remember pass lists."""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import PassFailedException
+
+
+@dataclass(frozen=True)
+class MemristorPipelinePass(ModulePass):
+    """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, tile, cinm-to-cim,
+    schedule-<strategy>, cim-to-memristor, memristor-to-func`, for a device preset or TOML file."""
+
+    name = "memristor"
+
+    device: str = "cinnamon"
+    crossbars: int = 16
+    strategy: str = "list"
+
+    def passes(self) -> str:
+        schedule = f"schedule-{self.strategy}" + (
+            "{" + f"device={self.device}" + "}" if self.strategy == "list" else ""
+        )
+        return ",".join(
+            [
+                "linalg-to-cinm",
+                f"tile{{device={self.device}}}",
+                f"cinm-to-cim{{crossbars={self.crossbars}}}",
+                schedule,
+                "cim-to-memristor",
+                "memristor-to-func",
+            ]
+        )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from cimxdsl.transforms import get_all_passes
+
+        spec = self.passes()
+        try:
+            pipeline = PassPipeline.parse_spec(get_all_passes(), spec)
+        except (ValueError, KeyError) as e:
+            raise PassFailedException(f"{self.name}: cannot build '{spec}': {e}") from None
+        pipeline.apply(ctx, op)

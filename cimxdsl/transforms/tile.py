@@ -1,0 +1,181 @@
+"""`tile`: split every crossbar product so each piece fits one crossbar.
+
+A crossbar stores the weight operand (`right` of a gemm, `left` of a gemv, transposed) with the
+reduction dimension K along its rows and the output columns along its columns. Each weight takes
+`cells_per_weight` neighbouring cells, so a crossbar of `rows × cols` cells holds a
+`rows × (cols ÷ cells_per_weight)` tile. K is split into pieces of at most that many rows whose
+partial products are added; the outputs are split into pieces of at most that many columns and
+inserted into the result. The bias is added once per output piece. All pieces stay in the same
+`cinm.compute`, operands first, then products, then sums, so they can run on different crossbars
+in parallel.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import tensor
+from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.device import load_device_config
+from cimxdsl.dialects import cinm
+
+
+def ranges(size: int, step: int) -> list[tuple[int, int]]:
+    """`(offset, length)` pieces of at most `step` covering `0..size`."""
+    return [(start, min(step, size - start)) for start in range(0, size, step)]
+
+
+class TiledProduct:
+    """Builds the ops of one tiled product: operand slices, piece products, sums and the result."""
+
+    def __init__(self):
+        self.slices: list[Operation] = []
+        self.products: list[Operation] = []
+        self.sums: list[Operation] = []
+        self.result: SSAValue | None = None
+        self._slice_cache: dict[tuple[SSAValue, tuple[int, ...], tuple[int, ...]], SSAValue] = {}
+
+    def slice(self, source: SSAValue, offsets: Sequence[int], sizes: Sequence[int]) -> SSAValue:
+        source_type = source.type
+        assert isinstance(source_type, TensorType)
+        if tuple(offsets) == (0,) * len(offsets) and tuple(sizes) == source_type.get_shape():
+            return source
+        key = (source, tuple(offsets), tuple(sizes))
+        if key not in self._slice_cache:
+            op = tensor.ExtractSliceOp.from_static_parameters(source, offsets, sizes)
+            self.slices.append(op)
+            self._slice_cache[key] = op.result
+        return self._slice_cache[key]
+
+    def product(self, op: Operation) -> SSAValue:
+        op.attributes[cinm.NOTILE] = UnitAttr()
+        self.products.append(op)
+        return op.results[0]
+
+    def add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        op = cinm.AddOp(lhs, rhs)
+        self.sums.append(op)
+        return op.result
+
+    def sum(self, values: Sequence[SSAValue]) -> SSAValue:
+        total = values[0]
+        for value in values[1:]:
+            total = self.add(total, value)
+        return total
+
+    def assemble(self, result_type: TensorType, pieces: Sequence[tuple[int, SSAValue]]) -> SSAValue:
+        """Insert each `(offset along the last dimension, piece)` into a tensor of `result_type`."""
+        if len(pieces) == 1:
+            return pieces[0][1]
+        empty = tensor.EmptyOp([], result_type)
+        self.sums.append(empty)
+        current = empty.tensor
+        for offset, piece in pieces:
+            shape = piece.type.get_shape()
+            offsets = [0] * (len(shape) - 1) + [offset]
+            insert = tensor.InsertSliceOp.from_static_parameters(piece, current, offsets, shape)
+            self.sums.append(insert)
+            current = insert.result
+        return current
+
+    @property
+    def ops(self) -> list[Operation]:
+        return [*self.slices, *self.products, *self.sums]
+
+
+def tile_gemm(op: cinm.GemmOp, k_step: int, n_step: int) -> TiledProduct:
+    (m, k), n = op.left.type.get_shape(), op.right.type.get_shape()[1]
+    element = op.result.type.element_type
+    tiled = TiledProduct()
+    pieces = []
+    for n0, nn in ranges(n, n_step):
+        partials = []
+        for k0, kk in ranges(k, k_step):
+            left = tiled.slice(op.left, [0, k0], [m, kk])
+            right = tiled.slice(op.right, [k0, n0], [kk, nn])
+            partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (m, nn)))))
+        total = tiled.sum(partials)
+        if op.bias is not None:
+            total = tiled.add(total, tiled.slice(op.bias, [0, n0], [m, nn]))
+        pieces.append((n0, total))
+    tiled.result = tiled.assemble(op.result.type, pieces)
+    return tiled
+
+
+def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
+    m, k = op.left.type.get_shape()
+    element = op.result.type.element_type
+    tiled = TiledProduct()
+    pieces = []
+    for m0, mm in ranges(m, m_step):
+        partials = []
+        for k0, kk in ranges(k, k_step):
+            matrix = tiled.slice(op.left, [m0, k0], [mm, kk])
+            vector = tiled.slice(op.right, [k0], [kk])
+            partials.append(tiled.product(cinm.GemvOp(matrix, vector, TensorType(element, (mm,)))))
+        pieces.append((m0, tiled.sum(partials)))
+    tiled.result = tiled.assemble(op.result.type, pieces)
+    return tiled
+
+
+@dataclass
+class TileProducts(RewritePattern):
+    rows: int
+    columns: int
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
+        if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp):
+            return
+        weights = op.right if isinstance(op, cinm.GemmOp) else op.left
+        k, n = weights.type.get_shape()[::-1] if isinstance(op, cinm.GemvOp) else weights.type.get_shape()
+        if k <= self.rows and n <= self.columns:
+            return
+        tile: Callable[..., TiledProduct] = tile_gemm if isinstance(op, cinm.GemmOp) else tile_gemv
+        tiled = tile(op, self.rows, self.columns)
+        rewriter.replace(op, tiled.ops, [tiled.result])
+
+
+@dataclass(frozen=True)
+class TilePass(ModulePass):
+    """Tile every `cinm.op.gemm`/`gemv` to the crossbar size.
+
+    The crossbar is `rows × cols` cells (default: from `device`, a preset name or TOML file, else
+    128 × 128); a weight takes the device's cells per weight (1 without a device)."""
+
+    name = "tile"
+
+    rows: int | None = None
+    cols: int | None = None
+    device: str | None = None
+
+    def tile_shape(self) -> tuple[int, int]:
+        try:
+            config = None if self.device is None else load_device_config(self.device)
+        except ValueError as e:
+            raise PassFailedException(f"{self.name}: {e}") from None
+        rows = self.rows if self.rows is not None else (config.rows if config else 128)
+        cols = self.cols if self.cols is not None else (config.cols if config else 128)
+        for option, value in (("rows", rows), ("cols", cols)):
+            if value <= 0:
+                raise PassFailedException(f"{self.name}: option '{option}' must be positive, got {value}")
+        cells = config.cells_per_weight if config else 1
+        if cols < cells:
+            raise PassFailedException(
+                f"{self.name}: a crossbar of {cols} columns cannot hold one weight of {cells} cells"
+            )
+        return rows, cols // cells
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        rows, columns = self.tile_shape()
+        PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
