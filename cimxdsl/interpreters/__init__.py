@@ -1,0 +1,74 @@
+"""Interpreter functions for every level of the flow, sharing one crossbar device model.
+
+`run(module, inputs, device=..., entry="main")` interprets a function at any level: cinm ops are
+exact, cim and memristor ops (and calls of the `memristor_*` runtime) run on the device, host ops
+run in NumPy.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters import builtin as builtin_functions
+from xdsl.interpreters import func as func_functions
+from xdsl.interpreters import scf as scf_functions
+
+from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.interpreters.cim import CimFunctions
+from cimxdsl.interpreters.cinm import CinmFunctions
+from cimxdsl.interpreters.host import HostFunctions
+from cimxdsl.interpreters.memristor import MemristorFunctions
+from cimxdsl.interpreters.runtime import CrossbarRuntime
+from cimxdsl.interpreters.values import as_type
+
+
+def build_interpreter(module: ModuleOp, device: Device) -> Interpreter:
+    interpreter = Interpreter(module)
+    interpreter.register_implementations(func_functions.FuncFunctions())
+    interpreter.register_implementations(scf_functions.ScfFunctions())
+    interpreter.register_implementations(builtin_functions.BuiltinFunctions())
+    runtime = CrossbarRuntime(device)
+    for functions in (HostFunctions(), CinmFunctions(), CimFunctions(runtime), MemristorFunctions(runtime)):
+        interpreter.register_implementations(functions, override=True)
+    return interpreter
+
+
+@dataclass
+class RunResult:
+    outputs: list
+    device: Device
+
+
+def entry_function(module: ModuleOp, entry: str) -> func.FuncOp:
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry and op.body.blocks:
+            return op
+    raise ValueError(f"no function '@{entry}' with a body in the module")
+
+
+def run(
+    module: ModuleOp,
+    inputs: Sequence,
+    device: Device | DeviceConfig | str = "ideal",
+    entry: str = "main",
+) -> RunResult:
+    """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
+    device = device if isinstance(device, Device) else Device(device)
+    function = entry_function(module, entry)
+    types = function.function_type.inputs.data
+    if len(inputs) != len(types):
+        raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
+    arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
+    outputs = build_interpreter(module, device).call_op(function, tuple(arguments))
+    device.sync()
+    return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device)
+
+
+def check_argument(entry: str, index: int, value, t):
+    shape = getattr(t, "get_shape", lambda: ())()
+    if tuple(np.shape(value)) != tuple(shape):
+        raise ValueError(f"argument {index} of '@{entry}' must have shape {list(shape)}, got {list(np.shape(value))}")
+    return as_type(value, t)

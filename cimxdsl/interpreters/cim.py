@@ -1,0 +1,52 @@
+"""Interpreter functions for `cim`: crossbar ops run on the device model and return futures."""
+
+from dataclasses import dataclass
+
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from cimxdsl.dialects import cim
+from cimxdsl.interpreters.runtime import CrossbarRuntime, Future
+from cimxdsl.interpreters.values import numpy_dtype
+
+
+@register_impls
+@dataclass
+class CimFunctions(InterpreterFunctions):
+    runtime: CrossbarRuntime
+
+    @impl(cim.AcquireDeviceOp)
+    def run_acquire_device(self, interpreter: Interpreter, op: cim.AcquireDeviceOp, args: PythonValues):
+        return (self.runtime.device,)
+
+    @impl(cim.ReleaseDeviceOp)
+    def run_release_device(self, interpreter: Interpreter, op: cim.ReleaseDeviceOp, args: PythonValues):
+        return ()
+
+    @impl(cim.AcquireCrossbarOp)
+    def run_acquire_crossbar(self, interpreter: Interpreter, op: cim.AcquireCrossbarOp, args: PythonValues):
+        return (self.runtime.acquire(),)
+
+    @impl(cim.ReleaseCrossbarOp)
+    def run_release_crossbar(self, interpreter: Interpreter, op: cim.ReleaseCrossbarOp, args: PythonValues):
+        self.runtime.release(args[0])
+        return ()
+
+    @impl(cim.GemmOp)
+    def run_gemm(self, interpreter: Interpreter, op: cim.GemmOp, args: PythonValues):
+        crossbar, inputs, weights = args[0], self.runtime.wait(args[1]), self.runtime.wait(args[2])
+        self.runtime.ensure_written(crossbar, weights)
+        return (self.future(op, crossbar, inputs),)
+
+    @impl(cim.GemvOp)
+    def run_gemv(self, interpreter: Interpreter, op: cim.GemvOp, args: PythonValues):
+        crossbar, matrix, vector = args[0], self.runtime.wait(args[1]), self.runtime.wait(args[2])
+        self.runtime.ensure_written(crossbar, matrix.T)
+        return (self.future(op, crossbar, vector),)
+
+    def future(self, op: cim.GemmOp | cim.GemvOp, crossbar: int, inputs) -> Future:
+        dtype = numpy_dtype(op.result.type.element_type)
+        return Future(self.runtime.product(crossbar, inputs, dtype), crossbar)
+
+    @impl(cim.BarrierOp)
+    def run_barrier(self, interpreter: Interpreter, op: cim.BarrierOp, args: PythonValues):
+        return (self.runtime.wait(args[0]),)

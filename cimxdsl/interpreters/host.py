@@ -1,0 +1,211 @@
+"""NumPy implementations of the upstream ops that run on the host (arith, tensor, linalg,
+bufferization, memref). They replace xDSL's stock versions, which are pure-Python loops or missing.
+
+Tensors and memrefs are NumPy arrays; a memref made from a tensor (`bufferization.to_buffer`) is the
+same array, so writes through the memref are seen through the tensor.
+"""
+
+import numpy as np
+from xdsl.dialects import arith, bufferization, memref, tensor
+from xdsl.dialects.builtin import DYNAMIC_INDEX
+from xdsl.dialects.linalg.ops import (
+    AddOp,
+    FillOp,
+    MatmulOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    SubOp,
+    TransposeOp,
+)
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Operation
+
+from cimxdsl.interpreters.values import as_type, attribute_value, numpy_dtype, register_family
+
+
+def _truncating_divide(a, b):
+    return np.trunc(np.true_divide(a, b))
+
+
+_ELEMENTWISE = {
+    arith.AddiOp: np.add,
+    arith.AddfOp: np.add,
+    arith.SubiOp: np.subtract,
+    arith.SubfOp: np.subtract,
+    arith.MuliOp: np.multiply,
+    arith.MulfOp: np.multiply,
+    arith.DivfOp: np.true_divide,
+    arith.DivSIOp: _truncating_divide,
+    arith.FloorDivSIOp: np.floor_divide,
+    arith.RemSIOp: np.fmod,
+    arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum,
+    arith.MaximumfOp: np.maximum,
+    arith.MinimumfOp: np.minimum,
+    arith.AndIOp: np.bitwise_and,
+    arith.OrIOp: np.bitwise_or,
+    arith.XOrIOp: np.bitwise_xor,
+    arith.ShLIOp: np.left_shift,
+    arith.ShRSIOp: np.right_shift,
+}
+
+_CASTS = (
+    arith.ExtSIOp,
+    arith.TruncIOp,
+    arith.SIToFPOp,
+    arith.FPToSIOp,
+    arith.ExtFOp,
+    arith.TruncFOp,
+    arith.IndexCastOp,
+)
+
+_LINALG_BINARY = {AddOp: np.add, SubOp: np.subtract, MulOp: np.multiply, MaxOp: np.maximum, MinOp: np.minimum}
+
+
+def result_of(op: Operation, value) -> tuple:
+    """`value` as the runtime value of `op`'s single result."""
+    return (as_type(value, op.results[0].type),)
+
+
+def slice_parameters(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, args: PythonValues, first: int):
+    """Static offsets/sizes/strides with the dynamic ones taken from the operands after `first`."""
+    dynamic = iter(args[first:])
+    values = []
+    for static in (op.static_offsets, op.static_sizes, op.static_strides):
+        values.append([next(dynamic) if v == DYNAMIC_INDEX else v for v in static.get_values()])
+    return values
+
+
+def slices(offsets, sizes, strides, rank: int) -> tuple[slice, ...]:
+    assert len(offsets) == rank, "rank-reducing slices are not supported"
+    return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
+
+
+class HostFunctions(InterpreterFunctions):
+    """NumPy implementations of upstream ops (one shared implementation per op family)."""
+
+    @impl(arith.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues):
+        return (attribute_value(op.value, op.result.type),)
+
+    def run_elementwise(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, _ELEMENTWISE[type(op)](np.asarray(args[0]), np.asarray(args[1])))
+
+    def run_cast(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, args[0])
+
+    @impl(arith.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: arith.SelectOp, args: PythonValues):
+        return result_of(op, np.where(args[0], args[1], args[2]))
+
+    @impl(arith.CmpiOp)
+    def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues):
+        predicate = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"][op.predicate.value.data]
+        compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal}
+        compare |= {"gt": np.greater, "ge": np.greater_equal}
+        return result_of(op, compare[predicate.removeprefix("s").removeprefix("u")](args[0], args[1]))
+
+    # tensors -------------------------------------------------------------------------------------
+    @impl(tensor.EmptyOp)
+    def run_empty(self, interpreter: Interpreter, op: tensor.EmptyOp, args: PythonValues):
+        t = op.tensor.type
+        return (np.zeros(t.get_shape(), numpy_dtype(t.element_type)),)
+
+    @impl(tensor.ExtractSliceOp)
+    def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
+        source = args[0]
+        index = slices(*slice_parameters(op, args, 1), source.ndim)
+        return (np.ascontiguousarray(source[index]).reshape(op.result.type.get_shape()),)
+
+    @impl(tensor.InsertSliceOp)
+    def run_insert_slice(self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues):
+        source, dest = args[0], args[1].copy()
+        offsets, sizes, strides = slice_parameters(op, args, 2)
+        index = slices(offsets, sizes, strides, dest.ndim)
+        dest[index] = np.reshape(source, dest[index].shape)
+        return (dest,)
+
+    @impl(tensor.ExtractOp)
+    def run_extract(self, interpreter: Interpreter, op: tensor.ExtractOp, args: PythonValues):
+        return (args[0][tuple(args[1:])].item(),)
+
+    @impl(tensor.CollapseShapeOp)
+    def run_collapse(self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues):
+        return (np.reshape(args[0], op.result.type.get_shape()),)
+
+    @impl(tensor.ExpandShapeOp)
+    def run_expand(self, interpreter: Interpreter, op: tensor.ExpandShapeOp, args: PythonValues):
+        return (np.reshape(args[0], op.result.type.get_shape()),)
+
+    @impl(tensor.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: tensor.ReshapeOp, args: PythonValues):
+        return (np.reshape(args[0], op.result.type.get_shape()),)
+
+    @impl(tensor.CastOp)
+    def run_tensor_cast(self, interpreter: Interpreter, op: tensor.CastOp, args: PythonValues):
+        return (args[0],)
+
+    # linalg --------------------------------------------------------------------------------------
+    @impl(MatmulOp)
+    def run_matmul(self, interpreter: Interpreter, op: MatmulOp, args: PythonValues):
+        a, b, c = args
+        return result_of(op, c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)))
+
+    @impl(TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
+        return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
+
+    @impl(FillOp)
+    def run_fill(self, interpreter: Interpreter, op: FillOp, args: PythonValues):
+        return result_of(op, np.full(np.shape(args[1]), args[0]))
+
+    def run_linalg_binary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, _LINALG_BINARY[type(op)](args[0], args[1]))
+
+    # buffers -------------------------------------------------------------------------------------
+    @impl(bufferization.AllocTensorOp)
+    def run_alloc_tensor(self, interpreter: Interpreter, op: bufferization.AllocTensorOp, args: PythonValues):
+        t = op.tensor.type
+        return (np.zeros(t.get_shape(), numpy_dtype(t.element_type)),)
+
+    @impl(bufferization.ToBufferOp)
+    def run_to_buffer(self, interpreter: Interpreter, op: bufferization.ToBufferOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(bufferization.ToTensorOp)
+    def run_to_tensor(self, interpreter: Interpreter, op: bufferization.ToTensorOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(memref.CastOp)
+    def run_memref_cast(self, interpreter: Interpreter, op: memref.CastOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(memref.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues):
+        t = op.memref.type
+        return (np.zeros(t.get_shape(), numpy_dtype(t.element_type)),)
+
+    @impl(memref.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: PythonValues):
+        return (args[0][tuple(args[1:])].item(),)
+
+    @impl(memref.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues):
+        args[1][tuple(args[2:])] = args[0]
+        return ()
+
+    @impl(memref.CopyOp)
+    def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues):
+        args[1][...] = args[0]
+        return ()
+
+    @impl(memref.DeallocOp)
+    def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues):
+        return ()
+
+
+register_family(HostFunctions, _ELEMENTWISE, HostFunctions.run_elementwise)
+register_family(HostFunctions, _CASTS, HostFunctions.run_cast)
+register_family(HostFunctions, _LINALG_BINARY, HostFunctions.run_linalg_binary)
+register_impls(HostFunctions)
