@@ -1,0 +1,122 @@
+"""`cim-run`: interpret a function of IR at any level of the flow on a crossbar device model."""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects as upstream_dialects
+from xdsl.dialects.builtin import ModuleOp
+
+from cimxdsl.device import Device, DeviceConfigError
+from cimxdsl.dialects import get_all_dialects
+from cimxdsl.interpreters import entry_function, run
+from cimxdsl.interpreters.values import numpy_dtype
+from cimxdsl.tools.cli import LocatingParser, UserError, locate_failure, run_reporting_errors
+from cimxdsl.tools.report import format_report
+
+
+def load_module(path: str) -> ModuleOp:
+    """Parse and verify an MLIR file; errors name the file, line and column."""
+    ctx = Context()
+    for name, factory in {**upstream_dialects(), **get_all_dialects()}.items():
+        ctx.register_dialect(name, factory)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise UserError(f"cannot read '{path}': {e.strerror}") from None
+    parser = LocatingParser(ctx, text, path)
+    module = parser.parse_module()
+    try:
+        module.verify()
+    except Exception as e:
+        raise UserError(f"{locate_failure(module, parser.op_spans)}{e}") from None
+    return module
+
+
+def argument_names(module: ModuleOp, entry: str) -> list[str]:
+    function = entry_function(module, entry)
+    return [arg.name_hint or str(i) for i, arg in enumerate(function.body.block.args)]
+
+
+def load_inputs(module: ModuleOp, entry: str, given: Sequence[str], randomize: bool, seed: int, bits: int) -> list:
+    names = argument_names(module, entry)
+    types = entry_function(module, entry).function_type.inputs.data
+    values: dict[str, object] = {}
+    for item in given:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise UserError(f"--input expects NAME=file.npy, got '{item}'")
+        if name not in names:
+            raise UserError(f"'@{entry}' has no argument '{name}' (arguments: {', '.join(names)})")
+        try:
+            values[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read input '{name}' from '{path}': {e}") from None
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for name, t in zip(names, types, strict=True):
+        if name in values:
+            inputs.append(check_kind(name, values[name], t))
+        elif randomize:
+            inputs.append(random_value(rng, t, bits))
+        else:
+            raise UserError(f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)")
+    return inputs
+
+
+def check_kind(name: str, value: np.ndarray, t) -> np.ndarray:
+    dtype = numpy_dtype(getattr(t, "element_type", t))
+    if np.issubdtype(dtype, np.integer) and not np.issubdtype(value.dtype, np.integer):
+        raise UserError(f"argument '{name}' must hold integers ({t}), got {value.dtype}")
+    return value
+
+
+def random_value(rng: np.random.Generator, t, bits: int):
+    """Random integers of `bits` signed bits (what the device takes), or standard normal floats."""
+    shape = getattr(t, "get_shape", lambda: ())()
+    dtype = numpy_dtype(getattr(t, "element_type", t))
+    if np.issubdtype(dtype, np.integer):
+        bits = min(bits, np.iinfo(dtype).bits)
+        return rng.integers(-(2 ** (bits - 1)), 2 ** (bits - 1), shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="cim-run", description=__doc__)
+    parser.add_argument("file", help="an MLIR file at any level of the flow")
+    parser.add_argument("--device", default="ideal", help="a device preset or a TOML file (default: ideal)")
+    parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    parser.add_argument("--random-inputs", action="store_true", help="random values for arguments not given")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
+    parser.add_argument("--report", action="store_true", help="print the device metrics")
+    parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
+    options = parser.parse_args(args)
+
+    def body() -> None:
+        module = load_module(options.file)
+        try:
+            device = Device(options.device)
+        except (DeviceConfigError, OSError) as e:
+            raise UserError(str(e)) from None
+        bits = min(device.config.weight_bits, device.config.input_bits)
+        inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
+        result = run(module, inputs, device, options.entry)
+        with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
+            for i, output in enumerate(result.outputs):
+                print(f"result {i}: {output!r}")
+        report = result.device.report()
+        if options.report:
+            print(format_report(report))
+        if options.report_json:
+            Path(options.report_json).write_text(json.dumps(report, indent=2))
+
+    run_reporting_errors("cim-run", body)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
