@@ -1,0 +1,39 @@
+"""The crossbar device model: configuration and presets, bit-sliced MVM, timeline and metrics.
+
+Pure NumPy (no xDSL), so it can be used on its own::
+
+    from cimxdsl.device import Device, preset
+    dev = Device(preset("cinnamon"))
+    dev.write(0, w)          # K×N integer tile
+    y = dev.mvm(0, x)        # x @ w through DACs, bit-sliced cells and ADCs
+    dev.sync(); dev.report()
+"""
+
+from cimxdsl.device.config import (
+    PRESETS,
+    DeviceConfig,
+    DeviceConfigError,
+    adc_energy_pj,
+    load_device_config,
+    preset,
+)
+from cimxdsl.device.crossbar import Tile, adc_convert, crossbar_matmul, program_tile, tile_mvm
+from cimxdsl.device.device import Device
+from cimxdsl.device.metrics import COMPONENTS, COUNTERS
+
+__all__ = [
+    "COMPONENTS",
+    "COUNTERS",
+    "PRESETS",
+    "Device",
+    "DeviceConfig",
+    "DeviceConfigError",
+    "Tile",
+    "adc_convert",
+    "adc_energy_pj",
+    "crossbar_matmul",
+    "load_device_config",
+    "preset",
+    "program_tile",
+    "tile_mvm",
+]

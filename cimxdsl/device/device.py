@@ -1,0 +1,144 @@
+"""The stateful device: programmed crossbars, a timeline and metrics.
+
+Timeline: the host issues operations at time `now_ns` without waiting (they return futures in the IR).
+An operation on crossbar i starts at max(now_ns, the end of i's previous operation) and keeps i busy
+for its duration (write: K × write_ns_per_row; MVM: the pipeline cycles × cycle_ns). `barrier(i)`
+advances `now_ns` to the end of i's last operation, `sync()` to the end of all of them. The latency is
+the time the last operation ends.
+
+Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
+streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before).
+"""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+
+import numpy as np
+
+from cimxdsl.device.config import DeviceConfig, load_device_config
+from cimxdsl.device.crossbar import Tile, draw_stuck_cells, program_tile, tile_mvm
+from cimxdsl.device.metrics import Metrics, energy_pj, mvm_events, write_events, write_time_ns
+
+_STUCK, _PROGRAM, _READ = 0, 1, 2
+
+
+class Device:
+    """Crossbar contents, timeline and metrics of one device, shared by the interpreter functions."""
+
+    def __init__(self, config: DeviceConfig | str | Path = "ideal"):
+        self.config = load_device_config(config)
+        count = self.config.crossbars
+        self._tiles: list[Tile | None] = [None] * count
+        self._stuck: dict[int, np.ndarray | None] = {}
+        self._ops_seen = np.zeros((count, 2), np.int64)  # writes, MVMs: keys of the noise streams
+        self._metrics = Metrics(count)
+        self._free_at = np.zeros(count)
+        self.now_ns = 0.0
+
+    # ---- operations ---------------------------------------------------------------------------
+    def write(self, xbar: int, weights: np.ndarray) -> None:
+        """Program logical crossbar `xbar` with a K×N weight tile (copied)."""
+        i = self._index(xbar)
+        rng = None if self.config.noiseless else self._rng(i, _PROGRAM, self._ops_seen[i, 0])
+        try:
+            tile = program_tile(weights, self.config, rng, self._stuck_cells(i))
+        except ValueError as err:
+            raise ValueError(f"crossbar {i}: {err}") from None
+        self._tiles[i] = tile
+        self._ops_seen[i, 0] += 1
+        k, n = tile.shape
+        events = write_events(self.config, k, n)
+        self._run(i, events, write_time_ns(self.config, k))
+
+    def mvm(self, xbar: int, x: np.ndarray) -> np.ndarray:
+        """x @ W on crossbar `xbar` for x of shape (B, K) or (K,)."""
+        i = self._index(xbar)
+        tile = self._tiles[i]
+        if tile is None:
+            raise ValueError(f"crossbar {i} has not been written")
+        x = np.asarray(x)
+        rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noise else None
+        try:
+            result = tile_mvm(tile, x, self.config, rng)
+        except ValueError as err:
+            raise ValueError(f"crossbar {i}: {err}") from None
+        self._ops_seen[i, 1] += 1
+        batch = 1 if x.ndim == 1 else x.shape[0]
+        events = mvm_events(self.config, batch, *tile.shape)
+        self._run(i, events, events["busy_cycles"] * self.config.cycle_ns)
+        return result
+
+    def barrier(self, xbar: int) -> float:
+        """Wait for crossbar `xbar`'s last operation; returns the new host time."""
+        self.now_ns = max(self.now_ns, float(self._free_at[self._index(xbar)]))
+        return self.now_ns
+
+    def sync(self) -> float:
+        """Wait for every crossbar; returns the new host time."""
+        self.now_ns = self.latency_ns
+        return self.now_ns
+
+    def reset_metrics(self) -> None:
+        """Zero the counters and the timeline; programmed weights stay."""
+        self._metrics.reset()
+        self._free_at[:] = 0
+        self.now_ns = 0.0
+
+    # ---- state and reports --------------------------------------------------------------------
+    def tile(self, xbar: int) -> Tile | None:
+        """The tile programmed on `xbar`, or None."""
+        return self._tiles[self._index(xbar)]
+
+    def busy_until(self, xbar: int) -> float:
+        """The time crossbar `xbar`'s last operation ends."""
+        return float(self._free_at[self._index(xbar)])
+
+    @property
+    def latency_ns(self) -> float:
+        """The time the last operation ends."""
+        return max(self.now_ns, float(self._free_at.max()))
+
+    @property
+    def metrics(self) -> dict:
+        return self.report()
+
+    def report(self, per_crossbar: bool = True) -> dict:
+        """Plain-dict metrics: totals, latency and (optionally) every used crossbar."""
+        report = {
+            "device": self.config.name,
+            "latency_ns": self.latency_ns,
+            "latency_cycles": self.latency_ns / self.config.cycle_ns,
+            "total": self._metrics.total(),
+        }
+        if per_crossbar:
+            report["crossbars"] = {i: self._metrics.crossbar(i) for i in self._metrics.used()}
+        return report
+
+    # ---- helpers ------------------------------------------------------------------------------
+    def _index(self, xbar: int) -> int:
+        count = self.config.crossbars
+        try:
+            i = operator.index(xbar)
+        except TypeError:
+            raise ValueError(f"crossbar index must be an integer, got {xbar!r}") from None
+        if not 0 <= i < count:
+            raise ValueError(f"crossbar {i} does not exist: the device has {count} (0..{count - 1})")
+        return i
+
+    def _rng(self, xbar: int, kind: int, count: int) -> np.random.Generator:
+        key = (xbar, kind, int(count))
+        return np.random.default_rng(np.random.SeedSequence(self.config.seed, spawn_key=key))
+
+    def _stuck_cells(self, xbar: int) -> np.ndarray | None:
+        if self.config.stuck_on_rate == 0 and self.config.stuck_off_rate == 0:
+            return None
+        if xbar not in self._stuck:
+            self._stuck[xbar] = draw_stuck_cells(self.config, self._rng(xbar, _STUCK, 0))
+        return self._stuck[xbar]
+
+    def _run(self, xbar: int, events: dict[str, int], duration_ns: float) -> None:
+        start = max(self.now_ns, float(self._free_at[xbar]))
+        self._free_at[xbar] = start + duration_ns
+        self._metrics.add(xbar, events, energy_pj(self.config, events), duration_ns)

@@ -1,0 +1,104 @@
+"""Event counts, energy and the per-crossbar metrics of a device.
+
+Costs of one operation on a logical crossbar (S input slices, A physical arrays, J cells per weight):
+
+- write of a K×N tile: K·N·J·A cells; K × write_ns_per_row (the arrays of a pair in parallel);
+- MVM of B rows on a K×N tile: S·B input slices, S·B·A array reads, S·B·A·K DAC row activations and
+  S·B·A·N·J ADC conversions (only the columns the tile uses); the pipeline is busy for
+  pipeline_fill_cycles + S·B - 1 cycles (0 for B = 0).
+
+Energy per component (pJ) = events × the config's per-event energy (see `config.py`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cimxdsl.device.config import DeviceConfig
+
+COUNTERS = (
+    "writes",
+    "cells_written",
+    "mvms",
+    "input_slices",
+    "array_reads",
+    "dac_activations",
+    "adc_conversions",
+    "busy_cycles",
+)
+COMPONENTS = ("crossbar", "dac", "adc", "sample_hold", "shift_add", "write")
+
+
+def write_events(config: DeviceConfig, k: int, n: int) -> dict[str, int]:
+    """Counters for writing a k×n weight tile."""
+    return {"writes": 1, "cells_written": k * n * config.cells_per_weight * config.arrays_per_crossbar}
+
+
+def write_time_ns(config: DeviceConfig, k: int) -> float:
+    return k * config.write_ns_per_row
+
+
+def mvm_events(config: DeviceConfig, batch: int, k: int, n: int) -> dict[str, int]:
+    """Counters for one MVM of `batch` input rows on a k×n tile."""
+    slices = config.input_slices * batch
+    reads = slices * config.arrays_per_crossbar
+    return {
+        "mvms": 1,
+        "input_slices": slices,
+        "array_reads": reads,
+        "dac_activations": reads * k,
+        "adc_conversions": reads * n * config.cells_per_weight,
+        "busy_cycles": config.pipeline_fill_cycles + slices - 1 if batch else 0,
+    }
+
+
+def energy_pj(config: DeviceConfig, events: dict[str, int]) -> dict[str, float]:
+    """Energy by component of the given event counts."""
+    conversions = events.get("adc_conversions", 0)
+    reads = events.get("array_reads", 0)
+    return {
+        "crossbar": reads * config.crossbar_read_pj,
+        "dac": events.get("dac_activations", 0) * config.dac_pj,
+        "adc": conversions * config.adc_pj,
+        "sample_hold": conversions * config.sample_hold_pj,
+        "shift_add": reads * config.shift_add_pj,
+        "write": events.get("cells_written", 0) * config.write_pj_per_cell,
+    }
+
+
+class Metrics:
+    """Counters, busy time and energy per crossbar (NumPy arrays, one row per crossbar)."""
+
+    def __init__(self, crossbars: int):
+        self.counts = np.zeros((crossbars, len(COUNTERS)), np.int64)
+        self.energy = np.zeros((crossbars, len(COMPONENTS)))
+        self.busy_ns = np.zeros(crossbars)
+
+    def add(self, xbar: int, events: dict[str, int], energy: dict[str, float], busy_ns: float) -> None:
+        for key, value in events.items():
+            self.counts[xbar, COUNTERS.index(key)] += value
+        self.energy[xbar] += [energy[c] for c in COMPONENTS]
+        self.busy_ns[xbar] += busy_ns
+
+    def reset(self) -> None:
+        self.counts[:] = 0
+        self.energy[:] = 0
+        self.busy_ns[:] = 0
+
+    def used(self) -> list[int]:
+        """Crossbars with at least one write or MVM."""
+        return [int(i) for i in np.flatnonzero(self.counts.any(axis=1))]
+
+    def crossbar(self, xbar: int) -> dict:
+        return _summary(self.counts[xbar], self.energy[xbar], self.busy_ns[xbar])
+
+    def total(self) -> dict:
+        return _summary(self.counts.sum(axis=0), self.energy.sum(axis=0), self.busy_ns.sum())
+
+
+def _summary(counts: np.ndarray, energy: np.ndarray, busy_ns: float) -> dict:
+    summary: dict = {key: int(v) for key, v in zip(COUNTERS, counts, strict=True)}
+    summary["busy_ns"] = float(busy_ns)
+    parts = {c: float(e) for c, e in zip(COMPONENTS, energy, strict=True)}
+    summary["energy_pj"] = {**parts, "total": float(sum(parts.values()))}
+    return summary
