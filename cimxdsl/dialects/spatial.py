@@ -1,0 +1,829 @@
+"""The `spat` dialect: the spatial level of the RAPTOR flow (seeds/002 §4).
+
+A `spat.compute` is a virtual core. Its `[weights]` are the crossbar-sized matrices to be programmed
+into that core's crossbars; its `(inputs)` are the activations it receives. Inside its body,
+`spat.apply_filters` runs a channel-wise convolution (or, with a 1×1 kernel, a gemm) on those
+crossbars, picking them by index; `spat.vadd` sums partial results of different input-channel
+tiles, `spat.concat` joins output-channel tiles. Channels (`!spat.ch`) model core-to-core transfers
+once computes are assigned to cores.
+
+Layout convention of every op here: activations are pixel-major, `[H, W, C]` (one image, no batch
+dimension), so that the `C` channels of a pixel are contiguous, which is what a crossbar reads
+(`mvmul`) and what the vector unit adds. A gemm is the 1×1-kernel case on `[rows, K]`. A weight
+matrix is `[C_in, C_out]` (crossbar rows = inputs, columns = outputs). The ops accept tensors and,
+after `pim-bufferize`, memrefs; on memrefs a result is a fresh local buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    MemRefType,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import (
+    Commutative,
+    HasParent,
+    IsTerminator,
+    MemoryEffect,
+    OpTrait,
+    RecursiveMemoryEffect,
+    ReturnLike,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from cimxdsl.dialects.utils import is_accumulator_type
+
+SpatTensor = base(TensorType) | base(MemRefType)
+"""Spatial ops work on tensors and, after bufferization, on memrefs (RAPTOR's `SpatTensor`)."""
+
+
+@irdl_attr_definition
+class ChannelType(ParametrizedAttribute, TypeAttribute):
+    """A virtual point-to-point channel between two cores: `!spat.ch`."""
+
+    name = "spat.ch"
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers shared with the pim dialect
+# ----------------------------------------------------------------------------------------------
+
+
+def static_shape(op: Operation, what: str, value: SSAValue | Attribute) -> tuple[int, ...]:
+    """The static shape of a tensor or memref, or a VerifyException naming `op` and `what`."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(t, TensorType | MemRefType):
+        raise VerifyException(f"'{op.name}' {what} must be a tensor or memref, got {t}")
+    shape = t.get_shape()
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"'{op.name}' {what} must have a static shape, got {t}")
+    return shape
+
+
+def element_type(value: SSAValue) -> Attribute:
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.element_type
+
+
+def num_elements(shape: Sequence[int]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def verify_same_kind(op: Operation, *values: SSAValue) -> None:
+    """All values are tensors, or all are memrefs."""
+    kinds = {isinstance(v.type, MemRefType) for v in values}
+    if len(kinds) > 1:
+        raise VerifyException(f"'{op.name}' operands and results must be all tensors or all memrefs")
+
+
+class TensorSemanticsEffect(MemoryEffect):
+    """No memory effect on tensors (the op is pure); unknown effects once it touches memrefs."""
+
+    @classmethod
+    def get_effects(cls, op: Operation):
+        values = (*op.operands, *op.results)
+        if any(isinstance(v.type, MemRefType) for v in values):
+            return None
+        return frozenset()
+
+
+class HoldsCrossbarWeights(OpTrait):
+    """The op's `weights` operands are the crossbar matrices that `apply_filters` ops in its
+    body select by index (`weightIndices`). Held by `spat.compute` and `pim.core`."""
+
+    def get_weights(self, op: Operation) -> tuple[SSAValue, ...]:
+        weights = getattr(op, "weights")
+        return tuple(weights)
+
+
+def enclosing_weights(op: Operation) -> tuple[Operation, tuple[SSAValue, ...]] | None:
+    """The closest ancestor holding crossbar weights, and those weights."""
+    parent = op.parent_op()
+    while parent is not None:
+        trait = parent.get_trait(HoldsCrossbarWeights)
+        if trait is not None:
+            return parent, trait.get_weights(parent)
+        parent = parent.parent_op()
+    return None
+
+
+@dataclass(frozen=True)
+class FilterGeometry:
+    """Kernel geometry of a sliding-window op, ONNX conventions.
+
+    `pads` is `(top, left, bottom, right)`; padded input pixels are zeros for `apply_filters` and
+    are ignored by pooling."""
+
+    kernel: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+
+    def output_size(self, height: int, width: int) -> tuple[int, int]:
+        """`(H_out, W_out)`: `(H + pad_top + pad_bottom - dilation·(k - 1) - 1) // stride + 1`."""
+        (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = self.kernel, self.strides, self.pads, self.dilations
+        return (
+            (height + pt + pb - dh * (kh - 1) - 1) // sh + 1,
+            (width + pl + pr - dw * (kw - 1) - 1) // sw + 1,
+        )
+
+    def kernel_positions(self) -> Iterator[tuple[int, int, int]]:
+        """`(k, ky, kx)` for every kernel position, `k = ky·kernel_w + kx` (row-major)."""
+        kh, kw = self.kernel
+        for ky in range(kh):
+            for kx in range(kw):
+                yield ky * kw + kx, ky, kx
+
+    def input_pixel(self, out_y: int, out_x: int, ky: int, kx: int) -> tuple[int, int]:
+        """The input pixel that kernel position `(ky, kx)` of output pixel `(out_y, out_x)` reads;
+        outside `[0, H) × [0, W)` it is padding."""
+        return (
+            out_y * self.strides[0] - self.pads[0] + ky * self.dilations[0],
+            out_x * self.strides[1] - self.pads[1] + kx * self.dilations[1],
+        )
+
+    def is_pointwise(self) -> bool:
+        """A 1×1 kernel with unit strides and no padding (the gemm case)."""
+        return self == FilterGeometry()
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, tuple(values))
+
+
+GEOMETRY_FORMAT = "(`kernel` $kernelShape^)? (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)?"
+"""Assembly of the geometry properties; each is printed only when it differs from its default."""
+
+
+class WindowOp(IRDLOperation):
+    """Base of the sliding-window ops: kernel size, strides, pads, dilations as properties."""
+
+    kernel_shape = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)), prop_name="kernelShape")
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+    pads = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0, 0)))
+    dilations = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
+
+    @staticmethod
+    def geometry_properties(geometry: FilterGeometry) -> dict[str, Attribute]:
+        return {
+            "kernelShape": i64_array(geometry.kernel),
+            "strides": i64_array(geometry.strides),
+            "pads": i64_array(geometry.pads),
+            "dilations": i64_array(geometry.dilations),
+        }
+
+    def geometry(self) -> FilterGeometry:
+        kernel, strides = self.kernel_shape.get_values(), self.strides.get_values()
+        pads, dilations = self.pads.get_values(), self.dilations.get_values()
+        assert len(kernel) == 2 and len(strides) == 2 and len(pads) == 4 and len(dilations) == 2
+        return FilterGeometry(
+            (kernel[0], kernel[1]),
+            (strides[0], strides[1]),
+            (pads[0], pads[1], pads[2], pads[3]),
+            (dilations[0], dilations[1]),
+        )
+
+    def verify_geometry(self) -> FilterGeometry:
+        checks = (
+            ("kernelShape", self.kernel_shape, 2, 1, "positive"),
+            ("strides", self.strides, 2, 1, "positive"),
+            ("pads", self.pads, 4, 0, "non-negative"),
+            ("dilations", self.dilations, 2, 1, "positive"),
+        )
+        for prop, attr, length, minimum, adjective in checks:
+            values = attr.get_values()
+            if len(values) != length or any(v < minimum for v in values):
+                raise VerifyException(f"'{self.name}' {prop} must be {length} {adjective} integers, got {list(values)}")
+        return self.geometry()
+
+    def verify_output_pixels(self, geometry: FilterGeometry, input_shape: Sequence[int], output_shape: Sequence[int]):
+        height, width = input_shape[0], input_shape[1]
+        out_h, out_w = geometry.output_size(height, width)
+        if out_h < 1 or out_w < 1:
+            raise VerifyException(f"'{self.name}' kernel does not fit the {height}x{width} input")
+        if (output_shape[0], output_shape[1]) != (out_h, out_w):
+            raise VerifyException(
+                f"'{self.name}' result must be {out_h}x{out_w} pixels for a {height}x{width} input, "
+                f"got {output_shape[0]}x{output_shape[1]}"
+            )
+
+
+class ApplyFiltersBase(WindowOp):
+    """Base of `spat.apply_filters` and `pim.apply_filters`: weight indices + kernel geometry."""
+
+    weight_indices = prop_def(DenseArrayBase.constr(i64), prop_name="weightIndices")
+
+    def weight_index_list(self) -> tuple[int, ...]:
+        """One entry per kernel position (row-major); -1 marks a skipped position."""
+        return tuple(self.weight_indices.get_values())
+
+    def verify_filters(self, input_value: SSAValue, output_value: SSAValue) -> None:
+        geometry = self.verify_geometry()
+        input_shape = static_shape(self, "input", input_value)
+        output_shape = static_shape(self, "output", output_value)
+        if len(input_shape) not in (2, 3):
+            raise VerifyException(
+                f"'{self.name}' input must be [H, W, C] (rank 3) or [rows, K] (rank 2), got rank {len(input_shape)}"
+            )
+        if len(output_shape) != len(input_shape):
+            raise VerifyException(f"'{self.name}' input and output must have the same rank")
+        if not is_accumulator_type(element_type(input_value), element_type(output_value)):
+            raise VerifyException(
+                f"'{self.name}' output element type {element_type(output_value)} cannot hold products of "
+                f"{element_type(input_value)} (it must be the same type or a wider integer)"
+            )
+        self.verify_weight_indices(geometry)
+        if len(input_shape) == 2:
+            if not geometry.is_pointwise():
+                raise VerifyException(
+                    f"'{self.name}' the rank-2 (gemm) form needs a 1x1 kernel, unit strides, no padding "
+                    "and unit dilations"
+                )
+            if output_shape[0] != input_shape[0]:
+                raise VerifyException(
+                    f"'{self.name}' output must have {input_shape[0]} rows like the input, got {output_shape[0]}"
+                )
+        else:
+            self.verify_output_pixels(geometry, input_shape, output_shape)
+        self.verify_weights(input_value, input_shape[-1], output_shape[-1])
+
+    def verify_weight_indices(self, geometry: FilterGeometry) -> None:
+        indices = self.weight_index_list()
+        positions = geometry.kernel[0] * geometry.kernel[1]
+        if len(indices) != positions:
+            raise VerifyException(
+                f"'{self.name}' needs one weight index per kernel position ({positions}), got {len(indices)}"
+            )
+        if any(i < -1 for i in indices):
+            raise VerifyException(f"'{self.name}' weight indices must be >= 0, or -1 for a skipped position")
+        if all(i == -1 for i in indices):
+            raise VerifyException(f"'{self.name}' skips every kernel position; at least one weight index must be >= 0")
+
+    def verify_weights(self, input_value: SSAValue, in_channels: int, out_channels: int) -> None:
+        holder = enclosing_weights(self)
+        if holder is None:
+            raise VerifyException(f"'{self.name}' must be inside a 'spat.compute' or 'pim.core' that holds its weights")
+        holder_op, weights = holder
+        for index in self.weight_index_list():
+            if index < 0:
+                continue
+            if index >= len(weights):
+                raise VerifyException(
+                    f"'{self.name}' weight index {index} is out of range: "
+                    f"'{holder_op.name}' holds {len(weights)} weights"
+                )
+            shape = static_shape(self, f"weight {index}", weights[index])
+            if shape != (in_channels, out_channels):
+                raise VerifyException(
+                    f"'{self.name}' weight {index} must be {in_channels}x{out_channels} "
+                    f"(input channels x output channels), got {'x'.join(map(str, shape))}"
+                )
+            if element_type(weights[index]) != element_type(input_value):
+                raise VerifyException(
+                    f"'{self.name}' weight {index} element type {element_type(weights[index])} differs from the "
+                    f"input's {element_type(input_value)}"
+                )
+
+
+# ----------------------------------------------------------------------------------------------
+# Execution
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ComputeOp(IRDLOperation):
+    """A virtual core: `[weights]` go to its crossbars, `(inputs)` are the activations it receives.
+
+    The single block's arguments are the weights, then the inputs (same types, same order); the
+    body ends with `spat.yield` of the results. Ops in the body use the block arguments, and
+    `spat.apply_filters` selects weights by their position in `[weights]`."""
+
+    name = "spat.compute"
+
+    weights = var_operand_def(SpatTensor)
+    inputs = var_operand_def(SpatTensor)
+    outputs = var_result_def(SpatTensor)
+    body = region_def("single_block")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(HoldsCrossbarWeights(), RecursiveMemoryEffect())
+    assembly_format = (
+        "`[` $weights `]` `(` $inputs `)` attr-dict `:` `[` type($weights) `]` `(` type($inputs) `)` "
+        "`->` type($outputs) $body"
+    )
+
+    def __init__(
+        self,
+        weights: Sequence[SSAValue | Operation],
+        inputs: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+        body: Region | None = None,
+    ):
+        if body is None:
+            arg_types = [SSAValue.get(v).type for v in (*weights, *inputs)]
+            body = Region(Block(arg_types=arg_types))
+        super().__init__(operands=[weights, inputs], result_types=[result_types], regions=[body])
+
+    @property
+    def weight_args(self) -> tuple[SSAValue, ...]:
+        """The block arguments standing for the weights."""
+        return self.body.block.args[: len(self.weights)]
+
+    @property
+    def input_args(self) -> tuple[SSAValue, ...]:
+        """The block arguments standing for the inputs."""
+        return self.body.block.args[len(self.weights) :]
+
+    def verify_(self) -> None:
+        for i, weight in enumerate(self.weights):
+            shape = static_shape(self, f"weight {i}", weight)
+            if len(shape) != 2:
+                raise VerifyException(f"'spat.compute' weight {i} must be a matrix (rank 2), got {weight.type}")
+        block = self.body.block
+        operands = (*self.weights, *self.inputs)
+        if len(block.args) != len(operands):
+            raise VerifyException(
+                f"'spat.compute' body has {len(block.args)} arguments but the op has {len(self.weights)} weights "
+                f"and {len(self.inputs)} inputs"
+            )
+        for i, (arg, operand) in enumerate(zip(block.args, operands)):
+            if arg.type != operand.type:
+                raise VerifyException(
+                    f"'spat.compute' body argument {i} has type {arg.type} but its operand has type {operand.type}"
+                )
+        terminator = block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise VerifyException("'spat.compute' body must end with 'spat.yield'")
+        yielded = tuple(v.type for v in terminator.values)
+        produced = tuple(r.type for r in self.outputs)
+        if yielded != produced:
+            raise VerifyException(
+                f"'spat.compute' yields ({', '.join(map(str, yielded))}) but has results "
+                f"({', '.join(map(str, produced))})"
+            )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Returns the results of a `spat.compute`."""
+
+    name = "spat.yield"
+
+    values = var_operand_def(SpatTensor)
+
+    traits = lazy_traits_def(lambda: (HasParent(ComputeOp), IsTerminator(), ReturnLike(), TensorSemanticsEffect()))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+# ----------------------------------------------------------------------------------------------
+# Crossbar work
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ApplyFiltersOp(ApplyFiltersBase):
+    """Channel-wise convolution of one input-channel tile on crossbar-resident weights.
+
+    `input` is `[H, W, C_in]`, the result `[H_out, W_out, C_out]`. `weightIndices` has one entry
+    per kernel position `k = ky·kernel_w + kx`: the position of the `[C_in, C_out]` matrix in the
+    enclosing `spat.compute`/`pim.core`'s weights, or -1 when that position is skipped (an all-zero
+    matrix, or one handled by another `apply_filters` whose partial sum is added with `spat.vadd`):
+
+        result[oy, ox, :] = Σ_k input[oy·sh - pad_top + ky·dh, ox·sw - pad_left + kx·dw, :] · W[k]
+
+    over positions with an index >= 0 and an input pixel inside the image (padding is zero). The
+    rank-2 form `[rows, K] -> [rows, N]` with the default 1×1 geometry is a gemm (seeds/002 App. B).
+    The result element type may be a wider integer than the input's (`i8 -> i32`)."""
+
+    name = "spat.apply_filters"
+
+    input = operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = f"$input `weights` $weightIndices {GEOMETRY_FORMAT} attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight_indices: Sequence[int],
+        result_type: Attribute,
+        geometry: FilterGeometry = FilterGeometry(),
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"weightIndices": i64_array(weight_indices), **self.geometry_properties(geometry)},
+        )
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.input, self.result)
+        self.verify_filters(self.input, self.result)
+
+
+# ----------------------------------------------------------------------------------------------
+# Vector ops
+# ----------------------------------------------------------------------------------------------
+
+
+class VectorBinaryOp(IRDLOperation):
+    """Base of the element-wise binary ops: `result = lhs ∘ rhs`.
+
+    `rhs` has the shape of `lhs` or a suffix of it (`[C]` against `[H, W, C]`: a per-channel bias or
+    scale, broadcast over the pixels); the result has the type of `lhs`."""
+
+    T: ClassVar = VarConstraint("T", SpatTensor)
+    lhs = operand_def(T)
+    rhs = operand_def(SpatTensor)
+    result = result_def(T)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.lhs, self.rhs)
+        lhs, rhs = static_shape(self, "lhs", self.lhs), static_shape(self, "rhs", self.rhs)
+        if element_type(self.lhs) != element_type(self.rhs):
+            raise VerifyException(
+                f"'{self.name}' lhs and rhs must have the same element type, got "
+                f"{element_type(self.lhs)} and {element_type(self.rhs)}"
+            )
+        if len(rhs) > len(lhs) or lhs[len(lhs) - len(rhs) :] != rhs:
+            raise VerifyException(
+                f"'{self.name}' rhs shape {list(rhs)} must equal the lhs shape {list(lhs)} or a suffix of it"
+            )
+
+    def broadcasts(self) -> bool:
+        """Whether `rhs` is broadcast over the leading dimensions of `lhs`."""
+        return self.lhs.type != self.rhs.type
+
+
+@irdl_op_definition
+class VAddOp(VectorBinaryOp):
+    """Element-wise `lhs + rhs`: partial-sum reduction, residual adds, bias (ISA `vvadd`)."""
+
+    name = "spat.vadd"
+    traits = traits_def(Commutative())
+
+
+@irdl_op_definition
+class VSubOp(VectorBinaryOp):
+    """Element-wise `lhs - rhs` (ISA `vvsub`)."""
+
+    name = "spat.vsub"
+
+
+@irdl_op_definition
+class VMulOp(VectorBinaryOp):
+    """Element-wise `lhs * rhs`, e.g. a per-channel scale (ISA `vvmul`)."""
+
+    name = "spat.vmul"
+    traits = traits_def(Commutative())
+
+
+@irdl_op_definition
+class VMaxOp(VectorBinaryOp):
+    """Element-wise `max(lhs, rhs)` (ISA `vvmax`)."""
+
+    name = "spat.vmax"
+    traits = traits_def(Commutative())
+
+
+class VectorUnaryOp(IRDLOperation):
+    """Base of the element-wise unary ops; the result has the input's type."""
+
+    T: ClassVar = VarConstraint("T", SpatTensor)
+    input = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue | Operation):
+        super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
+
+    def verify_(self) -> None:
+        static_shape(self, "input", self.input)
+
+
+@irdl_op_definition
+class VReluOp(VectorUnaryOp):
+    """`max(input, 0)` element-wise (ISA `vrelu`)."""
+
+    name = "spat.vrelu"
+
+
+@irdl_op_definition
+class VTanhOp(VectorUnaryOp):
+    """`tanh(input)` element-wise (ISA `vtanh`)."""
+
+    name = "spat.vtanh"
+
+
+@irdl_op_definition
+class VSigmOp(VectorUnaryOp):
+    """The logistic sigmoid element-wise (ISA `vsigm`)."""
+
+    name = "spat.vsigm"
+
+
+# ----------------------------------------------------------------------------------------------
+# Pooling and concatenation
+# ----------------------------------------------------------------------------------------------
+
+
+class PoolOp(WindowOp):
+    """Base of the sliding-window pools on `[H, W, C]`, giving `[H_out, W_out, C]`."""
+
+    input = operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        geometry: FilterGeometry,
+        result_type: Attribute | None = None,
+        properties: dict[str, Attribute] | None = None,
+    ):
+        input_type = SSAValue.get(input).type
+        if result_type is None:
+            assert isinstance(input_type, TensorType | MemRefType)
+            height, width, channels = input_type.get_shape()
+            out_h, out_w = geometry.output_size(height, width)
+            result_type = type(input_type)(input_type.element_type, (out_h, out_w, channels))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties=self.geometry_properties(geometry) | (properties or {}),
+        )
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.input, self.result)
+        geometry = self.verify_geometry()
+        input_shape = static_shape(self, "input", self.input)
+        output_shape = static_shape(self, "result", self.result)
+        if len(input_shape) != 3 or len(output_shape) != 3:
+            raise VerifyException(f"'{self.name}' input and result must be [H, W, C] (rank 3)")
+        if element_type(self.input) != element_type(self.result):
+            raise VerifyException(f"'{self.name}' input and result must have the same element type")
+        if input_shape[2] != output_shape[2]:
+            raise VerifyException(
+                f"'{self.name}' result must keep the {input_shape[2]} channels of the input, got {output_shape[2]}"
+            )
+        self.verify_output_pixels(geometry, input_shape, output_shape)
+
+
+@irdl_op_definition
+class MaxPoolOp(PoolOp):
+    """Maximum over each kernel window, per channel; padded pixels are ignored."""
+
+    name = "spat.maxpool"
+
+    assembly_format = f"$input {GEOMETRY_FORMAT} attr-dict `:` type($input) `->` type($result)"
+
+
+@irdl_op_definition
+class AvgPoolOp(PoolOp):
+    """Average over each kernel window, per channel. The divisor counts the window's pixels inside
+    the image, or all kernel positions with `count_include_pad` (ONNX `count_include_pad`).
+    Integers are divided with floor division."""
+
+    name = "spat.avgpool"
+
+    count_include_pad = opt_prop_def(UnitAttr, prop_name="countIncludePad")
+
+    assembly_format = (
+        f"$input {GEOMETRY_FORMAT} (`count_include_pad` $countIncludePad^)? attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        geometry: FilterGeometry,
+        result_type: Attribute | None = None,
+        count_include_pad: bool = False,
+    ):
+        super().__init__(input, geometry, result_type, {"countIncludePad": UnitAttr()} if count_include_pad else None)
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(IRDLOperation):
+    """Average of all pixels, per channel: `[H, W, C] -> [1, 1, C]` (floor division for integers)."""
+
+    name = "spat.global_avgpool"
+
+    input = operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation):
+        input_type = SSAValue.get(input).type
+        assert isinstance(input_type, TensorType | MemRefType)
+        channels = input_type.get_shape()[-1]
+        super().__init__(operands=[input], result_types=[type(input_type)(input_type.element_type, (1, 1, channels))])
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.input, self.result)
+        input_shape = static_shape(self, "input", self.input)
+        output_shape = static_shape(self, "result", self.result)
+        if len(input_shape) != 3:
+            raise VerifyException(
+                f"'spat.global_avgpool' input must be [H, W, C] (rank 3), got rank {len(input_shape)}"
+            )
+        if output_shape != (1, 1, input_shape[2]):
+            raise VerifyException(
+                f"'spat.global_avgpool' result must be 1x1x{input_shape[2]}, got {'x'.join(map(str, output_shape))}"
+            )
+        if element_type(self.input) != element_type(self.result):
+            raise VerifyException("'spat.global_avgpool' input and result must have the same element type")
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Joins `inputs` along `axis` (e.g. output-channel tiles along the channel axis 2)."""
+
+    name = "spat.concat"
+
+    axis = prop_def(IntegerAttr.constr(type=i64))
+    inputs = var_operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "`axis` $axis $inputs attr-dict `:` type($inputs) `->` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
+        types = [SSAValue.get(v).type for v in inputs]
+        first = types[0]
+        assert isinstance(first, TensorType | MemRefType)
+        shape = list(first.get_shape())
+        shape[axis] = sum(t.get_shape()[axis] for t in types if isinstance(t, TensorType | MemRefType))
+        super().__init__(
+            operands=[inputs],
+            result_types=[type(first)(first.element_type, shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("'spat.concat' needs at least one input")
+        verify_same_kind(self, *self.inputs, self.result)
+        axis = self.axis.value.data
+        result_shape = static_shape(self, "result", self.result)
+        if not 0 <= axis < len(result_shape):
+            raise VerifyException(f"'spat.concat' axis {axis} is out of range for rank {len(result_shape)}")
+        total = 0
+        for i, value in enumerate(self.inputs):
+            shape = static_shape(self, f"input {i}", value)
+            if element_type(value) != element_type(self.result):
+                raise VerifyException(f"'spat.concat' input {i} must have the result's element type")
+            if len(shape) != len(result_shape) or any(
+                d != r for n, (d, r) in enumerate(zip(shape, result_shape)) if n != axis
+            ):
+                raise VerifyException(
+                    f"'spat.concat' input {i} shape {list(shape)} must match the result shape {list(result_shape)} "
+                    f"except along axis {axis}"
+                )
+            total += shape[axis]
+        if total != result_shape[axis]:
+            raise VerifyException(
+                f"'spat.concat' result has {result_shape[axis]} elements along axis {axis}, the inputs {total}"
+            )
+
+
+# ----------------------------------------------------------------------------------------------
+# Channels
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ChannelNewOp(IRDLOperation):
+    """Creates a channel between two cores. Transfers are blocking and pair up in order: the k-th
+    `channel_send` on a channel is received by its k-th `channel_receive`."""
+
+    name = "spat.channel_new"
+
+    channel = result_def(ChannelType)
+
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[ChannelType()])
+
+    def verify_(self) -> None:
+        sends = sum(isinstance(use.operation, ChannelSendOp) for use in self.channel.uses)
+        receives = sum(isinstance(use.operation, ChannelReceiveOp) for use in self.channel.uses)
+        if sends != receives:
+            raise VerifyException(
+                f"'spat.channel_new' channel has {sends} sends but {receives} receives; they must pair up"
+            )
+
+
+@irdl_op_definition
+class ChannelSendOp(IRDLOperation):
+    """Sends `value` through `channel`; blocks until it is received (ISA `send`)."""
+
+    name = "spat.channel_send"
+
+    channel = operand_def(ChannelType)
+    value = operand_def(SpatTensor)
+
+    assembly_format = "$value `to` $channel attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue | Operation, channel: SSAValue | Operation):
+        super().__init__(operands=[channel, value])
+
+    def verify_(self) -> None:
+        static_shape(self, "value", self.value)
+
+
+@irdl_op_definition
+class ChannelReceiveOp(IRDLOperation):
+    """Receives a value from `channel`; blocks until it was sent (ISA `recv`)."""
+
+    name = "spat.channel_receive"
+
+    channel = operand_def(ChannelType)
+    result = result_def(SpatTensor)
+
+    assembly_format = "$channel attr-dict `:` type($result)"
+
+    def __init__(self, channel: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[channel], result_types=[result_type])
+
+    def verify_(self) -> None:
+        static_shape(self, "result", self.result)
+
+
+Spatial = Dialect(
+    "spat",
+    [
+        ComputeOp,
+        YieldOp,
+        ApplyFiltersOp,
+        VAddOp,
+        VSubOp,
+        VMulOp,
+        VMaxOp,
+        VReluOp,
+        VTanhOp,
+        VSigmOp,
+        MaxPoolOp,
+        AvgPoolOp,
+        GlobalAvgPoolOp,
+        ConcatOp,
+        ChannelNewOp,
+        ChannelSendOp,
+        ChannelReceiveOp,
+    ],
+    [ChannelType],
+)

@@ -1,0 +1,118 @@
+"""The pim instruction ops: pimsim-nn JSON in and out, field checks, and the core-level builders."""
+
+import re
+
+import pytest
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType, i8, i32
+from xdsl.ir import Block, Region
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.test_value import create_ssa_value
+
+from cimxdsl.dialects import pim
+
+# Opcode numbers of pimsim-nn (notes/pim-isa.md §1.6); 21 is Raptor's unsupported vsoftmax.
+PIMSIM_OPCODES = (
+    "nop sldi sld sadd ssub smul saddi smuli setbw mvmul vvadd vvsub vvmul vvdmul vvmax vvsll vvsra vavg "
+    "vrelu vtanh vsigm vsoftmax vmv vrsu vrsl ld st lldi lmv send recv wait sync"
+).split()
+
+
+def test_every_pimsim_instruction_has_an_op_with_its_opcode():
+    expected = {name: code for code, name in enumerate(PIMSIM_OPCODES) if name != "vsoftmax"}
+    assert {name: cls.OPCODE for name, cls in pim.INSTRUCTION_OPS.items()} == expected
+    for cls in pim.INSTRUCTION_CLASSES:
+        assert cls.name == f"pim.{cls.mnemonic()}"
+        assert set(cls.get_irdl_definition().properties) == set(cls.FIELDS)
+
+
+def test_ld_json_matches_pimsim_nn_format():
+    obj = {"op": "ld", "rd": 0, "rs1": 1, "size": 128, "offset": {"offset_select": 0, "offset_value": 0}}
+    op = pim.InstructionOp.from_json(obj)
+    assert isinstance(op, pim.LdOp)
+    assert op.fields() == {"rd": 0, "rs1": 1, "size": 128, "offset_select": 0, "offset_value": 0}
+    assert op.to_json() == obj
+    assert list(op.to_json()) == ["op", "rd", "rs1", "size", "offset"]
+
+
+def test_mvmul_and_sld_json():
+    op = pim.MvmulOp(rd=2, rs1=0, mbiw=8, group=1)
+    assert op.to_json() == {"op": "mvmul", "rd": 2, "rs1": 0, "mbiw": 8, "relu": 0, "group": 1}
+    # sld's offset_value is a flat field, not the nested offset object.
+    assert pim.SldOp(rd=1, rs1=2, offset_value=8).to_json() == {"op": "sld", "rd": 1, "rs1": 2, "offset_value": 8}
+
+
+@pytest.mark.parametrize("cls", pim.INSTRUCTION_CLASSES, ids=lambda cls: cls.mnemonic())
+def test_json_round_trip_of_every_instruction(cls: type[pim.InstructionOp]):
+    values = {f: (8 if f in pim.BIT_WIDTH_FIELDS else 1 if f == "relu" else 3) for f in cls.FIELDS}
+    op = cls(**values)
+    op.verify()
+    back = pim.InstructionOp.from_json(op.to_json())
+    assert type(back) is cls and back.fields() == values
+    assert cls.from_json(op.to_json()).fields() == values
+
+
+def test_from_json_defaults_missing_fields_and_ignores_unknown_keys():
+    op = pim.InstructionOp.from_json({"op": "vvadd", "rd": 4, "len": 16, "comment": "partial sum"})
+    assert op.fields() == {"rd": 4, "rs1": 0, "rs2": 0, "len": 16, "offset_select": 0, "offset_value": 0}
+    assert "comment" not in op.to_json()
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"op": "vsoftmax"}, "unknown instruction op 'vsoftmax'"),
+        ({"rd": 1}, "unknown instruction op None"),
+        ([1, 2], "an instruction must be a JSON object"),
+        ({"op": "sldi", "rd": "r1", "imm": 0}, "'sldi' field 'rd' must be an integer"),
+        ({"op": "ld", "offset": 3}, "'ld' offset must be an object"),
+        ({"op": "mvmul", "rd": 2, "rs1": 0, "group": 0}, "'pim.mvmul' mbiw must be a bit width > 0, got 0"),
+        ({"op": "recv", "rd": 40}, "'pim.recv' rd must be a register index 0..31, got 40"),
+        ({"op": "sldi", "imm": 2**32}, "'pim.sldi' imm must fit in a signed 32-bit integer"),
+    ],
+)
+def test_from_json_rejects_bad_instructions(obj, message: str):
+    with pytest.raises(pim.InstructionJsonError, match=re.escape(message)):
+        pim.InstructionOp.from_json(obj)
+
+
+def test_from_json_on_a_subclass_checks_the_op():
+    with pytest.raises(pim.InstructionJsonError, match="expected a 'st' instruction, got 'ld'"):
+        pim.StOp.from_json({"op": "ld"})
+
+
+def test_constructor_rejects_unknown_fields():
+    with pytest.raises(TypeError, match=r"'pim\.sldi' has no field rs1"):
+        pim.SldiOp(rd=0, rs1=1)
+
+
+def test_verifier_checks_field_ranges():
+    with pytest.raises(VerifyException, match=r"offset_select must be 0\.\.7"):
+        pim.VreluOp(rd=0, rs1=1, len=4, offset_select=9).verify()
+
+
+def test_core_with_load_apply_filters_and_store_verifies():
+    weight = create_ssa_value(TensorType(i8, (3, 2)))
+    global_in = create_ssa_value(MemRefType(i8, (4, 4, 3)))
+    global_out = create_ssa_value(MemRefType(i32, (4, 4, 2)))
+    body = Block()
+    local_in, local_out, accumulator = (
+        create_ssa_value(MemRefType(i8, (4, 4, 3))),
+        create_ssa_value(MemRefType(i32, (4, 4, 2))),
+        create_ssa_value(MemRefType(i32, (2,))),
+    )
+    for value in (local_in, local_out, accumulator):
+        body.add_op(value.owner)
+    load = pim.LoadOp(global_in, local_in, 0)
+    assert load.size.value.data == 48
+    body.add_ops(
+        [
+            load,
+            pim.ApplyFiltersOp(load.result, local_out, accumulator, [0]),
+            pim.StoreOp(local_out, global_out, 0),
+            pim.SetbwOp(ibiw=8, obiw=32),
+            pim.HaltOp(),
+        ]
+    )
+    core = pim.CoreOp(5, [weight], Region(body))
+    ModuleOp([weight.owner, global_in.owner, global_out.owner, core]).verify()
+    assert core.get_core_id() == 5
