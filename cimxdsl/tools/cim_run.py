@@ -76,7 +76,8 @@ def check_kind(name: str, value: np.ndarray, t) -> np.ndarray:
 
 
 def random_value(rng: np.random.Generator, t, bits: int):
-    """Random integers of `bits` signed bits (what the device takes), or standard normal floats."""
+    """Random integers of `bits` signed bits (int8, or less if the device takes less), or standard
+    normal floats."""
     shape = getattr(t, "get_shape", lambda: ())()
     dtype = numpy_dtype(getattr(t, "element_type", t))
     if np.issubdtype(dtype, np.integer):
@@ -91,7 +92,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", default="ideal", help="a device preset or a TOML file (default: ideal)")
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
-    parser.add_argument("--random-inputs", action="store_true", help="random values for arguments not given")
+    parser.add_argument(
+        "--random-inputs", action="store_true", help="random int8 (or float) values for arguments not given"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
     parser.add_argument("--report", action="store_true", help="print the device metrics")
     parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
@@ -103,7 +106,7 @@ def main(args: Sequence[str] | None = None) -> None:
             device = Device(options.device)
         except (DeviceConfigError, OSError) as e:
             raise UserError(str(e)) from None
-        bits = min(device.config.weight_bits, device.config.input_bits)
+        bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
         result = run(module, inputs, device, options.entry)
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
