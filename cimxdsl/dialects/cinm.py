@@ -270,6 +270,75 @@ class GemvOp(IRDLOperation):
             )
 
 
+def im2col_shape(input_shape, kernel, strides, dilations) -> tuple[int, int] | None:
+    """`(N·OH·OW, C·KH·KW)` of the patch matrix of an NCHW input, or None if the kernel does not fit."""
+    n, c, h, w = input_shape
+    out = [(size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip((h, w), kernel, strides, dilations)]
+    if min(out) < 1:
+        return None
+    return n * out[0] * out[1], c * kernel[0] * kernel[1]
+
+
+@irdl_op_definition
+class Im2colOp(IRDLOperation):
+    """The patches of an NCHW image as rows of a matrix, so a convolution becomes a gemm.
+
+    Row `(n, oy, ox)` holds the input window of output pixel `(oy, ox)` of image `n`, in column
+    order `(c, ky, kx)`: the order of an FCHW weight reshaped to `F × (C·KH·KW)` (then transposed).
+    Padding is applied before (`tensor.pad`)."""
+
+    name = "cinm.op.im2col"
+
+    kernel = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64), default_value=DenseArrayBase.from_list(i64, (1, 1)))
+    dilations = prop_def(DenseArrayBase.constr(i64), default_value=DenseArrayBase.from_list(i64, (1, 1)))
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        dilations: Sequence[int] = (1, 1),
+    ):
+        input_type = SSAValue.get(input).type
+        assert isinstance(input_type, TensorType)
+        shape = im2col_shape(input_type.get_shape(), kernel, strides, dilations)
+        assert shape is not None, "the kernel does not fit the image"
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(input_type.element_type, shape)],
+            properties={
+                "kernel": DenseArrayBase.from_list(i64, kernel),
+                "strides": DenseArrayBase.from_list(i64, strides),
+                "dilations": DenseArrayBase.from_list(i64, dilations),
+            },
+        )
+
+    def verify_(self) -> None:
+        shape = _shape(self.input)
+        if len(shape) != 4:
+            raise VerifyException(f"'cinm.op.im2col' input must be an NCHW image (rank 4), got rank {len(shape)}")
+        geometry = [tuple(a.get_values()) for a in (self.kernel, self.strides, self.dilations)]
+        if any(len(g) != 2 or min(g) < 1 for g in geometry):
+            raise VerifyException("'cinm.op.im2col' kernel, strides and dilations must be two positive integers")
+        expected = im2col_shape(shape, *geometry)
+        if expected is None:
+            raise VerifyException(
+                f"'cinm.op.im2col' kernel {list(geometry[0])} does not fit the {shape[2]}x{shape[3]} image"
+            )
+        if _shape(self.result) != expected or _element_type(self.result) != _element_type(self.input):
+            raise VerifyException(
+                f"'cinm.op.im2col' result must be {expected[0]}x{expected[1]} of {_element_type(self.input)}, "
+                f"got {self.result.type}"
+            )
+
+
 class ElementwiseBinaryOp(IRDLOperation):
     """Base of the element-wise tensor-tensor ops."""
 
@@ -563,6 +632,7 @@ Cinm = Dialect(
         YieldOp,
         GemmOp,
         GemvOp,
+        Im2colOp,
         AddOp,
         SubOp,
         MulOp,

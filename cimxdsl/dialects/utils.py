@@ -1,6 +1,8 @@
-"""Helpers shared by the cimxdsl dialects."""
+"""Helpers shared by the cimxdsl dialects, passes and interpreters: element types and constants as
+NumPy arrays (weights stay arrays; they are never expanded into Python lists)."""
 
-from xdsl.dialects.builtin import IntegerType
+import numpy as np
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IndexType, IntegerType, TensorType
 from xdsl.ir import Attribute
 
 
@@ -15,3 +17,42 @@ def is_accumulator_type(operand_type: Attribute, result_type: Attribute) -> bool
         and isinstance(result_type, IntegerType)
         and result_type.width.data >= operand_type.width.data
     )
+
+
+_FLOAT_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The NumPy dtype holding values of an MLIR element type (signless integers are signed)."""
+    if isinstance(element_type, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        for bits in (8, 16, 32, 64):
+            if width <= bits:
+                return np.dtype(f"int{bits}")
+        raise ValueError(f"integers of {width} bits are not supported")
+    name = str(element_type)
+    if name in _FLOAT_DTYPES:
+        return np.dtype(_FLOAT_DTYPES[name])
+    raise ValueError(f"element type {element_type} has no NumPy equivalent")
+
+
+def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The contents of a dense attribute as an array, read straight from its bytes (splats broadcast)."""
+    element = attr.get_element_type()
+    stored = np.frombuffer(attr.data.data, dtype=np.dtype(element.format))
+    dtype = numpy_dtype(element)
+    values = stored != 0 if dtype == np.bool_ else stored.astype(dtype, copy=False)
+    shape = attr.get_shape()
+    if values.size == 1 and int(np.prod(shape)) != 1:
+        return np.full(shape, values[0], dtype=dtype)
+    return values.reshape(shape).copy()
+
+
+def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElementsAttr:
+    """A dense constant of `element_type` holding `array` (its bytes, not a list of values)."""
+    stored = np.ascontiguousarray(array, dtype=np.dtype(element_type.format))
+    return DenseIntOrFPElementsAttr(TensorType(element_type, array.shape), BytesAttr(stored.tobytes()))

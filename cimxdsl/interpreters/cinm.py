@@ -12,6 +12,7 @@ from xdsl.interpreter import (
 )
 
 from cimxdsl.dialects import cinm
+from cimxdsl.interpreters.host import im2col
 from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
 
 _BINARY = {
@@ -98,6 +99,10 @@ class CinmFunctions(InterpreterFunctions):
         flat = scores.ravel()
         indices = np.argsort(-flat, kind="stable")[: op.k.value.data]
         return as_type(flat[indices], op.result_values.type), indices.astype(np.int64)
+
+    @impl(cinm.Im2colOp)
+    def run_im2col(self, interpreter: Interpreter, op: cinm.Im2colOp, args: PythonValues):
+        return (im2col(args[0], *(a.get_values() for a in (op.kernel, op.strides, op.dilations))),)
 
     @impl(cinm.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: cinm.TransposeOp, args: PythonValues):

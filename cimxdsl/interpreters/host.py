@@ -10,6 +10,7 @@ from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.dialects.linalg.ops import (
     AddOp,
+    Conv2DNchwFchwOp,
     FillOp,
     MatmulOp,
     MaxOp,
@@ -82,6 +83,24 @@ def slices(offsets, sizes, strides, rank: int) -> tuple[slice, ...]:
     return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
 
 
+def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+    """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`)."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    windows = np.lib.stride_tricks.sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+    n, c, oh, ow = windows.shape[:4]
+    return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, c * kh * kw)
+
+
+def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
+    """A convolution of NCHW images with FCHW weights, as one matrix product of the patches."""
+    f, _, kh, kw = w.shape
+    cols = im2col(x, (kh, kw), strides, dilations)
+    n = x.shape[0]
+    oh = (x.shape[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    return (cols @ w.reshape(f, -1).T).reshape(n, oh, -1, f).transpose(0, 3, 1, 2)
+
+
 class HostFunctions(InterpreterFunctions):
     """NumPy implementations of upstream ops (one shared implementation per op family)."""
 
@@ -151,6 +170,14 @@ class HostFunctions(InterpreterFunctions):
     def run_matmul(self, interpreter: Interpreter, op: MatmulOp, args: PythonValues):
         a, b, c = args
         return result_of(op, c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)))
+
+    @impl(Conv2DNchwFchwOp)
+    def run_conv(self, interpreter: Interpreter, op: Conv2DNchwFchwOp, args: PythonValues):
+        x, w, init = args
+        product = conv2d_nchw_fchw(
+            x.astype(init.dtype), w.astype(init.dtype), op.strides.get_values(), op.dilations.get_values()
+        )
+        return result_of(op, init + product)
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):

@@ -4,7 +4,8 @@ The compute's body moves in front of it between `cim.acquire_device`/`cim.acquir
 the matching releases. Matrix products become `cim.op.gemm`/`cim.op.gemv` returning futures; a
 product that feeds another product takes the future directly, anything else waits for it with
 `cim.barrier`. A bias and the element-wise ops of a tiled layer (partial-sum additions) become
-host arithmetic on the barrier results. The yielded values replace the compute's results.
+host arithmetic on the barrier results; `cinm.op.im2col` stays, as host data movement. The
+yielded values replace the compute's results.
 """
 
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class ComputeToCim(RewritePattern):
                 rewriter.replace(op, new_ops)
             case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
                 rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
+            case cinm.Im2colOp():
+                pass  # data movement, stays on the host
             case _ if op.dialect_name() == "cinm":
                 raise PassFailedException(f"cinm-to-cim: cannot lower '{op.name}' to the cim dialect")
             case _:

@@ -1,30 +1,46 @@
-"""`linalg-to-cinm`: offload linalg matrix products to `cinm`, one `cinm.compute` per layer.
+"""`linalg-to-cinm`: offload linalg matrix products and convolutions to `cinm`, one
+`cinm.compute` per layer.
 
 `linalg.matmul ins(%a, %b) outs(%c)` computes `a·b + c`; it becomes `cinm.op.gemm %a, %b` when `%c`
-is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise. Ops that are not
-matrix products are left alone.
+is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise.
+`linalg.conv_2d_nchw_fchw` becomes `cinm.op.im2col` of the image, a gemm with the FCHW weights as
+a `(C·KH·KW) × F` matrix (folded when the weights are a constant), and the reshape of the product
+back to NCHW. Other ops are left alone.
 """
 
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, ModuleOp
-from xdsl.dialects.linalg.ops import FillOp, MatmulOp
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, FillOp, MatmulOp, TransposeOp
+from xdsl.dialects.tensor import ExpandShapeOp
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import dense_array, dense_attr
 
 
 def is_zero(value: SSAValue) -> bool:
-    """Whether `value` is known to be all zeros (`tensor.empty` is taken as zeros, as the interpreter does)."""
+    """Whether `value` is known to be all zeros (`tensor.empty` counts as zeros, as in the interpreter)."""
     owner = value.owner
     if isinstance(owner, tensor.EmptyOp):
         return True
@@ -35,14 +51,41 @@ def is_zero(value: SSAValue) -> bool:
         if isinstance(attr, IntegerAttr | FloatAttr):
             return attr.value.data == 0
         if isinstance(attr, DenseIntOrFPElementsAttr):
-            return all(v == 0 for v in attr.get_values())
+            return not dense_array(attr).any()
     return False
 
 
-def wrap_in_compute(rewriter: PatternRewriter, matched: MatmulOp, inner: cinm.GemmOp) -> None:
-    """Replace `matched` by a `cinm.compute` whose body computes `inner` and yields its result."""
-    body = Block([inner, cinm.YieldOp(inner.result)])
-    rewriter.replace(matched, cinm.ComputeOp([inner.result.type], Region(body)))
+def wrap_in_compute(rewriter: PatternRewriter, matched: Operation, body_ops: list[Operation]) -> None:
+    """Replace `matched` by a `cinm.compute` of `body_ops` yielding the last op's result."""
+    result = body_ops[-1].results[0]
+    body = Block([*body_ops, cinm.YieldOp(result)])
+    rewriter.replace(matched, cinm.ComputeOp([result.type], Region(body)))
+
+
+def reassociation(groups: list[list[int]]) -> ArrayAttr:
+    return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
+
+
+def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operation) -> tuple[list[Operation], SSAValue]:
+    """FCHW weights as the `(C·KH·KW) × F` matrix a crossbar holds: a new constant (inserted before
+    `before`) when they are a constant, else ops computing it inside the compute."""
+    weights_type = weights.type
+    assert isinstance(weights_type, TensorType)
+    f, c, kh, kw = weights_type.get_shape()
+    element = weights_type.element_type
+    owner = weights.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        constant = arith.ConstantOp(dense_attr(dense_array(owner.value).reshape(f, c * kh * kw).T, element))
+        rewriter.insert(constant, InsertPoint.before(before))
+        return [], constant.result
+    collapsed = tensor.CollapseShapeOp.create(
+        operands=[weights],
+        result_types=[TensorType(element, (f, c * kh * kw))],
+        properties={"reassociation": reassociation([[0], [1, 2, 3]])},
+    )
+    init = tensor.EmptyOp([], TensorType(element, (c * kh * kw, f)))
+    transpose = TransposeOp(collapsed.results[0], init.tensor, DenseArrayBase.from_list(i64, (1, 0)))
+    return [collapsed, init, transpose], transpose.results[0]
 
 
 class MatmulToCinm(RewritePattern):
@@ -53,7 +96,32 @@ class MatmulToCinm(RewritePattern):
         left, right = op.inputs
         (init,) = op.outputs
         bias = None if is_zero(init) else init
-        wrap_in_compute(rewriter, op, cinm.GemmOp(left, right, bias, op.res[0].type))
+        wrap_in_compute(rewriter, op, [cinm.GemmOp(left, right, bias, op.res[0].type)])
+
+
+class ConvToCinm(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Conv2DNchwFchwOp, rewriter: PatternRewriter):
+        if len(op.res) != 1 or isinstance(op.parent_op(), cinm.ComputeOp):
+            return
+        image, weights = op.inputs
+        (init,) = op.outputs
+        result_type = op.res[0].type
+        assert isinstance(result_type, TensorType) and isinstance(weights.type, TensorType)
+        n, f, oh, ow = result_type.get_shape()
+        kernel = weights.type.get_shape()[2:]
+        element = result_type.element_type
+        cols = cinm.Im2colOp(image, kernel, op.strides.get_values(), op.dilations.get_values())
+        matrix_ops, matrix = weight_matrix(weights, rewriter, op)
+        product = cinm.GemmOp(cols.result, matrix, None, TensorType(element, (n * oh * ow, f)))
+        nhwc = TensorType(element, (n, oh, ow, f))
+        expand = ExpandShapeOp(product.result, [], reassociation([[0, 1, 2], [3]]), (n, oh, ow, f), nhwc)
+        init_nchw = tensor.EmptyOp([], result_type)
+        nchw = TransposeOp(expand.result, init_nchw.tensor, DenseArrayBase.from_list(i64, (0, 3, 1, 2)))
+        body: list[Operation] = [cols, *matrix_ops, product, expand, init_nchw, nchw]
+        if not is_zero(init):
+            body.append(cinm.AddOp(nchw.results[0], init))
+        wrap_in_compute(rewriter, op, body)
 
 
 @dataclass(frozen=True)
@@ -63,4 +131,6 @@ class LinalgToCinmPass(ModulePass):
     name = "linalg-to-cinm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(MatmulToCinm(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([MatmulToCinm(), ConvToCinm()], dce_enabled=False), apply_recursively=False
+        ).rewrite_module(op)

@@ -32,3 +32,40 @@ func.func @zero_filled(%x: tensor<2x3xf32>, %w: tensor<3x5xf32>) -> tensor<2x5xf
 
 // CHECK-LABEL: func.func @zero_filled
 // CHECK:       cinm.op.gemm %x, %w : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+
+// -----
+
+// A convolution becomes im2col + gemm with the FCHW weights as a (C·KH·KW)xF matrix, then NCHW again.
+func.func @conv(%x: tensor<1x3x7x6xi32>, %w: tensor<4x3x3x2xi32>) -> tensor<1x4x3x5xi32> {
+  %e = tensor.empty() : tensor<1x4x3x5xi32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<[1, 1]> : tensor<2xi64>, strides = dense<[2, 1]> : tensor<2xi64>} ins(%x, %w : tensor<1x3x7x6xi32>, tensor<4x3x3x2xi32>) outs(%e : tensor<1x4x3x5xi32>) -> tensor<1x4x3x5xi32>
+  return %y : tensor<1x4x3x5xi32>
+}
+
+// CHECK-LABEL: func.func @conv
+// CHECK:         %y = cinm.compute -> tensor<1x4x3x5xi32> {
+// CHECK-NEXT:      %[[COLS:.*]] = cinm.op.im2col %x {kernel = array<i64: 3, 2>, strides = array<i64: 2, 1>} : tensor<1x3x7x6xi32> -> tensor<15x18xi32>
+// CHECK-NEXT:      %[[FLAT:.*]] = tensor.collapse_shape %w {{.*}} : tensor<4x3x3x2xi32> into tensor<4x18xi32>
+// CHECK-NEXT:      %[[E:.*]] = tensor.empty() : tensor<18x4xi32>
+// CHECK-NEXT:      %[[WM:.*]] = linalg.transpose ins(%[[FLAT]]{{.*}}) outs(%[[E]]{{.*}}) permutation = [1, 0]
+// CHECK-NEXT:      %[[G:.*]] = cinm.op.gemm %[[COLS]], %[[WM]] : (tensor<15x18xi32>, tensor<18x4xi32>) -> tensor<15x4xi32>
+// CHECK-NEXT:      %[[NHWC:.*]] = tensor.expand_shape %[[G]] {{.*}} output_shape [1, 3, 5, 4] : tensor<15x4xi32> into tensor<1x3x5x4xi32>
+// CHECK-NEXT:      %[[E2:.*]] = tensor.empty() : tensor<1x4x3x5xi32>
+// CHECK-NEXT:      %[[NCHW:.*]] = linalg.transpose ins(%[[NHWC]]{{.*}}) outs(%[[E2]]{{.*}}) permutation = [0, 3, 1, 2]
+// CHECK-NEXT:      cinm.yield %[[NCHW]] : tensor<1x4x3x5xi32>
+
+// -----
+
+// Constant weights are folded into a constant weight matrix outside the compute.
+func.func @conv_constant(%x: tensor<1x1x3x3xi32>) -> tensor<1x2x2x2xi32> {
+  %w = arith.constant dense<[[[[1, 2], [3, 4]]], [[[5, 6], [7, 8]]]]> : tensor<2x1x2x2xi32>
+  %e = tensor.empty() : tensor<1x2x2x2xi32>
+  %y = linalg.conv_2d_nchw_fchw {dilations = dense<[1, 1]> : tensor<2xi64>, strides = dense<[1, 1]> : tensor<2xi64>} ins(%x, %w : tensor<1x1x3x3xi32>, tensor<2x1x2x2xi32>) outs(%e : tensor<1x2x2x2xi32>) -> tensor<1x2x2x2xi32>
+  return %y : tensor<1x2x2x2xi32>
+}
+
+// CHECK-LABEL: func.func @conv_constant
+// CHECK:         %[[WM:.*]] = arith.constant dense<{{\[}}[1, 5], [2, 6], [3, 7], [4, 8]]> : tensor<4x2xi32>
+// CHECK-NEXT:    %y = cinm.compute
+// CHECK-NEXT:      cinm.op.im2col
+// CHECK-NEXT:      cinm.op.gemm %{{.*}}, %[[WM]] : (tensor<4x4xi32>, tensor<4x2xi32>) -> tensor<4x2xi32>

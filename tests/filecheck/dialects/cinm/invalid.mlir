@@ -201,3 +201,35 @@ func.func @popcount(%a: tensor<4xi32>) {
   return
 }
 // CHECK: 'cinm.op.popCount' operand must be a tensor of i1
+
+// -----
+
+func.func @im2col_rank(%x: tensor<4x8x8xi32>) {
+  %a = cinm.op.im2col %x {kernel = array<i64: 3, 3>} : tensor<4x8x8xi32> -> tensor<36x36xi32>
+  return
+}
+// CHECK: 'cinm.op.im2col' input must be an NCHW image (rank 4), got rank 3
+
+// -----
+
+func.func @im2col_geometry(%x: tensor<1x4x8x8xi32>) {
+  %a = cinm.op.im2col %x {kernel = array<i64: 3, 0>} : tensor<1x4x8x8xi32> -> tensor<36x36xi32>
+  return
+}
+// CHECK: 'cinm.op.im2col' kernel, strides and dilations must be two positive integers
+
+// -----
+
+func.func @im2col_too_big(%x: tensor<1x4x2x2xi32>) {
+  %a = cinm.op.im2col %x {kernel = array<i64: 3, 3>} : tensor<1x4x2x2xi32> -> tensor<1x36xi32>
+  return
+}
+// CHECK: 'cinm.op.im2col' kernel [3, 3] does not fit the 2x2 image
+
+// -----
+
+func.func @im2col_result(%x: tensor<1x4x8x8xi32>) {
+  %a = cinm.op.im2col %x {kernel = array<i64: 3, 3>} : tensor<1x4x8x8xi32> -> tensor<36x35xi32>
+  return
+}
+// CHECK: 'cinm.op.im2col' result must be 36x36 of i32, got tensor<36x35xi32>

@@ -76,3 +76,14 @@ func.func @widening(%a: tensor<2x3xi8>, %b: tensor<3x4xi8>, %v: tensor<3xi8>) {
 
 // CHECK: %g = cinm.op.gemm %a, %b : (tensor<2x3xi8>, tensor<3x4xi8>) -> tensor<2x4xi32>
 // CHECK: %m = cinm.op.gemv %a, %v : (tensor<2x3xi8>, tensor<3xi8>) -> tensor<2xi32>
+
+// -----
+
+func.func @im2col(%x: tensor<1x4x8x8xi32>) {
+  %a = cinm.op.im2col %x {kernel = array<i64: 3, 3>} : tensor<1x4x8x8xi32> -> tensor<36x36xi32>
+  %b = cinm.op.im2col %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 2>} : tensor<1x4x8x8xi32> -> tensor<6x36xi32>
+  return
+}
+
+// CHECK:      %a = cinm.op.im2col %x {kernel = array<i64: 3, 3>} : tensor<1x4x8x8xi32> -> tensor<36x36xi32>
+// CHECK-NEXT: %b = cinm.op.im2col %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 2>} : tensor<1x4x8x8xi32> -> tensor<6x36xi32>
