@@ -13,7 +13,10 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    I64,
+    BoolAttr,
     DenseArrayBase,
+    DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -339,6 +342,97 @@ class Im2colOp(IRDLOperation):
             )
 
 
+class ScaleOp(IRDLOperation):
+    """Base of quantize/dequantize: a per-tensor (one value) or per-channel (`axis`) float scale."""
+
+    scale = prop_def(DenseIntOrFPElementsAttr)
+    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(1, i64))
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def verify_scale(self) -> None:
+        shape = _shape(self.input)
+        count = len(self.scale)
+        if count == 1:
+            return
+        axis = self.axis.value.data
+        if not 0 <= axis < len(shape) or shape[axis] != count:
+            raise VerifyException(
+                f"'{self.name}' has {count} scales, which must match dimension {axis} of {self.input.type}"
+            )
+
+
+@irdl_op_definition
+class QuantizeOp(ScaleOp):
+    """`round(x / scale)` clamped to `bits`-bit integers: signed and symmetric
+    (`±(2^(bits-1) - 1)`), or unsigned (`0 … 2^bits - 1`) for non-negative data."""
+
+    name = "cinm.op.quantize"
+
+    bits = prop_def(IntegerAttr[I64], default_value=IntegerAttr(8, i64))
+    signed = prop_def(BoolAttr, default_value=BoolAttr.from_bool(True))
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        scale,
+        result_type: Attribute,
+        bits: int = 8,
+        signed: bool = True,
+        axis: int = 1,
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                "scale": scale,
+                "axis": IntegerAttr(axis, i64),
+                "bits": IntegerAttr(bits, i64),
+                "signed": BoolAttr.from_bool(signed),
+            },
+        )
+
+    def verify_(self) -> None:
+        self.verify_scale()
+        if not isinstance(_element_type(self.result), IntegerType):
+            raise VerifyException("'cinm.op.quantize' result must be a tensor of integers")
+        if _shape(self.result) != _shape(self.input):
+            raise VerifyException("'cinm.op.quantize' result must have the input's shape")
+        bits = self.bits.value.data
+        width = _element_type(self.result).width.data
+        if not 2 <= bits <= width:
+            raise VerifyException(f"'cinm.op.quantize' bits must be in 2..{width}, got {bits}")
+
+
+@irdl_op_definition
+class DequantizeOp(ScaleOp):
+    """`x · scale`: integers (a crossbar's accumulated products) back to floats."""
+
+    name = "cinm.op.dequantize"
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(
+        self, input: SSAValue | Operation, scale: DenseIntOrFPElementsAttr, result_type: Attribute, axis: int = 1
+    ):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"scale": scale, "axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_(self) -> None:
+        self.verify_scale()
+        if _shape(self.result) != _shape(self.input):
+            raise VerifyException("'cinm.op.dequantize' result must have the input's shape")
+
+
 class ElementwiseBinaryOp(IRDLOperation):
     """Base of the element-wise tensor-tensor ops."""
 
@@ -633,6 +727,8 @@ Cinm = Dialect(
         GemmOp,
         GemvOp,
         Im2colOp,
+        QuantizeOp,
+        DequantizeOp,
         AddOp,
         SubOp,
         MulOp,

@@ -12,6 +12,7 @@ from xdsl.interpreter import (
 )
 
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import dense_array
 from cimxdsl.interpreters.host import im2col
 from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
 
@@ -42,6 +43,16 @@ _REDUCE = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
 
 def divide(a, b, dtype: np.dtype):
     return np.trunc(np.true_divide(a, b)) if np.issubdtype(dtype, np.integer) else np.true_divide(a, b)
+
+
+def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndarray:
+    """The op's scales, shaped to broadcast along its axis."""
+    scale = dense_array(op.scale).astype(np.float64)
+    if scale.size == 1:
+        return scale.reshape(())
+    shape = [1] * rank
+    shape[op.axis.value.data] = scale.size
+    return scale.reshape(shape)
 
 
 class CinmFunctions(InterpreterFunctions):
@@ -103,6 +114,17 @@ class CinmFunctions(InterpreterFunctions):
     @impl(cinm.Im2colOp)
     def run_im2col(self, interpreter: Interpreter, op: cinm.Im2colOp, args: PythonValues):
         return (im2col(args[0], *(a.get_values() for a in (op.kernel, op.strides, op.dilations))),)
+
+    @impl(cinm.QuantizeOp)
+    def run_quantize(self, interpreter: Interpreter, op: cinm.QuantizeOp, args: PythonValues):
+        bits = op.bits.value.data
+        low, high = (-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) if op.signed.value else (0, 2**bits - 1)
+        scaled = np.rint(args[0] / channel_scale(op, args[0].ndim))
+        return (as_type(np.clip(scaled, low, high), op.result.type),)
+
+    @impl(cinm.DequantizeOp)
+    def run_dequantize(self, interpreter: Interpreter, op: cinm.DequantizeOp, args: PythonValues):
+        return (as_type(args[0] * channel_scale(op, args[0].ndim), op.result.type),)
 
     @impl(cinm.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: cinm.TransposeOp, args: PythonValues):

@@ -6,10 +6,11 @@ same array, so writes through the memref are seen through the tensor.
 """
 
 import numpy as np
-from xdsl.dialects import arith, bufferization, memref, tensor
+from xdsl.dialects import arith, bufferization, math, memref, tensor, tosa
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.dialects.linalg.ops import (
     AddOp,
+    BroadcastOp,
     Conv2DNchwFchwOp,
     FillOp,
     MatmulOp,
@@ -19,7 +20,15 @@ from xdsl.dialects.linalg.ops import (
     SubOp,
     TransposeOp,
 )
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
 from xdsl.ir import Operation
 
 from cimxdsl.interpreters.values import as_type, attribute_value, numpy_dtype, register_family
@@ -49,6 +58,7 @@ _ELEMENTWISE = {
     arith.XOrIOp: np.bitwise_xor,
     arith.ShLIOp: np.left_shift,
     arith.ShRSIOp: np.right_shift,
+    math.PowFOp: np.power,
 }
 
 _CASTS = (
@@ -60,6 +70,22 @@ _CASTS = (
     arith.TruncFOp,
     arith.IndexCastOp,
 )
+
+_UNARY = {
+    arith.NegfOp: np.negative,
+    math.ExpOp: np.exp,
+    math.TanhOp: np.tanh,
+    math.SqrtOp: np.sqrt,
+    math.AbsFOp: np.abs,
+    tosa.ReciprocalOp: np.reciprocal,
+}
+
+_REDUCTIONS = {
+    tosa.ReduceSumOp: np.sum,
+    tosa.ReduceMaxOp: np.max,
+    tosa.ReduceMinOp: np.min,
+    tosa.ReduceProductOp: np.prod,
+}
 
 _LINALG_BINARY = {AddOp: np.add, SubOp: np.subtract, MulOp: np.multiply, MaxOp: np.maximum, MinOp: np.minimum}
 
@@ -92,6 +118,19 @@ def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
     return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, c * kh * kw)
 
 
+def pool_windows(x: np.ndarray, op, fill: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pooling windows of an NHWC input (padding filled with `fill`) and, per output pixel,
+    how many window elements are real (not padding), shaped to broadcast over the result."""
+    top, bottom, left, right = op.pad.get_values()
+    (kh, kw), (sh, sw) = op.kernel.get_values(), op.stride.get_values()
+    widths = [(0, 0), (top, bottom), (left, right), (0, 0)]
+    padded = np.pad(x.astype(np.float64), widths, constant_values=fill)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]
+    inside = np.pad(np.ones(x.shape[1:3]), widths[1:3])
+    counts = np.lib.stride_tricks.sliding_window_view(inside, (kh, kw))[::sh, ::sw].sum(axis=(-2, -1))
+    return windows, counts[None, :, :, None]
+
+
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
     """A convolution of NCHW images with FCHW weights, as one matrix product of the patches."""
     f, _, kh, kw = w.shape
@@ -110,6 +149,9 @@ class HostFunctions(InterpreterFunctions):
 
     def run_elementwise(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         return result_of(op, _ELEMENTWISE[type(op)](np.asarray(args[0]), np.asarray(args[1])))
+
+    def run_unary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, _UNARY[type(op)](np.asarray(args[0])))
 
     def run_cast(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         return result_of(op, args[0])
@@ -161,6 +203,20 @@ class HostFunctions(InterpreterFunctions):
     def run_reshape(self, interpreter: Interpreter, op: tensor.ReshapeOp, args: PythonValues):
         return (np.reshape(args[0], op.result.type.get_shape()),)
 
+    @impl(tensor.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: tensor.PadOp, args: PythonValues):
+        padding = interpreter.run_ssacfg_region(op.region, (0,) * len(op.static_low), "tensor.pad")[0]
+        widths = list(zip(op.static_low.get_values(), op.static_high.get_values(), strict=True))
+        return (np.pad(args[0], widths, constant_values=padding),)
+
+    @impl_terminator(tensor.YieldOp)
+    def run_tensor_yield(self, interpreter: Interpreter, op: tensor.YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+    @impl(tensor.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: tensor.ConcatOp, args: PythonValues):
+        return (np.concatenate(args, axis=op.dim.value.data),)
+
     @impl(tensor.CastOp)
     def run_tensor_cast(self, interpreter: Interpreter, op: tensor.CastOp, args: PythonValues):
         return (args[0],)
@@ -179,6 +235,12 @@ class HostFunctions(InterpreterFunctions):
         )
         return result_of(op, init + product)
 
+    @impl(BroadcastOp)
+    def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
+        source, init = args
+        expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
+        return (np.ascontiguousarray(np.broadcast_to(expanded, init.shape)),)
+
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
         return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
@@ -189,6 +251,24 @@ class HostFunctions(InterpreterFunctions):
 
     def run_linalg_binary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
         return result_of(op, _LINALG_BINARY[type(op)](args[0], args[1]))
+
+    # tosa ---------------------------------------------------------------------------------------
+    @impl(tosa.ClampOp)
+    def run_clamp(self, interpreter: Interpreter, op: tosa.ClampOp, args: PythonValues):
+        return result_of(op, np.clip(args[0], op.min_val.value.data, op.max_val.value.data))
+
+    def run_reduce(self, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, _REDUCTIONS[type(op)](args[0], axis=op.axis.value.data, keepdims=True))
+
+    @impl(tosa.MaxPool2DOp)
+    def run_max_pool(self, interpreter: Interpreter, op: tosa.MaxPool2DOp, args: PythonValues):
+        windows, _ = pool_windows(args[0], op, -np.inf)
+        return result_of(op, windows.max(axis=(-2, -1)))
+
+    @impl(tosa.AvgPool2DOp)
+    def run_avg_pool(self, interpreter: Interpreter, op: tosa.AvgPool2DOp, args: PythonValues):
+        windows, counts = pool_windows(args[0], op, 0.0)
+        return result_of(op, windows.sum(axis=(-2, -1)) / counts)
 
     # buffers -------------------------------------------------------------------------------------
     @impl(bufferization.AllocTensorOp)
@@ -234,5 +314,7 @@ class HostFunctions(InterpreterFunctions):
 
 register_family(HostFunctions, _ELEMENTWISE, HostFunctions.run_elementwise)
 register_family(HostFunctions, _CASTS, HostFunctions.run_cast)
+register_family(HostFunctions, _UNARY, HostFunctions.run_unary)
+register_family(HostFunctions, _REDUCTIONS, HostFunctions.run_reduce)
 register_family(HostFunctions, _LINALG_BINARY, HostFunctions.run_linalg_binary)
 register_impls(HostFunctions)

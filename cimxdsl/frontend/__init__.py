@@ -1,0 +1,1 @@
+"""Frontends: ONNX (and PyTorch through ONNX) to standard MLIR, and post-training quantization."""

@@ -1,0 +1,188 @@
+"""Emitting the standard MLIR ops the ONNX importer produces, with NumPy constants.
+
+Matrix work becomes `linalg.matmul`/`linalg.conv_2d_nchw_fchw` (what `linalg-to-cinm` offloads);
+host work becomes `arith`/`math` element-wise ops on tensors, `tosa` pooling, clamps and
+reductions, and `tensor`/`linalg` data movement.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math, tensor, tosa
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    TensorType,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.dialects.linalg.ops import BroadcastOp, Conv2DNchwFchwOp, MatmulOp, TransposeOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from cimxdsl.dialects.utils import dense_attr
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+class IRBuilder:
+    """Appends ops to a block; every method returns the SSA value it computes."""
+
+    def __init__(self, block: Block, element: Attribute = f32):
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.element = element
+
+    def insert(self, op: Operation) -> SSAValue:
+        self.builder.insert(op)
+        return op.results[0]
+
+    # constants ------------------------------------------------------------------------------------
+    def constant(self, array: np.ndarray, element: Attribute | None = None) -> SSAValue:
+        return self.insert(arith.ConstantOp(dense_attr(np.asarray(array), element or self.element)))
+
+    def splat(self, value: float, shape: Sequence[int], element: Attribute | None = None) -> SSAValue:
+        element = element or self.element
+        return self.constant(np.full(tuple(shape), value), element)
+
+    def empty(self, shape: Sequence[int], element: Attribute | None = None) -> SSAValue:
+        return self.insert(tensor.EmptyOp([], TensorType(element or self.element, tuple(shape))))
+
+    # shapes ---------------------------------------------------------------------------------------
+    def reshape(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        shape = tuple(int(d) for d in shape)
+        if shape_of(value) == shape:
+            return value
+        target = self.constant(np.array(shape, np.int64), i64)
+        element = value.type.element_type
+        return self.insert(tensor.ReshapeOp(value, target, TensorType(element, shape)))
+
+    def broadcast(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`value` broadcast to `shape` with NumPy's (and ONNX's) rules."""
+        shape = tuple(shape)
+        source = shape_of(value)
+        if source == shape:
+            return value
+        padded = (1,) * (len(shape) - len(source)) + source
+        kept = [i for i, (d, out) in enumerate(zip(padded, shape, strict=True)) if d == out]
+        compact = self.reshape(value, [shape[i] for i in kept])
+        if len(kept) == len(shape):
+            return compact
+        added = [i for i in range(len(shape)) if i not in kept]
+        init = self.empty(shape, value.type.element_type)
+        return self.insert(BroadcastOp(compact, init, DenseArrayBase.from_list(i64, added)))
+
+    def transpose(self, value: SSAValue, permutation: Sequence[int]) -> SSAValue:
+        if list(permutation) == list(range(len(permutation))):
+            return value
+        source = shape_of(value)
+        init = self.empty([source[p] for p in permutation], value.type.element_type)
+        return self.insert(TransposeOp(value, init, DenseArrayBase.from_list(i64, permutation)))
+
+    def pad(self, value: SSAValue, low: Sequence[int], high: Sequence[int], fill: float = 0.0) -> SSAValue:
+        if not any(low) and not any(high):
+            return value
+        element = value.type.element_type
+        body = Block(arg_types=[IndexType()] * len(low))
+        padding = arith.ConstantOp(FloatAttr(fill, element))
+        body.add_ops([padding, tensor.YieldOp(padding)])
+        shape = [d + lo + hi for d, lo, hi in zip(shape_of(value), low, high, strict=True)]
+        return self.insert(tensor.PadOp(value, [], [], Region(body), low, high, TensorType(element, shape)))
+
+    def concat(self, values: Sequence[SSAValue], axis: int) -> SSAValue:
+        shape = list(shape_of(values[0]))
+        shape[axis] = sum(shape_of(v)[axis] for v in values)
+        return self.insert(tensor.ConcatOp(values, axis, TensorType(values[0].type.element_type, shape)))
+
+    def slice(self, value: SSAValue, offsets: Sequence[int], sizes: Sequence[int]) -> SSAValue:
+        return self.insert(tensor.ExtractSliceOp.from_static_parameters(value, offsets, sizes))
+
+    # arithmetic -----------------------------------------------------------------------------------
+    def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """An element-wise `arith` op after broadcasting both operands to a common shape."""
+        shape = np.broadcast_shapes(shape_of(lhs), shape_of(rhs))
+        return self.insert(kind(self.broadcast(lhs, shape), self.broadcast(rhs, shape)))
+
+    def scalar_op(self, kind: type[Operation], value: SSAValue, scalar: float) -> SSAValue:
+        return self.insert(kind(value, self.splat(scalar, shape_of(value))))
+
+    def unary(self, kind: type[Operation], value: SSAValue) -> SSAValue:
+        return self.insert(kind(value))
+
+    def clamp(self, value: SSAValue, low: float, high: float) -> SSAValue:
+        element = value.type.element_type
+        return self.insert(
+            tosa.ClampOp.create(
+                operands=[value],
+                result_types=[value.type],
+                properties={"min_val": FloatAttr(low, element), "max_val": FloatAttr(high, element)},
+            )
+        )
+
+    def sigmoid(self, value: SSAValue) -> SSAValue:
+        exponential = self.unary(math.ExpOp, self.unary(arith.NegfOp, value))
+        denominator = self.scalar_op(arith.AddfOp, exponential, 1.0)
+        return self.insert(arith.DivfOp(self.splat(1.0, shape_of(value)), denominator))
+
+    def reduce(self, kind: type[Operation], value: SSAValue, axis: int) -> SSAValue:
+        """A reduction along `axis` that keeps the dimension (size 1)."""
+        shape = list(shape_of(value))
+        shape[axis] = 1
+        return self.insert(
+            kind.create(
+                operands=[value],
+                result_types=[TensorType(value.type.element_type, shape)],
+                properties={"axis": IntegerAttr(axis, i32)},
+            )
+        )
+
+    # layers ---------------------------------------------------------------------------------------
+    def matmul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        (m, _), (_, n) = shape_of(lhs), shape_of(rhs)
+        return self.insert(MatmulOp([lhs, rhs], [self.empty((m, n))]))
+
+    def conv(self, image: SSAValue, weights: SSAValue, strides: Sequence[int], dilations: Sequence[int]) -> SSAValue:
+        (n, _, h, w), (f, _, kh, kw) = shape_of(image), shape_of(weights)
+        oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+        ow = (w - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+        result = TensorType(self.element, (n, f, oh, ow))
+        return self.insert(
+            Conv2DNchwFchwOp(
+                [image, weights],
+                [self.empty(result.get_shape())],
+                [result],
+                strides=dense_attr(np.array(strides, np.int64), i64),
+                dilations=dense_attr(np.array(dilations, np.int64), i64),
+            )
+        )
+
+    def pool(
+        self, kind: type[Operation], image: SSAValue, kernel: Sequence[int], strides: Sequence[int], pads: Sequence[int]
+    ) -> SSAValue:
+        """TOSA pooling (NHWC) of an NCHW image; `pads` is [top, bottom, left, right]."""
+        nhwc = self.transpose(image, (0, 2, 3, 1))
+        n, h, w, c = shape_of(nhwc)
+        oh = (h + pads[0] + pads[1] - kernel[0]) // strides[0] + 1
+        ow = (w + pads[2] + pads[3] - kernel[1]) // strides[1] + 1
+        properties = {
+            "kernel": DenseArrayBase.from_list(i64, kernel),
+            "stride": DenseArrayBase.from_list(i64, strides),
+            "pad": DenseArrayBase.from_list(i64, pads),
+        }
+        operands: list[SSAValue] = [nhwc]
+        if kind is tosa.AvgPool2DOp:
+            zero = self.constant(np.zeros(1), self.element)
+            operands += [zero, zero]
+            properties["acc_type"] = self.element
+        pooled = self.insert(
+            kind.create(
+                operands=operands, result_types=[TensorType(self.element, (n, oh, ow, c))], properties=properties
+            )
+        )
+        return self.transpose(pooled, (0, 3, 1, 2))

@@ -1,0 +1,479 @@
+"""ONNX to standard MLIR: `func.func @main` on float tensors.
+
+The model is upgraded to a recent opset and shape-inferred; initializers stay NumPy arrays and
+become `arith.constant`s only where an op uses them. Nodes whose inputs are all constant (shape
+arithmetic, `Constant`, …) are folded with ONNX's reference evaluator. BatchNormalization after a
+convolution with constant weights is folded into it. Matrix products and convolutions become
+`linalg.matmul`/`linalg.conv_2d_nchw_fchw` (offloaded later by `linalg-to-cinm`); the rest becomes
+host ops (see `builder.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.reference
+from onnx import helper, numpy_helper, shape_inference, version_converter
+from xdsl.dialects import arith, func, math, tosa
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region, SSAValue
+
+from cimxdsl.frontend.builder import IRBuilder, shape_of
+
+TARGET_OPSET = 17
+
+
+class OnnxImportError(ValueError):
+    """A model the importer cannot take; the message is one line."""
+
+
+def load_model(model: onnx.ModelProto | str | Path) -> onnx.ModelProto:
+    """Read, upgrade and shape-infer a model (a path or a `ModelProto`)."""
+    if not isinstance(model, onnx.ModelProto):
+        path = Path(model)
+        try:
+            model = onnx.load(str(path))
+        except FileNotFoundError:
+            raise OnnxImportError(f"cannot read '{path}': no such file") from None
+        except Exception as e:  # onnx raises DecodeError and others for corrupt files
+            raise OnnxImportError(f"cannot read '{path}': not a valid ONNX model ({type(e).__name__})") from None
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
+    if opset < TARGET_OPSET:
+        try:
+            model = version_converter.convert_version(model, TARGET_OPSET)
+        except Exception as e:
+            raise OnnxImportError(f"cannot convert the model from opset {opset} to {TARGET_OPSET}: {e}") from None
+    try:
+        return shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as e:
+        raise OnnxImportError(f"shape inference failed: {str(e).splitlines()[0]}") from None
+
+
+def attributes(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def np_to_onnx(dtype: np.dtype) -> int:
+    return helper.np_dtype_to_tensor_dtype(dtype)
+
+
+def evaluate_node(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
+    """Run one node on constant inputs with ONNX's reference implementation."""
+    names = [n for n in node.input if n]
+    feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(feeds[n].dtype), feeds[n].shape)
+            for n in names
+        ],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return [np.asarray(v) for v in onnx.reference.ReferenceEvaluator(model).run(None, feeds)]
+
+
+def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
+    """Fold `BatchNormalization(Conv(x, W, B))` into the conv when W is constant and the conv's
+    output feeds only the BatchNormalization."""
+    users: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            users[name] = users.get(name, 0) + 1
+    producers = {o: node for node in graph.node for o in node.output}
+    folded = []
+    for node in graph.node:
+        if node.op_type != "BatchNormalization" or len(node.output) != 1:
+            continue
+        conv = producers.get(node.input[0])
+        if conv is None or conv.op_type != "Conv" or users.get(node.input[0]) != 1:
+            continue
+        if conv.input[1] not in constants or not all(n in constants for n in node.input[1:5]):
+            continue
+        gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
+        scale = gamma / np.sqrt(var + attributes(node).get("epsilon", 1e-5))
+        weights = constants[conv.input[1]].astype(np.float64)
+        bias = constants[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
+        weight_name, bias_name = f"{conv.name or conv.output[0]}_folded_w", f"{conv.name or conv.output[0]}_folded_b"
+        constants[weight_name] = (weights * scale[:, None, None, None]).astype(np.float32)
+        constants[bias_name] = ((bias - mean) * scale + beta).astype(np.float32)
+        del conv.input[1:]
+        conv.input.extend([weight_name, bias_name])
+        conv.output[0] = node.output[0]
+        folded.append(node)
+    for node in folded:
+        graph.node.remove(node)
+
+
+class OnnxImporter:
+    """Translates one ONNX graph, node by node, into a `func.func @main`."""
+
+    def __init__(self, model: onnx.ModelProto):
+        self.model = model
+        self.graph = model.graph
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
+        self.constants: dict[str, np.ndarray] = {
+            init.name: numpy_helper.to_array(init) for init in self.graph.initializer
+        }
+        self.values: dict[str, SSAValue] = {}
+        self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
+        fold_batch_norms(self.graph, self.constants)
+
+    # -- the graph ---------------------------------------------------------------------------------
+    def run(self) -> ModuleOp:
+        inputs = [i for i in self.graph.input if i.name not in self.constants]
+        input_types = [TensorType(f32, self.static_shape(i.name, i.type.tensor_type.shape)) for i in inputs]
+        block = Block(arg_types=input_types)
+        for arg, info in zip(block.args, inputs, strict=True):
+            self.check_float(info)
+            arg.name_hint = sanitize(info.name)
+            self.values[info.name] = arg
+        self.ir = IRBuilder(block)
+        for node in self.graph.node:
+            self.import_node(node)
+        outputs = [self.value(o.name, "the graph output") for o in self.graph.output]
+        self.ir.builder.insert(func.ReturnOp(*outputs))
+        function = func.FuncOp("main", (input_types, [o.type for o in outputs]), Region(block))
+        return ModuleOp([function])
+
+    def import_node(self, node: onnx.NodeProto) -> None:
+        inputs = [self.constants.get(name) if name else None for name in node.input]
+        if node.op_type == "Constant" or (
+            node.input and all(v is not None or not n for v, n in zip(inputs, node.input, strict=True))
+        ):
+            for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
+                self.constants[name] = value
+            return
+        handler = HANDLERS.get(node.op_type)
+        if handler is None:
+            raise OnnxImportError(
+                f"unsupported ONNX op '{node.op_type}' (node '{node.name or node.output[0]}'); supported: "
+                + ", ".join(sorted(HANDLERS))
+            )
+        results = handler(self, node, attributes(node))
+        for name, value in zip(node.output, results, strict=False):
+            if name:
+                value.name_hint = sanitize(name)
+                self.values[name] = value
+
+    # -- values ------------------------------------------------------------------------------------
+    def value(self, name: str, user: str) -> SSAValue:
+        """The SSA value of an ONNX tensor, materializing constants on first use."""
+        if name in self.values:
+            return self.values[name]
+        if name in self.constants:
+            array = self.constants[name]
+            self.values[name] = self.ir.constant(array.astype(np.float32))
+            return self.values[name]
+        raise OnnxImportError(f"{user} uses '{name}', which no node computes")
+
+    def input(self, node: onnx.NodeProto, index: int) -> SSAValue:
+        return self.value(node.input[index], f"{node.op_type} node '{node.name}'")
+
+    def constant(self, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
+        name = node.input[index] if index < len(node.input) else ""
+        if name not in self.constants:
+            raise OnnxImportError(f"{node.op_type} node '{node.name}': {what} must be a constant")
+        return self.constants[name]
+
+    def optional_constant(self, node: onnx.NodeProto, index: int) -> np.ndarray | None:
+        name = node.input[index] if index < len(node.input) else ""
+        return self.constants.get(name) if name else None
+
+    def static_shape(self, name: str, shape) -> tuple[int, ...]:
+        dims = []
+        for d in shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(d.dim_value)
+            elif not dims:
+                dims.append(1)  # a symbolic batch dimension: compile for batch 1
+            else:
+                raise OnnxImportError(f"input '{name}' has a dynamic dimension '{d.dim_param}'; give static shapes")
+        return tuple(dims)
+
+    def check_float(self, info: onnx.ValueInfoProto) -> None:
+        if info.type.tensor_type.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.UNDEFINED):
+            dtype = onnx.TensorProto.DataType.Name(info.type.tensor_type.elem_type)
+            raise OnnxImportError(f"input '{info.name}' is {dtype}; only float inputs are supported")
+
+
+def sanitize(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
+
+
+# ---- node handlers: (importer, node, attributes) -> output values ----------------------------------
+
+
+def import_matmul(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    lhs, rhs = im.input(node, 0), im.input(node, 1)
+    return [matmul(im, lhs, rhs, node)]
+
+
+def matmul(im: OnnxImporter, lhs: SSAValue, rhs: SSAValue, node) -> SSAValue:
+    """An N-d × 2-d product as a 2-d `linalg.matmul` (leading dimensions folded into rows)."""
+    left, right = shape_of(lhs), shape_of(rhs)
+    if len(right) != 2 or len(left) < 1:
+        raise OnnxImportError(f"MatMul node '{node.name}': only (..., K) x (K, N) products are supported")
+    if len(left) == 1:
+        return im.ir.reshape(im.ir.matmul(im.ir.reshape(lhs, (1, left[0])), rhs), (right[1],))
+    rows = int(np.prod(left[:-1]))
+    product = im.ir.matmul(im.ir.reshape(lhs, (rows, left[-1])), rhs)
+    return im.ir.reshape(product, (*left[:-1], right[1]))
+
+
+def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    lhs = im.input(node, 0)
+    if attrs.get("transA", 0):
+        lhs = im.ir.transpose(lhs, (1, 0))
+    weights = im.optional_constant(node, 1)
+    if weights is not None:
+        weights = weights.T if attrs.get("transB", 0) else weights
+        rhs = im.ir.constant((weights * attrs.get("alpha", 1.0)).astype(np.float32))
+    else:
+        rhs = im.input(node, 1)
+        rhs = im.ir.transpose(rhs, (1, 0)) if attrs.get("transB", 0) else rhs
+        if attrs.get("alpha", 1.0) != 1.0:
+            rhs = im.ir.scalar_op(arith.MulfOp, rhs, attrs["alpha"])
+    result = im.ir.matmul(lhs, rhs)
+    if len(node.input) > 2 and node.input[2]:
+        bias = im.input(node, 2)
+        if attrs.get("beta", 1.0) != 1.0:
+            bias = im.ir.scalar_op(arith.MulfOp, bias, attrs["beta"])
+        result = im.ir.binary(arith.AddfOp, result, bias)
+    return [result]
+
+
+def conv_pads(node, attrs, spatial: tuple[int, int], kernel, strides, dilations) -> list[int]:
+    """ONNX pads [top, left, bottom, right], from `pads` or `auto_pad`."""
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("NOTSET", "VALID"):
+        return list(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else [0, 0, 0, 0]
+    pads = [0, 0, 0, 0]
+    for axis in range(2):
+        out = -(-spatial[axis] // strides[axis])
+        total = max(0, (out - 1) * strides[axis] + dilations[axis] * (kernel[axis] - 1) + 1 - spatial[axis])
+        small, large = total // 2, total - total // 2
+        pads[axis], pads[axis + 2] = (small, large) if auto == "SAME_UPPER" else (large, small)
+    return pads
+
+
+def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    image = im.input(node, 0)
+    if len(shape_of(image)) != 4:
+        raise OnnxImportError(f"Conv node '{node.name}': only 2-D convolutions (NCHW) are supported")
+    weights = im.input(node, 1)
+    f, c_group, kh, kw = shape_of(weights)
+    strides = list(attrs.get("strides", [1, 1]))
+    dilations = list(attrs.get("dilations", [1, 1]))
+    pads = conv_pads(node, attrs, shape_of(image)[2:], (kh, kw), strides, dilations)
+    image = im.ir.pad(image, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]])
+    groups = attrs.get("group", 1)
+    if groups == 1:
+        result = im.ir.conv(image, weights, strides, dilations)
+    else:
+        n, _, h, w = shape_of(image)
+        per_group = f // groups
+        outputs = []
+        for g in range(groups):
+            part = im.ir.slice(image, [0, g * c_group, 0, 0], [n, c_group, h, w])
+            kernel = im.ir.slice(weights, [g * per_group, 0, 0, 0], [per_group, c_group, kh, kw])
+            outputs.append(im.ir.conv(part, kernel, strides, dilations))
+        result = im.ir.concat(outputs, 1)
+    if len(node.input) > 2 and node.input[2]:
+        bias = im.ir.reshape(im.input(node, 2), (1, f, 1, 1))
+        result = im.ir.binary(arith.AddfOp, result, bias)
+    return [result]
+
+
+def elementwise(kind) -> Callable:
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        return [im.ir.binary(kind, im.input(node, 0), im.input(node, 1))]
+
+    return handler
+
+
+def import_sum(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    total = im.input(node, 0)
+    for index in range(1, len(node.input)):
+        total = im.ir.binary(arith.AddfOp, total, im.input(node, index))
+    return [total]
+
+
+def import_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.clamp(im.input(node, 0), 0.0, float(np.finfo(np.float32).max))]
+
+
+def import_leaky_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    scaled = im.ir.scalar_op(arith.MulfOp, x, attrs.get("alpha", 0.01))
+    kind = arith.MaximumfOp if attrs.get("alpha", 0.01) <= 1 else arith.MinimumfOp
+    return [im.ir.insert(kind(x, scaled))]
+
+
+def import_clip(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    limit = float(np.finfo(np.float32).max)
+    low, high = im.optional_constant(node, 1), im.optional_constant(node, 2)
+    low = float(low) if low is not None else attrs.get("min", -limit)
+    high = float(high) if high is not None else attrs.get("max", limit)
+    return [im.ir.clamp(im.input(node, 0), low, high)]
+
+
+def unary(kind) -> Callable:
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        return [im.ir.unary(kind, im.input(node, 0))]
+
+    return handler
+
+
+def import_sigmoid(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.sigmoid(im.input(node, 0))]
+
+
+def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], list[int]]:
+    kernel = list(attrs["kernel_shape"])
+    strides = list(attrs.get("strides", [1, 1]))
+    if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", [1, 1])):
+        raise OnnxImportError(f"{node.op_type} node '{node.name}': ceil_mode and dilations are not supported")
+    pads = conv_pads(node, attrs, shape_of(image)[2:], kernel, strides, [1, 1])
+    return kernel, strides, [pads[0], pads[2], pads[1], pads[3]]
+
+
+def import_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    image = im.input(node, 0)
+    kernel, strides, pads = pool_geometry(node, attrs, image)
+    return [im.ir.pool(tosa.MaxPool2DOp, image, kernel, strides, pads)]
+
+
+def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    image = im.input(node, 0)
+    kernel, strides, pads = pool_geometry(node, attrs, image)
+    if attrs.get("count_include_pad", 0):
+        image = im.ir.pad(image, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]])
+        pads = [0, 0, 0, 0]
+    return [im.ir.pool(tosa.AvgPool2DOp, image, kernel, strides, pads)]
+
+
+def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    image = im.input(node, 0)
+    h, w = shape_of(image)[2:]
+    total = im.ir.reduce(tosa.ReduceSumOp, im.ir.reduce(tosa.ReduceSumOp, image, 2), 3)
+    return [im.ir.scalar_op(arith.MulfOp, total, 1.0 / (h * w))]
+
+
+def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    gamma, beta, mean, var = (im.constant(node, i, "the statistics").astype(np.float64) for i in range(1, 5))
+    scale = gamma / np.sqrt(var + attrs.get("epsilon", 1e-5))
+    shape = (1, len(scale)) + (1,) * (len(shape_of(x)) - 2)
+    scaled = im.ir.binary(arith.MulfOp, x, im.ir.constant(scale.reshape(shape)))
+    return [im.ir.binary(arith.AddfOp, scaled, im.ir.constant((beta - mean * scale).reshape(shape)))]
+
+
+def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
+    shape = im.shapes.get(node.output[0])
+    if shape is None:
+        raise OnnxImportError(f"{node.op_type} node '{node.name}': the output shape is unknown")
+    return im.static_shape(node.output[0], shape)
+
+
+def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.reshape(im.input(node, 0), output_shape(im, node))]
+
+
+def import_flatten(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    shape = shape_of(x)
+    axis = attrs.get("axis", 1) % (len(shape) + 1) if shape else 0
+    return [im.ir.reshape(x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))]
+
+
+def import_transpose(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    permutation = attrs.get("perm", list(reversed(range(len(shape_of(x))))))
+    return [im.ir.transpose(x, permutation)]
+
+
+def import_concat(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    values = [im.input(node, i) for i in range(len(node.input))]
+    return [im.ir.concat(values, attrs["axis"] % len(shape_of(values[0])))]
+
+
+def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    axis = attrs.get("axis", -1) % len(shape_of(x))
+    shifted = im.ir.binary(arith.SubfOp, x, im.ir.reduce(tosa.ReduceMaxOp, x, axis))
+    exponentials = im.ir.unary(math.ExpOp, shifted)
+    return [im.ir.binary(arith.DivfOp, exponentials, im.ir.reduce(tosa.ReduceSumOp, exponentials, axis))]
+
+
+def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.input(node, 0)]
+
+
+def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    mode = attrs.get("mode", b"constant")
+    if (mode.decode() if isinstance(mode, bytes) else mode) != "constant":
+        raise OnnxImportError(f"Pad node '{node.name}': only constant padding is supported")
+    pads = [int(p) for p in im.constant(node, 1, "pads")]
+    value = im.optional_constant(node, 2)
+    x = im.input(node, 0)
+    rank = len(shape_of(x))
+    return [im.ir.pad(x, pads[:rank], pads[rank:], float(value) if value is not None else 0.0)]
+
+
+def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`x / (bias + alpha/size · Σ x²)^beta`, the sum over `size` neighbouring channels."""
+    x = im.input(node, 0)
+    n, c, h, w = shape_of(x)
+    size = attrs["size"]
+    squares = im.ir.reshape(im.ir.binary(arith.MulfOp, x, x), (n, 1, c, h * w))
+    padded = im.ir.pad(squares, [0, 0, (size - 1) // 2, 0], [0, 0, size // 2, 0])
+    window_mean = im.ir.pool(tosa.AvgPool2DOp, padded, [size, 1], [1, 1], [0, 0, 0, 0])
+    scaled = im.ir.scalar_op(arith.MulfOp, im.ir.reshape(window_mean, (n, c, h, w)), attrs.get("alpha", 1e-4))
+    base = im.ir.scalar_op(arith.AddfOp, scaled, attrs.get("bias", 1.0))
+    return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs.get("beta", 0.75)))]
+
+
+HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue]]] = {
+    "MatMul": import_matmul,
+    "Gemm": import_gemm,
+    "Conv": import_conv,
+    "Relu": import_relu,
+    "LeakyRelu": import_leaky_relu,
+    "Clip": import_clip,
+    "Sigmoid": import_sigmoid,
+    "Tanh": unary(math.TanhOp),
+    "Add": elementwise(arith.AddfOp),
+    "Sub": elementwise(arith.SubfOp),
+    "Mul": elementwise(arith.MulfOp),
+    "Div": elementwise(arith.DivfOp),
+    "Sum": import_sum,
+    "MaxPool": import_max_pool,
+    "AveragePool": import_average_pool,
+    "GlobalAveragePool": import_global_average_pool,
+    "BatchNormalization": import_batch_norm,
+    "Concat": import_concat,
+    "Reshape": import_reshape,
+    "Flatten": import_flatten,
+    "Transpose": import_transpose,
+    "Squeeze": import_reshape,
+    "Unsqueeze": import_reshape,
+    "Softmax": import_softmax,
+    "Dropout": import_identity,
+    "Identity": import_identity,
+    "LRN": import_lrn,
+    "Pad": import_pad,
+}
+
+
+def import_onnx(model: onnx.ModelProto | str | Path) -> ModuleOp:
+    """Import an ONNX model (a path or a `ModelProto`) as a module with `func.func @main`."""
+    module = OnnxImporter(load_model(model)).run()
+    module.verify()
+    return module
