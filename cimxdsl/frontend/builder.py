@@ -38,6 +38,8 @@ class IRBuilder:
     def __init__(self, block: Block, element: Attribute = f32):
         self.builder = Builder(InsertPoint.at_end(block))
         self.element = element
+        self.layer_name: str | None = None
+        """The name given to the results of matrix ops (the layer they belong to)."""
 
     def insert(self, op: Operation) -> SSAValue:
         self.builder.insert(op)
@@ -145,20 +147,26 @@ class IRBuilder:
     # layers ---------------------------------------------------------------------------------------
     def matmul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         (m, _), (_, n) = shape_of(lhs), shape_of(rhs)
-        return self.insert(MatmulOp([lhs, rhs], [self.empty((m, n))]))
+        return self.named(self.insert(MatmulOp([lhs, rhs], [self.empty((m, n))])))
+
+    def named(self, value: SSAValue) -> SSAValue:
+        value.name_hint = self.layer_name
+        return value
 
     def conv(self, image: SSAValue, weights: SSAValue, strides: Sequence[int], dilations: Sequence[int]) -> SSAValue:
         (n, _, h, w), (f, _, kh, kw) = shape_of(image), shape_of(weights)
         oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
         ow = (w - dilations[1] * (kw - 1) - 1) // strides[1] + 1
         result = TensorType(self.element, (n, f, oh, ow))
-        return self.insert(
-            Conv2DNchwFchwOp(
-                [image, weights],
-                [self.empty(result.get_shape())],
-                [result],
-                strides=dense_attr(np.array(strides, np.int64), i64),
-                dilations=dense_attr(np.array(dilations, np.int64), i64),
+        return self.named(
+            self.insert(
+                Conv2DNchwFchwOp(
+                    [image, weights],
+                    [self.empty(result.get_shape())],
+                    [result],
+                    strides=dense_attr(np.array(strides, np.int64), i64),
+                    dilations=dense_attr(np.array(dilations, np.int64), i64),
+                )
             )
         )
 

@@ -154,6 +154,7 @@ class OnnxImporter:
                 f"unsupported ONNX op '{node.op_type}' (node '{node.name or node.output[0]}'); supported: "
                 + ", ".join(sorted(HANDLERS))
             )
+        self.ir.layer_name = sanitize(node.name or node.output[0])
         results = handler(self, node, attributes(node))
         for name, value in zip(node.output, results, strict=False):
             if name:

@@ -25,12 +25,16 @@ from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type
 
 
-def build_interpreter(module: ModuleOp, device: Device) -> Interpreter:
-    interpreter = Interpreter(module)
+def build_interpreter(
+    module: ModuleOp, device: Device | CrossbarRuntime, listeners: Sequence[Interpreter.Listener] = ()
+) -> Interpreter:
+    """An interpreter for `module` with every implementation registered, running crossbar ops on
+    `device` (or on the state of an existing runtime)."""
+    interpreter = Interpreter(module, listeners=tuple(listeners))
     interpreter.register_implementations(func_functions.FuncFunctions())
     interpreter.register_implementations(scf_functions.ScfFunctions())
     interpreter.register_implementations(builtin_functions.BuiltinFunctions())
-    runtime = CrossbarRuntime(device)
+    runtime = device if isinstance(device, CrossbarRuntime) else CrossbarRuntime(device)
     for functions in (HostFunctions(), CinmFunctions(), CimFunctions(runtime), MemristorFunctions(runtime)):
         interpreter.register_implementations(functions, override=True)
     return interpreter
@@ -40,6 +44,8 @@ def build_interpreter(module: ModuleOp, device: Device) -> Interpreter:
 class RunResult:
     outputs: list
     device: Device
+    layers: list[dict]
+    """Per device acquisition (a layer): its name and the metrics it added."""
 
 
 def entry_function(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -54,6 +60,7 @@ def run(
     inputs: Sequence,
     device: Device | DeviceConfig | str = "ideal",
     entry: str = "main",
+    listeners: Sequence[Interpreter.Listener] = (),
 ) -> RunResult:
     """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
     device = device if isinstance(device, Device) else Device(device)
@@ -62,9 +69,10 @@ def run(
     if len(inputs) != len(types):
         raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
     arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
-    outputs = build_interpreter(module, device).call_op(function, tuple(arguments))
+    runtime = CrossbarRuntime(device)
+    outputs = build_interpreter(module, runtime, listeners).call_op(function, tuple(arguments))
     device.sync()
-    return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device)
+    return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device, runtime.layers)
 
 
 def check_argument(entry: str, index: int, value, t):

@@ -16,10 +16,12 @@ class CimFunctions(InterpreterFunctions):
 
     @impl(cim.AcquireDeviceOp)
     def run_acquire_device(self, interpreter: Interpreter, op: cim.AcquireDeviceOp, args: PythonValues):
+        self.runtime.begin_layer((op.device_id.name_hint or "layer").removesuffix("_dev"))
         return (self.runtime.device,)
 
     @impl(cim.ReleaseDeviceOp)
     def run_release_device(self, interpreter: Interpreter, op: cim.ReleaseDeviceOp, args: PythonValues):
+        self.runtime.end_layer()
         return ()
 
     @impl(cim.AcquireCrossbarOp)

@@ -7,34 +7,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import get_all_dialects as upstream_dialects
 from xdsl.dialects.builtin import ModuleOp
 
 from cimxdsl.device import Device, DeviceConfigError
-from cimxdsl.dialects import get_all_dialects
 from cimxdsl.interpreters import entry_function, run
 from cimxdsl.interpreters.values import numpy_dtype
-from cimxdsl.tools.cli import LocatingParser, UserError, locate_failure, run_reporting_errors
+from cimxdsl.tools.cli import UserError, parse_module_text, run_reporting_errors
 from cimxdsl.tools.report import format_report
 
 
 def load_module(path: str) -> ModuleOp:
     """Parse and verify an MLIR file; errors name the file, line and column."""
-    ctx = Context()
-    for name, factory in {**upstream_dialects(), **get_all_dialects()}.items():
-        ctx.register_dialect(name, factory)
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise UserError(f"cannot read '{path}': {e.strerror}") from None
-    parser = LocatingParser(ctx, text, path)
-    module = parser.parse_module()
-    try:
-        module.verify()
-    except Exception as e:
-        raise UserError(f"{locate_failure(module, parser.op_spans)}{e}") from None
-    return module
+    return parse_module_text(text, path)
 
 
 def argument_names(module: ModuleOp, entry: str) -> list[str]:
@@ -64,7 +52,9 @@ def load_inputs(module: ModuleOp, entry: str, given: Sequence[str], randomize: b
         elif randomize:
             inputs.append(random_value(rng, t, bits))
         else:
-            raise UserError(f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)")
+            raise UserError(
+                f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)"
+            )
     return inputs
 
 

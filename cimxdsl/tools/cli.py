@@ -12,6 +12,29 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 
 
+def make_context() -> Context:
+    """A context with every upstream dialect and ours registered (loaded lazily)."""
+    from xdsl.dialects import get_all_dialects as upstream_dialects
+
+    from cimxdsl.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, factory in {**upstream_dialects(), **get_all_dialects()}.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_module_text(text: str, name: str) -> ModuleOp:
+    """Parse and verify MLIR text; errors name the file, line and column of the failing op."""
+    parser = LocatingParser(make_context(), text, name)
+    module = parser.parse_module()
+    try:
+        module.verify()
+    except DiagnosticException as e:
+        raise UserError(f"{locate_failure(module, parser.op_spans)}{e}") from None
+    return module
+
+
 class UserError(Exception):
     """An error caused by the user's input; reported as one line, without a traceback."""
 
@@ -60,3 +83,20 @@ def run_reporting_errors(tool: str, body: Callable[[], object]) -> None:
         raise SystemExit(1) from None
     except (UserError, ValueError, OSError) as e:
         fail(tool, str(e))
+
+
+class Progress:
+    """A one-line progress indicator on stderr (only when it is a terminal, unless forced)."""
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def step(self, label: str, done: int | None = None, total: int | None = None) -> None:
+        if not self.enabled:
+            return
+        count = f" {done}/{total}" if total else ""
+        print(f"\r\033[K{label}{count}", end="", file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.enabled:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)

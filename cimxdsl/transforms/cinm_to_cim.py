@@ -53,6 +53,8 @@ class ComputeToCim(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter):
         device = cim.AcquireDeviceOp(self.crossbars)
+        if op.results and op.results[0].name_hint:
+            device.device_id.name_hint = f"{op.results[0].name_hint}_dev"
         crossbar = cim.AcquireCrossbarOp(device)
         rewriter.insert([device, crossbar], InsertPoint.before(op))
         body = op.body.block

@@ -1,0 +1,246 @@
+"""The Python face: `compile` a model for a crossbar device, run it, report, save and load.
+
+import cimxdsl
+m = cimxdsl.compile("model.onnx", device="cinnamon", calibration=samples)
+y = m(x)
+m.report()              # latency, energy by component, writes: total and per layer
+m.mlir("schedule")      # the IR after any stage
+m.save("model.cimx"); cimxdsl.load("model.cimx")
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.frontend.onnx_importer import import_onnx, load_model
+from cimxdsl.frontend.quantize import quantize
+from cimxdsl.interpreters import RunResult, entry_function, run
+from cimxdsl.tools.cli import make_context, parse_module_text
+from cimxdsl.transforms import get_all_passes
+
+FORMAT_VERSION = 1
+MODES = ("int8", "exact")
+STAGES = ("import", "quantize", "cinm", "tile", "cim", "schedule", "memristor", "func")
+DEFAULT_CROSSBARS = 64
+"""Crossbars each layer may use when the caller does not say (the scheduler acquires them all)."""
+
+
+class CompileError(ValueError):
+    """A model, option or device the compiler cannot take; the message is one line."""
+
+
+@dataclass
+class CompiledModel:
+    """A model lowered for a device: call it on NumPy inputs, read its report and its IR."""
+
+    stages: dict[str, str]
+    """The IR text after each stage (`STAGES`)."""
+    device: DeviceConfig
+    options: dict
+    notes: list[str] = field(default_factory=list)
+    """What the compiler decided that the user should know (e.g. the calibration fallback)."""
+    compile_seconds: dict[str, float] = field(default_factory=dict)
+    last_run: RunResult | None = None
+    last_inputs: list[np.ndarray] | None = None
+    _modules: dict[str, ModuleOp] = field(default_factory=dict, repr=False)
+
+    def module(self, stage: str = "func") -> ModuleOp:
+        if stage not in self.stages:
+            raise CompileError(f"unknown stage '{stage}' (stages: {', '.join(self.stages)})")
+        if stage not in self._modules:
+            self._modules[stage] = parse_module_text(self.stages[stage], f"<{stage}>")
+        return self._modules[stage]
+
+    def mlir(self, stage: str = "func") -> str:
+        """The IR after `stage`."""
+        self.module(stage)
+        return self.stages[stage]
+
+    def run(self, *inputs: np.ndarray, stage: str = "func", device: Device | None = None) -> RunResult:
+        module = self.module(stage)
+        names = [a.name_hint for a in entry_function(module, "main").body.block.args]
+        if len(inputs) != len(names):
+            raise CompileError(f"the model takes {len(names)} inputs ({', '.join(map(str, names))}), got {len(inputs)}")
+        return run(module, [np.asarray(x, np.float32) for x in inputs], device or Device(self.device))
+
+    def __call__(self, *inputs: np.ndarray) -> np.ndarray | list[np.ndarray]:
+        """Run the lowered program on the device; one output array, or a list of them."""
+        self.last_inputs = list(inputs)
+        self.last_run = self.run(*inputs)
+        outputs = self.last_run.outputs
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def report(self) -> dict:
+        """Latency, energy by component and crossbar writes of the last call: the total of the
+        lowered program, and per layer from the scheduled cim program on the same inputs."""
+        if self.last_run is None or self.last_inputs is None:
+            raise CompileError("call the model on an input before asking for its report")
+        layers = self.run(*self.last_inputs, stage="schedule").layers
+        report = self.last_run.device.report()
+        return {
+            "device": self.device.name,
+            "options": self.options,
+            "notes": self.notes,
+            "compile_seconds": self.compile_seconds,
+            "latency_ns": report["latency_ns"],
+            "total": report["total"],
+            "layers": layers,
+            "crossbars": report.get("crossbars", {}),
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write a `.cimx` file: a zip of `manifest.json` (format version, device, options) and the
+        IR of every stage as text. No pickle."""
+        manifest = {
+            "format": "cimxdsl-compiled-model",
+            "version": FORMAT_VERSION,
+            "device": self.device.to_dict(),
+            "options": self.options,
+            "notes": self.notes,
+            "stages": list(self.stages),
+        }
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("manifest.json", json.dumps(manifest, indent=2))
+            for stage, text in self.stages.items():
+                archive.writestr(f"{stage}.mlir", text)
+
+
+def load(path: str | Path) -> CompiledModel:
+    """Read a model written by `CompiledModel.save`."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            manifest = json.loads(archive.read("manifest.json"))
+            if manifest.get("format") != "cimxdsl-compiled-model":
+                raise CompileError(f"'{path}' is not a compiled cimxdsl model")
+            if manifest.get("version") != FORMAT_VERSION:
+                raise CompileError(f"'{path}' has format version {manifest.get('version')}, expected {FORMAT_VERSION}")
+            stages = {stage: archive.read(f"{stage}.mlir").decode() for stage in manifest["stages"]}
+    except (OSError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
+        raise CompileError(f"cannot read compiled model '{path}': {e}") from None
+    device = DeviceConfig.from_dict(manifest["device"])
+    return CompiledModel(stages, device, manifest["options"], manifest.get("notes", []))
+
+
+def calibration_samples(
+    calibration: Sequence | np.ndarray | str | Path | None, model: onnx.ModelProto, notes: list[str], count: int = 16
+) -> list[list[np.ndarray]]:
+    """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
+    array, or `calibration`), or a reported fallback of standard-normal inputs."""
+    shapes = [
+        [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
+        for i in model.graph.input
+        if i.name not in {init.name for init in model.graph.initializer}
+    ]
+    if calibration is None:
+        notes.append(f"no calibration data given: calibrated on {count} standard-normal random inputs")
+        rng = np.random.default_rng(0)
+        return [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(count)]
+    if isinstance(calibration, str | Path):
+        with np.load(calibration) as data:
+            key = "calibration" if "calibration" in data else data.files[0]
+            calibration = data[key]
+    if isinstance(calibration, np.ndarray):
+        batch = calibration.reshape(-1, *shapes[0]) if len(shapes) == 1 else None
+        if batch is None:
+            raise CompileError("a calibration array needs a single-input model; give a list of input lists")
+        return [[sample.reshape(shapes[0]).astype(np.float32)] for sample in batch]
+    return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
+
+
+def compile(
+    model: onnx.ModelProto | str | Path,
+    device: str | Path | DeviceConfig = "ideal",
+    target: str = "memristor",
+    calibration=None,
+    mode: str = "int8",
+    crossbars: int | None = None,
+    strategy: str = "list",
+    example_input=None,
+    progress: Callable[[str], None] | None = None,
+) -> CompiledModel:
+    """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
+    the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
+    `example_input`."""
+    if target != "memristor":
+        raise CompileError(f"unknown target '{target}' (targets: memristor)")
+    if mode not in MODES:
+        raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+    config = device if isinstance(device, DeviceConfig) else load_device_config(device)
+    if mode == "exact" and not config.exact:
+        raise CompileError(f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not")
+    crossbars = min(config.crossbars, DEFAULT_CROSSBARS) if crossbars is None else crossbars
+    if not 1 <= crossbars <= config.crossbars:
+        raise CompileError(f"crossbars must be in 1..{config.crossbars} for device '{config.name}', got {crossbars}")
+    say = progress or (lambda _: None)
+    notes: list[str] = []
+    seconds: dict[str, float] = {}
+    stages: dict[str, str] = {}
+
+    def stage(name: str, work: Callable[[], ModuleOp]) -> ModuleOp:
+        say(name)
+        start = time.perf_counter()
+        module = work()
+        seconds[name] = time.perf_counter() - start
+        stages[name] = str(module)
+        return module
+
+    onnx_model = load_model(to_onnx(model, example_input))
+    module = stage("import", lambda: import_onnx(onnx_model))
+    if mode == "int8":
+        samples = calibration_samples(calibration, onnx_model, notes)
+        bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
+        module = stage("quantize", lambda: quantize(module, samples, **bits))
+    rows, columns = config.tile_shape
+    schedule = f"schedule-{strategy}" + (
+        f"{{device={device}}}" if strategy == "list" and isinstance(device, str) else ""
+    )
+    for name, spec in (
+        ("cinm", "linalg-to-cinm"),
+        ("tile", f"tile{{rows={rows} cols={columns}}}"),
+        ("cim", f"cinm-to-cim{{crossbars={crossbars}}}"),
+        ("schedule", schedule),
+        ("memristor", "cim-to-memristor"),
+        ("func", "memristor-to-func"),
+    ):
+        module = stage(name, lambda spec=spec: apply_passes(module, spec))
+    options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy}
+    compiled = CompiledModel(stages, config, options, notes, seconds)
+    compiled._modules["func"] = module
+    return compiled
+
+
+def apply_passes(module: ModuleOp, spec: str) -> ModuleOp:
+    try:
+        PassPipeline.parse_spec(get_all_passes(), spec).apply(make_context(), module)
+    except (ValueError, KeyError) as e:
+        raise CompileError(f"cannot run '{spec}': {e}") from None
+    return module
+
+
+def to_onnx(model, example_input) -> onnx.ModelProto | str | Path:
+    """`model` as something `load_model` takes; a `torch.nn.Module` is exported first."""
+    if isinstance(model, onnx.ModelProto | str | Path):
+        return model
+    if hasattr(model, "forward") and hasattr(model, "parameters"):
+        if example_input is None:
+            raise CompileError("compiling a torch.nn.Module needs example_input")
+        import torch
+
+        buffer = io.BytesIO()
+        model.eval()
+        inputs = example_input if isinstance(example_input, tuple) else (example_input,)
+        torch.onnx.export(model, inputs, buffer, opset_version=17, dynamo=False)
+        return onnx.load_from_string(buffer.getvalue())
+    raise CompileError(f"cannot compile a {type(model).__name__}: give an ONNX model, a path or a torch.nn.Module")

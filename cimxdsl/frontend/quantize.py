@@ -1,0 +1,155 @@
+"""Post-training quantization of the imported float program.
+
+Every `linalg.matmul`/`linalg.conv_2d_nchw_fchw` whose weights are a constant becomes an integer
+product for the crossbars:
+
+    x_q = quantize(x, s_x)                    per-tensor activation scale from calibration
+    W_q = round(W / s_w)                      per-output-channel symmetric weight scales
+    y   = dequantize(x_q · W_q, s_x · s_w)    back to float on the host
+
+Activations that are never negative (after ReLU) use unsigned codes (0 … 2^bits - 1), others
+symmetric signed codes. `calibrate` runs the float program on sample inputs and records the range
+of every product's input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32, i32
+from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, MatmulOp
+from xdsl.interpreter import Interpreter
+from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import Rewriter
+
+from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import dense_array, dense_attr
+from cimxdsl.interpreters import run
+
+Product = MatmulOp | Conv2DNchwFchwOp
+
+
+@dataclass
+class Range:
+    """The smallest and largest value seen at a product's input."""
+
+    low: float = np.inf
+    high: float = -np.inf
+
+    def update(self, values: np.ndarray) -> None:
+        self.low = min(self.low, float(np.min(values)))
+        self.high = max(self.high, float(np.max(values)))
+
+
+class RangeRecorder(Interpreter.Listener):
+    """Records the input range of every quantizable product while the float program runs."""
+
+    def __init__(self, products: Sequence[Operation]):
+        self.ranges = {op: Range() for op in products}
+
+    def will_interpret_op(self, op: Operation, args) -> None:
+        if op in self.ranges:
+            self.ranges[op].update(np.asarray(args[0]))
+
+
+def weights_of(op: Product) -> np.ndarray | None:
+    owner = op.inputs[1].owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_array(owner.value)
+    return None
+
+
+def quantizable(module: ModuleOp) -> list[Product]:
+    return [op for op in module.walk() if isinstance(op, Product) and weights_of(op) is not None]
+
+
+def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[Operation, Range]:
+    """Run the float program on each sample (a list of inputs) and return every product's input range."""
+    recorder = RangeRecorder(quantizable(module))
+    for inputs in samples:
+        run(module, list(inputs), "ideal", listeners=[recorder])
+    return recorder.ranges
+
+
+def activation_scale(seen: Range, bits: int) -> tuple[float, bool]:
+    """The scale of an activation and whether its codes are signed."""
+    if seen.low >= 0:
+        return max(seen.high, 1e-12) / (2**bits - 1), False
+    return max(abs(seen.low), abs(seen.high), 1e-12) / (2 ** (bits - 1) - 1), True
+
+
+def weight_scales(weights: np.ndarray, axis: int, bits: int) -> np.ndarray:
+    """Symmetric per-output-channel scales (`axis` indexes the output channels)."""
+    others = tuple(i for i in range(weights.ndim) if i != axis)
+    peak = np.max(np.abs(weights), axis=others)
+    return np.maximum(peak, 1e-12) / (2 ** (bits - 1) - 1)
+
+
+def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int) -> None:
+    """Replace `op` by quantize → integer product → dequantize (→ + the original `outs`)."""
+    weights = weights_of(op)
+    assert weights is not None
+    channel_axis = 1 if isinstance(op, MatmulOp) else 0
+    w_scales = weight_scales(weights, channel_axis, weight_bits)
+    shape = [1] * weights.ndim
+    shape[channel_axis] = -1
+    limit = 2 ** (weight_bits - 1) - 1
+    codes = np.clip(np.rint(weights / w_scales.reshape(shape)), -limit, limit)
+    x_scale, signed = activation_scale(seen, input_bits)
+
+    image, (init,) = op.inputs[0], op.outputs
+    result_type = op.res[0].type
+    assert isinstance(result_type, TensorType) and isinstance(image.type, TensorType)
+    new_ops: list[Operation] = [
+        quantized := cinm.QuantizeOp(
+            image,
+            dense_attr(np.array([x_scale]), f32),
+            TensorType(i32, image.type.get_shape()),
+            input_bits,
+            signed,
+        ),
+        weight_codes := arith.ConstantOp(dense_attr(codes, i32)),
+        zeros := tensor.EmptyOp([], TensorType(i32, result_type.get_shape())),
+    ]
+    integer_type = TensorType(i32, result_type.get_shape())
+    if isinstance(op, MatmulOp):
+        product = MatmulOp([quantized.result, weight_codes.result], [zeros.tensor])
+    else:
+        product = Conv2DNchwFchwOp(
+            [quantized.result, weight_codes.result],
+            [zeros.tensor],
+            [integer_type],
+            strides=op.strides,
+            dilations=op.dilations,
+        )
+    product.res[0].name_hint = op.res[0].name_hint
+    dequantized = cinm.DequantizeOp(product.res[0], dense_attr(x_scale * w_scales, f32), result_type, axis=1)
+    new_ops += [product, dequantized]
+    result: SSAValue = dequantized.result
+    if not is_fresh(init):
+        new_ops.append(add := arith.AddfOp(result, init))
+        result = add.result
+    Rewriter.replace_op(op, new_ops, [result])
+
+
+def is_fresh(value: SSAValue) -> bool:
+    return isinstance(value.owner, tensor.EmptyOp)
+
+
+def quantize(
+    module: ModuleOp,
+    samples: Sequence[Sequence[np.ndarray]],
+    weight_bits: int = 8,
+    input_bits: int = 8,
+) -> ModuleOp:
+    """Quantize every product with constant weights in place, calibrated on `samples`."""
+    ranges = calibrate(module, samples)
+    for op, seen in ranges.items():
+        if not np.isfinite(seen.low):
+            raise ValueError(f"calibration never reached the product '{op.res[0].name_hint or op.name}'")
+        quantize_product(op, seen, weight_bits, input_bits)
+    module.verify()
+    return module

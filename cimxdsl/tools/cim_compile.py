@@ -1,0 +1,206 @@
+"""`cim-compile`: compile an ONNX model for a crossbar device, run it and report accuracy,
+latency, energy and crossbar writes."""
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from cimxdsl.api import STAGES, CompiledModel, CompileError, compile
+from cimxdsl.device import DeviceConfigError
+from cimxdsl.frontend.onnx_importer import OnnxImportError
+from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
+from cimxdsl.tools.report import format_number, format_report, format_table
+
+LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "latency_ns")
+
+
+def onnxruntime_outputs(model_path: str, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
+    initializers = {init.name for init in model.graph.initializer}
+    return [
+        (i.name, tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim))
+        for i in model.graph.input
+        if i.name not in initializers
+    ]
+
+
+def read_inputs(given: Sequence[str], names: list[tuple[str, tuple[int, ...]]], randomize: bool, seed: int) -> list:
+    values = {}
+    for item in given:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = names[0][0], item
+        try:
+            values[name] = np.load(path, allow_pickle=False).astype(np.float32)
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read input '{name}' from '{path}': {e}") from None
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for name, shape in names:
+        if name in values:
+            inputs.append(values[name].reshape(shape))
+        elif randomize:
+            inputs.append(rng.standard_normal(shape).astype(np.float32))
+        else:
+            raise UserError(f"no value for model input '{name}' (give --input {name}=file.npy or --random-inputs)")
+    return inputs
+
+
+def comparison(ours: list[np.ndarray], reference: list[np.ndarray]) -> dict:
+    errors = [np.abs(a - b) for a, b in zip(ours, reference, strict=True)]
+    scale = max(float(np.abs(r).max()) for r in reference) or 1.0
+    agree = [np.argmax(a, -1) == np.argmax(b, -1) for a, b in zip(ours, reference, strict=True)]
+    return {
+        "max_abs_error": max(float(e.max()) for e in errors),
+        "max_rel_error": max(float(e.max()) for e in errors) / scale,
+        "top1_agreement": float(np.mean(np.concatenate([a.ravel() for a in agree]))),
+    }
+
+
+def evaluate_dataset(model: CompiledModel, model_path: str, dataset: str, progress: Progress) -> dict:
+    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set."""
+    try:
+        with np.load(dataset) as data:
+            inputs, labels = data["inputs"].astype(np.float32), data["labels"]
+    except (OSError, KeyError, ValueError) as e:
+        raise UserError(f"cannot read data set '{dataset}' (it needs arrays 'inputs' and 'labels'): {e}") from None
+    name = model_inputs(onnx.load(model_path))[0][0]
+    float_predictions, predictions = [], []
+    for i, x in enumerate(inputs):
+        progress.step("simulating", i + 1, len(inputs))
+        x = x[None]
+        float_predictions.append(int(np.argmax(onnxruntime_outputs(model_path, {name: x})[0])))
+        predictions.append(int(np.argmax(model(x))))
+    progress.finish()
+    float_predictions, predictions = np.array(float_predictions), np.array(predictions)
+    return {
+        "images": len(labels),
+        "float_accuracy": float(np.mean(float_predictions == labels)),
+        "crossbar_accuracy": float(np.mean(predictions == labels)),
+        "top1_agreement": float(np.mean(predictions == float_predictions)),
+    }
+
+
+def format_layers(layers: list[dict]) -> str:
+    rows = [["layer", *LAYER_COLUMNS, "energy_pj"]]
+    for layer in layers:
+        rows.append(
+            [
+                layer["layer"],
+                *(format_number(layer[c]) for c in LAYER_COLUMNS),
+                format_number(layer["energy_pj"]["total"]),
+            ]
+        )
+    return format_table(rows)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="cim-compile", description=__doc__)
+    parser.add_argument("model", help="an ONNX model")
+    parser.add_argument("--target", default="memristor", choices=["memristor"])
+    parser.add_argument("--device", default="cinnamon", help="a device preset or TOML file (default: cinnamon)")
+    parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
+    parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
+    parser.add_argument("--strategy", default="list", choices=["asap", "alap", "list", "round-robin"])
+    parser.add_argument("--calibrate", metavar="INPUTS.npz", help="calibration inputs for quantization")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dataset", metavar="DATA.npz", help="labelled inputs ('inputs', 'labels') for accuracy")
+    parser.add_argument("--compare", action="store_true", help="compare the outputs with onnxruntime")
+    parser.add_argument("-o", "--output-dir", help="write every stage's IR, the report and the compiled model here")
+    parser.add_argument(
+        "--emit-mlir", choices=STAGES, metavar="STAGE", help=f"print the IR after STAGE ({', '.join(STAGES)})"
+    )
+    parser.add_argument("--report-json", metavar="FILE")
+    options = parser.parse_args(args)
+
+    def body() -> None:
+        progress = Progress()
+        try:
+            model = compile(
+                options.model,
+                device=options.device,
+                target=options.target,
+                calibration=options.calibrate,
+                mode=options.mode,
+                crossbars=options.crossbars,
+                strategy=options.strategy,
+                progress=progress.step,
+            )
+        except (CompileError, OnnxImportError, DeviceConfigError) as e:
+            raise UserError(str(e)) from None
+        progress.finish()
+        if options.emit_mlir:
+            print(model.mlir(options.emit_mlir))
+            return
+        names = model_inputs(onnx.load(options.model))
+        inputs = read_inputs(options.input, names, options.random_inputs or options.dataset is not None, options.seed)
+        progress.step("simulating")
+        outputs = model(*inputs)
+        progress.finish()
+        outputs = outputs if isinstance(outputs, list) else [outputs]
+        report = model.report()
+        crossbars = model.options["crossbars"]
+        print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
+        for note in model.notes:
+            print(f"note: {note}")
+        with np.printoptions(threshold=20, edgeitems=3, linewidth=100, precision=4):
+            for i, output in enumerate(outputs):
+                print(f"output {i}: {output!r}")
+        if options.compare:
+            reference = onnxruntime_outputs(options.model, {n: x for (n, _), x in zip(names, inputs, strict=True)})
+            report["compare"] = comparison(outputs, reference)
+            c = report["compare"]
+            print(
+                f"onnxruntime: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
+                f"top-1 agreement {c['top1_agreement']:.0%}"
+            )
+        if options.dataset:
+            report["dataset"] = evaluate_dataset(model, options.model, options.dataset, progress)
+            d = report["dataset"]
+            print(
+                f"accuracy on {d['images']} images: float (onnxruntime) {d['float_accuracy']:.2%}, "
+                f"crossbars {d['crossbar_accuracy']:.2%}, top-1 agreement {d['top1_agreement']:.2%}"
+            )
+        print(
+            format_report(
+                {
+                    "device": model.device.name,
+                    "latency_ns": report["latency_ns"],
+                    "latency_cycles": report["latency_ns"] / model.device.cycle_ns,
+                    "total": report["total"],
+                }
+            )
+        )
+        print(format_layers(report["layers"]))
+        if options.report_json:
+            Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
+        if options.output_dir:
+            write_outputs(Path(options.output_dir), model, report, outputs)
+
+    run_reporting_errors("cim-compile", body)
+
+
+def write_outputs(directory: Path, model: CompiledModel, report: dict, outputs: list[np.ndarray]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for stage, text in model.stages.items():
+        (directory / f"{stage}.mlir").write_text(text)
+    (directory / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    np.savez(directory / "outputs.npz", *outputs)
+    model.save(directory / "model.cimx")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
