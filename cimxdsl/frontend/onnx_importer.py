@@ -18,12 +18,14 @@ import onnx
 import onnx.reference
 from onnx import helper, numpy_helper, shape_inference, version_converter
 from xdsl.dialects import arith, func, math, tosa
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i1, i32, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 
 TARGET_OPSET = 17
+SHAPE_ONLY = {"Shape", "Size"}
+"""Ops whose result depends only on the (static) shape of their input: folded to constants."""
 
 
 class OnnxImportError(ValueError):
@@ -126,10 +128,14 @@ class OnnxImporter:
     # -- the graph ---------------------------------------------------------------------------------
     def run(self) -> ModuleOp:
         inputs = [i for i in self.graph.input if i.name not in self.constants]
-        input_types = [TensorType(f32, self.static_shape(i.name, i.type.tensor_type.shape)) for i in inputs]
+        input_types = [
+            TensorType(
+                element_type(i.name, i.type.tensor_type.elem_type), self.static_shape(i.name, i.type.tensor_type.shape)
+            )
+            for i in inputs
+        ]
         block = Block(arg_types=input_types)
         for arg, info in zip(block.args, inputs, strict=True):
-            self.check_float(info)
             arg.name_hint = sanitize(info.name)
             self.values[info.name] = arg
         self.ir = IRBuilder(block)
@@ -147,6 +153,10 @@ class OnnxImporter:
         ):
             for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
                 self.constants[name] = value
+            return
+        if node.op_type in SHAPE_ONLY and node.input[0] in self.values:
+            shape = shape_of(self.values[node.input[0]])
+            self.constants[node.output[0]] = evaluate_node(node, [np.zeros(shape, np.float32)], self.opset)[0]
             return
         handler = HANDLERS.get(node.op_type)
         if handler is None:
@@ -168,7 +178,8 @@ class OnnxImporter:
             return self.values[name]
         if name in self.constants:
             array = self.constants[name]
-            self.values[name] = self.ir.constant(array.astype(np.float32))
+            element = f32 if array.dtype.kind == "f" else numpy_element_type(array.dtype)
+            self.values[name] = self.ir.constant(array.astype(np.float32) if element == f32 else array, element)
             return self.values[name]
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 
@@ -196,10 +207,27 @@ class OnnxImporter:
                 raise OnnxImportError(f"input '{name}' has a dynamic dimension '{d.dim_param}'; give static shapes")
         return tuple(dims)
 
-    def check_float(self, info: onnx.ValueInfoProto) -> None:
-        if info.type.tensor_type.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.UNDEFINED):
-            dtype = onnx.TensorProto.DataType.Name(info.type.tensor_type.elem_type)
-            raise OnnxImportError(f"input '{info.name}' is {dtype}; only float inputs are supported")
+
+ONNX_ELEMENT_TYPES = {
+    onnx.TensorProto.FLOAT: f32,
+    onnx.TensorProto.INT64: i64,
+    onnx.TensorProto.INT32: i32,
+    onnx.TensorProto.BOOL: i1,
+}
+
+
+def element_type(name: str, onnx_type: int) -> Attribute:
+    """The MLIR element type of a graph input (floats are computed in f32)."""
+    if onnx_type in (onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
+        return f32
+    if onnx_type not in ONNX_ELEMENT_TYPES:
+        dtype = onnx.TensorProto.DataType.Name(onnx_type)
+        raise OnnxImportError(f"input '{name}' is {dtype}; supported inputs are float, int32, int64 and bool")
+    return ONNX_ELEMENT_TYPES[onnx_type]
+
+
+def numpy_element_type(dtype: np.dtype) -> Attribute:
+    return {"i": {4: i32, 8: i64}.get(dtype.itemsize, i64), "b": i1}.get(dtype.kind, f32)
 
 
 def sanitize(name: str) -> str:
@@ -216,15 +244,34 @@ def import_matmul(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def matmul(im: OnnxImporter, lhs: SSAValue, rhs: SSAValue, node) -> SSAValue:
-    """An N-d × 2-d product as a 2-d `linalg.matmul` (leading dimensions folded into rows)."""
+    """NumPy `matmul` semantics with 2-d `linalg.matmul`s: an (..., K) × (K, N) product folds the
+    leading dimensions into rows; batched right operands give one product per batch entry."""
     left, right = shape_of(lhs), shape_of(rhs)
-    if len(right) != 2 or len(left) < 1:
-        raise OnnxImportError(f"MatMul node '{node.name}': only (..., K) x (K, N) products are supported")
-    if len(left) == 1:
-        return im.ir.reshape(im.ir.matmul(im.ir.reshape(lhs, (1, left[0])), rhs), (right[1],))
-    rows = int(np.prod(left[:-1]))
-    product = im.ir.matmul(im.ir.reshape(lhs, (rows, left[-1])), rhs)
-    return im.ir.reshape(product, (*left[:-1], right[1]))
+    vector_left, vector_right = len(left) == 1, len(right) == 1
+    if vector_left:
+        lhs, left = im.ir.reshape(lhs, (1, left[0])), (1, left[0])
+    if vector_right:
+        rhs, right = im.ir.reshape(rhs, (right[0], 1)), (right[0], 1)
+    if len(right) == 2:
+        rows = int(np.prod(left[:-1]))
+        product = im.ir.matmul(im.ir.reshape(lhs, (rows, left[-1])), rhs)
+        shape = (*left[:-1], right[1])
+    else:
+        batch = np.broadcast_shapes(left[:-2], right[:-2])
+        lhs = im.ir.reshape(im.ir.broadcast(lhs, (*batch, *left[-2:])), (int(np.prod(batch)), *left[-2:]))
+        rhs = im.ir.reshape(im.ir.broadcast(rhs, (*batch, *right[-2:])), (int(np.prod(batch)), *right[-2:]))
+        products = []
+        for b in range(int(np.prod(batch))):
+            a = im.ir.reshape(im.ir.slice(lhs, [b, 0, 0], [1, *left[-2:]]), left[-2:])
+            w = im.ir.reshape(im.ir.slice(rhs, [b, 0, 0], [1, *right[-2:]]), right[-2:])
+            products.append(im.ir.reshape(im.ir.matmul(a, w), (1, left[-2], right[-1])))
+        product = im.ir.concat(products, 0)
+        shape = (*batch, left[-2], right[-1])
+    if vector_left:
+        shape = shape[:-2] + shape[-1:]
+    if vector_right:
+        shape = shape[:-1]
+    return im.ir.reshape(product, shape)
 
 
 def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -318,11 +365,18 @@ def import_leaky_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_clip(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    bounds = [node.input[i] if i < len(node.input) else "" for i in (1, 2)]
+    if any(name and name not in im.constants for name in bounds):
+        for name, kind in zip(bounds, (arith.MaximumfOp, arith.MinimumfOp), strict=True):
+            if name:
+                x = im.ir.binary(kind, x, im.value(name, f"Clip node '{node.name}'"))
+        return [x]
     limit = float(np.finfo(np.float32).max)
     low, high = im.optional_constant(node, 1), im.optional_constant(node, 2)
     low = float(low) if low is not None else attrs.get("min", -limit)
     high = float(high) if high is not None else attrs.get("max", limit)
-    return [im.ir.clamp(im.input(node, 0), low, high)]
+    return [im.ir.clamp(x, low, high)]
 
 
 def unary(kind) -> Callable:
@@ -337,11 +391,25 @@ def import_sigmoid(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], list[int]]:
+    """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node; `ceil_mode`
+    becomes extra bottom/right padding (which the pooling does not count)."""
+    if len(shape_of(image)) != 4:
+        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D pooling (NCHW) is supported")
     kernel = list(attrs["kernel_shape"])
     strides = list(attrs.get("strides", [1, 1]))
-    if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", [1, 1])):
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': ceil_mode and dilations are not supported")
-    pads = conv_pads(node, attrs, shape_of(image)[2:], kernel, strides, [1, 1])
+    if any(d != 1 for d in attrs.get("dilations", [1, 1])):
+        raise OnnxImportError(f"{node.op_type} node '{node.name}': dilations are not supported")
+    size = shape_of(image)[2:]
+    pads = conv_pads(node, attrs, size, kernel, strides, [1, 1])
+    if attrs.get("ceil_mode", 0):
+        for axis in range(2):
+            span = size[axis] + pads[axis] + pads[axis + 2] - kernel[axis]
+            out = -(-span // strides[axis]) + 1
+            if (out - 1) * strides[axis] >= size[axis] + pads[axis]:
+                out -= 1  # the last window must start inside the image or its leading padding
+            pads[axis + 2] += max(
+                0, (out - 1) * strides[axis] + kernel[axis] - (size[axis] + pads[axis] + pads[axis + 2])
+            )
     return kernel, strides, [pads[0], pads[2], pads[1], pads[3]]
 
 
@@ -368,12 +436,18 @@ def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`(x - mean) · gamma / sqrt(var + eps) + beta` per channel (inference mode)."""
+    if attrs.get("training_mode", 0):
+        raise OnnxImportError(f"BatchNormalization node '{node.name}': training mode is not supported")
     x = im.input(node, 0)
-    gamma, beta, mean, var = (im.constant(node, i, "the statistics").astype(np.float64) for i in range(1, 5))
-    scale = gamma / np.sqrt(var + attrs.get("epsilon", 1e-5))
-    shape = (1, len(scale)) + (1,) * (len(shape_of(x)) - 2)
-    scaled = im.ir.binary(arith.MulfOp, x, im.ir.constant(scale.reshape(shape)))
-    return [im.ir.binary(arith.AddfOp, scaled, im.ir.constant((beta - mean * scale).reshape(shape)))]
+    rank = len(shape_of(x))
+    channels = shape_of(x)[1]
+    shape = (1, channels) + (1,) * (rank - 2)
+    gamma, beta, mean, var = (im.ir.reshape(im.input(node, i), shape) for i in range(1, 5))
+    deviation = im.ir.scalar_op(arith.AddfOp, var, attrs.get("epsilon", 1e-5))
+    scale = im.ir.binary(arith.DivfOp, gamma, im.ir.unary(math.SqrtOp, deviation))
+    centered = im.ir.binary(arith.SubfOp, x, mean)
+    return [im.ir.binary(arith.AddfOp, im.ir.binary(arith.MulfOp, centered, scale), beta)]
 
 
 def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
@@ -390,7 +464,8 @@ def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_flatten(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
     shape = shape_of(x)
-    axis = attrs.get("axis", 1) % (len(shape) + 1) if shape else 0
+    axis = attrs.get("axis", 1)
+    axis = axis + len(shape) if axis < 0 else axis
     return [im.ir.reshape(x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))]
 
 
