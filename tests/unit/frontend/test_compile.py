@@ -1,0 +1,89 @@
+"""The frontend and the Python API against onnxruntime: exact mode matches, int8 stays close,
+bad models give one clear line."""
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import helper
+
+import cimxdsl
+from cimxdsl.api import CompileError
+from cimxdsl.frontend.onnx_importer import OnnxImportError, import_onnx
+from tests.unit.frontend.models import make_model, small_cnn
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+def reference(model: onnx.ModelProto, *inputs: np.ndarray) -> list[np.ndarray]:
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, inputs, strict=True)))
+
+
+def test_exact_mode_matches_onnxruntime_through_the_whole_flow():
+    model = small_cnn(channels=6, size=10)
+    compiled = cimxdsl.compile(model, device="ideal", mode="exact", crossbars=4)
+    x = np.random.default_rng(2).normal(size=(1, 3, 10, 10)).astype(np.float32)
+    np.testing.assert_allclose(compiled(x), reference(model, x)[0], rtol=1e-4, atol=1e-6)
+    for stage in ("import", "cinm", "cim", "schedule", "memristor"):
+        np.testing.assert_allclose(compiled.run(x, stage=stage).outputs[0], reference(model, x)[0], rtol=1e-4, atol=1e-6)
+
+
+def test_int8_digits_demo_stays_within_one_point_of_float_on_an_ideal_device():
+    model = onnx.load(EXAMPLES / "digits_cnn.onnx")
+    data = np.load(EXAMPLES / "digits_test.npz")
+    compiled = cimxdsl.compile(model, device="ideal", calibration=data["calibration"])
+    images, labels = data["inputs"][:120], data["labels"][:120]
+    float_correct = sum(int(np.argmax(reference(model, x[None])[0]) == y) for x, y in zip(images, labels, strict=True))
+    int8_correct = sum(int(np.argmax(compiled(x[None])) == y) for x, y in zip(images, labels, strict=True))
+    assert int8_correct >= float_correct - 0.01 * len(labels)
+
+
+def test_report_has_layers_whose_sums_match_the_total():
+    compiled = cimxdsl.compile(small_cnn(), device="cinnamon")
+    compiled(np.random.default_rng(0).normal(size=(1, 3, 8, 8)).astype(np.float32))
+    report = compiled.report()
+    for counter in ("writes", "cells_written", "mvms", "adc_conversions"):
+        assert sum(layer[counter] for layer in report["layers"]) == report["total"][counter]
+    assert report["total"]["writes"] > 0 and report["latency_ns"] > 0
+    assert any("calibrated on 16 standard-normal" in note for note in report["notes"])
+
+
+def test_save_and_load_give_the_same_outputs(tmp_path):
+    compiled = cimxdsl.compile(small_cnn(), device="ideal")
+    x = np.random.default_rng(5).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    compiled.save(tmp_path / "model.cimx")
+    loaded = cimxdsl.load(tmp_path / "model.cimx")
+    np.testing.assert_array_equal(loaded(x), compiled(x))
+    assert loaded.mlir("tile") == compiled.mlir("tile")
+
+
+def test_unsupported_op_names_the_op_type_and_the_node():
+    model = make_model(
+        [helper.make_node("Erf", ["x"], ["y"], name="the_erf")], [("x", [2, 3])], [("y", [2, 3])], {}
+    )
+    with pytest.raises(OnnxImportError, match=r"^unsupported ONNX op 'Erf' \(node 'the_erf'\); supported: .*Conv"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [(None, "no such file"), (b"this is not protobuf", "not a valid ONNX model")],
+)
+def test_unreadable_model_is_one_line(tmp_path, content, message):
+    path = tmp_path / "model.onnx"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(OnnxImportError, match=message) as error:
+        import_onnx(path)
+    assert "\n" not in str(error.value)
+
+
+def test_bad_options_are_clear():
+    with pytest.raises(CompileError, match="mode 'exact' needs a lossless, noiseless device"):
+        cimxdsl.compile(small_cnn(), device="isaac", mode="exact")
+    with pytest.raises(CompileError, match="crossbars must be in 1..16"):
+        cimxdsl.compile(small_cnn(), device="cinnamon", crossbars=99)
