@@ -30,6 +30,7 @@ config.substitutions.append(
         "cim-opt %s --split-input-file --print-op-generic | cim-opt --split-input-file | filecheck %s",
     )
 )
+config.substitutions.append(("%python", sys.executable))
 for tool in ("cim-opt", "cim-run", "cim-compile", "cim-validate", "cim-explore"):
     module = tool.replace("-", "_")
     config.substitutions.append((tool, f"{sys.executable} -m cimxdsl.tools.{module}"))

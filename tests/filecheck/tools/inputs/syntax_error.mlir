@@ -1,0 +1,2 @@
+// A syntax error.
+func.func @f( {
