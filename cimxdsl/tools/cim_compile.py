@@ -68,13 +68,17 @@ def comparison(ours: list[np.ndarray], reference: list[np.ndarray]) -> dict:
     }
 
 
-def evaluate_dataset(model: CompiledModel, model_path: str, dataset: str, progress: Progress) -> dict:
-    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set."""
+def dataset_arrays(dataset: str) -> tuple[np.ndarray, np.ndarray]:
     try:
         with np.load(dataset) as data:
-            inputs, labels = data["inputs"].astype(np.float32), data["labels"]
+            return data["inputs"].astype(np.float32), data["labels"]
     except (OSError, KeyError, ValueError) as e:
         raise UserError(f"cannot read data set '{dataset}' (it needs arrays 'inputs' and 'labels'): {e}") from None
+
+
+def evaluate_dataset(model: CompiledModel, model_path: str, dataset: str, progress: Progress) -> dict:
+    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set."""
+    inputs, labels = dataset_arrays(dataset)
     name = model_inputs(onnx.load(model_path))[0][0]
     float_predictions, predictions = [], []
     for i, x in enumerate(inputs):
@@ -146,7 +150,11 @@ def main(args: Sequence[str] | None = None) -> None:
             print(model.mlir(options.emit_mlir))
             return
         names = model_inputs(onnx.load(options.model))
-        inputs = read_inputs(options.input, names, options.random_inputs or options.dataset is not None, options.seed)
+        if options.dataset and not options.input:
+            inputs = [dataset_arrays(options.dataset)[0][0][None]]
+            print("input: the first image of the data set")
+        else:
+            inputs = read_inputs(options.input, names, options.random_inputs, options.seed)
         progress.step("simulating")
         outputs = model(*inputs)
         progress.finish()
