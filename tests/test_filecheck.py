@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 SUITE = Path(__file__).parent / "filecheck"
-LIT_FILES = sorted(p for p in SUITE.rglob("*") if p.suffix in {".mlir", ".test"} and "inputs" not in p.parts)
+LIT_FILES = sorted(
+    p for p in SUITE.rglob("*") if p.suffix in {".mlir", ".test"} and not {"inputs", "Output"} & set(p.parts)
+)
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +18,15 @@ def lit_results(tmp_path_factory) -> dict[str, str | None]:
     """Relative path of each lit test -> None if it passed, else lit's output for it."""
     report = tmp_path_factory.mktemp("lit") / "results.xml"
     subprocess.run(
-        [sys.executable, "-c", "from lit.main import main; main()", str(SUITE), "-q", "--xunit-xml-output", str(report)],
+        [
+            sys.executable,
+            "-c",
+            "from lit.main import main; main()",
+            str(SUITE),
+            "-q",
+            "--xunit-xml-output",
+            str(report),
+        ],
         capture_output=True,
         text=True,
         check=False,
