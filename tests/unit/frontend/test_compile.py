@@ -85,5 +85,5 @@ def test_unreadable_model_is_one_line(tmp_path, content, message):
 def test_bad_options_are_clear():
     with pytest.raises(CompileError, match="mode 'exact' needs a lossless, noiseless device"):
         cimxdsl.compile(small_cnn(), device="isaac", mode="exact")
-    with pytest.raises(CompileError, match="crossbars must be in 1..16"):
+    with pytest.raises(CompileError, match=r"crossbars must be in 1\.\.16"):
         cimxdsl.compile(small_cnn(), device="cinnamon", crossbars=99)

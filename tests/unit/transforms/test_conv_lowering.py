@@ -20,7 +20,7 @@ func.func @main(%x: tensor<2x3x7x6xi32>, %w: tensor<4x3x3x2xi32>, %b: tensor<2x4
 
 def reference_conv(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
     """A direct (loop over kernel positions) convolution, independent of im2col."""
-    n, c, h, wd = x.shape
+    n, _c, h, wd = x.shape
     f, _, kh, kw = w.shape
     (sh, sw), (dh, dw) = strides, dilations
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (wd - dw * (kw - 1) - 1) // sw + 1

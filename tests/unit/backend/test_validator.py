@@ -1,0 +1,136 @@
+"""The instruction-level validator on hand-made artifact directories."""
+
+import numpy as np
+import pytest
+
+from cimxdsl.backend import ExecutionError, read_artifacts, validate
+from tests.unit.backend.handmade import expected, i, setbw, two_core_program, write
+
+X = np.array([[7, -3, 2], [-9, 1, 4]])
+
+
+@pytest.mark.parametrize("x", list(X))
+def test_two_cores_compute_relu_of_product_plus_five(tmp_path, x):
+    result = validate(read_artifacts(write(tmp_path, two_core_program())), [x])
+    np.testing.assert_array_equal(result.outputs[0], expected(x))
+    assert result.executed == sum(len(p) for p in two_core_program().values())
+
+
+def test_cores_are_stepped_round_robin_and_transfers_wait(tmp_path):
+    # One instruction per core per step: core 1 stands at its recv (instruction 2) from step 3 on;
+    # core 0 reaches its send (instruction 7) in step 8, which is the transfer and counts as both
+    # cores' instruction of that step; core 1's 9 remaining instructions take steps 9 to 17.
+    result = validate(read_artifacts(write(tmp_path, two_core_program())), [X[0]])
+    assert result.steps == 17
+    assert result.per_core == {0: 8, 1: 12}
+
+
+def test_transfers_between_two_cores_pair_up_in_order(tmp_path):
+    program = two_core_program()
+    # Core 0 also sends the input itself first; core 1 receives it, then the product, and stores
+    # the input where the product would have gone: the first recv must get the first send.
+    program[0].insert(5, i("send", rd=0, rs1=0, core=1, size=8))
+    program[1][2:2] = [i("sldi", rd=4, imm=128), i("recv", rd=4, core=0, size=8)]
+    program[1][-1] = i("st", rd=28, rs1=4, size=8)
+    result = validate(read_artifacts(write(tmp_path, program)), [X[0]])
+    np.testing.assert_array_equal(result.outputs[0], X[0][:2])
+
+
+def test_deadlock_names_the_waiting_cores_and_instructions(tmp_path):
+    program = {
+        0: [setbw(), i("recv", rd=0, core=1, size=8), i("send", rd=0, rs1=0, core=1, size=8)],
+        1: [setbw(), i("recv", rd=0, core=0, size=8), i("send", rd=0, rs1=0, core=0, size=8)],
+    }
+    with pytest.raises(ExecutionError) as error:
+        validate(read_artifacts(write(tmp_path, program)), [X[0]])
+    assert str(error.value) == (
+        "deadlock: core 0 at instruction 1 (recv from core 1, 8 bytes); "
+        "core 1 at instruction 1 (recv from core 0, 8 bytes)"
+    )
+
+
+def test_a_send_nobody_receives_is_reported(tmp_path):
+    program = {0: [setbw(), i("send", rd=0, rs1=0, core=1, size=8)], 1: [setbw(), i("nop")]}
+    with pytest.raises(ExecutionError) as error:
+        validate(read_artifacts(write(tmp_path, program)), [X[0]])
+    assert str(error.value) == (
+        "unmatched send: core_0.json: instruction 1 (send) sends 8 bytes to core 1, which finished without a "
+        "matching recv"
+    )
+
+
+def test_send_and_recv_sizes_must_agree(tmp_path):
+    program = two_core_program()
+    program[1][2] = i("recv", rd=0, core=0, size=4)
+    with pytest.raises(
+        ExecutionError,
+        match=r"size mismatch: core_0.json: instruction 7 \(send\) sends 8 bytes .*"
+        r"core_1.json: instruction 2 \(recv\) receives 4 bytes",
+    ):
+        validate(read_artifacts(write(tmp_path, program)), [X[0]])
+
+
+def test_global_accesses_outside_memory_name_the_instruction(tmp_path):
+    program = two_core_program()
+    program[1][10] = i("sldi", rd=29, imm=16)
+    with pytest.raises(ExecutionError, match=r"core_1.json: instruction 11 \(st\): global bytes \[16, 24\) outside"):
+        validate(read_artifacts(write(tmp_path, program)), [X[0]])
+
+
+def test_inputs_are_checked(tmp_path):
+    artifacts = read_artifacts(write(tmp_path, two_core_program()))
+    with pytest.raises(ExecutionError, match=r"input 0 must have shape \[3\], got \[2\]"):
+        validate(artifacts, [np.array([1, 2])])
+    with pytest.raises(ExecutionError, match="takes 1 inputs, got 0"):
+        validate(artifacts, [])
+
+
+def test_vector_semantics(tmp_path):
+    """vvsub/vvmul/vvmax/vvsra/vvsll, vavg with a stride, vmv, lmv and the scalar ops."""
+    program = {
+        0: [
+            setbw(),
+            i("sldi", rd=28, imm=0),
+            i("sldi", rd=29, imm=0),
+            i("sldi", rd=0, imm=0),
+            i("ld", rd=0, rs1=28, size=16),  # a = x[0:4] at local 0
+            i("sldi", rd=1, imm=16),
+            i("lldi", rd=1, imm=2, len=4),  # b = 2 at local 16
+            i("sldi", rd=2, imm=32),
+            i("vvsub", rd=2, rs1=0, rs2=1, len=4),  # a - 2
+            i("vvmul", rd=2, rs1=2, rs2=1, len=4),  # (a - 2) * 2
+            i("vvsra", rd=2, rs1=2, rs2=1, len=4),  # >> 2
+            i("vvsll", rd=2, rs1=2, rs2=1, len=4),  # << 2
+            i("vvmax", rd=2, rs1=2, rs2=0, len=4),  # max(., a)
+            i("sldi", rd=3, imm=48),
+            i("sldi", rd=4, imm=2),
+            i("vavg", rd=3, rs1=0, rs2=4, len=2),  # floor((a0 + a2) / 2)
+            i("saddi", rd=5, rs1=0, imm=4),  # r5 = 4 (address of a1)
+            i("sldi", rd=6, imm=52),
+            i("vavg", rd=6, rs1=5, rs2=4, len=2),  # floor((a1 + a3) / 2)
+            i("sldi", rd=7, imm=56),
+            i("lmv", rd=7, rs1=2, len=2, size=8),
+            i("sldi", rd=28, imm=0),
+            i("sldi", rd=29, imm=16),
+            i("sldi", rd=8, imm=32),
+            i("st", rd=28, rs1=8, size=16),
+            i("sldi", rd=29, imm=32),
+            i("st", rd=28, rs1=3, size=16),
+        ]
+    }
+    mem = {
+        "element_bytes": 4,
+        "dtype": "int32",
+        "size": 48,
+        "buffers": [
+            {"name": "x", "kind": "input", "offset": 0, "shape": [4], "input": 0, "input_elements": [0, 1, 2, 3]},
+            {"name": "y", "kind": "output", "offset": 16, "shape": [8]},
+        ],
+        "inputs": [{"index": 0, "shape": [4]}],
+        "outputs": [{"index": 0, "shape": [8], "global_elements": list(range(4, 12))}],
+    }
+    x = np.array([9, -7, 4, -2])
+    (y,) = validate(read_artifacts(write(tmp_path, program, {}, mem)), [x]).outputs
+    chain = np.maximum((((x - 2) * 2) >> 2) << 2, x)
+    np.testing.assert_array_equal(y[:4], chain)
+    np.testing.assert_array_equal(y[4:], [(9 + 4) // 2, (-7 - 2) // 2, chain[0], chain[1]])
