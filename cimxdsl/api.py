@@ -152,11 +152,20 @@ def calibration_samples(
             key = "calibration" if "calibration" in data else data.files[0]
             calibration = data[key]
     if isinstance(calibration, np.ndarray):
-        batch = calibration.reshape(-1, *shapes[0]) if len(shapes) == 1 else None
-        if batch is None:
+        if len(shapes) != 1:
             raise CompileError("a calibration array needs a single-input model; give a list of input lists")
-        return [[sample.reshape(shapes[0]).astype(np.float32)] for sample in batch]
+        return batches(calibration.astype(np.float32), shapes[0])
     return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
+
+
+def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]]:
+    """Examples (one per leading index, or one per batch-1 input) grouped into inputs of `shape`;
+    the last group is filled up by repeating examples."""
+    batch = shape[0]
+    examples = examples.reshape(-1, *shape[1:])
+    groups = -(-len(examples) // batch)
+    filled = np.resize(examples, (groups * batch, *shape[1:]))
+    return [[filled[i * batch : (i + 1) * batch].reshape(shape)] for i in range(groups)]
 
 
 def compile(
@@ -168,11 +177,12 @@ def compile(
     crossbars: int | None = None,
     strategy: str = "list",
     example_input=None,
+    batch: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CompiledModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
-    `example_input`."""
+    `example_input`. `batch` compiles for that many inputs at once (the leading dimension)."""
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor)")
     if mode not in MODES:
@@ -196,7 +206,7 @@ def compile(
         stages[name] = str(module)
         return module
 
-    onnx_model = load_model(to_onnx(model, example_input))
+    onnx_model = load_model(to_onnx(model, example_input), batch)
     module = stage("import", lambda: import_onnx(onnx_model))
     if mode == "int8":
         samples = calibration_samples(calibration, onnx_model, notes)
@@ -215,7 +225,7 @@ def compile(
         ("func", "memristor-to-func"),
     ):
         module = stage(name, lambda spec=spec: apply_passes(module, spec))
-    options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy}
+    options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
     compiled = CompiledModel(stages, config, options, notes, seconds)
     compiled._modules["func"] = module
     return compiled

@@ -32,8 +32,9 @@ class OnnxImportError(ValueError):
     """A model the importer cannot take; the message is one line."""
 
 
-def load_model(model: onnx.ModelProto | str | Path) -> onnx.ModelProto:
-    """Read, upgrade and shape-infer a model (a path or a `ModelProto`)."""
+def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) -> onnx.ModelProto:
+    """Read, upgrade and shape-infer a model (a path or a `ModelProto`); `batch` sets the leading
+    dimension of every graph input (the shapes inside are inferred again)."""
     if not isinstance(model, onnx.ModelProto):
         path = Path(model)
         try:
@@ -48,10 +49,23 @@ def load_model(model: onnx.ModelProto | str | Path) -> onnx.ModelProto:
             model = version_converter.convert_version(model, TARGET_OPSET)
         except Exception as e:
             raise OnnxImportError(f"cannot convert the model from opset {opset} to {TARGET_OPSET}: {e}") from None
+    if batch is not None:
+        model = with_batch(model, batch)
     try:
         return shape_inference.infer_shapes(model, data_prop=True)
     except Exception as e:
         raise OnnxImportError(f"shape inference failed: {str(e).splitlines()[0]}") from None
+
+
+def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    initializers = {init.name for init in model.graph.initializer}
+    for info in [*model.graph.input, *model.graph.output]:
+        if info.name not in initializers and info.type.tensor_type.shape.dim:
+            info.type.tensor_type.shape.dim[0].Clear()
+            info.type.tensor_type.shape.dim[0].dim_value = batch
+    del model.graph.value_info[:]
+    return model
 
 
 def attributes(node: onnx.NodeProto) -> dict:

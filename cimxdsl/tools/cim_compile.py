@@ -12,17 +12,18 @@ import onnx
 
 from cimxdsl.api import STAGES, CompiledModel, CompileError, compile
 from cimxdsl.device import DeviceConfigError
-from cimxdsl.frontend.onnx_importer import OnnxImportError
+from cimxdsl.frontend.onnx_importer import OnnxImportError, with_batch
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.report import format_number, format_report, format_table
 
 LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "latency_ns")
 
 
-def onnxruntime_outputs(model_path: str, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The outputs of onnxruntime for a model (a path or serialized bytes)."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
 
@@ -76,18 +77,18 @@ def dataset_arrays(dataset: str) -> tuple[np.ndarray, np.ndarray]:
         raise UserError(f"cannot read data set '{dataset}' (it needs arrays 'inputs' and 'labels'): {e}") from None
 
 
-def evaluate_dataset(model: CompiledModel, model_path: str, dataset: str, progress: Progress) -> dict:
-    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set."""
+def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progress: Progress) -> dict:
+    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set,
+    both run on the whole set at once (the model compiled for that batch)."""
     inputs, labels = dataset_arrays(dataset)
-    name = model_inputs(onnx.load(model_path))[0][0]
-    float_predictions, predictions = [], []
-    for i, x in enumerate(inputs):
-        progress.step("simulating", i + 1, len(inputs))
-        x = x[None]
-        float_predictions.append(int(np.argmax(onnxruntime_outputs(model_path, {name: x})[0])))
-        predictions.append(int(np.argmax(model(x))))
+    progress.step("compiling for the data set")
+    batched = compile(model_path, batch=len(inputs), **compile_options)
+    progress.step("simulating the data set")
+    predictions = np.argmax(batched(inputs), axis=-1)
     progress.finish()
-    float_predictions, predictions = np.array(float_predictions), np.array(predictions)
+    model = with_batch(onnx.load(model_path), len(inputs))
+    name = model_inputs(model)[0][0]
+    float_predictions = np.argmax(onnxruntime_outputs(model.SerializeToString(), {name: inputs})[0], axis=-1)
     return {
         "images": len(labels),
         "float_accuracy": float(np.mean(float_predictions == labels)),
@@ -132,17 +133,16 @@ def main(args: Sequence[str] | None = None) -> None:
 
     def body() -> None:
         progress = Progress()
+        compile_options = dict(
+            device=options.device,
+            target=options.target,
+            calibration=options.calibrate,
+            mode=options.mode,
+            crossbars=options.crossbars,
+            strategy=options.strategy,
+        )
         try:
-            model = compile(
-                options.model,
-                device=options.device,
-                target=options.target,
-                calibration=options.calibrate,
-                mode=options.mode,
-                crossbars=options.crossbars,
-                strategy=options.strategy,
-                progress=progress.step,
-            )
+            model = compile(options.model, progress=progress.step, **compile_options)
         except (CompileError, OnnxImportError, DeviceConfigError) as e:
             raise UserError(str(e)) from None
         progress.finish()
@@ -176,7 +176,7 @@ def main(args: Sequence[str] | None = None) -> None:
                 f"top-1 agreement {c['top1_agreement']:.0%}"
             )
         if options.dataset:
-            report["dataset"] = evaluate_dataset(model, options.model, options.dataset, progress)
+            report["dataset"] = evaluate_dataset(compile_options, options.model, options.dataset, progress)
             d = report["dataset"]
             print(
                 f"accuracy on {d['images']} images: float (onnxruntime) {d['float_accuracy']:.2%}, "
