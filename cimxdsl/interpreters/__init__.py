@@ -21,7 +21,9 @@ from cimxdsl.interpreters.cim import CimFunctions
 from cimxdsl.interpreters.cinm import CinmFunctions
 from cimxdsl.interpreters.host import HostFunctions
 from cimxdsl.interpreters.memristor import MemristorFunctions
+from cimxdsl.interpreters.pim import PimFunctions
 from cimxdsl.interpreters.runtime import CrossbarRuntime
+from cimxdsl.interpreters.spatial import SpatialFunctions
 from cimxdsl.interpreters.values import as_type
 
 
@@ -35,7 +37,14 @@ def build_interpreter(
     interpreter.register_implementations(scf_functions.ScfFunctions())
     interpreter.register_implementations(builtin_functions.BuiltinFunctions())
     runtime = device if isinstance(device, CrossbarRuntime) else CrossbarRuntime(device)
-    for functions in (HostFunctions(), CinmFunctions(), CimFunctions(runtime), MemristorFunctions(runtime)):
+    for functions in (
+        HostFunctions(),
+        CinmFunctions(),
+        CimFunctions(runtime),
+        MemristorFunctions(runtime),
+        SpatialFunctions(),
+        PimFunctions(),
+    ):
         interpreter.register_implementations(functions, override=True)
     return interpreter
 

@@ -17,6 +17,11 @@ _PASSES: dict[str, tuple[str, str]] = {
     "cim-to-memristor": ("cim_to_memristor", "CimToMemristorPass"),
     "memristor-to-func": ("memristor_to_func", "MemristorToFuncPass"),
     "memristor": ("pipelines", "MemristorPipelinePass"),
+    "cinm-to-spatial": ("cinm_to_spatial", "CinmToSpatialPass"),
+    "spatial-to-pim": ("spatial_to_pim", "SpatialToPimPass"),
+    "pim-bufferize": ("pim_bufferize", "PimBufferizePass"),
+    "pim-codegen": ("pim_codegen", "PimCodegenPass"),
+    "pim": ("pim_pipeline", "PimPipelinePass"),
 }
 
 ALIASES: dict[str, str] = {

@@ -1,0 +1,420 @@
+"""The artifact directory of the `pim` target, in pimsim-nn's directory format (notes/pim-isa.md §1.6, §5).
+
+```
+config.json           {"core_cnt": N, "array_group_map": {"core0": [1, 1, ...], ...}}   (read by pimsim-nn)
+core_<id>.json        the core's instruction stream: a JSON array of pimsim-nn instruction objects
+crossbars_<id>.json   what the core's crossbars hold (for functional simulation):
+                      {"core": id, "array_groups": [{"group": g, "crossbars": 1, "rows": R, "cols": C,
+                       "origin": "...", "weights": [[...], ...]}, ...]}
+memory.json           the global memory: {"element_bytes": 4, "dtype": "int32", "size": bytes,
+                       "buffers": [{"name", "kind": input|constant|output, "offset" (bytes), "bytes",
+                                    "shape", "input" + "input_elements" | "values"}],
+                       "inputs": [{"index", "shape"}],
+                       "outputs": [{"index", "shape", "global_elements": [element address per element]}]}
+```
+
+Addresses in instructions are bytes; `input_elements[i]` is the row-major element of input `input`
+stored in element `i` of the buffer; `global_elements[e]` is the global element (byte address /
+element bytes) holding element `e` of the output, row-major. No extra file starts with `core_`
+(pimsim-nn rejects those). `read_artifacts` checks everything and raises `ArtifactError` with one
+line naming the file (and the instruction index).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cimxdsl.dialects.pim import (
+    BIT_WIDTH_FIELDS,
+    COUNT_FIELDS,
+    INSTRUCTION_OPS,
+    INT32_MAX,
+    INT32_MIN,
+    OFFSET_FIELDS,
+    REGISTER_FIELDS,
+)
+
+CONFIG = "config.json"
+MEMORY = "memory.json"
+CORE_FILE = re.compile(r"^core_(\d+)\.(json|pim)$")
+
+
+def core_file(core: int) -> str:
+    return f"core_{core}.json"
+
+
+def crossbar_file(core: int) -> str:
+    return f"crossbars_{core}.json"
+
+
+class ArtifactError(ValueError):
+    """A malformed artifact directory; the message is one line naming the file."""
+
+
+def instruction_json(name: str, **fields: int) -> dict[str, Any]:
+    """A pimsim-nn instruction object with every field of the op (missing ones 0), offsets nested."""
+    cls = INSTRUCTION_OPS[name]
+    obj: dict[str, Any] = {"op": name}
+    for f in cls.FIELDS:
+        value = fields.get(f, 0)
+        if f in OFFSET_FIELDS and cls.nests_offset():
+            obj.setdefault("offset", {})[f] = value
+        else:
+            obj[f] = value
+    return obj
+
+
+def flat_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """An instruction object with its offset fields lifted to the top level."""
+    flat = {k: v for k, v in obj.items() if k != "offset"}
+    flat.update(obj.get("offset", {}))
+    return flat
+
+
+# ----------------------------------------------------------------------------------------------
+# The in-memory form
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ArrayGroup:
+    """An array group of a core: one crossbar holding `weights` (`rows × cols`, `x · weights`)."""
+
+    weights: np.ndarray
+    origin: str = ""
+
+
+@dataclass
+class CoreProgram:
+    core_id: int
+    instructions: list[dict[str, Any]]
+    groups: list[ArrayGroup] = field(default_factory=list)
+    local_bytes: int = 0
+    """Local memory the compiler allocated (0 when unknown, e.g. read back from a directory)."""
+
+
+@dataclass
+class Buffer:
+    name: str
+    kind: str
+    offset: int
+    shape: tuple[int, ...]
+    input: int | None = None
+    input_elements: np.ndarray | None = None
+    values: np.ndarray | None = None
+
+    def elements(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+@dataclass
+class Tensor:
+    index: int
+    shape: tuple[int, ...]
+    global_elements: np.ndarray | None = None
+
+
+@dataclass
+class MemoryLayout:
+    element_bytes: int
+    size: int
+    buffers: list[Buffer] = field(default_factory=list)
+    inputs: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(f"<i{self.element_bytes}")
+
+
+@dataclass
+class Artifacts:
+    cores: list[CoreProgram]
+    memory: MemoryLayout
+
+    def instruction_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for core in self.cores:
+            for instruction in core.instructions:
+                counts[instruction["op"]] = counts.get(instruction["op"], 0) + 1
+        return dict(sorted(counts.items()))
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+# ----------------------------------------------------------------------------------------------
+
+
+def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
+    """Write the directory (created if needed; stale core/crossbar files are removed)."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.iterdir():
+        if CORE_FILE.match(stale.name) or re.match(r"^crossbars_\d+\.json$", stale.name):
+            stale.unlink()
+    config = {
+        "core_cnt": len(artifacts.cores),
+        "array_group_map": {f"core{c.core_id}": [1] * len(c.groups) for c in artifacts.cores},
+    }
+    (out / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
+    for core in artifacts.cores:
+        lines = ",\n".join(json.dumps(i, separators=(", ", ": ")) for i in core.instructions)
+        (out / core_file(core.core_id)).write_text(f"[\n{lines}\n]\n" if lines else "[]\n")
+        groups = [
+            {
+                "group": g,
+                "crossbars": 1,
+                "rows": int(group.weights.shape[0]),
+                "cols": int(group.weights.shape[1]),
+                "origin": group.origin,
+                "weights": group.weights.tolist(),
+            }
+            for g, group in enumerate(core.groups)
+        ]
+        text = json.dumps({"core": core.core_id, "array_groups": groups}, separators=(", ", ": "))
+        (out / crossbar_file(core.core_id)).write_text(text + "\n")
+    (out / MEMORY).write_text(json.dumps(memory_json(artifacts.memory), separators=(", ", ": ")) + "\n")
+    return out
+
+
+def memory_json(memory: MemoryLayout) -> dict[str, Any]:
+    buffers = []
+    for b in memory.buffers:
+        entry: dict[str, Any] = {
+            "name": b.name,
+            "kind": b.kind,
+            "offset": b.offset,
+            "bytes": b.elements() * memory.element_bytes,
+            "shape": list(b.shape),
+        }
+        if b.input is not None and b.input_elements is not None:
+            entry["input"] = b.input
+            entry["input_elements"] = b.input_elements.tolist()
+        if b.values is not None:
+            entry["values"] = b.values.reshape(-1).tolist()
+        buffers.append(entry)
+    return {
+        "element_bytes": memory.element_bytes,
+        "dtype": str(memory.dtype.name),
+        "size": memory.size,
+        "buffers": buffers,
+        "inputs": [{"index": t.index, "shape": list(t.shape)} for t in memory.inputs],
+        "outputs": [
+            {"index": t.index, "shape": list(t.shape), "global_elements": np.asarray(t.global_elements).tolist()}
+            for t in memory.outputs
+        ],
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading and checking
+# ----------------------------------------------------------------------------------------------
+
+
+def load_json(path: Path) -> Any:
+    if not path.is_file():
+        raise ArtifactError(f"{path.name}: missing")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{path.name}: not valid JSON ({e})") from None
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_instruction(obj: Any, where: str, core_count: int, core_id: int) -> dict[str, Any]:
+    """The instruction's fields as a flat dict (`name` = the op, offset fields included), or
+    ArtifactError."""
+    if not isinstance(obj, Mapping):
+        raise ArtifactError(f"{where}: an instruction must be a JSON object, got {obj!r}")
+    name = obj.get("op")
+    cls = INSTRUCTION_OPS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ArtifactError(f"{where}: unknown op {name!r}")
+    where = f"{where} ({name})"
+    offset = obj.get("offset", {})
+    if cls.nests_offset() and not isinstance(offset, Mapping):
+        raise ArtifactError(f"{where}: 'offset' must be an object, got {offset!r}")
+    fields: dict[str, Any] = {"name": name}
+    for f in cls.FIELDS:
+        source = offset if f in OFFSET_FIELDS and cls.nests_offset() else obj
+        value = source.get(f, 0)
+        if not is_int(value):
+            raise ArtifactError(f"{where}: field '{f}' must be an integer, got {value!r}")
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise ArtifactError(f"{where}: field '{f}' does not fit in 32 bits: {value}")
+        if f in REGISTER_FIELDS and not 0 <= value <= 31:
+            raise ArtifactError(f"{where}: '{f}' must be a register 0..31, got {value}")
+        if f in BIT_WIDTH_FIELDS and value not in (8, 16, 32, 64) and not (f == "mbiw" and value > 0):
+            raise ArtifactError(f"{where}: '{f}' must be a bit width of 8, 16, 32 or 64, got {value}")
+        if f in COUNT_FIELDS and value < 0:
+            raise ArtifactError(f"{where}: '{f}' must be >= 0, got {value}")
+        if f == "relu" and value not in (0, 1):
+            raise ArtifactError(f"{where}: 'relu' must be 0 or 1, got {value}")
+        if f == "offset_select" and not 0 <= value <= 7:
+            raise ArtifactError(f"{where}: 'offset_select' must be 0..7, got {value}")
+        fields[f] = value
+    if name in ("send", "recv", "sync"):
+        if fields["core"] >= core_count:
+            raise ArtifactError(f"{where}: core {fields['core']} does not exist (core_cnt is {core_count})")
+        if fields["core"] == core_id and name != "sync":
+            raise ArtifactError(f"{where}: a core cannot {name} to itself")
+    if name in ("ld", "st"):
+        pair = fields["rs1"] if name == "ld" else fields["rd"]
+        if pair % 2 or pair == 31:
+            raise ArtifactError(f"{where}: the global address needs an even register pair, got register {pair}")
+    return fields
+
+
+def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> CoreProgram:
+    name = core_file(core_id)
+    data = load_json(directory / name)
+    if not isinstance(data, list):
+        raise ArtifactError(f"{name}: must be a JSON array of instructions")
+    flat = [check_instruction(obj, f"{name}: instruction {i}", core_count, core_id) for i, obj in enumerate(data)]
+    instructions = [instruction_json(**f) for f in flat]
+    if instructions and instructions[0]["op"] != "setbw":
+        raise ArtifactError(f"{name}: instruction 0 ({instructions[0]['op']}): the first instruction must be setbw")
+    for i, instruction in enumerate(instructions):
+        if instruction["op"] == "mvmul" and instruction["group"] >= groups:
+            raise ArtifactError(
+                f"{name}: instruction {i} (mvmul): group {instruction['group']} is outside "
+                f"array_group_map.core{core_id} ({groups} groups)"
+            )
+    return CoreProgram(core_id, instructions, read_crossbars(directory, core_id, groups))
+
+
+def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGroup]:
+    name = crossbar_file(core_id)
+    data = load_json(directory / name)
+    entries = data.get("array_groups") if isinstance(data, Mapping) else None
+    if not isinstance(entries, list):
+        raise ArtifactError(f"{name}: must be an object with an 'array_groups' list")
+    if len(entries) != groups:
+        raise ArtifactError(
+            f"{name}: holds {len(entries)} array groups, but array_group_map.core{core_id} has {groups}"
+        )
+    result = []
+    for g, entry in enumerate(entries):
+        where = f"{name}: array group {g}"
+        if not isinstance(entry, Mapping) or entry.get("group", g) != g:
+            raise ArtifactError(f"{where}: must be an object with 'group': {g}")
+        try:
+            weights = np.array(entry.get("weights"), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise ArtifactError(f"{where}: 'weights' must be a matrix of integers") from None
+        if weights.ndim != 2 or weights.size == 0:
+            raise ArtifactError(f"{where}: 'weights' must be a non-empty matrix")
+        if (entry.get("rows"), entry.get("cols")) not in ((None, None), weights.shape):
+            raise ArtifactError(
+                f"{where}: 'rows'/'cols' do not match the {weights.shape[0]}x{weights.shape[1]} weights"
+            )
+        result.append(ArrayGroup(weights, str(entry.get("origin", ""))))
+    return result
+
+
+def read_config(directory: Path) -> tuple[int, dict[int, int]]:
+    config = load_json(directory / CONFIG)
+    if not isinstance(config, Mapping):
+        raise ArtifactError(f"{CONFIG}: must be a JSON object")
+    count = config.get("core_cnt")
+    if not is_int(count) or count < 1:
+        raise ArtifactError(f"{CONFIG}: 'core_cnt' must be a positive integer, got {count!r}")
+    groups = config.get("array_group_map")
+    if not isinstance(groups, Mapping):
+        raise ArtifactError(f"{CONFIG}: 'array_group_map' must be an object")
+    result = {}
+    for core in range(count):
+        entry = groups.get(f"core{core}")
+        if not isinstance(entry, list) or not all(is_int(n) and n > 0 for n in entry):
+            raise ArtifactError(
+                f"{CONFIG}: array_group_map.core{core} must be a list of positive crossbar counts, got {entry!r}"
+            )
+        if any(n != 1 for n in entry):
+            raise ArtifactError(
+                f"{CONFIG}: array_group_map.core{core}: array groups of several crossbars are not supported"
+            )
+        result[core] = len(entry)
+    for key in groups:
+        if not re.fullmatch(r"core\d+", str(key)) or int(str(key)[4:]) >= count:
+            raise ArtifactError(f"{CONFIG}: array_group_map has '{key}', but core_cnt is {count}")
+    for path in directory.iterdir():
+        match = CORE_FILE.match(path.name)
+        if path.name.startswith("core_") and (match is None or int(match.group(1)) >= count):
+            raise ArtifactError(f"{path.name}: not a core file of a {count}-core program (pimsim-nn rejects it)")
+        if match is not None and match.group(2) == "pim":
+            raise ArtifactError(f"{path.name}: binary instruction files are not supported")
+    return count, result
+
+
+def read_memory(directory: Path) -> MemoryLayout:
+    data = load_json(directory / MEMORY)
+
+    def need(obj: Any, key: str, kind: type | tuple, where: str) -> Any:
+        value = obj.get(key) if isinstance(obj, Mapping) else None
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ArtifactError(f"{MEMORY}: {where}'{key}' is missing or not a {getattr(kind, '__name__', 'value')}")
+        return value
+
+    element_bytes = need(data, "element_bytes", int, "")
+    if element_bytes not in (1, 2, 4, 8):
+        raise ArtifactError(f"{MEMORY}: 'element_bytes' must be 1, 2, 4 or 8, got {element_bytes}")
+    memory = MemoryLayout(element_bytes, need(data, "size", int, ""))
+    for i, entry in enumerate(need(data, "buffers", list, "")):
+        where = f"buffer {i}: "
+        buffer = Buffer(
+            str(entry.get("name", i)) if isinstance(entry, Mapping) else str(i),
+            need(entry, "kind", str, where),
+            need(entry, "offset", int, where),
+            tuple(need(entry, "shape", list, where)),
+        )
+        if buffer.offset < 0 or buffer.offset + buffer.elements() * element_bytes > memory.size:
+            raise ArtifactError(f"{MEMORY}: {where}bytes outside the {memory.size}-byte global memory")
+        if buffer.kind == "input":
+            buffer.input = need(entry, "input", int, where)
+            buffer.input_elements = np.array(need(entry, "input_elements", list, where), dtype=np.int64)
+            if buffer.input_elements.size != buffer.elements():
+                raise ArtifactError(f"{MEMORY}: {where}'input_elements' must list one element per buffer element")
+        elif buffer.kind == "constant":
+            buffer.values = np.array(need(entry, "values", list, where), dtype=np.int64)
+            if buffer.values.size != buffer.elements():
+                raise ArtifactError(f"{MEMORY}: {where}'values' must hold one value per buffer element")
+        elif buffer.kind != "output":
+            raise ArtifactError(f"{MEMORY}: {where}unknown kind {buffer.kind!r}")
+        memory.buffers.append(buffer)
+    for key, target in (("inputs", memory.inputs), ("outputs", memory.outputs)):
+        for i, entry in enumerate(need(data, key, list, "")):
+            where = f"{key} {i}: "
+            tensor = Tensor(need(entry, "index", int, where), tuple(need(entry, "shape", list, where)))
+            if key == "outputs":
+                tensor.global_elements = np.array(need(entry, "global_elements", list, where), dtype=np.int64)
+                if tensor.global_elements.size != int(np.prod(tensor.shape, dtype=np.int64)):
+                    raise ArtifactError(f"{MEMORY}: {where}'global_elements' must list one address per element")
+                if tensor.global_elements.size and (
+                    tensor.global_elements.min() < 0 or tensor.global_elements.max() * element_bytes >= memory.size
+                ):
+                    raise ArtifactError(f"{MEMORY}: {where}'global_elements' point outside the global memory")
+            target.append(tensor)
+    for buffer in memory.buffers:
+        if buffer.kind == "input" and not any(t.index == buffer.input for t in memory.inputs):
+            raise ArtifactError(f"{MEMORY}: buffer '{buffer.name}' reads input {buffer.input}, which is not listed")
+    return memory
+
+
+def read_artifacts(directory: str | Path) -> Artifacts:
+    """Load and check an artifact directory."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise ArtifactError(f"{path}: not a directory")
+    count, groups = read_config(path)
+    cores = [read_core(path, core, groups[core], count) for core in range(count)]
+    return Artifacts(cores, read_memory(path))

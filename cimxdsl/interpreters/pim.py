@@ -1,0 +1,151 @@
+"""Interpreter functions for `pim`: cores run concurrently, as on the chip.
+
+A `pim.core` does not run to completion when it is reached: every core of a block is a coroutine
+that runs until it waits on a `spat.channel_receive` with nothing sent yet. When the last core of
+the block has been reached, the waiting cores are resumed round-robin until all have halted; if
+none can move, the program is deadlocked and the error names the waiting cores.
+
+`pim.load`/`pim.store` copy flat element ranges between a core's values and global-memory arrays;
+`pim.apply_filters` overwrites its output buffer. Cores whose bodies hold ISA instructions (after
+`pim-codegen`) run on the instruction-level machine of `cimxdsl.backend.validator`, with global
+memory built from the buffers `pim-codegen` placed (`pim.address`).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Block
+
+from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, selected_weights
+from cimxdsl.interpreters.values import numpy_dtype
+
+
+@dataclass(eq=False)
+class CoreRun:
+    """A core being interpreted: a generator that yields True after each op it ran and False while
+    it waits for a channel."""
+
+    op: pim.CoreOp
+    steps: Iterator[bool]
+    done: bool = False
+    waiting: spat.ChannelReceiveOp | None = None
+
+
+@dataclass(eq=False)
+class CoreBlock:
+    """The cores of one block, started but not finished."""
+
+    runs: list[CoreRun] = field(default_factory=list)
+    instruction_cores: list[pim.CoreOp] = field(default_factory=list)
+
+
+def is_instruction_level(core: pim.CoreOp) -> bool:
+    return any(isinstance(op, pim.InstructionOp) for op in core.body.block.ops)
+
+
+def flat_view(array: np.ndarray, what: str) -> np.ndarray:
+    array = np.asarray(array)
+    if not array.flags.c_contiguous:
+        raise ValueError(f"{what} must be a contiguous buffer")
+    return array.reshape(-1)
+
+
+def last_core_in_block(op: pim.CoreOp) -> bool:
+    following = op.next_op
+    while following is not None:
+        if isinstance(following, pim.CoreOp):
+            return False
+        following = following.next_op
+    return True
+
+
+class PimFunctions(InterpreterFunctions):
+    def __init__(self):
+        self.blocks: dict[Block, CoreBlock] = {}
+
+    @impl(pim.CoreOp)
+    def run_core(self, interpreter: Interpreter, op: pim.CoreOp, args: PythonValues):
+        block = op.parent_block()
+        assert block is not None
+        cores = self.blocks.setdefault(block, CoreBlock())
+        if is_instruction_level(op):
+            cores.instruction_cores.append(op)
+        else:
+            run = CoreRun(op, self.execute(interpreter, op))
+            cores.runs.append(run)
+            self.advance(run)
+        if last_core_in_block(op):
+            del self.blocks[block]
+            self.finish(interpreter, cores)
+        return ()
+
+    def execute(self, interpreter: Interpreter, core: pim.CoreOp) -> Iterator[bool]:
+        env: dict = {}
+        for op in core.body.block.ops:
+            if isinstance(op, pim.HaltOp):
+                return
+            args = tuple(env[v] if v in env else interpreter.get_values((v,))[0] for v in op.operands)
+            if isinstance(op, spat.ChannelReceiveOp):
+                while not args[0].queue:
+                    yield False
+            env.update(zip(op.results, interpreter.run_op(op, args)))
+            yield True
+
+    @staticmethod
+    def advance(run: CoreRun) -> bool:
+        """Run the core until it waits or halts; whether it ran anything."""
+        progressed = False
+        for moved in run.steps:
+            if not moved:
+                return progressed
+            progressed = True
+        run.done = True
+        return True
+
+    def finish(self, interpreter: Interpreter, cores: CoreBlock) -> None:
+        if cores.instruction_cores:
+            if cores.runs:
+                raise ValueError("a block mixes cores of ISA instructions with cores of higher-level ops")
+            from cimxdsl.backend.execute import run_instruction_cores
+
+            run_instruction_cores(interpreter, cores.instruction_cores)
+            return
+        waiting = [run for run in cores.runs if not run.done]
+        while waiting:
+            if not any([self.advance(run) for run in waiting]):
+                names = ", ".join(str(run.op.get_core_id()) for run in waiting)
+                raise ValueError(f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent")
+            waiting = [run for run in waiting if not run.done]
+
+    @impl(pim.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: pim.LoadOp, args: PythonValues):
+        source, destination = args
+        start, size = op.global_src_offset.value.data, op.size.value.data
+        data = flat_view(source, "'pim.load' global buffer")[start : start + size]
+        if isinstance(op.dst.type, MemRefType):
+            flat_view(destination, "'pim.load' local buffer")[:] = data
+            return (destination,)
+        dtype = numpy_dtype(op.result.type.element_type)
+        return (data.astype(dtype).reshape(op.result.type.get_shape()),)
+
+    @impl(pim.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: pim.StoreOp, args: PythonValues):
+        value, target = args
+        start, size = op.global_dst_offset.value.data, op.size.value.data
+        flat_view(target, "'pim.store' global buffer")[start : start + size] = np.asarray(value).reshape(-1)
+        return ()
+
+    @impl(pim.ApplyFiltersOp)
+    def run_apply_filters(self, interpreter: Interpreter, op: pim.ApplyFiltersOp, args: PythonValues):
+        image, output, _ = args
+        weights = selected_weights(enclosing_weight_values(interpreter, op), op.weight_index_list())
+        output[...] = apply_filters(np.asarray(image), weights, op.geometry(), output.dtype)
+        return ()
+
+
+register_impls(PimFunctions)

@@ -1,0 +1,195 @@
+"""Interpreter functions for `spat`: exact NumPy results on `[H, W, C]` activations.
+
+`spat.compute` runs its body with the weights and inputs as block arguments; `apply_filters` reads
+its crossbar matrices from the enclosing `spat.compute` (block arguments) or `pim.core` (operands).
+Integer results are computed in int64 and then stored in the result's element type, so they are the
+host computation's results exactly. On memrefs (after `pim-bufferize`) every op returns a fresh
+array, as the dialect says. Channels are FIFO queues: the k-th send is the k-th receive.
+"""
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.ir import Operation
+
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.spatial import FilterGeometry
+from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
+
+
+@dataclass(eq=False)
+class Channel:
+    """The runtime value of a `!spat.ch`: values sent and not yet received, oldest first."""
+
+    queue: deque = field(default_factory=deque)
+
+
+def is_integer(array: np.ndarray) -> bool:
+    return np.issubdtype(np.asarray(array).dtype, np.integer)
+
+
+def apply_filters(
+    image: np.ndarray, weights: list[np.ndarray | None], geometry: FilterGeometry, out_dtype: np.dtype
+) -> np.ndarray:
+    """`result[oy, ox] = Σ_k image[input pixel of (oy, ox, k)] · weights[k]` over the positions with
+    a matrix (None = skipped) and an input pixel inside the image; a rank-2 image is a gemm."""
+    wide = np.int64 if is_integer(image) else np.float64
+    if image.ndim == 2:
+        (matrix,) = weights
+        if matrix is None:
+            return np.zeros((image.shape[0], 0), out_dtype)
+        return (image.astype(wide) @ matrix.astype(wide)).astype(out_dtype)
+    height, width, _ = image.shape
+    out_h, out_w = geometry.output_size(height, width)
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
+    padded = np.pad(image.astype(wide), ((pt, pb), (pl, pr), (0, 0)))
+    out_channels = next(w.shape[1] for w in weights if w is not None)
+    result = np.zeros((out_h, out_w, out_channels), wide)
+    for k, ky, kx in geometry.kernel_positions():
+        matrix = weights[k]
+        if matrix is None:
+            continue
+        rows = padded[ky * dh : ky * dh + sh * (out_h - 1) + 1 : sh, kx * dw : kx * dw + sw * (out_w - 1) + 1 : sw]
+        result += rows @ matrix.astype(wide)
+    return result.astype(out_dtype)
+
+
+def window_view(image: np.ndarray, geometry: FilterGeometry, fill) -> np.ndarray:
+    """`[H_out, W_out, KH·KW, C]`: every window of the image padded with `fill`."""
+    height, width, _ = image.shape
+    out_h, out_w = geometry.output_size(height, width)
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
+    padded = np.pad(image, ((pt, pb), (pl, pr), (0, 0)), constant_values=fill)
+    windows = [
+        padded[ky * dh : ky * dh + sh * (out_h - 1) + 1 : sh, kx * dw : kx * dw + sw * (out_w - 1) + 1 : sw]
+        for _, ky, kx in geometry.kernel_positions()
+    ]
+    return np.stack(windows, axis=2)
+
+
+def max_pool(image: np.ndarray, geometry: FilterGeometry) -> np.ndarray:
+    """Window maximum per channel, ignoring padded pixels (a window of padding only gives the
+    smallest value of the type)."""
+    lowest = np.iinfo(image.dtype).min if is_integer(image) else -np.inf
+    return window_view(image, geometry, lowest).max(axis=2).astype(image.dtype)
+
+
+def avg_pool(image: np.ndarray, geometry: FilterGeometry, count_include_pad: bool) -> np.ndarray:
+    """Window average per channel: floor division for integers."""
+    wide = np.int64 if is_integer(image) else np.float64
+    sums = window_view(image.astype(wide), geometry, 0).sum(axis=2)
+    if count_include_pad:
+        counts = np.full(sums.shape[:2], geometry.kernel[0] * geometry.kernel[1])
+    else:
+        ones = np.ones((*image.shape[:2], 1), wide)
+        counts = window_view(ones, geometry, 0).sum(axis=2)[..., 0]
+    return divide(sums, counts[..., None]).astype(image.dtype)
+
+
+def divide(total: np.ndarray, count) -> np.ndarray:
+    return np.floor_divide(total, count) if is_integer(total) else total / count
+
+
+def global_avg_pool(image: np.ndarray) -> np.ndarray:
+    wide = np.int64 if is_integer(image) else np.float64
+    total = image.astype(wide).sum(axis=(0, 1), keepdims=True)
+    return divide(total, image.shape[0] * image.shape[1]).astype(image.dtype)
+
+
+def enclosing_weight_values(interpreter: Interpreter, op: Operation) -> tuple:
+    """The runtime values of the crossbar matrices `op` (an apply_filters) selects from."""
+    found = spat.enclosing_weights(op)
+    assert found is not None, f"'{op.name}' outside a weight holder"
+    holder, weights = found
+    if isinstance(holder, spat.ComputeOp):
+        weights = holder.weight_args
+    return interpreter.get_values(weights)
+
+
+def selected_weights(values: tuple, indices: tuple[int, ...]) -> list[np.ndarray | None]:
+    return [None if i < 0 else np.asarray(values[i]) for i in indices]
+
+
+_BINARY = {
+    spat.VAddOp: np.add,
+    spat.VSubOp: np.subtract,
+    spat.VMulOp: np.multiply,
+    spat.VMaxOp: np.maximum,
+}
+_UNARY = {spat.VTanhOp: np.tanh, spat.VSigmOp: lambda x: 1 / (1 + np.exp(-x))}
+
+
+class SpatialFunctions(InterpreterFunctions):
+    @impl(spat.ComputeOp)
+    def run_compute(self, interpreter: Interpreter, op: spat.ComputeOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, args, "spat.compute")
+
+    @impl_terminator(spat.YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: spat.YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+    @impl(spat.ApplyFiltersOp)
+    def run_apply_filters(self, interpreter: Interpreter, op: spat.ApplyFiltersOp, args: PythonValues):
+        weights = selected_weights(enclosing_weight_values(interpreter, op), op.weight_index_list())
+        dtype = numpy_dtype(op.result.type.element_type)
+        return (apply_filters(np.asarray(args[0]), weights, op.geometry(), dtype),)
+
+    def run_binary(self, interpreter: Interpreter, op: spat.VectorBinaryOp, args: PythonValues):
+        lhs, rhs = np.asarray(args[0]), np.asarray(args[1])
+        wide = np.int64 if is_integer(lhs) else np.float64
+        return (as_type(_BINARY[type(op)](lhs.astype(wide), rhs.astype(wide)), op.result.type),)
+
+    @impl(spat.VReluOp)
+    def run_relu(self, interpreter: Interpreter, op: spat.VReluOp, args: PythonValues):
+        return (as_type(np.maximum(np.asarray(args[0]), 0), op.result.type),)
+
+    def run_unary(self, interpreter: Interpreter, op: spat.VectorUnaryOp, args: PythonValues):
+        return (as_type(_UNARY[type(op)](np.asarray(args[0], np.float64)), op.result.type),)
+
+    @impl(spat.MaxPoolOp)
+    def run_max_pool(self, interpreter: Interpreter, op: spat.MaxPoolOp, args: PythonValues):
+        return (max_pool(np.asarray(args[0]), op.geometry()),)
+
+    @impl(spat.AvgPoolOp)
+    def run_avg_pool(self, interpreter: Interpreter, op: spat.AvgPoolOp, args: PythonValues):
+        return (avg_pool(np.asarray(args[0]), op.geometry(), op.count_include_pad is not None),)
+
+    @impl(spat.GlobalAvgPoolOp)
+    def run_global_avg_pool(self, interpreter: Interpreter, op: spat.GlobalAvgPoolOp, args: PythonValues):
+        return (global_avg_pool(np.asarray(args[0])),)
+
+    @impl(spat.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: spat.ConcatOp, args: PythonValues):
+        return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
+
+    @impl(spat.ChannelNewOp)
+    def run_channel_new(self, interpreter: Interpreter, op: spat.ChannelNewOp, args: PythonValues):
+        return (Channel(),)
+
+    @impl(spat.ChannelSendOp)
+    def run_channel_send(self, interpreter: Interpreter, op: spat.ChannelSendOp, args: PythonValues):
+        channel, value = args
+        channel.queue.append(np.array(value, copy=True))
+        return ()
+
+    @impl(spat.ChannelReceiveOp)
+    def run_channel_receive(self, interpreter: Interpreter, op: spat.ChannelReceiveOp, args: PythonValues):
+        (channel,) = args
+        if not channel.queue:
+            raise ValueError("'spat.channel_receive' on a channel with nothing sent")
+        return (channel.queue.popleft(),)
+
+
+register_family(SpatialFunctions, _BINARY, SpatialFunctions.run_binary)
+register_family(SpatialFunctions, _UNARY, SpatialFunctions.run_unary)
+register_impls(SpatialFunctions)

@@ -1,0 +1,904 @@
+"""`cinm-to-spatial`: RAPTOR's channel-wise lowering of convolutions and gemms (seeds/002 §4).
+
+Every function holding `cinm.compute` ops is rewritten so that all its work happens in
+`spat.compute` ops. Activations are kept pixel-major (`[H, W, C]`, one image) and split along the
+channels into *tiles* of at most `xbar-size` channels; a tile is one value, never a pixel, so the IR
+does not grow with the image size.
+
+A convolution (`cinm.compute { im2col, gemm, expand_shape, transpose }`, padding folded from the
+`tensor.pad` before it) with a `(C·KH·KW) × F` constant weight matrix becomes crossbar matrices
+`W[k][input tile, output tile]`, one per kernel position `k`. Blocks of all zeros and kernel
+positions that never read an image pixel are skipped (weight skipping, seeds/002 §4.7). The blocks,
+ordered by output tile, input tile and kernel position, are cut into `spat.compute`s of at most
+`crossbars-per-compute` crossbars; each applies `spat.apply_filters` per input tile (weight index
+-1 for the positions it does not hold), sums them with `spat.vadd`, and adds the partial sum of
+the same output tile from the previous compute (seeds/002 Listing 4.1). A gemm (`cinm.op.gemm %x,
+%W [plus %b]`) is the same with a 1×1 kernel (seeds/002 App. B).
+
+Host ops between layers become spatial vector ops appended to the compute producing each tile:
+ReLU (`arith.maxsi` with 0) `spat.vrelu`; other `arith.maxsi`/`addi`/`subi`/`muli` `spat.vmax`/
+`vadd`/`vsub`/`vmul`; `arith.minsi` and `arith.shrsi` (requantization) stay arith ops on the
+tiles; `linalg.pooling_nchw_max` `spat.maxpool`; `tosa.reduce_sum` over axes 2 and 3 followed by
+`arith.floordivsi` (or `arith.divsi` on non-negative values) by H·W `spat.global_avgpool`;
+`tosa.clamp` (integers) a maximum and a minimum; `tensor.collapse_shape`/`tensor.reshape` of
+`[1, C, 1, 1]` to `[1, C]` (flatten) and `tensor.concat` along the channels only relabel tiles.
+Host ops on constants only are folded (with the interpreter functions). Splat constants are
+materialized in the computes; other constants become function-level constants passed as inputs.
+Function inputs are converted to `[H, W, C]` tiles by host glue (`linalg.transpose`,
+`tensor.collapse_shape`, `tensor.extract_slice`); results are joined with `spat.concat` and
+converted back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, tensor, tosa
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp, TransposeOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.device import DeviceConfigError, load_device_config
+from cimxdsl.dialects import cinm
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.spatial import FilterGeometry
+from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype
+
+ORIGIN = "origin"
+"""Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
+
+
+def fail(message: str, op: Operation | None = None) -> PassFailedException:
+    where = f" ('{op.name}')" if op is not None else ""
+    return PassFailedException(f"cinm-to-spatial: {message}{where}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Values during the lowering
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """Result `index` of the compute `node`."""
+
+    node: Node
+    index: int
+
+
+Ref = NodeRef | SSAValue
+"""A tile: a compute result or a function-level value."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a logical (cinm-level) tensor is held as tiles: pixel-major `[H, W, c]` tiles of an NCHW
+    image (`rows is None`), or `[rows, c]` tiles of a matrix."""
+
+    height: int = 1
+    width: int = 1
+    rows: int | None = None
+
+    def tile_shape(self, channels: int) -> tuple[int, ...]:
+        return (self.rows, channels) if self.rows is not None else (self.height, self.width, channels)
+
+    def physical(self, logical: np.ndarray) -> np.ndarray:
+        """A logical constant (NCHW, `[1, C]` for a 1×1 image, or `[rows, C]`) in tile layout."""
+        if self.rows is not None:
+            return logical.reshape(self.rows, -1)
+        if logical.ndim == 4:
+            return logical[0].transpose(1, 2, 0)
+        return logical.reshape(self.height, self.width, -1)
+
+
+@dataclass
+class Tiled:
+    """A logical tensor held as channel tiles: `tiles[t]` holds channels `bounds[t]`."""
+
+    logical: tuple[int, ...]
+    layout: Layout
+    element: Attribute
+    tiles: list[Ref]
+    bounds: list[tuple[int, int]]
+    nonneg: bool = False
+
+    def tile_type(self, t: int) -> TensorType:
+        lo, hi = self.bounds[t]
+        return TensorType(self.element, self.layout.tile_shape(hi - lo))
+
+
+@dataclass
+class Constant:
+    """A known constant tensor (or scalar: shape ()), as a splat value or an array."""
+
+    shape: tuple[int, ...]
+    element: Attribute
+    splat: int | float | None = None
+    array: np.ndarray | None = None
+
+    def values(self) -> np.ndarray:
+        if self.array is not None:
+            return self.array
+        return np.full(self.shape, self.splat, numpy_dtype(self.element))
+
+    def splat_value(self) -> int | float | None:
+        if self.splat is not None:
+            return self.splat
+        assert self.array is not None
+        flat = self.array.reshape(-1)
+        if flat.size and np.all(flat == flat[0]):
+            return flat[0].item()
+        return None
+
+
+@dataclass
+class Padded:
+    """A `tensor.pad` of an NCHW image on H and W, folded into the window op that reads it."""
+
+    source: SSAValue
+    pads: tuple[int, int, int, int]
+    value: int | float
+
+
+@dataclass
+class PartialSum:
+    """`tosa.reduce_sum` of an image over some of the axes 2 and 3 (awaiting the division)."""
+
+    source: Tiled
+    axes: frozenset[int]
+
+
+@dataclass(eq=False)
+class Node:
+    """A `spat.compute` being built: its block grows weights (first) and inputs as ops need them."""
+
+    index: int
+    block: Block = field(default_factory=Block)
+    weights: list[SSAValue] = field(default_factory=list)
+    inputs: list[Ref] = field(default_factory=list)
+    input_args: dict = field(default_factory=dict)
+    results: list[SSAValue] = field(default_factory=list)
+
+    def add_weight(self, value: SSAValue) -> int:
+        self.block.insert_arg(value.type, len(self.weights))
+        self.weights.append(value)
+        return len(self.weights) - 1
+
+    def use(self, ref: Ref) -> SSAValue:
+        """The value of `ref` inside this compute (a new input argument if it comes from outside)."""
+        if isinstance(ref, NodeRef) and ref.node is self:
+            return self.results[ref.index]
+        if ref not in self.input_args:
+            value_type = ref.node.results[ref.index].type if isinstance(ref, NodeRef) else ref.type
+            self.input_args[ref] = self.block.insert_arg(value_type, len(self.block.args))
+            self.inputs.append(ref)
+        return self.input_args[ref]
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def output(self, value: SSAValue) -> NodeRef:
+        if value not in self.results:
+            self.results.append(value)
+        return NodeRef(self, self.results.index(value))
+
+
+def splat_constant(value: int | float, tensor_type: TensorType) -> arith.ConstantOp:
+    """`arith.constant dense<value> : tensor_type`."""
+    return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(tensor_type, [value]))
+
+
+def channel_bounds(channels: int, tile: int) -> list[tuple[int, int]]:
+    return [(lo, min(lo + tile, channels)) for lo in range(0, channels, tile)]
+
+
+def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+def int_values(attr: Attribute) -> tuple[int, ...]:
+    if isinstance(attr, DenseArrayBase):
+        return tuple(attr.get_values())
+    assert isinstance(attr, DenseIntOrFPElementsAttr)
+    return tuple(int(v) for v in dense_array(attr).reshape(-1))
+
+
+# ----------------------------------------------------------------------------------------------
+# The lowering of one function
+# ----------------------------------------------------------------------------------------------
+
+_ELEMENTWISE = {
+    arith.AddiOp: "add",
+    arith.SubiOp: "sub",
+    arith.MuliOp: "mul",
+    arith.MaxSIOp: "max",
+    arith.MinSIOp: "min",
+    arith.ShRSIOp: "shr",
+}
+_COMMUTATIVE = {"add", "mul", "max", "min"}
+_SPAT_BINARY = {"add": spat.VAddOp, "sub": spat.VSubOp, "mul": spat.VMulOp, "max": spat.VMaxOp}
+_ARITH_BINARY = {"min": arith.MinSIOp, "shr": arith.ShRSIOp}
+
+
+class FunctionLowering:
+    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int):
+        self.function = function
+        self.tile = tile
+        self.crossbars_per_compute = crossbars_per_compute
+        self.values: dict[SSAValue, object] = {}
+        self.nodes: list[Node] = []
+        self.prologue: list[Operation] = []
+        self.epilogue: list[Operation] = []
+        self.input_tiles: dict[SSAValue, Tiled] = {}
+        self.placeholders: dict[NodeRef, SSAValue] = {}
+        self.folder = None
+        self.layers = 0
+
+    # --- driver ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        block = self.function.body.block
+        old_ops = list(block.ops)
+        for op in old_ops:
+            if isinstance(op, func.ReturnOp):
+                results = [self.output(i, v) for i, v in enumerate(op.arguments)]
+                self.epilogue.append(func.ReturnOp(*results))
+            elif not self.is_dead(op):
+                self.visit(op)
+        computes = self.emit_nodes()
+        for op in reversed(old_ops):
+            op.detach()
+            op.erase(safe_erase=False)
+        block.add_ops([*self.prologue, *computes, *self.epilogue])
+        remove_dead_ops(block)  # e.g. crossbar matrices of a layer whose result is never used
+
+    @staticmethod
+    def is_dead(op: Operation) -> bool:
+        return bool(op.results) and all(not r.uses for r in op.results)
+
+    def visit(self, op: Operation) -> None:
+        if isinstance(op, arith.ConstantOp):
+            self.values[op.result] = self.constant_of(op)
+        elif isinstance(op, tensor.EmptyOp):
+            t = op.tensor.type
+            self.values[op.tensor] = Constant(t.get_shape(), t.element_type, splat=0)
+        elif isinstance(op, FillOp):
+            fill = self.values.get(op.inputs[0])
+            if not isinstance(fill, Constant) or fill.shape != ():
+                raise fail("only fills with a constant scalar are supported", op)
+            t = op.res[0].type
+            self.values[op.res[0]] = Constant(t.get_shape(), t.element_type, splat=fill.splat)
+        elif isinstance(op, tensor.PadOp):
+            self.values[op.result] = self.padded(op)
+        elif isinstance(op, cinm.ComputeOp):
+            self.values[op.results[0]] = self.lower_compute(op)
+        elif type(op) in _ELEMENTWISE:
+            self.values[op.results[0]] = self.elementwise(_ELEMENTWISE[type(op)], op)
+        elif isinstance(op, arith.DivSIOp | arith.FloorDivSIOp):
+            self.values[op.results[0]] = self.division(op)
+        elif isinstance(op, PoolingNchwMaxOp):
+            self.values[op.res[0]] = self.max_pool(op)
+        elif isinstance(op, tosa.ReduceSumOp):
+            self.values[op.output] = self.reduce_sum(op)
+        elif isinstance(op, tosa.ClampOp):
+            self.values[op.output] = self.clamp(op)
+        elif isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp):
+            self.values[op.result] = self.reshape(op)
+        elif isinstance(op, tensor.ConcatOp):
+            self.values[op.result] = self.concat(op)
+        elif op.results and all(isinstance(self.known(v), Constant) for v in op.operands):
+            self.values.update(zip(op.results, self.fold(op)))
+        else:
+            raise fail("this op cannot run on PIM cores", op)
+
+    def fold(self, op: Operation) -> list[Constant]:
+        """The results of a host op on constants, computed now with the interpreter functions."""
+        from cimxdsl.device import Device
+        from cimxdsl.interpreters import build_interpreter
+
+        if self.folder is None:
+            module = self.function.parent_op()
+            while module is not None and not isinstance(module, ModuleOp):
+                module = module.parent_op()
+            assert isinstance(module, ModuleOp)
+            self.folder = build_interpreter(module, Device("ideal"))
+        args = []
+        for v in op.operands:
+            c = self.known(v)
+            assert isinstance(c, Constant)
+            args.append(c.values() if c.shape else c.splat)
+        try:
+            results = self.folder.run_op(op, tuple(args))
+        except Exception:
+            raise fail("this op cannot run on PIM cores (nor be folded on its constant operands)", op) from None
+        folded = []
+        for r, value in zip(op.results, results, strict=True):
+            t = r.type
+            if not isinstance(t, TensorType):
+                folded.append(Constant((), t, splat=value))
+            else:
+                folded.append(Constant(t.get_shape(), t.element_type, array=np.asarray(value)))
+        return folded
+
+    # --- operands --------------------------------------------------------------------------------
+    @staticmethod
+    def constant_of(op: arith.ConstantOp) -> Constant:
+        attr, t = op.value, op.result.type
+        if isinstance(attr, DenseIntOrFPElementsAttr):
+            assert isinstance(t, TensorType)
+            array = dense_array(attr)
+            flat = array.reshape(-1)
+            if flat.size and np.all(flat == flat[0]):
+                return Constant(t.get_shape(), t.element_type, splat=flat[0].item())
+            return Constant(t.get_shape(), t.element_type, array=array)
+        if isinstance(attr, IntegerAttr):
+            return Constant((), t, splat=attr.value.data)
+        raise fail(f"unsupported constant {attr}", op)
+
+    def known(self, value: SSAValue) -> object:
+        if value in self.values:
+            return self.values[value]
+        return value
+
+    def tiled(self, value: SSAValue, user: Operation) -> Tiled:
+        """`value` as tiles: a lowered activation, or host glue slicing a function argument."""
+        known = self.known(value)
+        if isinstance(known, Tiled):
+            return known
+        if isinstance(known, SSAValue) and isinstance(known.type, TensorType):
+            return self.tiles_of_argument(known)
+        what = type(known).__name__.lower() if not isinstance(known, SSAValue) else "value"
+        raise fail(f"operand {what} cannot be tiled for the crossbars", user)
+
+    def tiles_of_argument(self, value: SSAValue) -> Tiled:
+        if value in self.input_tiles:
+            return self.input_tiles[value]
+        t = value.type
+        assert isinstance(t, TensorType)
+        shape, element = t.get_shape(), t.element_type
+        if len(shape) == 4:
+            if shape[0] != 1:
+                raise fail(f"only one image (batch 1) is supported, got {t}")
+            _, channels, height, width = shape
+            init = tensor.EmptyOp([], TensorType(element, (1, height, width, channels)))
+            nhwc = TransposeOp(value, init.tensor, DenseArrayBase.from_list(i64, (0, 2, 3, 1)))
+            hwc = tensor.CollapseShapeOp.create(
+                operands=[nhwc.results[0]],
+                result_types=[TensorType(element, (height, width, channels))],
+                properties={"reassociation": reassociation([[0, 1], [2], [3]])},
+            )
+            self.prologue += [init, nhwc, hwc]
+            whole, layout = hwc.results[0], Layout(height, width)
+        elif len(shape) == 2:
+            channels = shape[1]
+            whole, layout = value, Layout(rows=shape[0])
+        else:
+            raise fail(f"function inputs must be NCHW images or matrices, got {t}")
+        bounds = channel_bounds(channels, self.tile)
+        tiles: list[Ref] = []
+        for lo, hi in bounds:
+            if (lo, hi) == (0, channels):
+                tiles.append(whole)
+                continue
+            offsets = [0] * (len(layout.tile_shape(0)) - 1) + [lo]
+            sizes = list(layout.tile_shape(hi - lo))
+            piece = tensor.ExtractSliceOp.from_static_parameters(whole, offsets, sizes)
+            self.prologue.append(piece)
+            tiles.append(piece.result)
+        self.input_tiles[value] = Tiled(shape, layout, element, tiles, bounds)
+        return self.input_tiles[value]
+
+    def host_constant(self, array: np.ndarray, element: Attribute) -> SSAValue:
+        op = arith.ConstantOp(dense_attr(np.ascontiguousarray(array), element))
+        self.prologue.append(op)
+        return op.result
+
+    # --- computes --------------------------------------------------------------------------------
+    def new_node(self) -> Node:
+        node = Node(len(self.nodes))
+        self.nodes.append(node)
+        return node
+
+    def node_for(self, refs: Sequence[Ref]) -> Node:
+        """The latest compute among the producers of `refs` (dependencies then stay acyclic), or
+        a new compute if they all come from the host."""
+        producers = [r.node for r in refs if isinstance(r, NodeRef)]
+        if not producers:
+            return self.new_node()
+        return max(producers, key=lambda n: n.index)
+
+    def lower_compute(self, op: cinm.ComputeOp) -> Tiled:
+        if len(op.results) != 1:
+            raise fail("a cinm.compute must have one result", op)
+        self.layers += 1
+        name = op.results[0].name_hint or f"layer{self.layers}"
+        (result,) = op.body.block.last_op.operands  # cinm.yield
+        bias = None
+        if isinstance(result.owner, cinm.AddOp):
+            result, bias = self.split_add(result.owner, op)
+        gemm = self.find_gemm(op)
+        if gemm.bias is not None:
+            bias = gemm.bias
+        matrix = self.known(gemm.right)
+        if not isinstance(matrix, Constant) or gemm.right.owner.parent_op() is op:
+            raise fail("the gemm's weight matrix must be a constant defined outside the compute", gemm)
+        weights = matrix.values()
+        element = result.type.element_type
+        im2col = gemm.left.owner
+        if isinstance(im2col, cinm.Im2colOp):
+            if not self.is_conv_epilogue(result, gemm):
+                raise fail("unsupported convolution body (expected im2col, gemm, expand_shape, transpose)", op)
+            image, geometry = self.conv_input(im2col)
+            kernel = geometry.kernel
+            height, width = image.layout.height, image.layout.width
+            out_h, out_w = geometry.output_size(height, width)
+            out_layout = Layout(out_h, out_w)
+            logical = shape_of(op.results[0])
+        else:
+            if result is not gemm.result:
+                raise fail("unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
+            image = self.tiled(gemm.left, gemm)
+            if image.layout.rows is None and image.layout != Layout(1, 1):
+                raise fail("a gemm needs a matrix input (a flattened 1x1 image at most)", gemm)
+            geometry, kernel = FilterGeometry(), (1, 1)
+            height = width = 1
+            out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
+            logical = shape_of(gemm.result)
+        out = self.lower_filters(name, image, weights, kernel, geometry, (height, width), out_layout, element)
+        out.logical = logical
+        if bias is not None:
+            out = self.apply_elementwise("add", [out, self.known(bias)], op)
+        return out
+
+    @staticmethod
+    def find_gemm(op: cinm.ComputeOp) -> cinm.GemmOp:
+        gemms = [o for o in op.body.block.ops if isinstance(o, cinm.GemmOp)]
+        if len(gemms) != 1:
+            raise fail("a cinm.compute must hold exactly one cinm.op.gemm", op)
+        return gemms[0]
+
+    @staticmethod
+    def split_add(add: cinm.AddOp, op: cinm.ComputeOp) -> tuple[SSAValue, SSAValue]:
+        for inner, outer in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+            if isinstance(outer.owner, Operation) and outer.owner.parent_op() is op:
+                continue
+            return inner, outer
+        raise fail("the bias of a compute must be defined outside it", op)
+
+    @staticmethod
+    def is_conv_epilogue(result: SSAValue, gemm: cinm.GemmOp) -> bool:
+        transpose = result.owner
+        if not isinstance(transpose, TransposeOp) or tuple(transpose.permutation.get_values()) != (0, 3, 1, 2):
+            return False
+        expand = transpose.inputs[0].owner
+        return isinstance(expand, tensor.ExpandShapeOp) and expand.src is gemm.result
+
+    def conv_input(self, im2col: cinm.Im2colOp) -> tuple[Tiled, FilterGeometry]:
+        known = self.known(im2col.input)
+        pads = (0, 0, 0, 0)
+        source = im2col.input
+        if isinstance(known, Padded):
+            if known.value != 0:
+                raise fail(f"a convolution's padding must be zeros, got {known.value}", im2col)
+            source, pads = known.source, known.pads
+        image = self.tiled(source, im2col)
+        if image.layout.rows is not None:
+            raise fail("a convolution needs an NCHW image", im2col)
+        kernel, strides, dilations = (tuple(a.get_values()) for a in (im2col.kernel, im2col.strides, im2col.dilations))
+        return image, FilterGeometry(kernel, strides, pads, dilations)  # pyright: ignore[reportArgumentType]
+
+    def padded(self, op: tensor.PadOp) -> Padded:
+        if op.low or op.high:
+            raise fail("only static padding is supported", op)
+        low, high = op.static_low.get_values(), op.static_high.get_values()
+        if len(low) != 4 or any(low[:2]) or any(high[:2]):
+            raise fail("only padding of the H and W axes of an NCHW image is supported", op)
+        yielded = op.region.block.last_op.operands[0]
+        value = self.known(yielded)
+        if not isinstance(value, Constant) or value.shape != ():
+            raise fail("the padding value must be a constant", op)
+        return Padded(op.source, (low[2], low[3], high[2], high[3]), value.splat)  # pyright: ignore[reportArgumentType]
+
+    def valid_positions(self, geometry: FilterGeometry, size: tuple[int, int]) -> list[int]:
+        """Kernel positions that read at least one pixel of the image (the others only padding)."""
+        out_h, out_w = geometry.output_size(*size)
+        valid = []
+        for k, ky, kx in geometry.kernel_positions():
+            rows = any(0 <= geometry.input_pixel(oy, 0, ky, kx)[0] < size[0] for oy in range(out_h))
+            cols = any(0 <= geometry.input_pixel(0, ox, ky, kx)[1] < size[1] for ox in range(out_w))
+            if rows and cols:
+                valid.append(k)
+        return valid
+
+    def lower_filters(
+        self,
+        name: str,
+        image: Tiled,
+        matrix: np.ndarray,
+        kernel: tuple[int, int],
+        geometry: FilterGeometry,
+        size: tuple[int, int],
+        out_layout: Layout,
+        element: Attribute,
+    ) -> Tiled:
+        positions = kernel[0] * kernel[1]
+        out_bounds = channel_bounds(matrix.shape[1], self.tile)
+        valid = self.valid_positions(geometry, size) if image.layout.rows is None else [0]
+        blocks = []
+        for j, (f0, f1) in enumerate(out_bounds):
+            for i, (c0, c1) in enumerate(image.bounds):
+                for k in valid:
+                    block = matrix[np.arange(c0, c1) * positions + k, f0:f1]
+                    if block.any():
+                        blocks.append((j, i, k, block))
+        out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
+        partial: dict[int, NodeRef] = {}
+        per = self.crossbars_per_compute
+        for start in range(0, len(blocks), per):
+            node = self.new_node()
+            for j, by_output in groupby(blocks[start : start + per], key=lambda b: b[0]):
+                f0, f1 = out_bounds[j]
+                result_type = TensorType(element, out_layout.tile_shape(f1 - f0))
+                total = None
+                for i, by_input in groupby(by_output, key=lambda b: b[1]):
+                    indices = [-1] * positions
+                    for _, _, k, block in by_input:
+                        origin = self.origin(name, image.bounds[i], (f0, f1), k, kernel)
+                        indices[k] = node.add_weight(self.weight_constant(block, image.element, origin))
+                    filters = spat.ApplyFiltersOp(node.use(image.tiles[i]), indices, result_type, geometry)
+                    value = node.add(filters)
+                    total = value if total is None else node.add(spat.VAddOp(total, value))
+                assert total is not None
+                if j in partial:
+                    total = node.add(spat.VAddOp(node.use(partial[j]), total))
+                partial[j] = node.output(total)
+        for j in range(len(out_bounds)):
+            if j not in partial:
+                partial[j] = self.zero_tile(out.tile_type(j))
+            out.tiles.append(partial[j])
+        return out
+
+    @staticmethod
+    def origin(name: str, rows: tuple[int, int], cols: tuple[int, int], k: int, kernel: tuple[int, int]) -> str:
+        ky, kx = divmod(k, kernel[1])
+        position = f" kernel position ({ky}, {kx})" if kernel != (1, 1) else ""
+        return f"{name}: input channels {rows[0]}:{rows[1]}, output channels {cols[0]}:{cols[1]}{position}"
+
+    def weight_constant(self, block: np.ndarray, element: Attribute, origin: str) -> SSAValue:
+        op = arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element))
+        op.attributes[ORIGIN] = StringAttr(origin)
+        self.prologue.append(op)
+        return op.result
+
+    def zero_tile(self, tile_type: TensorType) -> NodeRef:
+        node = self.new_node()
+        return node.output(node.add(splat_constant(0, tile_type)))
+
+    # --- element-wise ops ------------------------------------------------------------------------
+    def elementwise(self, kind: str, op: Operation) -> Tiled:
+        return self.apply_elementwise(kind, [self.known(v) for v in op.operands], op)
+
+    def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
+        tiled = [o for o in operands if isinstance(o, Tiled)]
+        if not tiled:
+            raise fail("element-wise op on host values only", op)
+        shape = tiled[0].logical
+        for i, operand in enumerate(operands):
+            if isinstance(operand, SSAValue):
+                operands[i] = self.tiled(operand, op)
+            elif isinstance(operand, Constant):
+                if operand.shape != shape:
+                    raise fail(f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor", op)
+            elif not isinstance(operand, Tiled):
+                raise fail("unsupported operand", op)
+        first = next(o for o in operands if isinstance(o, Tiled))
+        assert isinstance(first, Tiled)
+        for other in operands:
+            if isinstance(other, Tiled) and (other.bounds != first.bounds or other.layout != first.layout):
+                raise fail("operands are tiled differently", op)
+        lhs, rhs = operands
+        if kind in _COMMUTATIVE and isinstance(lhs, Constant):
+            lhs, rhs = rhs, lhs
+        out = Tiled(first.logical, first.layout, first.element, [], list(first.bounds))
+        for t in range(len(first.bounds)):
+            refs = [o.tiles[t] for o in (lhs, rhs) if isinstance(o, Tiled)]
+            node = self.node_for(refs)
+            a, b = (self.tile_operand(node, o, t, first) for o in (lhs, rhs))
+            if kind == "max" and isinstance(rhs, Constant) and rhs.splat_value() == 0:
+                value = node.add(spat.VReluOp(a))
+            elif kind in _SPAT_BINARY:
+                value = node.add(_SPAT_BINARY[kind](a, b))
+            else:
+                value = node.add(_ARITH_BINARY[kind](a, b))
+            out.tiles.append(node.output(value))
+        out.nonneg = self.stays_nonnegative(kind, lhs, rhs)
+        return out
+
+    def tile_operand(self, node: Node, operand: object, t: int, like: Tiled) -> SSAValue:
+        if isinstance(operand, Tiled):
+            return node.use(operand.tiles[t])
+        assert isinstance(operand, Constant)
+        tile_type = like.tile_type(t)
+        splat = operand.splat_value()
+        if splat is not None:
+            return node.add(splat_constant(splat, tile_type))
+        lo, hi = like.bounds[t]
+        array = like.layout.physical(operand.values())[..., lo:hi]
+        return node.use(self.host_constant(array, tile_type.element_type))
+
+    @staticmethod
+    def stays_nonnegative(kind: str, lhs: object, rhs: object) -> bool:
+        def nonneg(o: object) -> bool:
+            if isinstance(o, Tiled):
+                return o.nonneg
+            assert isinstance(o, Constant)
+            return bool(np.all(o.values() >= 0))
+
+        if kind == "max":
+            return nonneg(lhs) or nonneg(rhs)
+        if kind in ("add", "mul", "min"):
+            return nonneg(lhs) and nonneg(rhs)
+        if kind == "shr":
+            return nonneg(lhs)
+        return False
+
+    # --- pooling ---------------------------------------------------------------------------------
+    def max_pool(self, op: PoolingNchwMaxOp) -> Tiled:
+        image_value, window = op.inputs
+        known = self.known(image_value)
+        pads, source = (0, 0, 0, 0), image_value
+        if isinstance(known, Padded):
+            element = image_value.type.element_type
+            lowest = np.iinfo(numpy_dtype(element)).min if isinstance(element, IntegerType) else -np.inf
+            if known.value != lowest:
+                raise fail(f"max pooling must pad with the smallest value {lowest}, got {known.value}", op)
+            source, pads = known.source, known.pads
+        image = self.tiled(source, op)
+        if image.layout.rows is not None:
+            raise fail("max pooling needs an NCHW image", op)
+        kernel = shape_of(window)
+        geometry = FilterGeometry(kernel, int_values(op.strides), pads, int_values(op.dilations))  # pyright: ignore[reportArgumentType]
+        init = self.known(op.outputs[0])
+        if not isinstance(init, Constant) or init.splat_value() is None:
+            raise fail("the max pooling's init must be a constant splat", op)
+        out_h, out_w = geometry.output_size(image.layout.height, image.layout.width)
+        out = Tiled(shape_of(op.res[0]), Layout(out_h, out_w), image.element, [], list(image.bounds))
+        floor = init.splat_value()
+        lowest = np.iinfo(numpy_dtype(image.element)).min
+        for t, ref in enumerate(image.tiles):
+            node = self.node_for([ref])
+            value = node.add(spat.MaxPoolOp(node.use(ref), geometry))
+            if floor == 0:
+                value = node.add(spat.VReluOp(value))
+            elif floor != lowest:
+                bound = Constant(out.logical, out.element, splat=floor)
+                value = node.add(spat.VMaxOp(value, self.tile_operand(node, bound, t, out)))
+            out.tiles.append(node.output(value))
+        out.nonneg = image.nonneg or floor >= 0  # pyright: ignore[reportOperatorIssue]
+        return out
+
+    def reduce_sum(self, op: tosa.ReduceSumOp) -> PartialSum:
+        known = self.known(op.input)
+        axis = op.axis.value.data
+        if axis not in (2, 3):
+            raise fail("tosa.reduce_sum is supported over the axes 2 and 3 (global average pooling)", op)
+        if isinstance(known, PartialSum):
+            return PartialSum(known.source, known.axes | {axis})
+        return PartialSum(self.tiled(op.input, op), frozenset({axis}))
+
+    def division(self, op: arith.DivSIOp | arith.FloorDivSIOp) -> Tiled:
+        total, divisor = self.known(op.lhs), self.known(op.rhs)
+        if not isinstance(total, PartialSum) or total.axes != {2, 3}:
+            raise fail(
+                "division is supported only as global average pooling (reduce_sum over axes 2, 3, then divide)", op
+            )
+        image = total.source
+        count = image.layout.height * image.layout.width
+        if not isinstance(divisor, Constant) or divisor.splat_value() != count:
+            raise fail(f"global average pooling must divide by H·W = {count}", op)
+        if isinstance(op, arith.DivSIOp) and not image.nonneg:
+            raise fail(
+                "arith.divsi truncates, spat.global_avgpool floors: use arith.floordivsi, or divide values known "
+                "to be non-negative (after a ReLU)",
+                op,
+            )
+        out = Tiled(shape_of(op.result), Layout(1, 1), image.element, [], list(image.bounds), image.nonneg)
+        for ref in image.tiles:
+            node = self.node_for([ref])
+            out.tiles.append(node.output(node.add(spat.GlobalAvgPoolOp(node.use(ref)))))
+        return out
+
+    def clamp(self, op: tosa.ClampOp) -> Tiled:
+        """`tosa.clamp` on integers: a maximum with the lower bound, a minimum with the upper one."""
+        value = self.known(op.input)
+        element = op.input.type.element_type
+        if not isinstance(element, IntegerType):
+            raise fail("only integer clamps can run on PIM cores", op)
+        info = np.iinfo(numpy_dtype(element))
+        shape = shape_of(op.input)
+        low, high = op.min_val.value.data, op.max_val.value.data
+        if low > info.min:
+            value = self.apply_elementwise("max", [value, Constant(shape, element, splat=low)], op)
+        if high < info.max:
+            value = self.apply_elementwise("min", [value, Constant(shape, element, splat=high)], op)
+        return value if isinstance(value, Tiled) else self.tiled(op.input, op)
+
+    def reshape(self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp) -> object:
+        known = self.known(op.operands[0])
+        shape = shape_of(op.result)
+        if isinstance(known, Constant):
+            return Constant(
+                shape, known.element, known.splat, None if known.array is None else known.array.reshape(shape)
+            )
+        image = self.tiled(op.operands[0], op)
+        if image.layout == Layout(1, 1) and (len(shape) == 2 or shape[2:] == (1, 1)) and shape[:2] == image.logical[:2]:
+            return Tiled(shape, image.layout, image.element, image.tiles, image.bounds, image.nonneg)
+        raise fail("only flattening a [1, C, 1, 1] image to [1, C] (and back) is supported", op)
+
+    def concat(self, op: tensor.ConcatOp) -> Tiled:
+        """A channel concatenation only joins the tile lists (no data moves)."""
+        parts = [self.tiled(v, op) for v in op.inputs]
+        first = parts[0]
+        if op.dim.value.data != 1 or any(p.layout != first.layout or p.element != first.element for p in parts):
+            raise fail("only concatenating images (or matrices) along the channels (dim 1) is supported", op)
+        out = Tiled(shape_of(op.result), first.layout, first.element, [], [], all(p.nonneg for p in parts))
+        offset = 0
+        for part in parts:
+            out.tiles += part.tiles
+            out.bounds += [(lo + offset, hi + offset) for lo, hi in part.bounds]
+            offset += part.bounds[-1][1]
+        return out
+
+    # --- results ---------------------------------------------------------------------------------
+    def output(self, index: int, value: SSAValue) -> SSAValue:
+        known = self.known(value)
+        if not isinstance(known, Tiled):
+            raise fail(f"result {index} of @{self.function.sym_name.data} is not computed by spatial ops")
+        tiles = self.tile_values(known)
+        layout, element = known.layout, known.element
+        channels = known.bounds[-1][1]
+        axis = 1 if layout.rows is not None else 2
+        if len(tiles) > 1:
+            concat = spat.ConcatOp(tiles, axis)
+            self.epilogue.append(concat)
+            whole = concat.result
+        else:
+            whole = tiles[0]
+        logical = known.logical
+        if layout.rows is not None:
+            return whole
+        if len(logical) == 2:
+            flat = tensor.CollapseShapeOp.create(
+                operands=[whole],
+                result_types=[TensorType(element, logical)],
+                properties={"reassociation": reassociation([[0, 1], [2]])},
+            )
+            self.epilogue.append(flat)
+            return flat.results[0]
+        nhwc_type = TensorType(element, (1, layout.height, layout.width, channels))
+        nhwc = tensor.ExpandShapeOp(whole, [], reassociation([[0, 1], [2], [3]]), nhwc_type.get_shape(), nhwc_type)
+        init = tensor.EmptyOp([], TensorType(element, logical))
+        nchw = TransposeOp(nhwc.result, init.tensor, DenseArrayBase.from_list(i64, (0, 3, 1, 2)))
+        self.epilogue += [nhwc, init, nchw]
+        return nchw.results[0]
+
+    def tile_values(self, tiled: Tiled) -> list[SSAValue]:
+        """Placeholders for the tiles, resolved to compute results when the computes are built."""
+        values = []
+        for ref in tiled.tiles:
+            if isinstance(ref, NodeRef):
+                values.append(self.pending_result(ref))
+            else:
+                values.append(ref)
+        return values
+
+    # --- building the computes -------------------------------------------------------------------
+    def pending_result(self, ref: NodeRef) -> SSAValue:
+        """A placeholder value standing for `ref` until the compute exists."""
+        placeholder = self.placeholders.get(ref)
+        if placeholder is None:
+            holder = tensor.EmptyOp([], ref.node.results[ref.index].type)
+            placeholder = self.placeholders[ref] = holder.tensor
+        return placeholder
+
+    def emit_nodes(self) -> list[spat.ComputeOp]:
+        used = self.used_results()
+        computes: dict[Node, spat.ComputeOp] = {}
+        remap: dict[Node, dict[int, int]] = {}
+        for node in self.nodes:
+            kept = [i for i in range(len(node.results)) if (node, i) in used]
+            if not kept:
+                continue
+            remap[node] = {old: new for new, old in enumerate(kept)}
+            results = [node.results[i] for i in kept]
+            node.block.add_op(spat.YieldOp(*results))
+            remove_dead_ops(node.block)
+            inputs = []
+            for ref in node.inputs:
+                if isinstance(ref, NodeRef):
+                    assert ref.node in computes, "a compute uses a later compute"
+                    inputs.append(computes[ref.node].outputs[remap[ref.node][ref.index]])
+                else:
+                    inputs.append(ref)
+            compute = spat.ComputeOp(node.weights, inputs, [r.type for r in results], Region(node.block))
+            computes[node] = compute
+        for ref, placeholder in self.placeholders.items():
+            placeholder.replace_all_uses_with(computes[ref.node].outputs[remap[ref.node][ref.index]])
+        return list(computes.values())
+
+    def used_results(self) -> set[tuple[Node, int]]:
+        used = {(ref.node, ref.index) for ref in self.placeholders}
+        for node in self.nodes:
+            used |= {(ref.node, ref.index) for ref in node.inputs if isinstance(ref, NodeRef)}
+        return used
+
+
+def remove_dead_ops(block: Block) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(block.ops)):
+            if op.results and all(not r.uses for r in op.results):
+                op.detach()
+                op.erase()
+                changed = True
+
+
+# ----------------------------------------------------------------------------------------------
+# The pass
+# ----------------------------------------------------------------------------------------------
+
+
+def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute: int | None) -> tuple[int, int]:
+    """(tile size, crossbars per compute) from the options, defaulting to the device's."""
+    try:
+        config = load_device_config(device)
+    except DeviceConfigError as e:
+        raise PassFailedException(f"cinm-to-spatial: {e}") from None
+    size = xbar_size if xbar_size is not None else min(config.tile_shape)
+    per = crossbars_per_compute if crossbars_per_compute is not None else config.crossbars_per_core
+    if size < 1 or per < 1:
+        raise PassFailedException("cinm-to-spatial: xbar-size and crossbars-per-compute must be positive")
+    return size, per
+
+
+@dataclass(frozen=True)
+class CinmToSpatialPass(ModulePass):
+    """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
+    `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
+    ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file."""
+
+    name = "cinm-to-spatial"
+
+    xbar_size: int | None = None
+    crossbars_per_compute: int | None = None
+    device: str = "ideal"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
+        for function in list(op.walk()):
+            if not isinstance(function, func.FuncOp) or not function.body.blocks:
+                continue
+            if any(isinstance(o, cinm.ComputeOp) for o in function.body.block.ops):
+                FunctionLowering(function, size, per).run()

@@ -1,0 +1,528 @@
+"""`pim-codegen`: per-core pimsim-nn instruction streams from bufferized `pim.core`s (seeds/002 §4.7).
+
+Global memory: every buffer a core loads from or stores to gets a byte address (`pim.address` on
+the op defining it). Local memory: every buffer of a core gets a byte address, bump-allocated.
+Each core starts with `setbw` (element widths of its data) and then, op by op:
+
+* `pim.load`/`pim.store` → `ld`/`st` (global address in the register pair r28:r29);
+* `pim.apply_filters` is unwrapped (seeds/002 Algorithm 4.2): for every output pixel and every
+  kernel position with a crossbar whose input pixel lies inside the image (weight skipping: padding
+  is never multiplied), one `mvmul` of that pixel's channels — the first straight into the output
+  pixel, the others into the accumulation buffer followed by a `vvadd`; a pixel with no position
+  left is zeroed with `lldi`;
+* spat vector ops → one `vvadd`/`vvsub`/`vvmul`/`vvmax`/`vrelu`/... over the whole buffer (one per
+  row when the right operand is broadcast); `arith.shrsi` → `vvsra`; `arith.minsi` → `0 - max(0 - a,
+  0 - b)`; splat constants → `lldi`;
+* `spat.maxpool` → `lmv` + `vvmax` per output pixel; `spat.global_avgpool` → one `vavg` (stride C)
+  per channel; `spat.concat` → `lmv` per contiguous piece;
+* channels → `send` on the sender (`rd = rs1` = the address, `core` = the receiver) and `recv` on
+  the receiver.
+
+Every address an instruction needs is put in a register with `sldi` unless a register already
+holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "offset_value": 0}`
+and `mvmul` has `mbiw` = the weights' bit width (at least 8), per notes/pim-isa.md §5.3.
+
+With `out-dir`, the artifact directory is written (`cimxdsl.backend.artifacts`); with
+`emit-instructions` (default), the core bodies are replaced by the instruction ops.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, bufferization, func, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.backend.artifacts import ArrayGroup, Artifacts, CoreProgram, flat_fields, write_artifacts
+from cimxdsl.backend.artifacts import instruction_json as instruction
+from cimxdsl.backend.memory import LayoutError, describe_memory
+from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.spatial import num_elements
+from cimxdsl.dialects.utils import dense_array
+
+ADDRESS = "pim.address"
+"""Byte address in global memory, on the function-level op defining a global buffer."""
+
+GENERAL_REGISTERS = 28
+PAIR = 28
+"""r28:r29 hold (high, low) of global addresses."""
+
+_VECTOR_BINARY = {
+    spat.VAddOp: "vvadd",
+    spat.VSubOp: "vvsub",
+    spat.VMulOp: "vvmul",
+    spat.VMaxOp: "vvmax",
+    arith.AddiOp: "vvadd",
+    arith.SubiOp: "vvsub",
+    arith.MuliOp: "vvmul",
+    arith.MaxSIOp: "vvmax",
+    arith.ShRSIOp: "vvsra",
+    arith.ShLIOp: "vvsll",
+}
+_VECTOR_UNARY = {spat.VReluOp: "vrelu", spat.VTanhOp: "vtanh", spat.VSigmOp: "vsigm"}
+
+
+def fail(message: str, op: Operation | None = None) -> PassFailedException:
+    where = f" ('{op.name}')" if op is not None else ""
+    return PassFailedException(f"pim-codegen: {message}{where}")
+
+
+def element_bits(value: SSAValue) -> int:
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    element = t.element_type
+    if not isinstance(element, IntegerType) or element.width.data not in (8, 16, 32, 64):
+        raise fail(f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
+    return element.width.data
+
+
+def shape(value: SSAValue) -> tuple[int, ...]:
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.get_shape()
+
+
+def weight_bits(matrices: list[np.ndarray]) -> int:
+    """Bits of the widest signed weight (at least 8)."""
+    largest = max((int(np.abs(m).max()) for m in matrices if m.size), default=0)
+    return max(8, math.ceil(math.log2(largest + 1)) + 1)
+
+
+@dataclass
+class Registers:
+    """Which register holds which value; `sldi` only when no register holds it yet."""
+
+    emit: Any
+    held: OrderedDict[int, int] = field(default_factory=OrderedDict)  # value -> register (LRU order)
+    pair_low: int | None = None
+
+    def load(self, value: int) -> int:
+        if value in self.held:
+            self.held.move_to_end(value)
+            return self.held[value]
+        if len(self.held) < GENERAL_REGISTERS:
+            register = len(self.held)
+        else:
+            _, register = self.held.popitem(last=False)
+        self.held[value] = register
+        self.emit(instruction("sldi", rd=register, imm=value))
+        return register
+
+    def pair(self, address: int) -> int:
+        if self.pair_low is None:
+            self.emit(instruction("sldi", rd=PAIR, imm=0))
+        if self.pair_low != address:
+            self.emit(instruction("sldi", rd=PAIR + 1, imm=address))
+            self.pair_low = address
+        return PAIR
+
+
+class CoreCodegen:
+    """The instruction stream of one bufferized `pim.core`."""
+
+    def __init__(
+        self,
+        core: pim.CoreOp,
+        global_addresses: dict[SSAValue, int],
+        peers: dict[SSAValue, tuple[int, int]],
+        element_bytes: int,
+    ):
+        self.core = core
+        self.global_addresses = global_addresses
+        self.peers = peers
+        self.instructions: list[dict[str, Any]] = []
+        self.registers = Registers(self.instructions.append)
+        self.local: dict[SSAValue, int] = {}
+        self.top = 0
+        self.bytes = element_bytes
+        self.mbiw = 8
+
+    # --- memory ----------------------------------------------------------------------------------
+    def allocate(self, value: SSAValue) -> int:
+        self.local[value] = self.top
+        self.top += num_elements(shape(value)) * self.bytes
+        return self.local[value]
+
+    def scratch(self, elements: int) -> int:
+        address = self.top
+        self.top += elements * self.bytes
+        return address
+
+    def address(self, value: SSAValue) -> int:
+        if value not in self.local:
+            raise fail(f"value {value.name_hint or ''} has no local buffer (defined outside the core?)")
+        return self.local[value]
+
+    # --- emission --------------------------------------------------------------------------------
+    def emit(self, name: str, **fields: int) -> None:
+        self.instructions.append(instruction(name, **fields))
+
+    def vector(self, name: str, rd: int, rs1: int, rs2: int | None, length: int) -> None:
+        a = self.registers.load(rd)
+        b = self.registers.load(rs1)
+        if rs2 is None:
+            self.emit(name, rd=a, rs1=b, len=length)
+        else:
+            self.emit(name, rd=a, rs1=b, rs2=self.registers.load(rs2), len=length)
+
+    def fill(self, address: int, value: int, length: int) -> None:
+        self.emit("lldi", rd=self.registers.load(address), imm=value, len=length)
+
+    def copy(self, target: int, source: int, length: int) -> None:
+        rd, rs1 = self.registers.load(target), self.registers.load(source)
+        self.emit("lmv", rd=rd, rs1=rs1, len=length, size=length * self.bytes)
+
+    def mvmul(self, target: int, source: int, group: int) -> None:
+        rd, rs1 = self.registers.load(target), self.registers.load(source)
+        self.emit("mvmul", rd=rd, rs1=rs1, mbiw=self.mbiw, relu=0, group=group)
+
+    # --- driver ----------------------------------------------------------------------------------
+    def run(self, weights: list[np.ndarray], origins: list[str]) -> CoreProgram:
+        self.mbiw = weight_bits(weights)
+        self.emit("setbw", ibiw=8 * self.bytes, obiw=8 * self.bytes)
+        for op in self.core.body.block.ops:
+            if isinstance(op, pim.HaltOp):
+                break
+            self.lower(op)
+        groups = [ArrayGroup(w, o) for w, o in zip(weights, origins, strict=True)]
+        return CoreProgram(self.core.get_core_id(), self.instructions, groups, self.top)
+
+    def lower(self, op: Operation) -> None:
+        if isinstance(op, memref.AllocOp):
+            self.allocate(op.memref)
+        elif isinstance(op, bufferization.ToTensorOp | bufferization.ToBufferOp):
+            source = op.operands[0]
+            if source not in self.local and isinstance(source.owner, arith.ConstantOp):
+                self.constant(source.owner)
+            self.local[op.results[0]] = self.address(source)
+        elif isinstance(op, memref.CollapseShapeOp | memref.ExpandShapeOp):
+            self.local[op.results[0]] = self.address(op.operands[0])
+        elif isinstance(op, arith.ConstantOp):
+            self.constant(op)
+        elif isinstance(op, pim.LoadOp):
+            self.load(op)
+        elif isinstance(op, pim.StoreOp):
+            self.store(op)
+        elif isinstance(op, pim.ApplyFiltersOp):
+            self.apply_filters(op)
+        elif type(op) in _VECTOR_BINARY:
+            self.binary(op, _VECTOR_BINARY[type(op)])
+        elif isinstance(op, arith.MinSIOp):
+            self.minimum(op)
+        elif type(op) in _VECTOR_UNARY:
+            result = self.allocate(op.results[0])
+            self.vector(
+                _VECTOR_UNARY[type(op)], result, self.address(op.operands[0]), None, num_elements(shape(op.results[0]))
+            )
+        elif isinstance(op, spat.MaxPoolOp):
+            self.max_pool(op)
+        elif isinstance(op, spat.GlobalAvgPoolOp):
+            self.global_avg_pool(op)
+        elif isinstance(op, spat.ConcatOp):
+            self.concat(op)
+        elif isinstance(op, spat.ChannelSendOp):
+            self.send(op)
+        elif isinstance(op, spat.ChannelReceiveOp):
+            self.receive(op)
+        elif isinstance(op, spat.ApplyFiltersOp):
+            raise fail("run pim-bufferize first", op)
+        else:
+            raise fail("no instruction sequence for this op", op)
+
+    # --- ops -------------------------------------------------------------------------------------
+    def constant(self, op: arith.ConstantOp) -> None:
+        attr = op.value
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise fail("only tensor constants can live in a core", op)
+        values = dense_array(attr).reshape(-1)
+        if values.size and not np.all(values == values[0]):
+            raise fail("a core can only hold splat constants (others come from global memory)", op)
+        address = self.allocate(op.result)
+        if values.size:
+            self.fill(address, int(values[0]), values.size)
+
+    def load(self, op: pim.LoadOp) -> None:
+        target = self.address(op.dst)
+        self.local[op.result] = target
+        source = self.global_addresses[op.global_] + op.global_src_offset.value.data * self.bytes
+        pair = self.registers.pair(source)
+        self.emit("ld", rd=self.registers.load(target), rs1=pair, size=op.size.value.data * self.bytes)
+
+    def store(self, op: pim.StoreOp) -> None:
+        source = self.address(op.src)
+        target = self.global_addresses[op.global_] + op.global_dst_offset.value.data * self.bytes
+        rs1 = self.registers.load(source)
+        pair = self.registers.pair(target)
+        self.emit("st", rd=pair, rs1=rs1, size=op.size.value.data * self.bytes)
+
+    def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
+        geometry = op.geometry()
+        in_shape, out_shape = shape(op.input), shape(op.output)
+        if len(in_shape) == 2:
+            in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
+        height, width, in_channels = in_shape
+        out_h, out_w, out_channels = out_shape
+        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
+        positions = [
+            (k, ky, kx, op.weight_index_list()[k])
+            for k, ky, kx in geometry.kernel_positions()
+            if op.weight_index_list()[k] >= 0
+        ]
+        pixel_in, pixel_out = in_channels * self.bytes, out_channels * self.bytes
+        for oy in range(out_h):
+            for ox in range(out_w):
+                target = output + (oy * out_w + ox) * pixel_out
+                first = True
+                for _, ky, kx, group in positions:
+                    iy, ix = geometry.input_pixel(oy, ox, ky, kx)
+                    if not (0 <= iy < height and 0 <= ix < width):
+                        continue  # weight skipping: this position only meets padding here
+                    source = image + (iy * width + ix) * pixel_in
+                    if first:
+                        self.mvmul(target, source, group)
+                        first = False
+                    else:
+                        self.mvmul(accumulator, source, group)
+                        self.vector("vvadd", target, target, accumulator, out_channels)
+                if first:
+                    self.fill(target, 0, out_channels)
+
+    def binary(self, op: Operation, name: str) -> None:
+        lhs, rhs = op.operands[0], op.operands[1]
+        result = self.allocate(op.results[0])
+        total, piece = num_elements(shape(lhs)), num_elements(shape(rhs))
+        a, b = self.address(lhs), self.address(rhs)
+        if piece == total:
+            self.vector(name, result, a, b, total)
+            return
+        for start in range(0, total, piece):  # rhs broadcast over the leading dimensions
+            self.vector(name, result + start * self.bytes, a + start * self.bytes, b, piece)
+
+    def minimum(self, op: arith.MinSIOp) -> None:
+        """`min(a, b) = 0 - max(0 - a, 0 - b)` (the ISA has no vector minimum)."""
+        length = num_elements(shape(op.results[0]))
+        zero, na, nb = (self.scratch(length) for _ in range(3))
+        self.fill(zero, 0, length)
+        self.vector("vvsub", na, zero, self.address(op.lhs), length)
+        self.vector("vvsub", nb, zero, self.address(op.rhs), length)
+        self.vector("vvmax", na, na, nb, length)
+        self.vector("vvsub", self.allocate(op.result), zero, na, length)
+
+    def max_pool(self, op: spat.MaxPoolOp) -> None:
+        geometry = op.geometry()
+        height, width, channels = shape(op.input)
+        out_h, out_w, _ = shape(op.result)
+        image, output = self.address(op.input), self.allocate(op.result)
+        pixel = channels * self.bytes
+        for oy in range(out_h):
+            for ox in range(out_w):
+                target = output + (oy * out_w + ox) * pixel
+                first = True
+                for _, ky, kx in geometry.kernel_positions():
+                    iy, ix = geometry.input_pixel(oy, ox, ky, kx)
+                    if not (0 <= iy < height and 0 <= ix < width):
+                        continue
+                    source = image + (iy * width + ix) * pixel
+                    if first:
+                        self.copy(target, source, channels)
+                        first = False
+                    else:
+                        self.vector("vvmax", target, target, source, channels)
+                if first:
+                    raise fail(f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op)
+
+    def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
+        height, width, channels = shape(op.input)
+        image, output = self.address(op.input), self.allocate(op.result)
+        for c in range(channels):  # rs2 holds the stride: the channels of a pixel
+            self.vector("vavg", output + c * self.bytes, image + c * self.bytes, channels, height * width)
+
+    def concat(self, op: spat.ConcatOp) -> None:
+        axis = op.axis.value.data
+        result = self.allocate(op.result)
+        out_shape = shape(op.result)
+        outer = num_elements(out_shape[:axis])
+        row = num_elements(out_shape[axis:])
+        offset = 0
+        for value in op.inputs:
+            piece = num_elements(shape(value)[axis:])
+            source = self.address(value)
+            for o in range(outer):
+                self.copy(result + (o * row + offset) * self.bytes, source + o * piece * self.bytes, piece)
+            offset += piece
+
+    def send(self, op: spat.ChannelSendOp) -> None:
+        _, receiver = self.peers[op.channel]
+        register = self.registers.load(self.address(op.value))
+        size = num_elements(shape(op.value)) * self.bytes
+        self.emit("send", rd=register, rs1=register, core=receiver, size=size)
+
+    def receive(self, op: spat.ChannelReceiveOp) -> None:
+        sender, _ = self.peers[op.channel]
+        register = self.registers.load(self.allocate(op.result))
+        self.emit("recv", rd=register, core=sender, size=num_elements(shape(op.result)) * self.bytes)
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole functions
+# ----------------------------------------------------------------------------------------------
+
+
+def weight_matrix(value: SSAValue) -> tuple[np.ndarray, str]:
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
+        raise fail("crossbar weights must be constants")
+    origin = owner.attributes.get("origin")
+    return dense_array(owner.value).astype(np.int64), origin.data if isinstance(origin, StringAttr) else ""
+
+
+def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
+    senders: dict[SSAValue, int] = {}
+    receivers: dict[SSAValue, int] = {}
+    for core in cores:
+        for op in core.body.block.ops:
+            if isinstance(op, spat.ChannelSendOp):
+                senders[op.channel] = core.get_core_id()
+            elif isinstance(op, spat.ChannelReceiveOp):
+                receivers[op.channel] = core.get_core_id()
+    peers = {}
+    for channel, sender in senders.items():
+        if channel not in receivers:
+            raise fail("a channel is sent on but never received")
+        if receivers[channel] == sender:
+            raise fail(f"core {sender} sends to itself")
+        peers[channel] = (sender, receivers[channel])
+    return peers
+
+
+def global_buffers(cores: list[pim.CoreOp], element_bytes: int) -> tuple[dict[SSAValue, int], list, int]:
+    addresses: dict[SSAValue, int] = {}
+    named = []
+    top = 0
+    for core in cores:
+        for op in core.body.block.ops:
+            if isinstance(op, pim.LoadOp | pim.StoreOp) and op.global_ not in addresses:
+                value = op.global_
+                addresses[value] = top
+                kind = "out" if isinstance(value.owner, memref.AllocOp) else "in"
+                named.append((f"{kind}{len(named)}", value, top))
+                top += num_elements(shape(value)) * element_bytes
+    return addresses, named, top
+
+
+def data_element_bytes(cores: list[pim.CoreOp]) -> int:
+    """Bytes per element of the data the cores compute on (one width for the whole program)."""
+    widths = {
+        element_bits(r)
+        for core in cores
+        for op in core.body.block.ops
+        for r in op.results
+        if isinstance(r.type, TensorType | MemRefType)
+    }
+    if len(widths) > 1:
+        raise fail(f"the cores mix element widths {sorted(widths)}")
+    return (widths.pop() if widths else 32) // 8
+
+
+def generate(function: func.FuncOp) -> Artifacts:
+    """The artifacts of `function`'s cores (whose ids must be 0..N-1); the global buffers get
+    their `pim.address`."""
+    cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
+    ids = [c.get_core_id() for c in cores]
+    if ids != list(range(len(cores))):
+        raise fail(f"core ids must be 0..{len(cores) - 1}, got {ids}")
+    element_bytes = data_element_bytes(cores)
+    addresses, named, size = global_buffers(cores, element_bytes)
+    for value, address in addresses.items():
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        owner.attributes[ADDRESS] = IntegerAttr(address, i64)
+    peers = channel_peers(cores)
+    programs = []
+    for core in cores:
+        matrices = [weight_matrix(w) for w in core.weights]
+        codegen = CoreCodegen(core, addresses, peers, element_bytes)
+        programs.append(codegen.run([m for m, _ in matrices], [o for _, o in matrices]))
+    try:
+        memory = describe_memory(function, named, element_bytes, size)
+    except LayoutError as e:
+        raise fail(str(e)) from None
+    return Artifacts(programs, memory)
+
+
+def replace_bodies(function: func.FuncOp, artifacts: Artifacts) -> None:
+    """Core bodies become their instruction ops (then `pim.halt`)."""
+    programs = {p.core_id: p for p in artifacts.cores}
+    for core in [op for op in function.body.block.ops if isinstance(op, pim.CoreOp)]:
+        block = core.body.block
+        for op in reversed(list(block.ops)):
+            op.detach()
+            op.erase(safe_erase=False)
+        ops: list[Operation] = []
+        for obj in programs[core.get_core_id()].instructions:
+            fields = flat_fields(obj)
+            ops.append(pim.INSTRUCTION_OPS[fields.pop("op")](**fields))
+        block.add_ops([*ops, pim.HaltOp()])
+
+
+def entry_with_cores(module: ModuleOp) -> list[func.FuncOp]:
+    """Functions with cores still to generate code for (not yet instruction-level)."""
+    functions = []
+    for op in module.walk():
+        if not isinstance(op, func.FuncOp) or not op.body.blocks:
+            continue
+        cores = [o for o in op.body.block.ops if isinstance(o, pim.CoreOp)]
+        if cores and not any(isinstance(i, pim.InstructionOp) for c in cores for i in c.body.block.ops):
+            functions.append(op)
+    return functions
+
+
+@dataclass(frozen=True)
+class PimCodegenPass(ModulePass):
+    """Unwrap the bufferized cores into pimsim-nn instructions; write the artifact directory to
+    `out-dir` (if given) and replace the core bodies by the instruction ops (`emit-instructions`)."""
+
+    name = "pim-codegen"
+
+    out_dir: str = ""
+    emit_instructions: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = entry_with_cores(op)
+        if self.out_dir and len(functions) > 1:
+            raise fail("an artifact directory holds one program, but several functions have cores")
+        for function in functions:
+            artifacts = generate(function)
+            if self.out_dir:
+                write_artifacts(self.out_dir, artifacts)
+            if self.emit_instructions:
+                replace_bodies(function, artifacts)
+
+
+def generate_artifacts(module: ModuleOp, emit_instructions: bool = False) -> Artifacts:
+    """The artifacts of the module's (single) function with cores, without writing them."""
+    functions = entry_with_cores(module)
+    if len(functions) != 1:
+        raise fail(f"expected one function with cores, found {len(functions)}")
+    artifacts = generate(functions[0])
+    if emit_instructions:
+        replace_bodies(functions[0], artifacts)
+    return artifacts
