@@ -45,8 +45,8 @@ class CompileError(ValueError):
 class CompiledModel:
     """A model lowered for a device: call it on NumPy inputs, read its report and its IR."""
 
-    stages: dict[str, str]
-    """The IR text after each stage (`STAGES`)."""
+    stages: dict[str, ModuleOp | str]
+    """The IR after each stage (`STAGES`): a module, or its text until it is needed."""
     device: DeviceConfig
     options: dict
     notes: list[str] = field(default_factory=list)
@@ -54,19 +54,18 @@ class CompiledModel:
     compile_seconds: dict[str, float] = field(default_factory=dict)
     last_run: RunResult | None = None
     last_inputs: list[np.ndarray] | None = None
-    _modules: dict[str, ModuleOp] = field(default_factory=dict, repr=False)
 
     def module(self, stage: str = "func") -> ModuleOp:
         if stage not in self.stages:
             raise CompileError(f"unknown stage '{stage}' (stages: {', '.join(self.stages)})")
-        if stage not in self._modules:
-            self._modules[stage] = parse_module_text(self.stages[stage], f"<{stage}>")
-        return self._modules[stage]
+        ir = self.stages[stage]
+        if isinstance(ir, str):
+            ir = self.stages[stage] = parse_module_text(ir, f"<{stage}>")
+        return ir
 
     def mlir(self, stage: str = "func") -> str:
-        """The IR after `stage`."""
-        self.module(stage)
-        return self.stages[stage]
+        """The IR after `stage`, as text."""
+        return str(self.module(stage))
 
     def run(self, *inputs: np.ndarray, stage: str = "func", device: Device | None = None) -> RunResult:
         module = self.module(stage)
@@ -113,8 +112,8 @@ class CompiledModel:
         }
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("manifest.json", json.dumps(manifest, indent=2))
-            for stage, text in self.stages.items():
-                archive.writestr(f"{stage}.mlir", text)
+            for stage in self.stages:
+                archive.writestr(f"{stage}.mlir", self.mlir(stage))
 
 
 def load(path: str | Path) -> CompiledModel:
@@ -196,14 +195,14 @@ def compile(
     say = progress or (lambda _: None)
     notes: list[str] = []
     seconds: dict[str, float] = {}
-    stages: dict[str, str] = {}
+    stages: dict[str, ModuleOp | str] = {}
 
     def stage(name: str, work: Callable[[], ModuleOp]) -> ModuleOp:
         say(name)
         start = time.perf_counter()
         module = work()
         seconds[name] = time.perf_counter() - start
-        stages[name] = str(module)
+        stages[name] = module.clone()
         return module
 
     onnx_model = load_model(to_onnx(model, example_input), batch)
@@ -226,9 +225,8 @@ def compile(
     ):
         module = stage(name, lambda spec=spec: apply_passes(module, spec))
     options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
-    compiled = CompiledModel(stages, config, options, notes, seconds)
-    compiled._modules["func"] = module
-    return compiled
+    stages["func"] = module
+    return CompiledModel(stages, config, options, notes, seconds)
 
 
 def apply_passes(module: ModuleOp, spec: str) -> ModuleOp:

@@ -203,8 +203,8 @@ def main(args: Sequence[str] | None = None) -> None:
 
 def write_outputs(directory: Path, model: CompiledModel, report: dict, outputs: list[np.ndarray]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    for stage, text in model.stages.items():
-        (directory / f"{stage}.mlir").write_text(text)
+    for stage in model.stages:
+        (directory / f"{stage}.mlir").write_text(model.mlir(stage))
     (directory / "report.json").write_text(json.dumps(report, indent=2, default=str))
     np.savez(directory / "outputs.npz", *outputs)
     model.save(directory / "model.cimx")
