@@ -219,6 +219,44 @@ func.func @host_user_sinks(%a: tensor<4x4xi32>, %b: tensor<4x4xi32>, %c: tensor<
 
 // -----
 
+// A barrier result used inside a loop body: the whole loop sinks below the barrier.
+
+func.func @nested_use(%a: tensor<4x4xi32>, %b: tensor<4x4xi32>) -> tensor<4x4xi32> {
+  %dev = cim.acquire_device {availableCrossbarCount = 2 : i32} -> !cim.deviceId
+  %x = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+  %f0 = cim.op.gemm %x, %a, %b : !cim.crossbarId, tensor<4x4xi32>, tensor<4x4xi32> -> !cim.future<4x4xi32>
+  %t0 = cim.barrier %f0 : !cim.future<4x4xi32> -> tensor<4x4xi32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %acc = scf.for %i = %c0 to %c3 step %c1 iter_args(%s = %a) -> (tensor<4x4xi32>) {
+    %n = arith.addi %s, %t0 : tensor<4x4xi32>
+    scf.yield %n : tensor<4x4xi32>
+  }
+  %f1 = cim.op.gemm %x, %b, %b : !cim.crossbarId, tensor<4x4xi32>, tensor<4x4xi32> -> !cim.future<4x4xi32>
+  %t1 = cim.barrier %f1 : !cim.future<4x4xi32> -> tensor<4x4xi32>
+  %r = arith.addi %acc, %t1 : tensor<4x4xi32>
+  cim.release_crossbar %x : !cim.crossbarId
+  cim.release_device %dev : !cim.deviceId
+  return %r : tensor<4x4xi32>
+}
+
+// CHECK-LABEL: func.func @nested_use
+// CHECK:         %f0 = cim.op.gemm %x, %a, %b
+// CHECK-NEXT:    %f1 = cim.op.gemm %{{.*}}, %b, %b
+// CHECK-NEXT:    %[[T0:.*]] = cim.barrier %f0
+// CHECK-NEXT:    %[[T1:.*]] = cim.barrier %f1
+// CHECK-NEXT:    %c0 = arith.constant 0 : index
+// CHECK-NEXT:    %c1 = arith.constant 1 : index
+// CHECK-NEXT:    %c3 = arith.constant 3 : index
+// CHECK-NEXT:    %acc = scf.for
+// CHECK-NEXT:      %n = arith.addi %s, %[[T0]]
+// CHECK-NEXT:      scf.yield %n
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %r = arith.addi %acc, %[[T1]]
+
+// -----
+
 // Several acquired crossbars: the first one is kept, the others' uses are redirected to it and they
 // and their releases are erased before new crossbars are acquired.
 

@@ -1,0 +1,52 @@
+"""Scheduling of cim ops onto crossbars: the framework (graph, hooks, `apply_scheduling`, crossbar
+preparation, the pass base) and one module per strategy.
+
+Adding a strategy: subclass `SchedulingStrategy` in a new module (its `schedule(graph)` returns a
+`ScheduledOperation` per node) and add a tiny `CimSchedulePass` subclass in `transforms/`.
+"""
+
+from cimxdsl.transforms.scheduling.alap import AlapScheduler
+from cimxdsl.transforms.scheduling.asap import AsapScheduler
+from cimxdsl.transforms.scheduling.critical_path import (
+    CriticalPathScheduler,
+    CrossbarCostModel,
+    crossbar_work,
+    schedule_makespan_ns,
+)
+from cimxdsl.transforms.scheduling.framework import (
+    CimSchedulePass,
+    DependencyGraph,
+    DependencyNode,
+    PreparedDevice,
+    Schedule,
+    ScheduledOperation,
+    SchedulingHooks,
+    SchedulingStrategy,
+    apply_scheduling,
+    prepare_for_scheduling,
+    restore_dominance,
+    schedule_device,
+)
+from cimxdsl.transforms.scheduling.round_robin import RoundRobinScheduler
+
+__all__ = [
+    "AlapScheduler",
+    "AsapScheduler",
+    "CimSchedulePass",
+    "CriticalPathScheduler",
+    "CrossbarCostModel",
+    "DependencyGraph",
+    "DependencyNode",
+    "PreparedDevice",
+    "RoundRobinScheduler",
+    "Schedule",
+    "ScheduledOperation",
+    "SchedulingHooks",
+    "SchedulingStrategy",
+    "apply_scheduling",
+    "crossbar_work",
+    "prepare_for_scheduling",
+    "restore_dominance",
+    "schedule_device",
+    "schedule_makespan_ns",
+]

@@ -1,0 +1,563 @@
+"""The scheduling framework of the cim level: Cinnamon's `applyScheduling` with its four hooks.
+
+A *strategy* puts the nodes of a dependency graph into time steps and gives each a compute resource.
+`apply_scheduling` then rewrites the IR step by step: all dispatches of a step (moved, in schedule
+order, right after the last op it emitted; the very first dispatched op stays where it is), then the
+barriers of the ops whose barrier step it is. Four hooks make it generic (notes/cinnamon.md §5):
+
+- operation filter     `(op) -> bool`                     which ops are nodes of the graph
+- strategy             `(graph) -> Schedule[R]`           steps and resources
+- operation scheduler  `(op, resource) -> None`           binds an op to its resource
+- barrier inserter     `(builder, op) -> Operation|None`  waits for an op's result at the builder's point
+
+As in Cinnamon, every scheduled cim op gets a `cim.barrier` in its barrier step and the barrier's
+tensor replaces every other use of the future, later cim ops included (cim ops take tensors as well
+as futures), so afterwards each future has exactly one use: its barrier.
+
+For the cim dialect, `prepare_for_scheduling` turns each device's crossbars into the resource list
+`[saved, new1, new2, ...]` as Cinnamon does, and `CimSchedulePass` is the base of the schedule passes.
+
+Where this differs from Cinnamon, on purpose:
+
+- The dependency graph has one node per operation (Cinnamon appends a node per use, so a result used
+  by two cim ops is scheduled twice).
+- A cim op also depends on the cim ops it reaches backwards through host ops of its block (e.g. a
+  barrier result that host ops turn into its input), and host ops with side effects count as
+  ordered; Cinnamon only sees futures used directly, and its output breaks dominance otherwise.
+- After the moves the block is re-sorted stably (`restore_dominance`) so host ops that make operands
+  of moved cim ops, or use barrier results, never break dominance.
+- Roots are taken in program order (Cinnamon keeps them in a pointer-keyed hash set), and cim ops
+  whose futures escape no other way (unused ones) are roots too, so every cim op gets scheduled.
+"""
+
+from __future__ import annotations
+
+import heapq
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Generic, TypeVar
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects.builtin import BoolAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.dialects.cim import (
+    AcquireCrossbarOp,
+    AcquireDeviceOp,
+    BarrierOp,
+    CimMatrixOp,
+    ReleaseCrossbarOp,
+    ReleaseDeviceOp,
+)
+
+R = TypeVar("R")
+
+
+# ---- dependency graph ---------------------------------------------------------------------------
+@dataclass(eq=False)
+class DependencyNode:
+    """One operation to schedule, with the nodes it waits for and the nodes that wait for it."""
+
+    operation: Operation
+    dependencies: list[DependencyNode] = field(default_factory=list["DependencyNode"])
+    dependents: list[DependencyNode] = field(default_factory=list["DependencyNode"])
+
+    def __repr__(self) -> str:
+        return f"DependencyNode({self.operation.name})"
+
+
+class DependencyGraph:
+    """Nodes in Cinnamon's breadth-first order from the roots (strategies walk them in this order)."""
+
+    def __init__(self, nodes: Sequence[DependencyNode] = ()):
+        self.nodes: list[DependencyNode] = list(nodes)
+        self._by_operation = {node.operation: node for node in self.nodes}
+
+    def __iter__(self) -> Iterator[DependencyNode]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def node(self, operation: Operation) -> DependencyNode:
+        return self._by_operation[operation]
+
+    def add(self, operation: Operation) -> DependencyNode:
+        node = DependencyNode(operation)
+        self.nodes.append(node)
+        self._by_operation[operation] = node
+        return node
+
+    @staticmethod
+    def link(dependency: DependencyNode, dependent: DependencyNode) -> None:
+        if dependency not in dependent.dependencies:
+            dependent.dependencies.append(dependency)
+            dependency.dependents.append(dependent)
+
+    def topological_order(self) -> list[DependencyNode]:
+        """Dependencies before dependents; among ready nodes, list order (stable)."""
+        waiting = {node: len(node.dependencies) for node in self.nodes}
+        position = {node: i for i, node in enumerate(self.nodes)}
+        ready = [position[node] for node in self.nodes if not node.dependencies]
+        heapq.heapify(ready)
+        order: list[DependencyNode] = []
+        while ready:
+            node = self.nodes[heapq.heappop(ready)]
+            order.append(node)
+            for dependent in node.dependents:
+                waiting[dependent] -= 1
+                if not waiting[dependent]:
+                    heapq.heappush(ready, position[dependent])
+        if len(order) != len(self.nodes):
+            raise ValueError("the dependency graph has a cycle")
+        return order
+
+    @staticmethod
+    def build(roots: Iterable[SSAValue], operation_filter: Callable[[Operation], bool]) -> DependencyGraph:
+        """Breadth-first from the ops defining `roots`, one node per op (unlike Cinnamon)."""
+        graph = DependencyGraph()
+        sources = _BlockSources(operation_filter)
+        queue: deque[DependencyNode] = deque()
+        for value in roots:
+            if isinstance(value.owner, Operation) and value.owner not in graph._by_operation:
+                queue.append(graph.add(value.owner))
+        while queue:
+            node = queue.popleft()
+            for operation in sources.dependencies(node.operation):
+                dependency = graph._by_operation.get(operation)
+                if dependency is None:
+                    dependency = graph.add(operation)
+                    queue.append(dependency)
+                DependencyGraph.link(dependency, node)
+        return graph
+
+
+def _ancestor_in(block: Block, operation: Operation) -> Operation | None:
+    """The op of `block` that is or contains `operation`, or None."""
+    current: Operation | None = operation
+    while current is not None and current.parent is not block:
+        current = current.parent_op()
+    return current
+
+
+def _definers_in_block(operation: Operation, block: Block) -> list[Operation]:
+    """Ops of `block` (other than `operation`) defining values `operation` or its nested ops use."""
+    definers: dict[Operation, None] = {}
+    for inner in operation.walk():
+        for operand in inner.operands:
+            if isinstance(operand.owner, Operation):
+                definer = _ancestor_in(block, operand.owner)
+                if definer is not None and definer is not operation:
+                    definers[definer] = None
+    return list(definers)
+
+
+class _BlockSources:
+    """For ops of a block: the filtered ops they depend on through host ops.
+
+    A host op depends on the filtered ops defining its operands, on whatever the host ops defining its
+    operands depend on, and, if it has side effects, on what the previous host op with side effects
+    depends on (so effects keep their order)."""
+
+    def __init__(self, operation_filter: Callable[[Operation], bool]):
+        self.operation_filter = operation_filter
+        self._blocks: dict[Block, tuple[dict[Operation, int], dict[Operation, frozenset[Operation]]]] = {}
+
+    def _analyse(self, block: Block) -> tuple[dict[Operation, int], dict[Operation, frozenset[Operation]]]:
+        if block not in self._blocks:
+            position: dict[Operation, int] = {}
+            reaches: dict[Operation, frozenset[Operation]] = {}
+            previous_effect: frozenset[Operation] = frozenset()
+            for i, op in enumerate(block.ops):
+                position[op] = i
+                if self.operation_filter(op):
+                    reaches[op] = frozenset((op,))
+                    continue
+                found = set[Operation]()
+                for definer in _definers_in_block(op, block):
+                    found |= reaches.get(definer, frozenset())
+                if not is_side_effect_free(op):
+                    found |= previous_effect
+                reaches[op] = frozenset(found)
+                if not is_side_effect_free(op):
+                    previous_effect = reaches[op]
+            self._blocks[block] = (position, reaches)
+        return self._blocks[block]
+
+    def dependencies(self, operation: Operation) -> list[Operation]:
+        """Filtered ops `operation` waits for, operand by operand (indirect ones in program order)."""
+        block = operation.parent_block()
+        position, reaches = self._analyse(block) if block is not None else ({}, {})
+        found: dict[Operation, None] = {}
+        for operand in operation.operands:
+            definer = operand.owner
+            if not isinstance(definer, Operation):
+                continue
+            if self.operation_filter(definer):
+                found[definer] = None
+            elif definer in reaches:
+                found.update(dict.fromkeys(sorted(reaches[definer], key=position.__getitem__)))
+        found.pop(operation, None)
+        return list(found)
+
+
+# ---- schedules, strategies and hooks ------------------------------------------------------------
+@dataclass
+class ScheduledOperation(Generic[R]):
+    """An op dispatched on `resource` in step `dispatch_time`, waited for in step `barrier_time`."""
+
+    operation: Operation
+    resource: R
+    dispatch_time: int
+    barrier_time: int
+
+
+Schedule = list[ScheduledOperation[R]]
+
+
+class SchedulingStrategy(ABC, Generic[R]):
+    """Puts every node of a graph into a step on one of `resources` (a strategy = a subclass)."""
+
+    def __init__(self, resources: Sequence[R]):
+        if not resources:
+            raise ValueError("a scheduling strategy needs at least one resource")
+        self.resources = list(resources)
+
+    @abstractmethod
+    def schedule(self, graph: DependencyGraph) -> Schedule[R]: ...
+
+
+@dataclass(frozen=True)
+class SchedulingHooks(Generic[R]):
+    """Cinnamon's `SchedulingHooks`: what to schedule, how, on what, and how to wait for it."""
+
+    operation_filter: Callable[[Operation], bool]
+    strategy: Callable[[DependencyGraph], Schedule[R]]
+    operation_scheduler: Callable[[Operation, R], None]
+    barrier_inserter: Callable[[Builder, Operation], Operation | None]
+
+
+def check_schedule(graph: DependencyGraph, schedule: Schedule[R]) -> None:
+    """Raise ValueError unless every node is scheduled once, barriers no earlier than dispatches,
+    and every op is dispatched after the barriers of its dependencies."""
+    entries = {entry.operation: entry for entry in schedule}
+    if len(entries) != len(schedule) or set(entries) != {node.operation for node in graph}:
+        raise ValueError("the schedule must contain every node of the graph exactly once")
+    for node in graph:
+        entry = entries[node.operation]
+        if entry.barrier_time < entry.dispatch_time:
+            raise ValueError(f"'{node.operation.name}' has its barrier before its dispatch")
+        for dependency in node.dependencies:
+            if entries[dependency.operation].barrier_time >= entry.dispatch_time:
+                raise ValueError(f"'{node.operation.name}' is dispatched before its dependency finished")
+
+
+def apply_scheduling(
+    roots: Iterable[SSAValue], hooks: SchedulingHooks[R], keep_after: Sequence[Operation] = ()
+) -> list[Operation]:
+    """Build the graph from `roots`, ask the strategy for a schedule and emit it (Cinnamon's loop).
+
+    Returns the emitted dispatches and barriers in order. Afterwards the block is re-sorted stably
+    (`restore_dominance`); `keep_after` are ops that must stay after all of them (e.g. releases)."""
+    graph = DependencyGraph.build(roots, hooks.operation_filter)
+    schedule = list(hooks.strategy(graph))
+    check_schedule(graph, schedule)
+    emitted: list[Operation] = []
+    last: Operation | None = None
+    pending = schedule
+    for time in sorted({t for entry in schedule for t in (entry.dispatch_time, entry.barrier_time)}):
+        for entry in pending:
+            if entry.dispatch_time == time:
+                if last is not None:
+                    _move_after(entry.operation, last)
+                last = entry.operation
+                emitted.append(last)
+                hooks.operation_scheduler(entry.operation, entry.resource)
+        remaining: Schedule[R] = []
+        for entry in pending:
+            if entry.barrier_time != time:
+                remaining.append(entry)
+                continue
+            assert last is not None
+            barrier = hooks.barrier_inserter(Builder(InsertPoint.after(last)), entry.operation)
+            if barrier is not None:
+                last = barrier
+                emitted.append(barrier)
+        pending = remaining
+    if emitted and (block := emitted[0].parent_block()) is not None:
+        restore_dominance(block, emitted, keep_after)
+    return emitted
+
+
+def _move_after(operation: Operation, anchor: Operation) -> None:
+    block = anchor.parent_block()
+    assert block is not None and operation.parent_block() is block
+    block.detach_op(operation)
+    block.insert_op_after(operation, anchor)
+
+
+def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequence[Operation] = ()) -> None:
+    """Re-sort `block` so every op comes after the ops defining what it (or its regions) uses.
+
+    The sort is stable: an op moves only if it must, and the ops of `chain` (the emitted schedule),
+    as well as the other ops with side effects, keep their relative order; `keep_after` stay after
+    the end of `chain`. Among ops that are free to go, the one that came first goes first, so host
+    ops making a moved op's operands are hoisted before it and users of barrier results sink below
+    them. A block that is already in order is left untouched."""
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    successors: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    waiting = dict.fromkeys(ops, 0)
+
+    def edge(before: Operation, after: Operation) -> None:
+        successors[before].append(after)
+        waiting[after] += 1
+
+    for op in ops:
+        for definer in _definers_in_block(op, block):
+            edge(definer, op)
+    for before, after in pairwise(chain):
+        edge(before, after)
+    in_chain = set(chain)
+    effects = [op for op in ops if op not in in_chain and not is_side_effect_free(op)]
+    for before, after in pairwise(effects):
+        edge(before, after)
+    if chain:
+        for op in keep_after:
+            if op.parent is block and op not in in_chain:
+                edge(chain[-1], op)
+
+    ready = [position[op] for op in ops if not waiting[op]]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        op = ops[heapq.heappop(ready)]
+        order.append(op)
+        for successor in successors[op]:
+            waiting[successor] -= 1
+            if not waiting[successor]:
+                heapq.heappush(ready, position[successor])
+    if len(order) != len(ops):
+        stuck = next(op for op in ops if waiting[op])
+        raise ValueError(f"cannot order the block: '{stuck.name}' waits for an op that waits for it")
+    if order != ops:
+        for op in order:
+            block.detach_op(op)
+            block.add_op(op)
+
+
+# ---- the cim hooks ------------------------------------------------------------------------------
+def schedule_cim_op_on_crossbar(operation: Operation, crossbar: SSAValue) -> None:
+    """Operation scheduler: run the cim op on `crossbar` (replaces its operand 0 only)."""
+    operation.operands[0] = crossbar
+
+
+def insert_barrier_for_cim_op_result(builder: Builder, operation: Operation) -> Operation:
+    """Barrier inserter: a `cim.barrier` on the op's future; every other use of the future (host
+    ops and later cim ops alike, as in Cinnamon) now takes the barrier's tensor."""
+    future = operation.results[0]
+    barrier = builder.insert(BarrierOp(future))
+    future.replace_uses_with_if(barrier.result, lambda use: use.operation is not barrier)
+    return barrier
+
+
+# ---- crossbar preparation -----------------------------------------------------------------------
+@dataclass
+class PreparedDevice:
+    """A device ready to schedule: its crossbars `[saved, new1, new2, ...]`, the futures to start
+    the graph from, its cim ops and the release ops that must follow the schedule."""
+
+    device: AcquireDeviceOp
+    crossbars: list[SSAValue]
+    roots: list[SSAValue]
+    cim_ops: list[CimMatrixOp]
+    releases: list[Operation]
+
+
+def _users(value: SSAValue) -> list[Operation]:
+    return list(dict.fromkeys(use.operation for use in value.uses))
+
+
+def _in_program_order(ops: Iterable[Operation], block: Block) -> list[Operation]:
+    position = {op: i for i, op in enumerate(block.walk())}
+    return sorted(dict.fromkeys(ops), key=position.__getitem__)
+
+
+def describe(operation: Operation) -> str:
+    """`'cim.op.gemm'` or `'cim.op.gemm' (%f0)`: how error messages name an op."""
+    names = [f"%{r.name_hint}" for r in operation.results if r.name_hint]
+    return f"'{operation.name}'" + (f" ({', '.join(names)})" if names else "")
+
+
+def check_schedulable(module: ModuleOp, pass_name: str) -> list[AcquireDeviceOp]:
+    """The devices to schedule, in program order; PassFailedException for IR the passes cannot handle."""
+
+    def fail(message: str) -> PassFailedException:
+        return PassFailedException(f"{pass_name}: {message}")
+
+    devices: list[AcquireDeviceOp] = []
+    for op in module.walk():
+        if isinstance(op, CimMatrixOp):
+            crossbar = op.crossbar_id.owner
+            if not isinstance(crossbar, AcquireCrossbarOp) or not isinstance(crossbar.device_id.owner, AcquireDeviceOp):
+                raise fail(
+                    f"cannot schedule {describe(op)}: its crossbar does not come from a 'cim.acquire_crossbar' "
+                    "of a 'cim.acquire_device'"
+                )
+        if isinstance(op, AcquireDeviceOp) and not op.is_fully_scheduled.value.data:
+            devices.append(op)
+    for device in devices:
+        block = device.parent_block()
+        if block is None:
+            raise fail(f"{describe(device)} is not inside a block")
+        position = {op: i for i, op in enumerate(block.ops)}
+        releases = [user for user in _users(device.device_id) if isinstance(user, ReleaseDeviceOp)]
+        if len(releases) != 1 or releases[0].parent is not block:
+            raise fail(f"{describe(device)} needs exactly one 'cim.release_device' in its block")
+        for user in _users(device.device_id):
+            if not isinstance(user, AcquireCrossbarOp | ReleaseDeviceOp) or user.parent is not block:
+                raise fail(
+                    f"{describe(device)} is used by {describe(user)}; only 'cim.acquire_crossbar' and "
+                    "'cim.release_device' in the same block may use a device being scheduled"
+                )
+        crossbar_users = [
+            user
+            for crossbar in _users(device.device_id)
+            if isinstance(crossbar, AcquireCrossbarOp)
+            for user in _users(crossbar.crossbar_id)
+        ]
+        for user in crossbar_users:
+            if not isinstance(user, CimMatrixOp | ReleaseCrossbarOp) or user.parent is not block:
+                raise fail(
+                    f"{describe(user)} uses a crossbar of a device being scheduled; only cim ops in the "
+                    "device's block (as their crossbar) and 'cim.release_crossbar' may"
+                )
+        last_cim_op = max((position[op] for op in crossbar_users if isinstance(op, CimMatrixOp)), default=-1)
+        for user in crossbar_users:
+            if isinstance(user, ReleaseCrossbarOp) and position[user] < last_cim_op:
+                raise fail(
+                    f"{describe(user)} of {describe(device)} comes before some of its cim ops; crossbars "
+                    "are released after all cim ops of their device"
+                )
+            if isinstance(user, CimMatrixOp):
+                if position[user] > position[releases[0]]:
+                    raise fail(f"{describe(user)} comes after the 'cim.release_device' of its device")
+                for consumer in _users(user.result):
+                    if not isinstance(consumer, CimMatrixOp | BarrierOp):
+                        raise fail(
+                            f"{describe(consumer)} uses the future of {describe(user)}; only cim ops and "
+                            "'cim.barrier' may use a future"
+                        )
+    return devices
+
+
+def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
+    """Cinnamon's `prepareForScheduling` (notes/cinnamon.md §5), deterministic.
+
+    1. Keep the first `cim.acquire_crossbar` of the device in program order (Cinnamon keeps the last
+       one of MLIR's use list, which lists users newest first: the same op); redirect the others' uses
+       to it and erase them and their releases.
+    2. Erase every barrier of the device's cim ops and forward the futures. The futures of barriers
+       with users other than the device's cim ops are the roots, in program order of the barriers;
+       then, in program order, cim ops whose future is unused or used by another device's cim op.
+    3. Create `cim.acquire_crossbar`s right after the device (each new one before the previous new
+       ones) and their releases before `cim.release_device` until `availableCrossbarCount` exist.
+    """
+    block = device.parent_block()
+    assert block is not None
+    release_device = next(u for u in _users(device.device_id) if isinstance(u, ReleaseDeviceOp))
+    acquires = _in_program_order((u for u in _users(device.device_id) if isinstance(u, AcquireCrossbarOp)), block)
+    if acquires:
+        saved = acquires[0]
+    else:
+        saved = AcquireCrossbarOp(device.device_id)
+        Rewriter.insert_op(saved, InsertPoint.after(device))
+        Rewriter.insert_op(ReleaseCrossbarOp(saved), InsertPoint.before(release_device))
+    assert isinstance(saved, AcquireCrossbarOp)
+    for other in acquires[1:]:
+        assert isinstance(other, AcquireCrossbarOp)
+        for user in _users(other.crossbar_id):
+            if isinstance(user, ReleaseCrossbarOp):
+                Rewriter.erase_op(user)
+        other.crossbar_id.replace_all_uses_with(saved.crossbar_id)
+        Rewriter.erase_op(other)
+
+    cim_ops = [op for op in _in_program_order(_users(saved.crossbar_id), block) if isinstance(op, CimMatrixOp)]
+    on_device = set[Operation](cim_ops)
+    barriers = _in_program_order(
+        (user for op in cim_ops for user in _users(op.result) if isinstance(user, BarrierOp)), block
+    )
+    roots: dict[SSAValue, None] = {}
+    for barrier in barriers:
+        assert isinstance(barrier, BarrierOp)
+        if any(user not in on_device for user in _users(barrier.result)):
+            roots[barrier.value] = None
+        barrier.result.replace_all_uses_with(barrier.value)
+        Rewriter.erase_op(barrier)
+    for op in cim_ops:
+        users = _users(op.result)
+        if not users or any(user not in on_device for user in users):
+            roots[op.result] = None
+
+    crossbars: list[SSAValue] = [saved.crossbar_id]
+    count = device.available_crossbar_count.value.data
+    while len(crossbars) < count:
+        acquire = AcquireCrossbarOp(device.device_id)
+        Rewriter.insert_op(acquire, InsertPoint.after(device))
+        Rewriter.insert_op(ReleaseCrossbarOp(acquire), InsertPoint.before(release_device))
+        crossbars.append(acquire.crossbar_id)
+    releases = [user for value in crossbars for user in _users(value) if isinstance(user, ReleaseCrossbarOp)]
+    return PreparedDevice(device, crossbars, list(roots), cim_ops, [*releases, release_device])
+
+
+def schedule_device(
+    device: AcquireDeviceOp, make_strategy: Callable[[Sequence[SSAValue]], SchedulingStrategy[SSAValue]]
+) -> list[Operation]:
+    """Prepare `device`, schedule its cim ops with the strategy `make_strategy` builds for its
+    crossbars, and mark it fully scheduled. Returns the emitted dispatches and barriers in order."""
+    prepared = prepare_for_scheduling(device)
+    on_device = frozenset[Operation](prepared.cim_ops)
+    hooks = SchedulingHooks[SSAValue](
+        operation_filter=on_device.__contains__,
+        strategy=make_strategy(prepared.crossbars).schedule,
+        operation_scheduler=schedule_cim_op_on_crossbar,
+        barrier_inserter=insert_barrier_for_cim_op_result,
+    )
+    emitted = apply_scheduling(prepared.roots, hooks, keep_after=prepared.releases)
+    device.properties["isFullyScheduled"] = BoolAttr.from_bool(True)
+    return emitted
+
+
+@dataclass(frozen=True)
+class CimSchedulePass(ModulePass, ABC):
+    """Base of the `schedule-*` passes: schedules the cim ops of every device not yet fully scheduled
+    on its `availableCrossbarCount` crossbars; a subclass only says which strategy to use."""
+
+    @abstractmethod
+    def make_strategy(self, crossbars: Sequence[SSAValue]) -> SchedulingStrategy[SSAValue]:
+        """The strategy for one device, given its crossbars `[saved, new1, new2, ...]`."""
+
+    def check_options(self) -> None:
+        """Raise PassFailedException for bad options (called before the IR changes)."""
+
+    def check_device(self, device: AcquireDeviceOp) -> None:
+        """Raise PassFailedException if this pass cannot schedule `device` (before the IR changes)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.check_options()
+        devices = check_schedulable(op, self.name)
+        for device in devices:
+            self.check_device(device)
+        for device in devices:
+            try:
+                schedule_device(device, self.make_strategy)
+            except ValueError as err:
+                raise PassFailedException(f"{self.name}: cannot schedule {describe(device)}: {err}") from err
