@@ -56,7 +56,8 @@ def main() -> None:
         "cinnamon, 8-bit ADC": preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8),
     }
     print(
-        f"numpy.matmul {args.m}x{args.k} @ {args.k}x{args.n}: int32 {baseline * 1e3:.1f} ms, float64 {blas * 1e3:.1f} ms"
+        f"numpy.matmul {args.m}x{args.k} @ {args.k}x{args.n}: "
+        f"int32 {baseline * 1e3:.1f} ms, float64 {blas * 1e3:.1f} ms"
     )
     print(f"{'device':24} {'tiles':>5} {'sim ms':>9} {'/int32':>7} {'budget':>7} {'/float64':>8}  equals a@b")
     for name, config in devices.items():
