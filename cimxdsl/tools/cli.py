@@ -8,7 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.lexer import Span
 
 
@@ -81,6 +81,8 @@ def run_reporting_errors(tool: str, body: Callable[[], object]) -> None:
         # Parse errors already start with file:line:col and show the line.
         print(str(e).rstrip(), file=sys.stderr)
         raise SystemExit(1) from None
+    except ArgSpecParseError as e:
+        fail(tool, " ".join(str(e).split()))
     except (UserError, ValueError, OSError) as e:
         fail(tool, str(e))
 
