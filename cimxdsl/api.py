@@ -22,8 +22,10 @@ import numpy as np
 import onnx
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
+from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
@@ -167,6 +169,73 @@ def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]
     return [[filled[i * batch : (i + 1) * batch].reshape(shape)] for i in range(groups)]
 
 
+@dataclass
+class PimModel:
+    """A model compiled to per-core PIM instructions (pimsim-nn artifacts in `directory`): calling
+    it quantizes the inputs, executes the instructions in the validator and dequantizes."""
+
+    program: IntegerProgram
+    """The integer program before lowering: its interpretation is what the instructions must give."""
+    directory: Path
+    report_data: dict
+    last_result: object = None
+
+    def golden(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        """The integer outputs of the program interpreted on the host, for `inputs`."""
+        return run(self.program.module, self.program.quantize(inputs), "ideal").outputs
+
+    def __call__(self, *inputs: np.ndarray) -> np.ndarray | list[np.ndarray]:
+        from cimxdsl.backend.artifacts import read_artifacts
+        from cimxdsl.backend.validator import validate
+
+        self.last_result = validate(read_artifacts(self.directory), self.program.quantize(inputs))
+        outputs = self.program.dequantize(self.last_result.outputs)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def report(self) -> dict:
+        report = dict(self.report_data)
+        if self.last_result is not None:
+            report["executed_instructions"] = self.last_result.executed
+            report["round_robin_steps"] = self.last_result.steps
+        return report
+
+
+def compile_pim(
+    model: onnx.ModelProto | str | Path,
+    device: str | Path | DeviceConfig = "ideal",
+    calibration=None,
+    cores: int | None = None,
+    crossbars_per_core: int | None = None,
+    out_dir: str | Path | None = None,
+) -> PimModel:
+    """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
+    instructions for a device's cores and crossbars."""
+    import tempfile
+
+    from cimxdsl.transforms.pim_pipeline import compile_to_pim
+
+    config = device if isinstance(device, DeviceConfig) else load_device_config(device)
+    notes: list[str] = []
+    onnx_model = load_model(model)
+    start = time.perf_counter()
+    program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes))
+    import_seconds = time.perf_counter() - start
+    directory = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cimxdsl-pim-"))
+    try:
+        report = compile_to_pim(
+            program.module.clone(),
+            cores=cores or config.cores,
+            crossbars_per_core=crossbars_per_core or config.crossbars_per_core,
+            xbar_size=config.rows,
+            out_dir=directory,
+        )
+    except PassFailedException as e:
+        raise CompileError(str(e)) from None
+    report["compile_time_s"] = {"import and calibrate": import_seconds, **report["compile_time_s"]}
+    report["notes"] = notes
+    return PimModel(program, directory, report)
+
+
 def compile(
     model: onnx.ModelProto | str | Path,
     device: str | Path | DeviceConfig = "ideal",
@@ -182,8 +251,10 @@ def compile(
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension)."""
+    if target == "pim":
+        return compile_pim(model, device, calibration, out_dir=None)
     if target != "memristor":
-        raise CompileError(f"unknown target '{target}' (targets: memristor)")
+        raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)

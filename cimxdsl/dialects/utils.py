@@ -2,7 +2,16 @@
 NumPy arrays (weights stay arrays; they are never expanded into Python lists)."""
 
 import numpy as np
-from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, IndexType, IntegerType, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute
 
 
@@ -56,3 +65,8 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
     """A dense constant of `element_type` holding `array` (its bytes, not a list of values)."""
     stored = np.ascontiguousarray(array, dtype=np.dtype(element_type.format))
     return DenseIntOrFPElementsAttr(TensorType(element_type, array.shape), BytesAttr(stored.tobytes()))
+
+
+def reassociation(groups: list[list[int]]) -> ArrayAttr:
+    """The `reassociation` property of `tensor.collapse_shape`/`expand_shape`."""
+    return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     TensorType,
     f32,
     i32,
@@ -91,9 +92,9 @@ class IRBuilder:
         if not any(low) and not any(high):
             return value
         element = value.type.element_type
-        body = Block(arg_types=[IndexType()] * len(low))
-        padding = arith.ConstantOp(FloatAttr(fill, element))
-        body.add_ops([padding, tensor.YieldOp(padding)])
+        scalar = IntegerAttr(int(fill), element) if isinstance(element, IntegerType) else FloatAttr(fill, element)
+        padding = self.insert(arith.ConstantOp(scalar))
+        body = Block([tensor.YieldOp(padding)], arg_types=[IndexType()] * len(low))
         shape = [d + lo + hi for d, lo, hi in zip(shape_of(value), low, high, strict=True)]
         return self.insert(tensor.PadOp(value, [], [], Region(body), low, high, TensorType(element, shape)))
 

@@ -17,6 +17,7 @@ from xdsl.dialects.linalg.ops import (
     MaxOp,
     MinOp,
     MulOp,
+    PoolingNchwMaxOp,
     SubOp,
     TransposeOp,
 )
@@ -240,6 +241,15 @@ class HostFunctions(InterpreterFunctions):
         source, init = args
         expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
         return (np.ascontiguousarray(np.broadcast_to(expanded, init.shape)),)
+
+    @impl(PoolingNchwMaxOp)
+    def run_pooling_max(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):
+        image, window, init = args
+        (sh, sw), (dh, dw) = op.strides.get_values(), op.dilations.get_values()
+        kh, kw = np.shape(window)
+        extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+        windows = np.lib.stride_tricks.sliding_window_view(image, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+        return result_of(op, np.maximum(init, windows.max(axis=(-2, -1))))
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):

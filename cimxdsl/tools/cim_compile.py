@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from cimxdsl.api import STAGES, CompiledModel, CompileError, compile
+from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
 from cimxdsl.frontend.onnx_importer import OnnxImportError, with_batch
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
@@ -113,7 +113,9 @@ def format_layers(layers: list[dict]) -> str:
 def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-compile", description=__doc__)
     parser.add_argument("model", help="an ONNX model")
-    parser.add_argument("--target", default="memristor", choices=["memristor"])
+    parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
+    parser.add_argument("--cores", type=int, help="PIM cores (--target pim; default: the device's)")
+    parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the device's)")
     parser.add_argument("--device", default="cinnamon", help="a device preset or TOML file (default: cinnamon)")
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
     parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
@@ -133,6 +135,9 @@ def main(args: Sequence[str] | None = None) -> None:
 
     def body() -> None:
         progress = Progress()
+        if options.target == "pim":
+            compile_pim_target(options)
+            return
         compile_options = dict(
             device=options.device,
             target=options.target,
@@ -199,6 +204,59 @@ def main(args: Sequence[str] | None = None) -> None:
             write_outputs(Path(options.output_dir), model, report, outputs)
 
     run_reporting_errors("cim-compile", body)
+
+
+def compile_pim_target(options) -> None:
+    """`--target pim`: per-core instructions in `-o DIR`, executed by the instruction-level validator."""
+    try:
+        model = compile_pim(
+            options.model,
+            device=options.device,
+            calibration=options.calibrate,
+            cores=options.cores,
+            crossbars_per_core=options.crossbars_per_core,
+            out_dir=options.output_dir,
+        )
+    except (CompileError, OnnxImportError, DeviceConfigError) as e:
+        raise UserError(str(e)) from None
+    names = model_inputs(onnx.load(options.model))
+    inputs = read_inputs(options.input, names, options.random_inputs, options.seed)
+    outputs = model(*inputs)
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    report = model.report()
+    golden = model.golden(*inputs)
+    exact = all(np.array_equal(a.reshape(b.shape), b) for a, b in zip(model.last_result.outputs, golden, strict=True))
+    for i, (x, y) in enumerate(zip(model.program.quantize(inputs), golden, strict=True)):
+        np.save(model.directory / f"input_{i}.npy", x)
+        np.save(model.directory / f"expected_{i}.npy", y)
+    print(f"model: {options.model}  target: pim  artifacts: {model.directory}")
+    print(
+        f"instruction-level execution {'equals' if exact else 'DIFFERS FROM'} the interpreted integer program "
+        f"(check again: cim-validate {model.directory} --input {model.directory}/input_0.npy "
+        f"--expect {model.directory}/expected_0.npy)"
+    )
+    for note in report["notes"]:
+        print(f"note: {note}")
+    with np.printoptions(threshold=20, edgeitems=3, linewidth=100, precision=4):
+        for i, output in enumerate(outputs):
+            print(f"output {i}: {output!r}")
+    if options.compare:
+        reference = onnxruntime_outputs(options.model, {n: x for (n, _), x in zip(names, inputs, strict=True)})
+        report["compare"] = c = comparison(outputs, reference)
+        print(
+            f"onnxruntime: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
+            f"top-1 agreement {c['top1_agreement']:.0%}"
+        )
+    print(
+        f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
+        f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"
+    )
+    counts = sorted(report["instruction_counts"].items(), key=lambda item: -item[1])
+    print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
+    times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())
+    print(f"compile time (s): {times}")
+    if options.report_json:
+        Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
 
 
 def write_outputs(directory: Path, model: CompiledModel, report: dict, outputs: list[np.ndarray]) -> None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -36,7 +35,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
-from cimxdsl.dialects.utils import dense_array, dense_attr
+from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
 
 
 def is_zero(value: SSAValue) -> bool:
@@ -60,10 +59,6 @@ def wrap_in_compute(rewriter: PatternRewriter, matched: Operation, body_ops: lis
     result = body_ops[-1].results[0]
     body = Block([*body_ops, cinm.YieldOp(result)])
     rewriter.replace(matched, cinm.ComputeOp([result.type], Region(body)))
-
-
-def reassociation(groups: list[list[int]]) -> ArrayAttr:
-    return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
 
 
 def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operation) -> tuple[list[Operation], SSAValue]:
