@@ -15,12 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.defs
 import onnx.reference
 from onnx import helper, numpy_helper, shape_inference, version_converter
 from xdsl.dialects import arith, func, math, tosa
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i1, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i1, i32, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from cimxdsl.dialects.utils import dense_attr
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 
 TARGET_OPSET = 17
@@ -89,8 +91,15 @@ def evaluate_node(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: 
         ],
         [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    return [np.asarray(v) for v in onnx.reference.ReferenceEvaluator(model).run(None, feeds)]
+    for version in (opset, onnx.defs.onnx_opset_version()):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
+        try:
+            return [np.asarray(v) for v in onnx.reference.ReferenceEvaluator(model).run(None, feeds)]
+        except RuntimeError as e:
+            # The reference has no implementation of this op at the model's opset: try the latest.
+            if "No implementation" not in str(e) or version != opset:
+                raise
+    raise AssertionError("unreachable")
 
 
 def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
@@ -136,6 +145,8 @@ class OnnxImporter:
             init.name: numpy_helper.to_array(init) for init in self.graph.initializer
         }
         self.values: dict[str, SSAValue] = {}
+        self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
+        """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
         self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
         fold_batch_norms(self.graph, self.constants)
 
@@ -167,6 +178,8 @@ class OnnxImporter:
         ):
             for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
                 self.constants[name] = value
+            if node.op_type == "DequantizeLinear":
+                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), attributes(node).get("axis", 1))
             return
         if node.op_type in SHAPE_ONLY and node.input[0] in self.values:
             shape = shape_of(self.values[node.input[0]])
@@ -192,8 +205,11 @@ class OnnxImporter:
             return self.values[name]
         if name in self.constants:
             array = self.constants[name]
-            element = f32 if array.dtype.kind == "f" else numpy_element_type(array.dtype)
+            element = f32 if array.dtype.kind == "f" or name in self.scale_hints else numpy_element_type(array.dtype)
             self.values[name] = self.ir.constant(array.astype(np.float32) if element == f32 else array, element)
+            if name in self.scale_hints:
+                scales, axis = self.scale_hints[name]
+                mark_scales(self.values[name], scales, axis % array.ndim)
             return self.values[name]
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 
@@ -232,8 +248,8 @@ ONNX_ELEMENT_TYPES = {
 
 def element_type(name: str, onnx_type: int) -> Attribute:
     """The MLIR element type of a graph input (floats are computed in f32)."""
-    if onnx_type in (onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
-        return f32
+    if onnx_type in (onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+        return f32  # 8-bit integers are held as float codes, exactly
     if onnx_type not in ONNX_ELEMENT_TYPES:
         dtype = onnx.TensorProto.DataType.Name(onnx_type)
         raise OnnxImportError(f"input '{name}' is {dtype}; supported inputs are float, int32, int64 and bool")
@@ -242,6 +258,17 @@ def element_type(name: str, onnx_type: int) -> Attribute:
 
 def numpy_element_type(dtype: np.dtype) -> Attribute:
     return {"i": {4: i32, 8: i64}.get(dtype.itemsize, i64), "b": i1}.get(dtype.kind, f32)
+
+
+SCALES_ATTRIBUTE = "cimxdsl.scales"
+"""On an op whose result is dequantized integers: their scales (and `cimxdsl.axis`), so that
+quantization reuses a quantized model's scales instead of calibrating."""
+
+
+def mark_scales(value: SSAValue, scales: np.ndarray, axis: int) -> None:
+    owner = value.owner
+    owner.attributes[SCALES_ATTRIBUTE] = dense_attr(np.asarray(scales, np.float32).reshape(-1), f32)
+    owner.attributes["cimxdsl.axis"] = IntegerAttr(axis, i64)
 
 
 def sanitize(name: str) -> str:
@@ -326,10 +353,17 @@ def conv_pads(node, attrs, spatial: tuple[int, int], kernel, strides, dilations)
 
 
 def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    image = im.input(node, 0)
+    result = convolution(im, node, attrs, im.input(node, 0), im.input(node, 1))
+    if len(node.input) > 2 and node.input[2]:
+        bias = im.ir.reshape(im.input(node, 2), (1, shape_of(result)[1], 1, 1))
+        result = im.ir.binary(arith.AddfOp, result, bias)
+    return [result]
+
+
+def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValue) -> SSAValue:
+    """An NCHW convolution with the node's padding, strides, dilations and groups."""
     if len(shape_of(image)) != 4:
-        raise OnnxImportError(f"Conv node '{node.name}': only 2-D convolutions (NCHW) are supported")
-    weights = im.input(node, 1)
+        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D convolutions (NCHW) are supported")
     f, c_group, kh, kw = shape_of(weights)
     strides = list(attrs.get("strides", [1, 1]))
     dilations = list(attrs.get("dilations", [1, 1]))
@@ -347,10 +381,7 @@ def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
             kernel = im.ir.slice(weights, [g * per_group, 0, 0, 0], [per_group, c_group, kh, kw])
             outputs.append(im.ir.conv(part, kernel, strides, dilations))
         result = im.ir.concat(outputs, 1)
-    if len(node.input) > 2 and node.input[2]:
-        bias = im.ir.reshape(im.input(node, 2), (1, f, 1, 1))
-        result = im.ir.binary(arith.AddfOp, result, bias)
-    return [result]
+    return result
 
 
 def elementwise(kind) -> Callable:
@@ -530,7 +561,139 @@ def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs.get("beta", 0.75)))]
 
 
+# ---- quantized ONNX ops: integer tensors are held as float codes (exact for 8-bit values) ---------
+
+
+def per_axis(im: OnnxImporter, values: np.ndarray | SSAValue, axis: int, rank: int) -> SSAValue:
+    """A per-tensor or per-`axis` parameter shaped to broadcast over rank `rank`."""
+    if isinstance(values, np.ndarray | np.generic | float | int):
+        return im.ir.constant(along_axis(values, axis, rank))
+    count = int(np.prod(shape_of(values)))
+    shape = [1] * rank
+    if count > 1:
+        shape[axis % rank] = count
+    return im.ir.reshape(values, shape)
+
+
+Parameter = np.ndarray | SSAValue | None
+"""A quantization parameter: a constant, a run-time value, or absent."""
+
+
+def dequantize(im: OnnxImporter, codes: SSAValue, scale: Parameter, zero: Parameter, axis: int = 1) -> SSAValue:
+    """`(q - zero) · scale`, marked with its scale when it is one constant."""
+    rank = len(shape_of(codes))
+    centered = codes if zero is None else im.ir.binary(arith.SubfOp, codes, per_axis(im, zero, axis, rank))
+    value = im.ir.binary(arith.MulfOp, centered, per_axis(im, scale, axis, rank))
+    if isinstance(scale, np.ndarray) and scale.size == 1:
+        mark_scales(value, scale, axis % rank)
+    return value
+
+
+def quantize(
+    im: OnnxImporter, x: SSAValue, scale: Parameter, zero: Parameter, dtype: np.dtype, axis: int = 1
+) -> SSAValue:
+    """`clip(round(x / scale) + zero)` to the range of the integer `dtype`."""
+    rank = len(shape_of(x))
+    scaled = im.ir.unary(math.RoundEvenOp, im.ir.binary(arith.DivfOp, x, per_axis(im, scale, axis, rank)))
+    shifted = scaled if zero is None else im.ir.binary(arith.AddfOp, scaled, per_axis(im, zero, axis, rank))
+    info = np.iinfo(dtype)
+    return im.ir.clamp(shifted, float(info.min), float(info.max))
+
+
+def parameter(im: OnnxImporter, node, index: int) -> Parameter:
+    name = node.input[index] if index < len(node.input) else ""
+    if not name:
+        return None
+    return im.constants[name] if name in im.constants else im.input(node, index)
+
+
+def zero_point_dtype(im: OnnxImporter, node, index: int) -> np.dtype:
+    """The integer type of a zero point (uint8 when absent), also for a run-time zero point."""
+    name = node.input[index] if index < len(node.input) else ""
+    if name in im.constants:
+        return im.constants[name].dtype
+    for info in im.graph.input:
+        if info.name == name:
+            return helper.tensor_dtype_to_np_dtype(info.type.tensor_type.elem_type)
+    return np.dtype(np.uint8)
+
+
+def import_quantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    dtype = zero_point_dtype(im, node, 2)
+    if dtype.kind not in "iu" or dtype.itemsize != 1:
+        raise OnnxImportError(f"QuantizeLinear node '{node.name}': only 8-bit integers are supported, not {dtype}")
+    x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
+    return [quantize(im, x, scale, zero, dtype, attrs.get("axis", 1))]
+
+
+def import_dequantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
+    return [dequantize(im, x, scale, zero, attrs.get("axis", 1))]
+
+
+def along_axis(values, axis: int, rank: int) -> np.ndarray:
+    """A per-tensor or per-`axis` parameter shaped to broadcast over rank `rank`."""
+    values = np.asarray(values, np.float64)
+    shape = [1] * rank
+    if values.size > 1:
+        shape[axis % rank] = values.size
+    return values.reshape(shape)
+
+
+def dequantized_operand(im: OnnxImporter, node, index: int, scale_index: int, axis: int) -> SSAValue:
+    """Input `index` of a QLinear op as floats; constant integer weights stay a (marked) constant."""
+    scale, zero = parameter(im, node, scale_index), parameter(im, node, scale_index + 1)
+    name = node.input[index]
+    if name not in im.constants or not all(isinstance(p, np.ndarray | None) for p in (scale, zero)):
+        return dequantize(im, im.input(node, index), scale, zero, axis)
+    codes = im.constants[name].astype(np.float64)
+    if zero is not None:
+        codes = codes - along_axis(zero, axis, codes.ndim)
+    value = im.ir.constant((codes * along_axis(scale, axis, codes.ndim)).astype(np.float32))
+    mark_scales(value, scale, axis % codes.ndim)
+    return value
+
+
+def import_qlinear_matmul(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    product = matmul(im, dequantized_operand(im, node, 0, 1, 1), dequantized_operand(im, node, 3, 4, 1), node)
+    return [quantize(im, product, parameter(im, node, 6), parameter(im, node, 7), zero_point_dtype(im, node, 7))]
+
+
+def import_qlinear_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = dequantized_operand(im, node, 0, 1, 1)
+    w = dequantized_operand(im, node, 3, 4, 0)
+    result = convolution(im, node, attrs, x, w)
+    if len(node.input) > 8 and node.input[8]:
+        bias_scale = np.asarray(im.constant(node, 1, "the scale"), np.float64) * np.asarray(
+            im.constant(node, 4, "the scale"), np.float64
+        )
+        bias = im.constant(node, 8, "the bias") * bias_scale
+        result = im.ir.binary(arith.AddfOp, result, im.ir.constant(bias.reshape(1, -1, 1, 1)))
+    return [quantize(im, result, parameter(im, node, 6), parameter(im, node, 7), zero_point_dtype(im, node, 7))]
+
+
+def integer_operand(im: OnnxImporter, node, index: int, zero_index: int, axis: int) -> SSAValue:
+    value = im.input(node, index)
+    zero = parameter(im, node, zero_index)
+    rank = len(shape_of(value))
+    return value if zero is None else im.ir.binary(arith.SubfOp, value, per_axis(im, zero, axis, rank))
+
+
+def import_matmul_integer(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [matmul(im, integer_operand(im, node, 0, 2, 0), integer_operand(im, node, 1, 3, -1), node)]
+
+
+def import_conv_integer(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [convolution(im, node, attrs, integer_operand(im, node, 0, 2, 1), integer_operand(im, node, 1, 3, 0))]
+
+
 HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue]]] = {
+    "QuantizeLinear": import_quantize_linear,
+    "DequantizeLinear": import_dequantize_linear,
+    "QLinearMatMul": import_qlinear_matmul,
+    "QLinearConv": import_qlinear_conv,
+    "MatMulInteger": import_matmul_integer,
+    "ConvInteger": import_conv_integer,
     "MatMul": import_matmul,
     "Gemm": import_gemm,
     "Conv": import_conv,

@@ -27,6 +27,7 @@ from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.utils import dense_array, dense_attr
+from cimxdsl.frontend.onnx_importer import SCALES_ATTRIBUTE
 from cimxdsl.interpreters import run
 
 Product = MatmulOp | Conv2DNchwFchwOp
@@ -88,17 +89,37 @@ def weight_scales(weights: np.ndarray, axis: int, bits: int) -> np.ndarray:
     return np.maximum(peak, 1e-12) / (2 ** (bits - 1) - 1)
 
 
+def given_scales(value: SSAValue, axis: int, size: int) -> np.ndarray | None:
+    """The scales a quantized ONNX model gave `value` (see `mark_scales`), along `axis`, if any."""
+    owner = value.owner
+    scales = owner.attributes.get(SCALES_ATTRIBUTE) if isinstance(owner, Operation) else None
+    if scales is None:
+        return None
+    values = dense_array(scales).astype(np.float64)
+    if values.size == 1:
+        return np.full(size, values[0])
+    if owner.attributes["cimxdsl.axis"].value.data != axis or values.size != size:
+        return None
+    return values
+
+
 def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int) -> None:
-    """Replace `op` by quantize → integer product → dequantize (→ + the original `outs`)."""
+    """Replace `op` by quantize → integer product → dequantize (→ + the original `outs`). With
+    8-bit codes, the scales of a quantized ONNX model are kept; others come from the weights and
+    the calibration."""
     weights = weights_of(op)
     assert weights is not None
     channel_axis = 1 if isinstance(op, MatmulOp) else 0
-    w_scales = weight_scales(weights, channel_axis, weight_bits)
+    given = given_scales(op.inputs[1], channel_axis, weights.shape[channel_axis]) if weight_bits == 8 else None
+    w_scales = weight_scales(weights, channel_axis, weight_bits) if given is None else given
     shape = [1] * weights.ndim
     shape[channel_axis] = -1
     limit = 2 ** (weight_bits - 1) - 1
     codes = np.clip(np.rint(weights / w_scales.reshape(shape)), -limit, limit)
     x_scale, signed = activation_scale(seen, input_bits)
+    given_input = given_scales(op.inputs[0], 0, 1) if input_bits == 8 else None
+    if given_input is not None:
+        x_scale = float(given_input[0])
 
     image, (init,) = op.inputs[0], op.outputs
     result_type = op.res[0].type

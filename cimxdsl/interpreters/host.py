@@ -77,6 +77,7 @@ _UNARY = {
     math.ExpOp: np.exp,
     math.TanhOp: np.tanh,
     math.SqrtOp: np.sqrt,
+    math.RoundEvenOp: np.rint,
     math.AbsFOp: np.abs,
     tosa.ReciprocalOp: np.reciprocal,
 }

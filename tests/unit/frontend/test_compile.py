@@ -29,7 +29,9 @@ def test_exact_mode_matches_onnxruntime_through_the_whole_flow():
     x = np.random.default_rng(2).normal(size=(1, 3, 10, 10)).astype(np.float32)
     np.testing.assert_allclose(compiled(x), reference(model, x)[0], rtol=1e-4, atol=1e-6)
     for stage in ("import", "cinm", "cim", "schedule", "memristor"):
-        np.testing.assert_allclose(compiled.run(x, stage=stage).outputs[0], reference(model, x)[0], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(
+            compiled.run(x, stage=stage).outputs[0], reference(model, x)[0], rtol=1e-4, atol=1e-6
+        )
 
 
 def test_int8_digits_demo_stays_within_one_point_of_float_on_an_ideal_device():
@@ -62,9 +64,7 @@ def test_save_and_load_give_the_same_outputs(tmp_path):
 
 
 def test_unsupported_op_names_the_op_type_and_the_node():
-    model = make_model(
-        [helper.make_node("Erf", ["x"], ["y"], name="the_erf")], [("x", [2, 3])], [("y", [2, 3])], {}
-    )
+    model = make_model([helper.make_node("Erf", ["x"], ["y"], name="the_erf")], [("x", [2, 3])], [("y", [2, 3])], {})
     with pytest.raises(OnnxImportError, match=r"^unsupported ONNX op 'Erf' \(node 'the_erf'\); supported: .*Conv"):
         import_onnx(model)
 
@@ -87,3 +87,35 @@ def test_bad_options_are_clear():
         cimxdsl.compile(small_cnn(), device="isaac", mode="exact")
     with pytest.raises(CompileError, match=r"crossbars must be in 1\.\.16"):
         cimxdsl.compile(small_cnn(), device="cinnamon", crossbars=99)
+
+
+def test_qdq_model_keeps_its_scales():
+    """A QDQ model (QuantizeLinear/DequantizeLinear around a MatMul) compiles to integer products
+    with the model's own scales: the crossbar result equals onnxruntime's exactly."""
+    rng = np.random.default_rng(7)
+    codes = rng.integers(-127, 128, (16, 8)).astype(np.int8)
+    w_scale = np.float32(0.02)
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wd"]),
+        helper.make_node("MatMul", ["xd", "wd"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4, 8])],
+        [
+            onnx.numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+            onnx.numpy_helper.from_array(np.array(0, np.int8), "xz"),
+            onnx.numpy_helper.from_array(codes, "wq"),
+            onnx.numpy_helper.from_array(w_scale, "ws"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    x = rng.normal(size=(4, 16)).astype(np.float32)
+    compiled = cimxdsl.compile(model, device="ideal", calibration=rng.normal(size=(3, 4, 16)).astype(np.float32))
+    assert "cinm.op.quantize" in compiled.mlir("quantize")
+    np.testing.assert_allclose(compiled(x), reference(model, x)[0], rtol=1e-5, atol=1e-6)

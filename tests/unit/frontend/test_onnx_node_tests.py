@@ -10,13 +10,14 @@ from cimxdsl.onnx_backend import CimBackend
 SUPPORTED = (
     "matmul|gemm|conv|relu|leakyrelu|clip|sigmoid|tanh|add|sub|mul|div|sum|maxpool|averagepool|"
     "globalaveragepool|batchnorm|concat|reshape|flatten|transpose|squeeze|unsqueeze|softmax|dropout|"
-    "identity|lrn|pad|constant|shape"
+    "identity|lrn|pad|constant|shape|quantizelinear|dequantizelinear|qlinearconv|qlinearmatmul|matmulinteger|"
+    "convinteger"
 )
 
 # Variants outside what the importer supports, each with the reason.
 UNSUPPORTED = {
     r"_expanded": "function-expanded variants use other ops (Where, Cast, ReduceMax, ...)",
-    r"_u?int(8|16|32|64)": "integer tensors: models compute in float (quantization makes the integers)",
+    r"(add|sub|mul|div|clip|maxpool.*)_u?int(8|16|32|64)": "integer arithmetic (models compute in float)",
     r"pool_(1d|3d)": "only 2-D pooling",
     r"pool_.*dilations": "pooling with dilations",
     r"maxpool_with_argmax": "the argmax output",
@@ -24,6 +25,7 @@ UNSUPPORTED = {
     r"^test_constant_pad": "pads given as a run-time input",
     r"dropout_default_mask": "the dropout mask output",
     r"identity_(opt|sequence)": "optional and sequence types",
+    r"quantizelinear_(blocked|e4m3|e5m2|float4|u?int(2|4|16))": "blocked and non-8-bit quantization",
 }
 
 INCLUDED = re.compile(rf"^test_({SUPPORTED})(_.*)?_cpu$")
