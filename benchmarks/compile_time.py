@@ -14,8 +14,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import cimxdsl  # noqa: E402
-from benchmarks.model_zoo import MODELS  # noqa: E402
+import cimxdsl
+from benchmarks.model_zoo import MODELS
 
 
 def peak_memory_mib() -> float:

@@ -55,7 +55,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from cimxdsl.dialects.utils import is_accumulator_type
+from cimxdsl.dialects.utils import is_accumulator_type, verify_yielded
 
 NOTILE = "cinm.notile"
 """Unit attribute marking a cinm op the tiler must leave alone."""
@@ -161,16 +161,7 @@ class ComputeOp(IRDLOperation):
         super().__init__(result_types=[result_types], regions=[body])
 
     def verify_(self) -> None:
-        terminator = self.body.block.last_op
-        if not isinstance(terminator, YieldOp):
-            raise VerifyException("'cinm.compute' body must end with 'cinm.yield'")
-        yielded = tuple(v.type for v in terminator.values)
-        produced = tuple(r.type for r in self.results)
-        if yielded != produced:
-            raise VerifyException(
-                f"'cinm.compute' yields ({', '.join(map(str, yielded))}) but has results "
-                f"({', '.join(map(str, produced))})"
-            )
+        verify_yielded(self, YieldOp, self.results)
 
 
 @irdl_op_definition

@@ -66,7 +66,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type
+from cimxdsl.dialects.utils import is_accumulator_type, verify_yielded
 
 SpatTensor = base(TensorType) | base(MemRefType)
 """Spatial ops work on tensors and, after bufferization, on memrefs (RAPTOR's `SpatTensor`)."""
@@ -390,16 +390,7 @@ class ComputeOp(IRDLOperation):
                 raise VerifyException(
                     f"'spat.compute' body argument {i} has type {arg.type} but its operand has type {operand.type}"
                 )
-        terminator = block.last_op
-        if not isinstance(terminator, YieldOp):
-            raise VerifyException("'spat.compute' body must end with 'spat.yield'")
-        yielded = tuple(v.type for v in terminator.values)
-        produced = tuple(r.type for r in self.outputs)
-        if yielded != produced:
-            raise VerifyException(
-                f"'spat.compute' yields ({', '.join(map(str, yielded))}) but has results "
-                f"({', '.join(map(str, produced))})"
-            )
+        verify_yielded(self, YieldOp, self.outputs)
 
 
 @irdl_op_definition

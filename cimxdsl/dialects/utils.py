@@ -1,6 +1,8 @@
 """Helpers shared by the cimxdsl dialects, passes and interpreters: element types and constants as
 NumPy arrays (weights stay arrays; they are never expanded into Python lists)."""
 
+from collections.abc import Sequence
+
 import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -12,7 +14,8 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 
 def is_accumulator_type(operand_type: Attribute, result_type: Attribute) -> bool:
@@ -70,3 +73,16 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
 def reassociation(groups: list[list[int]]) -> ArrayAttr:
     """The `reassociation` property of `tensor.collapse_shape`/`expand_shape`."""
     return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
+
+
+def verify_yielded(op: Operation, terminator_type: type[Operation], results: Sequence[SSAValue]) -> None:
+    """`op`'s single-block body ends with a `terminator_type` yielding values of `results`' types."""
+    terminator = op.regions[0].block.last_op
+    if not isinstance(terminator, terminator_type):
+        raise VerifyException(f"'{op.name}' body must end with '{terminator_type.name}'")
+    yielded = tuple(v.type for v in terminator.operands)
+    produced = tuple(r.type for r in results)
+    if yielded != produced:
+        raise VerifyException(
+            f"'{op.name}' yields ({', '.join(map(str, yielded))}) but has results ({', '.join(map(str, produced))})"
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from cimxdsl.transforms.scheduling.framework import (
     DependencyGraph,
     DependencyNode,
@@ -12,21 +14,30 @@ from cimxdsl.transforms.scheduling.framework import (
 )
 
 
+def first_fit_steps(
+    graph: DependencyGraph,
+    resources: Sequence[R],
+    waits_for: Callable[[DependencyNode], Sequence[DependencyNode]],
+    step: int,
+) -> Schedule[R]:
+    """Cinnamon's stepping: in each step (0, then 0 + `step`, ...), walk the graph in list order; a
+    node whose `waits_for` nodes are all scheduled in earlier steps takes the next free resource of
+    this step (first fit, from resource 0 again in every step) until none is left."""
+    schedule: Schedule[R] = []
+    scheduled = set[DependencyNode]()
+    time = 0
+    while len(scheduled) < len(graph):
+        ready = [node for node in graph if node not in scheduled and all(d in scheduled for d in waits_for(node))]
+        this_step = ready[: len(resources)]
+        for resource, node in zip(resources, this_step):
+            schedule.append(ScheduledOperation(node.operation, resource, time, time))
+        scheduled.update(this_step)
+        time += step
+    return schedule
+
+
 class AsapScheduler(SchedulingStrategy[R]):
-    """Step by step from 0, walk the graph in list order; a node whose dependencies are all scheduled
-    in earlier steps takes the next free resource of this step (first fit, from resource 0 again in
-    every step) until none is left; the rest waits for a later step."""
+    """Schedules a node as soon as its dependencies have run."""
 
     def schedule(self, graph: DependencyGraph) -> Schedule[R]:
-        schedule: Schedule[R] = []
-        scheduled = set[DependencyNode]()
-        time = 0
-        while len(scheduled) < len(graph):
-            this_step = [
-                node for node in graph if node not in scheduled and all(d in scheduled for d in node.dependencies)
-            ][: len(self.resources)]
-            for resource, node in zip(self.resources, this_step):
-                schedule.append(ScheduledOperation(node.operation, resource, time, time))
-            scheduled.update(this_step)
-            time += 1
-        return schedule
+        return first_fit_steps(graph, self.resources, lambda node: node.dependencies, 1)
