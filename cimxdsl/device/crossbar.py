@@ -186,7 +186,7 @@ def _weight_array(weights: np.ndarray, config: DeviceConfig) -> np.ndarray:
                 f"float weights need an exact device (lossless ADC, no noise); '{config.name}' is "
                 "not: quantize to integers first"
             )
-        return np.array(w, dtype=np.float64)
+        return np.array(w, dtype=np.result_type(w.dtype, np.float32))
     if w.dtype.kind not in "biu":
         raise ValueError(f"crossbar weights must be integers, got dtype {w.dtype}")
     low, high = _weight_range(w, config)
