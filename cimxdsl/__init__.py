@@ -16,3 +16,10 @@ def load(path):
     from cimxdsl.api import load as load_model
 
     return load_model(path)
+
+
+def explore(*args, **kwargs):
+    """See `cimxdsl.explore.explore`."""
+    from cimxdsl.explore import explore as run_sweep
+
+    return run_sweep(*args, **kwargs)

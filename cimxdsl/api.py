@@ -283,9 +283,9 @@ def compile(
         bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
         module = stage("quantize", lambda: quantize(module, samples, **bits))
     rows, columns = config.tile_shape
-    schedule = f"schedule-{strategy}" + (
-        f"{{device={device}}}" if strategy == "list" and isinstance(device, str) else ""
-    )
+    schedule = f"schedule-{strategy}"
+    if strategy == "list":
+        schedule += f'{{device="{device_file(device, config)}"}}'
     for name, spec in (
         ("cinm", "linalg-to-cinm"),
         ("tile", f"tile{{rows={rows} cols={columns}}}"),
@@ -298,6 +298,18 @@ def compile(
     options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
     stages["func"] = module
     return CompiledModel(stages, config, options, notes, seconds)
+
+
+def device_file(device: str | Path | DeviceConfig, config: DeviceConfig) -> str | Path:
+    """A preset name or TOML file for pass options: a `DeviceConfig` object is written to one."""
+    if not isinstance(device, DeviceConfig):
+        return device
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="cimxdsl-device-", suffix=".toml")
+    with open(handle, "w") as file:
+        file.write(config.to_toml())
+    return path
 
 
 def apply_passes(module: ModuleOp, spec: str) -> ModuleOp:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import math
 import numbers
 import tomllib
@@ -125,7 +126,7 @@ class DeviceConfig:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, _check_field(f.name, getattr(self, f.name)))
+            object.__setattr__(self, f.name, check_field(f.name, getattr(self, f.name)))
         if self.stuck_on_rate + self.stuck_off_rate > 1:
             raise DeviceConfigError(
                 "'stuck_on_rate' + 'stuck_off_rate' must be at most 1, "
@@ -141,7 +142,7 @@ class DeviceConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeviceConfig:
         """Build from a (possibly grouped) dict; `preset = "name"` starts from that preset."""
-        flat = _flatten(data)
+        flat = flatten(data)
         base_name = flat.pop("preset", None)
         base = cls() if base_name is None else preset(base_name)
         return base.replace(**flat)
@@ -164,6 +165,20 @@ class DeviceConfig:
     def to_dict(self) -> dict[str, Any]:
         """All fields as a flat plain dict (round-trips through `from_dict`)."""
         return dataclasses.asdict(self)
+
+    def to_toml(self) -> str:
+        """All fields as a flat TOML document (round-trips through `from_toml`)."""
+        lines = []
+        for key, value in self.to_dict().items():
+            text = (
+                json.dumps(value)
+                if isinstance(value, str)
+                else str(value).lower()
+                if isinstance(value, bool)
+                else repr(value)
+            )
+            lines.append(f"{key} = {text}")
+        return "\n".join(lines) + "\n"
 
     # ---- derived quantities -------------------------------------------------------------------
     @property
@@ -242,7 +257,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_field(key: str, value: Any) -> Any:
+def check_field(key: str, value: Any) -> Any:
     """Validate one field and return it normalised (ints to float for float fields)."""
 
     def bad(expected: str) -> DeviceConfigError:
@@ -283,7 +298,7 @@ def _check_field(key: str, value: Any) -> Any:
     return float(value)
 
 
-def _flatten(data: Any) -> dict[str, Any]:
+def flatten(data: Any) -> dict[str, Any]:
     """Merge the known group tables into one flat dict; reject unknown tables and duplicates."""
     if not isinstance(data, dict):
         raise DeviceConfigError(f"expected a table of keys, got {type(data).__name__}")

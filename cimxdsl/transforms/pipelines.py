@@ -20,13 +20,11 @@ class MemristorPipelinePass(ModulePass):
     strategy: str = "list"
 
     def passes(self) -> str:
-        schedule = f"schedule-{self.strategy}" + (
-            "{" + f"device={self.device}" + "}" if self.strategy == "list" else ""
-        )
+        schedule = f"schedule-{self.strategy}" + (f'{{device="{self.device}"}}' if self.strategy == "list" else "")
         return ",".join(
             [
                 "linalg-to-cinm",
-                f"tile{{device={self.device}}}",
+                f'tile{{device="{self.device}"}}',
                 f"cinm-to-cim{{crossbars={self.crossbars}}}",
                 schedule,
                 "cim-to-memristor",

@@ -1,0 +1,80 @@
+"""Design-space exploration: accuracy, latency and energy of a model over device parameters.
+
+    import cimxdsl.explore
+    results = cimxdsl.explore("examples/sweep_digits.toml", out_dir="out", jobs=2)
+    results.summary          # one dict per point: accuracy mean/std over seeds, agreement, costs
+    results.rows             # one dict per (point, seed)
+    results.pareto           # the energy/accuracy Pareto front
+
+The sweep format is documented in `cimxdsl.explore.sweep` and `docs/dse.md`. The package is callable
+(`cimxdsl.explore(...)` is `cimxdsl.explore.explore(...)`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+from cimxdsl.explore.results import ExploreResults
+from cimxdsl.explore.sweep import Sweep, SweepError, load_sweep
+
+__all__ = ["ExploreResults", "Sweep", "SweepError", "explore", "load_sweep"]
+
+
+def explore(
+    sweep: dict | str | Path | Sweep,
+    out_dir: str | Path | None = None,
+    jobs: int = 1,
+    scheduler=None,
+    progress: Callable[[int, int], None] | None = None,
+    plots: bool = True,
+) -> ExploreResults:
+    """Run a sweep (a TOML path or a dict of the same shape) and return its results.
+
+    `jobs` > 1 runs points in that many local processes; `scheduler` (a Dask scheduler address such
+    as "tcp://host:8786", or a `distributed.Client`) runs them on a Dask cluster. The results are
+    the same either way. With `out_dir`, results.csv, results.json and (with `plots`) PNG figures
+    are written there. `progress(done, total)` is called as points finish.
+    """
+    from cimxdsl.explore.execution import run_points
+    from cimxdsl.explore.runner import expand_points, prepare_context
+
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    start = time.perf_counter()
+    sweep = load_sweep(sweep)
+    context = prepare_context(sweep)
+    points = expand_points(sweep)
+    per_point = run_points(context, points, jobs=jobs, scheduler=scheduler, progress=progress)
+    float_accuracy = float((context.reference == context.labels).mean())
+    if scheduler is not None:
+        address = getattr(getattr(scheduler, "scheduler", None), "address", None)  # a Client's
+        execution = {"execution": "dask", "scheduler": address or str(scheduler)}
+    elif jobs > 1:
+        execution = {"execution": "processes", "jobs": jobs}
+    else:
+        execution = {"execution": "serial"}
+    results = ExploreResults(
+        sweep=sweep,
+        points=points,
+        rows=[row for rows in per_point for row in rows],
+        float_accuracy=float_accuracy,
+        images=len(context.labels),
+        run={**execution, "seconds": round(time.perf_counter() - start, 3)},
+    )
+    if out_dir is not None:
+        results.write(out_dir, plots=plots)
+    return results
+
+
+class _CallableModule(types.ModuleType):
+    """Lets `cimxdsl.explore(...)` call `explore` although `cimxdsl.explore` is this package."""
+
+    def __call__(self, *args, **kwargs) -> ExploreResults:
+        return explore(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,210 @@
+"""Results of a sweep: rows per (point, seed), a summary per point, the Pareto front, CSV and JSON.
+
+`results.csv` and the `rows` of `results.json` hold one row per (point, seed index) and depend only
+on the sweep (not on how or where it ran); timing goes to the JSON's `run` section only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cimxdsl.device import COMPONENTS
+from cimxdsl.explore.runner import COUNTS, METRICS, Point
+from cimxdsl.explore.sweep import Sweep
+
+FORMAT_VERSION = 1
+IDENTITY = ("point", "seed_index", "device_seed", "program")
+
+
+@dataclass
+class ExploreResults:
+    """What `explore` returns: the sweep, its points, one row per (point, seed) and a summary."""
+
+    sweep: Sweep
+    points: list[Point]
+    rows: list[dict]
+    float_accuracy: float
+    images: int
+    run: dict = field(default_factory=dict)
+    """How it ran: execution mode, workers, wall-clock seconds (not part of the results proper)."""
+
+    def __post_init__(self) -> None:
+        self.summary = summarize(self.points, self.rows)
+        front = set(pareto_front(self.summary))
+        for entry in self.summary:
+            entry["pareto"] = entry["point"] in front
+        for row in self.rows:
+            row["pareto"] = row["point"] in front
+
+    # ---- views ----------------------------------------------------------------------------------
+    @property
+    def columns(self) -> list[str]:
+        return [*IDENTITY, *self.sweep.swept_fields, "status", "error", *METRICS, "pareto"]
+
+    @property
+    def pareto(self) -> list[dict]:
+        """Summaries of the points on the energy/accuracy Pareto front, cheapest first."""
+        front = [s for s in self.summary if s["pareto"]]
+        return sorted(front, key=lambda s: s["energy_per_image_pj"])
+
+    @property
+    def failed(self) -> list[dict]:
+        return [s for s in self.summary if s["status"] == "error"]
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, self.columns, lineterminator="\n")
+        writer.writeheader()
+        for row in self.rows:
+            writer.writerow({k: csv_value(row.get(k)) for k in self.columns})
+        return out.getvalue()
+
+    def to_dict(self) -> dict:
+        sweep = self.sweep
+        return {
+            "format": "cimxdsl-explore-results",
+            "version": FORMAT_VERSION,
+            "sweep": {
+                "name": sweep.name,
+                "model": str(sweep.model),
+                "data": str(sweep.data),
+                "images": self.images,
+                "mode": sweep.mode,
+                "strategy": sweep.strategy,
+                "grid": sweep.grid,
+                "seeds": sweep.seeds,
+                "seed": sweep.seed,
+                "base_device": sweep.base.to_dict(),
+                "axes": [
+                    {"name": a.name, "fields": list(a.fields), "values": [list(v) for v in a.values]}
+                    for a in sweep.axes
+                ],
+                "cost": vars(sweep.cost),
+            },
+            "float_accuracy": self.float_accuracy,
+            "programs": len({p.program for p in self.points}),
+            "columns": self.columns,
+            "rows": [clean(row) for row in self.rows],
+            "points": [clean(entry) for entry in self.summary],
+            "pareto": [entry["point"] for entry in self.pareto],
+            "run": self.run,
+        }
+
+    def write(self, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
+        """Write results.csv, results.json and (with `plots`) the PNG figures; returns the paths."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = {"csv": out / "results.csv", "json": out / "results.json"}
+        written["csv"].write_text(self.csv())
+        written["json"].write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        if plots:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise RuntimeError(
+                    "plots need matplotlib: pip install 'cimxdsl[explore]' (or skip them with --no-plots)"
+                ) from None
+            from cimxdsl.explore.plots import write_plots
+
+            written.update(write_plots(self, out))
+        return written
+
+    def table(self) -> str:
+        """A plain-text summary: one line per point."""
+        head = ["point", "settings", "accuracy %", "agreement %", "energy/image nJ", "latency us", "pareto"]
+        lines = [head]
+        for s in self.summary:
+            if s["status"] == "error":
+                lines.append([str(s["point"]), s["label"], "error: " + s["error"], "", "", "", ""])
+                continue
+            spread = f" ± {100 * s['accuracy_std']:.2f}" if s["runs"] > 1 else ""
+            lines.append(
+                [
+                    str(s["point"]),
+                    s["label"],
+                    f"{100 * s['accuracy_mean']:.2f}{spread}",
+                    f"{100 * s['agreement_mean']:.2f}",
+                    f"{s['energy_per_image_pj'] / 1e3:.4g}",
+                    f"{s['latency_ns'] / 1e3:.4g}",
+                    "*" if s["pareto"] else "",
+                ]
+            )
+        fitted = [line for line in lines if not line[2].startswith("error: ")]
+        widths = [max(len(line[i]) for line in fitted) for i in range(len(head))]
+        return "\n".join(
+            "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+        )
+
+
+# ---- summaries -------------------------------------------------------------------------------------
+def summarize(points: list[Point], rows: list[dict]) -> list[dict]:
+    """Per point: accuracy and agreement mean/std/min/max over its seeds (population std), and the
+    mean of the costs (which do not depend on the seed)."""
+    by_point: dict[int, list[dict]] = {p.index: [] for p in points}
+    for row in rows:
+        by_point[row["point"]].append(row)
+    summary = []
+    for point in points:
+        ok = [r for r in by_point[point.index] if r["status"] == "ok"]
+        entry: dict[str, Any] = {
+            "point": point.index,
+            "label": point.label,
+            "axes": list(point.axes),
+            "program": point.program,
+            **point.values,
+            "runs": len(ok),
+        }
+        if not ok:
+            errors = [r["error"] for r in by_point[point.index]]
+            entry.update(status="error", error=errors[0] if errors else "no result")
+            summary.append(entry)
+            continue
+        entry.update(status="ok", error="")
+        for metric in ("accuracy", "agreement"):
+            values = np.array([r[metric] for r in ok])
+            entry.update(
+                {
+                    f"{metric}_mean": float(values.mean()),
+                    f"{metric}_std": float(values.std()),
+                    f"{metric}_min": float(values.min()),
+                    f"{metric}_max": float(values.max()),
+                }
+            )
+        for metric in ("latency_ns", "energy_pj", "energy_per_image_pj", *(f"energy_{c}_pj" for c in COMPONENTS)):
+            entry[metric] = float(np.mean([r[metric] for r in ok]))
+        for count in COUNTS:
+            entry[count] = int(ok[0][count])
+        summary.append(entry)
+    return summary
+
+
+def pareto_front(summary: list[dict]) -> list[int]:
+    """Points no other point beats on both energy per image (lower) and mean accuracy (higher)."""
+    ok = [s for s in summary if s["status"] == "ok"]
+    ok.sort(key=lambda s: (s["energy_per_image_pj"], -s["accuracy_mean"], s["point"]))
+    front, best = [], -math.inf
+    for entry in ok:
+        if entry["accuracy_mean"] > best:
+            front.append(entry["point"])
+            best = entry["accuracy_mean"]
+    return front
+
+
+def csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return value
+
+
+def clean(entry: dict) -> dict:
+    return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in entry.items()}

@@ -1,0 +1,364 @@
+"""Points of a sweep and their evaluation.
+
+A sweep expands into `Point`s (settings of the swept device fields). Points that agree on the fields
+that shape the compiled program (`COMPILE_FIELDS`: quantization bits and tiling) share one program:
+it is compiled once per process for the whole data set (`batch = len(data set)`) and every point of
+the group runs it on its own `Device`. Each (point, seed index) gets a device seed derived from the
+base seed, the point's settings and the seed index alone, so results do not depend on the order or
+the place (process, Dask worker) in which points run.
+
+`evaluate_point` never raises for a bad point: the error is recorded in the point's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from cimxdsl.device import COMPONENTS, Device, DeviceConfig
+from cimxdsl.explore.sweep import COMPILE_FIELDS, CostModel, Sweep, SweepError
+
+CALIBRATION_EXAMPLES = 64
+COUNTS = ("writes", "cells_written", "mvms", "input_slices", "array_reads", "dac_activations", "adc_conversions")
+METRICS = (
+    "accuracy",
+    "agreement",
+    "latency_ns",
+    "energy_pj",
+    "energy_per_image_pj",
+    *(f"energy_{c}_pj" for c in COMPONENTS),
+    *COUNTS,
+)
+"""Columns of a row besides the point's identity and settings (see `evaluate_point`)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of the swept fields."""
+
+    index: int
+    settings: tuple[tuple[str, Any], ...]
+    """(field, value) for every swept field, in the sweep's axis order."""
+    axes: tuple[str, ...]
+    """The axes this point lies on: all of them in a product grid, its own axis in an `each` grid."""
+    program: int
+    """Which compiled program it runs (points with equal `COMPILE_FIELDS` share one)."""
+    label: str
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a worker needs to evaluate points (picklable; shipped once per process or worker)."""
+
+    token: str
+    """A digest of the model, data and options: the key of the per-process program cache."""
+    model: bytes
+    inputs: np.ndarray
+    labels: np.ndarray
+    calibration: np.ndarray
+    reference: np.ndarray
+    """The float model's top-1 predictions on `inputs`."""
+    mode: str
+    strategy: str
+    base: DeviceConfig
+    cost: CostModel
+    seeds: int
+    seed: int
+
+
+# ---- points -------------------------------------------------------------------------------------
+def expand_points(sweep: Sweep) -> list[Point]:
+    """The sweep's points: the product of the axes, or each axis alone from the base device
+    (identical configurations merged)."""
+    base = {f: getattr(sweep.base, f) for f in sweep.swept_fields}
+    found: dict[tuple, tuple[list[str], str]] = {}
+    if sweep.grid == "product":
+        for steps in itertools.product(*(range(len(axis)) for axis in sweep.axes)):
+            settings = dict(base)
+            for axis, step in zip(sweep.axes, steps, strict=True):
+                settings.update(axis.settings(step))
+            label = ", ".join(f"{f}={format_value(v)}" for f, v in settings.items())
+            found[tuple(settings.items())] = ([axis.name for axis in sweep.axes], label)
+    else:
+        for axis in sweep.axes:
+            for step in range(len(axis)):
+                settings = {**base, **axis.settings(step)}
+                key = tuple(settings.items())
+                label = ", ".join(f"{f}={format_value(v)}" for f, v in axis.settings(step).items())
+                if key in found:
+                    found[key][0].append(axis.name)
+                else:
+                    found[key] = ([axis.name], label)
+    programs: dict[tuple, int] = {}
+    points = []
+    for index, (settings, (axes, label)) in enumerate(found.items()):
+        program = programs.setdefault(compile_key(sweep.base, dict(settings)), len(programs))
+        points.append(Point(index, settings, tuple(axes), program, label))
+    return points
+
+
+def compile_key(base: DeviceConfig, settings: dict[str, Any]) -> tuple:
+    return tuple(settings.get(f, getattr(base, f)) for f in COMPILE_FIELDS)
+
+
+def format_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def device_seed(base_seed: int, settings: tuple[tuple[str, Any], ...], seed_index: int) -> int:
+    """A 32-bit device seed from the base seed, the point's settings and the seed index (stable
+    across processes and machines: no Python `hash`)."""
+    text = json.dumps([base_seed, [[f, v] for f, v in settings], seed_index])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+def is_random(config: DeviceConfig) -> bool:
+    """Whether runs with different seeds can differ (programming/read noise or stuck cells)."""
+    return bool(config.prog_noise or config.read_noise or config.stuck_on_rate or config.stuck_off_rate)
+
+
+# ---- context --------------------------------------------------------------------------------------
+def prepare_context(sweep: Sweep) -> Context:
+    """Read the model and data, run the float model once, and bundle them for the workers."""
+    model = sweep.model.read_bytes()
+    try:
+        onnx_model = onnx.load_from_string(model)
+    except Exception as e:  # onnx raises DecodeError and others for corrupt files
+        raise SweepError(f"'model': '{sweep.model}' is not a valid ONNX model ({type(e).__name__})") from None
+    inputs, labels, stored_calibration = read_dataset(sweep.data)
+    if sweep.limit is not None:
+        inputs, labels = inputs[: sweep.limit], labels[: sweep.limit]
+    if sweep.calibration is not None:
+        calibration = read_dataset(sweep.calibration, need_labels=False)[2]
+        if calibration is None:
+            raise SweepError(f"'calibration': '{sweep.calibration}' has no array 'calibration' or 'inputs'")
+    else:
+        calibration = stored_calibration if stored_calibration is not None else inputs[:CALIBRATION_EXAMPLES]
+    check_input_shape(onnx_model, inputs)
+    reference = float_predictions(onnx_model, inputs)
+    digest = hashlib.sha256(model)
+    for array in (inputs, labels, calibration):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(json.dumps([sweep.mode, sweep.strategy, sweep.base.to_dict()]).encode())
+    return Context(
+        token=digest.hexdigest()[:16],
+        model=model,
+        inputs=inputs,
+        labels=labels,
+        calibration=calibration.astype(np.float32),
+        reference=reference,
+        mode=sweep.mode,
+        strategy=sweep.strategy,
+        base=sweep.base,
+        cost=sweep.cost,
+        seeds=sweep.seeds,
+        seed=sweep.seed,
+    )
+
+
+def read_dataset(path: Path, need_labels: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """`inputs`, `labels` and (if present) `calibration` of an .npz; for a calibration file only the
+    latter (or its `inputs`) is needed."""
+    key = "data" if need_labels else "calibration"
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as e:
+        raise SweepError(f"'{key}': cannot read '{path}': {e}") from None
+    if not need_labels:
+        calibration = arrays.get("calibration", arrays.get("inputs"))
+        return np.empty(0), np.empty(0), None if calibration is None else calibration.astype(np.float32)
+    for name in ("inputs", "labels"):
+        if name not in arrays:
+            raise SweepError(f"'data': '{path}' has no array '{name}' (it has: {', '.join(arrays) or 'none'})")
+    inputs, labels = arrays["inputs"].astype(np.float32), np.asarray(arrays["labels"]).reshape(-1)
+    if len(inputs) != len(labels) or len(inputs) == 0:
+        raise SweepError(f"'data': '{path}' has {len(inputs)} inputs but {len(labels)} labels")
+    calibration = arrays.get("calibration")
+    return inputs, labels.astype(np.int64), None if calibration is None else calibration.astype(np.float32)
+
+
+def model_input_shape(model: onnx.ModelProto) -> list[tuple[int, ...]]:
+    initializers = {init.name for init in model.graph.initializer}
+    return [
+        tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim)
+        for i in model.graph.input
+        if i.name not in initializers
+    ]
+
+
+def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:
+    shapes = model_input_shape(model)
+    if len(shapes) != 1:
+        raise SweepError(f"'model': sweeps need a model with one input, this one has {len(shapes)}")
+    if tuple(inputs.shape[1:]) != shapes[0][1:]:
+        raise SweepError(
+            f"'data': examples of shape {list(inputs.shape[1:])} do not fit the model's input {list(shapes[0])}"
+        )
+
+
+def float_predictions(model: onnx.ModelProto, inputs: np.ndarray) -> np.ndarray:
+    """Top-1 predictions of the float model: onnxruntime, or (without it) the exact-mode compile on
+    an ideal device."""
+    from cimxdsl.frontend.onnx_importer import with_batch
+
+    batched = with_batch(model, len(inputs))
+    try:
+        import onnxruntime
+    except ImportError:
+        from cimxdsl.api import compile as compile_model
+
+        outputs = compile_model(batched, device="ideal", mode="exact", batch=len(inputs))(inputs)
+    else:
+        session = onnxruntime.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
+        outputs = session.run(None, {session.get_inputs()[0].name: inputs})[0]
+    return np.argmax(outputs, axis=-1).reshape(len(inputs))
+
+
+# ---- evaluation -----------------------------------------------------------------------------------
+def point_config(context: Context, point: Point) -> DeviceConfig:
+    """The base device with the point's settings (validated) and the sweep's cost model applied."""
+    config = context.base.replace(**point.values)
+    return context.cost.apply(config, context.base)
+
+
+def evaluate_point(context: Context, point: Point) -> list[dict]:
+    """One row per seed of the point: accuracy, agreement with the float model, latency, energy by
+    component and event counts, or the error that stopped it."""
+    try:
+        config = point_config(context, point)
+    except Exception as e:
+        return [error_row(point, 0, None, e)]
+    rows = []
+    for seed_index in range(context.seeds if is_random(config) else 1):
+        seed = device_seed(context.seed, point.settings, seed_index)
+        try:
+            model = compiled_program(context, compile_key(context.base, point.values))
+            run = model.run(context.inputs, device=Device(config.replace(seed=seed)))
+            rows.append(result_row(context, point, seed_index, seed, run))
+        except Exception as e:
+            rows.append(error_row(point, seed_index, seed, e))
+    return rows
+
+
+def identity(point: Point, seed_index: int, seed: int | None) -> dict:
+    return {
+        "point": point.index,
+        "seed_index": seed_index,
+        "device_seed": seed,
+        "program": point.program,
+        **point.values,
+    }
+
+
+def result_row(context: Context, point: Point, seed_index: int, seed: int, run) -> dict:
+    predictions = np.argmax(run.outputs[0], axis=-1).reshape(len(context.labels))
+    report = run.device.report(per_crossbar=False)
+    total = report["total"]
+    energy = total["energy_pj"]
+    row = identity(point, seed_index, seed)
+    row.update(
+        status="ok",
+        error="",
+        accuracy=float(np.mean(predictions == context.labels)),
+        agreement=float(np.mean(predictions == context.reference)),
+        latency_ns=float(report["latency_ns"]),
+        energy_pj=float(energy["total"]),
+        energy_per_image_pj=float(energy["total"]) / len(context.labels),
+        **{f"energy_{c}_pj": float(energy[c]) for c in COMPONENTS},
+        **{c: int(total[c]) for c in COUNTS},
+    )
+    return row
+
+
+def error_row(point: Point, seed_index: int, seed: int | None, error: Exception) -> dict:
+    row = identity(point, seed_index, seed)
+    row.update(status="error", error=describe_error(error), **dict.fromkeys(METRICS))
+    return row
+
+
+def describe_error(error: Exception) -> str:
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+# ---- the per-process program cache -----------------------------------------------------------------
+_CACHE_SIZE = 4
+_programs: OrderedDict[tuple, Any] = OrderedDict()
+_lock = threading.Lock()
+_compiling: dict[tuple, threading.Lock] = {}
+
+
+def compiled_program(context: Context, key: tuple):
+    """The program of compile group `key`, compiled at most once per process (a failed compile is
+    remembered and raised again)."""
+    cache_key = (context.token, key)
+    with _lock:
+        gate = _compiling.setdefault(cache_key, threading.Lock())
+    with gate:
+        with _lock:
+            if cache_key in _programs:
+                _programs.move_to_end(cache_key)
+                found = _programs[cache_key]
+                if isinstance(found, Exception):
+                    raise found
+                return found
+        try:
+            found = compile_program(context, key)
+        except Exception as e:
+            found = e
+        with _lock:
+            _programs[cache_key] = found
+            while len(_programs) > _CACHE_SIZE:
+                _programs.popitem(last=False)
+            _compiling.pop(cache_key, None)
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def compile_program(context: Context, key: tuple):
+    """Compile the model for the group's reference device: the base device with the group's
+    compile fields (so the program does not depend on which point of the group came first)."""
+    from cimxdsl.api import compile as compile_model
+
+    reference = context.base.replace(**dict(zip(COMPILE_FIELDS, key, strict=True)))
+    with tempfile.TemporaryDirectory(prefix="cimx-explore-") as tmp:
+        strategy = context.strategy
+        if strategy == "list":
+            # The list scheduler takes its device as a preset name or TOML path; give it the
+            # reference device, so its crossbar count and latencies are the ones the program runs on.
+            path = Path(tmp) / "device.toml"
+            path.write_text(device_toml(reference))
+            strategy = f'list{{device="{path}"}}'
+        return compile_model(
+            onnx.load_from_string(context.model),
+            device=reference,
+            calibration=context.calibration,
+            mode=context.mode,
+            strategy=strategy,
+            batch=len(context.inputs),
+        )
+
+
+def device_toml(config: DeviceConfig) -> str:
+    """A flat TOML text that `DeviceConfig.from_toml` reads back as `config`."""
+
+    def value(v: Any) -> str:
+        return json.dumps(v) if isinstance(v, str) else repr(v)
+
+    return "".join(f"{k} = {value(v)}\n" for k, v in config.to_dict().items())

@@ -1,0 +1,336 @@
+"""Sweep files: what to explore, read from TOML (or a dict of the same shape) and validated.
+
+A sweep names a model, a labelled data set, a base device and the device parameters to vary::
+
+    name = "digits-adc"            # optional: a title for the plots and results
+    model = "digits"               # an ONNX file (relative to the sweep file) or "digits" (the demo CNN)
+    data = "digits"                # an .npz with `inputs` and `labels` (optionally `calibration`) or "digits"
+    calibration = "calib.npz"      # optional; default: the data set's `calibration` array, else its first 64 inputs
+    limit = 360                    # optional: only the first N examples of the data set
+    mode = "int8"                  # optional: "int8" (default) or "exact"
+    strategy = "list"              # optional: the scheduling strategy (asap, alap, list, round-robin)
+    grid = "product"               # "product": every combination of the axes; "each": one axis at a time
+    seeds = 5                      # runs (seeds) per point with random non-idealities; others run once
+    seed = 0                       # base seed; each (point, seed index) derives its own device seed
+
+    [device]                       # the base device: a preset or a TOML file, then any overrides
+    preset = "cinnamon"            # or: file = "my_device.toml"
+    weight_bits = 8
+
+    [axes]                         # any DeviceConfig field (except name and seed): the values to try
+    adc_bits = [4, 6, 8]
+    adc_range = ["full", "calibrated"]
+
+    [axes.stuck_rate]              # a linked axis: several fields stepped together (equal-length lists)
+    stuck_on_rate = [0.0, 0.01]
+    stuck_off_rate = [0.0, 0.01]
+
+    [cost]                         # optional: per-event energies that follow the swept bit widths
+    adc = "linear"                 # "fixed" (default), "linear" or "exponential" in the ADC bits
+    adc_reference_bits = 8         # the base device's adc_pj is the energy of an ADC this wide
+    dac = "exponential"
+    dac_reference_bits = 2
+
+Every error is a `SweepError` whose message is one line naming the key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
+from cimxdsl.device.config import FIELD_NAMES, check_field, flatten
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+BUNDLED_MODELS = {"digits": EXAMPLES / "digits_cnn.onnx"}
+BUNDLED_DATA = {"digits": EXAMPLES / "digits_test.npz"}
+GRIDS = ("product", "each")
+MODES = ("int8", "exact")
+STRATEGIES = ("asap", "alap", "list", "round-robin")
+SCALINGS = ("fixed", "linear", "exponential")
+SWEEPABLE = tuple(f for f in FIELD_NAMES if f not in ("name", "seed"))
+COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars")
+"""Fields that change the compiled program (quantization bits and tiling); the rest only change how
+the device computes, so points that agree on these share one compiled program."""
+TOP_KEYS = (
+    "name",
+    "model",
+    "data",
+    "calibration",
+    "limit",
+    "mode",
+    "strategy",
+    "grid",
+    "seeds",
+    "seed",
+    "device",
+    "axes",
+    "cost",
+)
+COST_KEYS = ("adc", "adc_reference_bits", "dac", "dac_reference_bits")
+
+
+class SweepError(ValueError):
+    """A malformed sweep; the message is one line naming the key."""
+
+    def __init__(self, message: str):
+        super().__init__("sweep file: " + " ".join(str(message).split()))
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept dimension: `fields` stepped together through `values` (one tuple per step)."""
+
+    name: str
+    fields: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+    def settings(self, step: int) -> dict[str, Any]:
+        return dict(zip(self.fields, self.values[step], strict=True))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """How per-event ADC/DAC energies scale with their bit width (`fixed`: the base device's value).
+
+    `linear`: energy ∝ bits (PUMA scales ADC power linearly in bits, notes T4); `exponential`:
+    energy doubles per bit (a constant Walden figure of merit; MNSIM's DACs double per bit, T4). The
+    base device's `adc_pj`/`dac_pj` is the energy at the reference width. A lossless ADC
+    (`adc_bits = 0`) is costed as the ADC that converts a full-scale column sum exactly.
+    """
+
+    adc: str = "fixed"
+    adc_reference_bits: int = 8
+    dac: str = "fixed"
+    dac_reference_bits: int = 1
+
+    def apply(self, config: DeviceConfig, base: DeviceConfig) -> DeviceConfig:
+        changes = {}
+        if self.adc != "fixed":
+            bits = config.adc_bits or config.adc_full_scale.bit_length()
+            changes["adc_pj"] = base.adc_pj * scale(self.adc, bits, self.adc_reference_bits)
+        if self.dac != "fixed":
+            changes["dac_pj"] = base.dac_pj * scale(self.dac, config.dac_bits, self.dac_reference_bits)
+        return config.replace(**changes) if changes else config
+
+    def scaled_fields(self) -> tuple[str, ...]:
+        return tuple(f for f, rule in (("adc_pj", self.adc), ("dac_pj", self.dac)) if rule != "fixed")
+
+
+def scale(rule: str, bits: int, reference: int) -> float:
+    return bits / reference if rule == "linear" else 2.0 ** (bits - reference)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep (see the module docstring)."""
+
+    name: str
+    model: Path
+    data: Path
+    calibration: Path | None
+    limit: int | None
+    mode: str
+    strategy: str
+    grid: str
+    seeds: int
+    seed: int
+    base: DeviceConfig
+    axes: tuple[Axis, ...]
+    cost: CostModel = field(default_factory=CostModel)
+
+    @property
+    def swept_fields(self) -> tuple[str, ...]:
+        return tuple(f for axis in self.axes for f in axis.fields)
+
+
+def load_sweep(spec: dict | str | Path | Sweep) -> Sweep:
+    """A `Sweep` from a TOML file or a dict (paths in it relative to the file, or to the working
+    directory for a dict)."""
+    if isinstance(spec, Sweep):
+        return spec
+    if isinstance(spec, dict):
+        return parse_sweep(spec, Path.cwd(), "sweep")
+    path = Path(spec)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SweepError(f"cannot read '{path}': no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SweepError(f"cannot read '{path}': {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SweepError(f"'{path}' is not valid TOML: {e}") from None
+    return parse_sweep(data, path.resolve().parent, path.stem)
+
+
+def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
+    if not isinstance(data, dict):
+        raise SweepError(f"expected a table of keys, got {type(data).__name__}")
+    for key in data:
+        if key not in TOP_KEYS:
+            raise SweepError(f"unknown key '{key}'{did_you_mean(key, TOP_KEYS)}")
+    for key in ("model", "data", "axes"):
+        if key not in data:
+            raise SweepError(f"missing key '{key}'")
+    base = parse_device(data.get("device", {}), root)
+    axes = parse_axes(data["axes"])
+    cost = parse_cost(data.get("cost", {}), axes)
+    return Sweep(
+        name=str(expect(data, "name", str, default_name)),
+        model=resolve(data, "model", root, BUNDLED_MODELS),
+        data=resolve(data, "data", root, BUNDLED_DATA),
+        calibration=resolve(data, "calibration", root, BUNDLED_DATA) if "calibration" in data else None,
+        limit=positive_int(data, "limit", None),
+        mode=choice(data, "mode", MODES, "int8"),
+        strategy=choice(data, "strategy", STRATEGIES, "list"),
+        grid=choice(data, "grid", GRIDS, "product"),
+        seeds=positive_int(data, "seeds", 1),
+        seed=non_negative_int(data, "seed", 0),
+        base=base,
+        axes=axes,
+        cost=cost,
+    )
+
+
+# ---- parts --------------------------------------------------------------------------------------
+def parse_device(table: Any, root: Path) -> DeviceConfig:
+    if not isinstance(table, dict):
+        raise SweepError(f'\'device\' must be a table (preset = "name" or file = "path.toml"), got {table!r}')
+    table = dict(table)
+    if "preset" in table and "file" in table:
+        raise SweepError("device: give 'preset' or 'file', not both")
+    try:
+        if "file" in table:
+            file = table.pop("file")
+            if not isinstance(file, str):
+                raise SweepError(f"device.file must be a path, got {file!r}")
+            path = (root / file).resolve()
+            if not path.is_file():
+                raise SweepError(f"device.file: no such file '{file}'")
+            return load_device_config(path).replace(**flatten(table))
+        return DeviceConfig.from_dict(table)  # `preset = "name"` or the defaults, then overrides
+    except DeviceConfigError as e:
+        raise SweepError(f"device: {str(e).removeprefix('device config: ')}") from None
+
+
+def parse_axes(table: Any) -> tuple[Axis, ...]:
+    if not isinstance(table, dict) or not table:
+        raise SweepError("'axes' must be a table with at least one axis, e.g. adc_bits = [4, 6, 8]")
+    axes = []
+    seen: dict[str, str] = {}
+    for name, value in table.items():
+        if isinstance(value, dict):
+            if not value:
+                raise SweepError(f"axis '{name}' is an empty table: give its fields' value lists")
+            fields = tuple(value)
+            lists = [axis_values(f"{name}.{f}", f, value[f]) for f in fields]
+            lengths = {len(values) for values in lists}
+            if len(lengths) != 1:
+                sizes = ", ".join(f"{f}: {len(v)}" for f, v in zip(fields, lists, strict=True))
+                raise SweepError(f"axis '{name}': its fields need value lists of one length, got {sizes}")
+            values = tuple(zip(*lists, strict=True))
+        else:
+            fields = (name,)
+            values = tuple((v,) for v in axis_values(name, name, value))
+        for f in fields:
+            if f in seen:
+                raise SweepError(f"axis '{name}': field '{f}' is already swept by axis '{seen[f]}'")
+            seen[f] = name
+        if len(set(values)) != len(values):
+            raise SweepError(f"axis '{name}' repeats a value")
+        axes.append(Axis(name, fields, values))
+    return tuple(axes)
+
+
+def axis_values(where: str, field_name: str, values: Any) -> list:
+    if field_name not in SWEEPABLE:
+        if field_name == "seed":
+            raise SweepError(f"axis '{where}': the seed is not an axis; set 'seeds' (runs per point) and 'seed'")
+        raise SweepError(f"axis '{where}' is not a device parameter{did_you_mean(field_name, SWEEPABLE)}")
+    if not isinstance(values, list) or not values:
+        raise SweepError(f"axis '{where}' must be a non-empty list of values, got {values!r}")
+    checked = []
+    for i, value in enumerate(values):
+        try:
+            checked.append(check_field(field_name, value))
+        except DeviceConfigError as e:
+            message = str(e).removeprefix("device config: ")
+            raise SweepError(f"axis '{where}' value {i + 1}: {message}") from None
+    return checked
+
+
+def parse_cost(table: Any, axes: tuple[Axis, ...]) -> CostModel:
+    if not isinstance(table, dict):
+        raise SweepError(f"'cost' must be a table, got {table!r}")
+    for key in table:
+        if key not in COST_KEYS:
+            raise SweepError(f"unknown key 'cost.{key}'{did_you_mean(key, COST_KEYS)}")
+    kwargs = {}
+    for key in ("adc", "dac"):
+        if key in table:
+            if table[key] not in SCALINGS:
+                raise SweepError(f"cost.{key} must be one of {', '.join(SCALINGS)}, got {table[key]!r}")
+            kwargs[key] = table[key]
+        bits_key = f"{key}_reference_bits"
+        if bits_key in table:
+            bits = table[bits_key]
+            if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 32:
+                raise SweepError(f"cost.{bits_key} must be an integer from 1 to 32, got {bits!r}")
+            kwargs[bits_key] = bits
+    cost = CostModel(**kwargs)
+    swept = {f for axis in axes for f in axis.fields}
+    for scaled in cost.scaled_fields():
+        if scaled in swept:
+            raise SweepError(f"cost.{scaled[:3]} sets '{scaled}' from the bits, so it cannot be an axis too")
+    return cost
+
+
+# ---- scalar keys ----------------------------------------------------------------------------------
+def did_you_mean(key: str, choices) -> str:
+    close = difflib.get_close_matches(str(key), list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def expect(data: dict, key: str, kind: type, default: Any) -> Any:
+    value = data.get(key, default)
+    if not isinstance(value, kind):
+        raise SweepError(f"'{key}' must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
+    value = data.get(key, default)
+    if value not in choices:
+        raise SweepError(f"'{key}' must be one of {', '.join(choices)}, got {value!r}{did_you_mean(value, choices)}")
+    return value
+
+
+def positive_int(data: dict, key: str, default: int | None) -> int | None:
+    value = data.get(key, default)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise SweepError(f"'{key}' must be a positive integer, got {value!r}")
+    return value
+
+
+def non_negative_int(data: dict, key: str, default: int) -> int:
+    value = data.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise SweepError(f"'{key}' must be a non-negative integer, got {value!r}")
+    return value
+
+
+def resolve(data: dict, key: str, root: Path, bundled: dict[str, Path]) -> Path:
+    value = data[key]
+    if not isinstance(value, str) or not value:
+        raise SweepError(f"'{key}' must be a path or one of {', '.join(repr(b) for b in bundled)}, got {value!r}")
+    path = bundled[value] if value in bundled else (root / value).resolve()
+    if not path.is_file():
+        raise SweepError(f"'{key}': no such file '{value}'")
+    return path

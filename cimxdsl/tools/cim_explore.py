@@ -1,0 +1,95 @@
+"""`cim-explore`: sweep device parameters for a model and report accuracy, latency and energy per
+point (results.csv, results.json and PNG plots), serially, in local processes or on a Dask cluster."""
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from cimxdsl.tools.cli import UserError, run_reporting_errors
+
+BAR_WIDTH = 24
+
+
+class ProgressLine:
+    """A progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise."""
+
+    def __init__(self, enabled: bool = True, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.shown_tenth = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        filled = BAR_WIDTH * done // max(total, 1)
+        line = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} points  {self.elapsed():.1f} s"
+        if self.tty:
+            print(f"\r\033[K{line}", end="", file=self.stream, flush=True)
+        elif (tenth := 10 * done // max(total, 1)) > self.shown_tenth:
+            self.shown_tenth = tenth
+            print(line, file=self.stream, flush=True)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def finish(self) -> None:
+        if self.enabled and self.tty:
+            print("\r\033[K", end="", file=self.stream, flush=True)
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="cim-explore", description=__doc__)
+    parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")
+    parser.add_argument("-o", "--output-dir", help="where to write results and plots (default: <sweep>-results)")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="run points in N local processes")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
+    parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
+    options = parser.parse_args(args)
+
+    def body() -> None:
+        from cimxdsl.explore import SweepError, explore, load_sweep
+
+        if options.jobs < 1:
+            raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
+        if options.scheduler and options.jobs != 1:
+            raise UserError("give --jobs or --scheduler, not both")
+
+        def located(error: Exception) -> UserError:
+            return UserError(str(error).replace("sweep file:", f"{options.sweep}:", 1))
+
+        try:
+            sweep = load_sweep(options.sweep)
+        except SweepError as e:
+            raise located(e) from None
+        out_dir = Path(options.output_dir or f"{Path(options.sweep).stem}-results")
+        progress = ProgressLine(enabled=not options.quiet)
+        try:
+            results = explore(sweep, jobs=options.jobs, scheduler=options.scheduler, progress=progress)
+        except (SweepError, RuntimeError) as e:
+            raise located(e) from None
+        finally:
+            progress.finish()
+        try:
+            written = results.write(out_dir, plots=not options.no_plots)
+        except RuntimeError as e:
+            raise UserError(str(e)) from None
+        if not options.quiet:
+            print(results.table())
+        programs = len({p.program for p in results.points})
+        print(
+            f"{len(results.points)} points, {len(results.rows)} runs, {programs} compiled programs, "
+            f"{len(results.failed)} failed; float model {100 * results.float_accuracy:.2f} % on "
+            f"{results.images} images; {results.run['seconds']:.1f} s ({results.run['execution']})"
+        )
+        print(f"wrote {', '.join(str(p) for p in written.values())}")
+
+    run_reporting_errors("cim-explore", body)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
