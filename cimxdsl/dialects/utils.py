@@ -1,6 +1,7 @@
 """Helpers shared by the cimxdsl dialects, passes and interpreters: element types and constants as
 NumPy arrays (weights stay arrays; they are never expanded into Python lists)."""
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ def is_accumulator_type(operand_type: Attribute, result_type: Attribute) -> bool
 _FLOAT_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float32}
 
 
+@functools.cache
 def numpy_dtype(element_type: Attribute) -> np.dtype:
     """The NumPy dtype holding values of an MLIR element type (signless integers are signed)."""
     if isinstance(element_type, IndexType):
