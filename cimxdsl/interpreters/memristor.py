@@ -19,13 +19,13 @@ class MemristorFunctions(InterpreterFunctions):
     runtime: CrossbarRuntime
 
     def write_to_crossbar(self, tile: int, weights: np.ndarray) -> None:
-        self.runtime.write(tile, weights)
+        self.runtime.ensure_written(self.runtime.physical(tile), weights)
 
     def product(self, tile: int, inputs: np.ndarray, result: np.ndarray) -> None:
-        result[...] = self.runtime.product(tile, inputs, result.dtype)
+        result[...] = self.runtime.product(self.runtime.physical(tile), inputs, result.dtype)
 
     def barrier(self, tile: int) -> None:
-        self.runtime.device.barrier(tile)
+        self.runtime.device.barrier(self.runtime.physical(tile))
 
     @impl(memristor.WriteToCrossbarOp)
     def run_write(self, interpreter: Interpreter, op: memristor.WriteToCrossbarOp, args: PythonValues):

@@ -22,14 +22,18 @@ class CrossbarRuntime:
 
     device: Device
     free: list[int] = field(default_factory=list)
-    held: dict[int, np.ndarray] = field(default_factory=dict)
-    """crossbar -> the weights last written to it by a cim op"""
+    """Crossbars not acquired, least recently released first, so that weights of earlier layers
+    stay resident as long as the device has crossbars to spare."""
     layers: list[dict] = field(default_factory=list)
     """name and metrics of every device acquisition so far"""
     _layer_start: tuple[str, dict, float] | None = None
 
     def __post_init__(self):
         self.free = list(range(self.device.config.crossbars))
+
+    def physical(self, tile: int) -> int:
+        """The crossbar of a tile id: tiles beyond the device's crossbars wrap around."""
+        return tile % self.device.config.crossbars
 
     def begin_layer(self, name: str) -> None:
         self._layer_start = (name, self.device.report(per_crossbar=False)["total"], self.device.now_ns)
@@ -55,7 +59,6 @@ class CrossbarRuntime:
 
     def release(self, crossbar: int) -> None:
         self.free.append(crossbar)
-        self.free.sort()
 
     def wait(self, value):
         """The array behind `value`, waiting for the crossbar if it is a future."""
@@ -65,16 +68,12 @@ class CrossbarRuntime:
         return value
 
     def ensure_written(self, crossbar: int, weights: np.ndarray) -> None:
-        """Program `weights` on `crossbar` unless it already holds exactly these weights."""
-        held = self.held.get(crossbar)
-        if held is not None and (held is weights or np.array_equal(held, weights)):
+        """Program `weights` on `crossbar` unless it already holds exactly these weights (from this
+        run or an earlier run on the same device): resident weights are not written again."""
+        tile = self.device.tile(crossbar)
+        if tile is not None and tile.weights.shape == np.shape(weights) and np.array_equal(tile.weights, weights):
             return
         self.device.write(crossbar, weights)
-        self.held[crossbar] = weights
-
-    def write(self, crossbar: int, weights: np.ndarray) -> None:
-        self.device.write(crossbar, weights)
-        self.held[crossbar] = weights
 
     def product(self, crossbar: int, inputs: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return np.asarray(self.device.mvm(crossbar, inputs)).astype(dtype, copy=False)

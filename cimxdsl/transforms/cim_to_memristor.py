@@ -1,6 +1,8 @@
 """`cim-to-memristor`: lower crossbar ids, futures and barriers to memristor tiles on memrefs.
 
-Each `cim.acquire_crossbar` of a device becomes an integer tile id (0, 1, … in program order).
+Each `cim.acquire_crossbar` becomes an integer tile id (0, 1, … in program order, continuing
+across devices, so that the layers' weights can stay resident on different crossbars; the runtime
+wraps ids beyond the device's crossbars).
 A `cim.op.gemm %x, %a, %b` becomes a fresh result tensor, `memristor.write_to_crossbar` of `b` and
 `memristor.gemm` into the result's buffer; the result tensor replaces the future. A
 `cim.op.gemv %x, %m, %v` (`m·v`) writes `mᵀ` so that `memristor.gevm` (`v·B` with B stored)
@@ -43,7 +45,6 @@ class MemristorLowering:
 
     tile_index: dict[SSAValue, int] = field(default_factory=dict)
     """tile id value -> its index"""
-    crossbars_of_device: dict[SSAValue, int] = field(default_factory=dict)
     held_weights: dict[int, SSAValue] = field(default_factory=dict)
     """tile index -> the weights it holds"""
     tile_computing: dict[SSAValue, SSAValue] = field(default_factory=dict)
@@ -67,8 +68,13 @@ class MemristorLowering:
                 Rewriter.erase_op(op)
 
     def lower_acquire(self, op: cim.AcquireCrossbarOp) -> None:
-        index = self.crossbars_of_device.get(op.device_id, 0)
-        self.crossbars_of_device[op.device_id] = index + 1
+        """A crossbar no op computes on is dropped; the others get consecutive tile ids."""
+        if not any(isinstance(use.operation, cim.GemmOp | cim.GemvOp) for use in op.crossbar_id.uses):
+            for use in list(op.crossbar_id.uses):
+                Rewriter.erase_op(use.operation)  # its release
+            Rewriter.erase_op(op)
+            return
+        index = len(self.tile_index)
         constant = arith.ConstantOp(IntegerAttr(index, i32))
         constant.result.name_hint = f"tile{index}"
         Rewriter.replace_op(op, constant)

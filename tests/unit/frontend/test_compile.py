@@ -119,3 +119,20 @@ def test_qdq_model_keeps_its_scales():
     compiled = cimxdsl.compile(model, device="ideal", calibration=rng.normal(size=(3, 4, 16)).astype(np.float32))
     assert "cinm.op.quantize" in compiled.mlir("quantize")
     np.testing.assert_allclose(compiled(x), reference(model, x)[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("crossbars, resident", [(64, True), (1, False)])
+def test_second_inference_writes_nothing_when_all_tiles_fit(crossbars, resident):
+    """Weights stay on the crossbars between calls when the device holds every tile at once."""
+    from cimxdsl.device import preset
+
+    device = preset("cinnamon").replace(crossbars=crossbars)
+    compiled = cimxdsl.compile(small_cnn(), device=device, crossbars=crossbars)
+    x = np.random.default_rng(3).normal(size=(1, 3, 8, 8)).astype(np.float32)
+    first = compiled(x)
+    first_writes = compiled.last_run.device.report()["total"]["writes"]
+    second = compiled(x)
+    second_writes = compiled.last_run.device.report()["total"]["writes"]
+    np.testing.assert_array_equal(first, second)
+    assert first_writes > 0
+    assert (second_writes == 0) == resident
