@@ -28,7 +28,7 @@ func.func @main(%x: tensor<{h}x{w}x{c}xi32>, {", ".join(f"%w{i}: tensor<{c}x{f}x
   }}
   func.return %y : tensor<{oh}x{ow}x{f}xi32>
 }}
-"""  # noqa: E501
+"""
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,7 @@ func.func @main(%x: tensor<3x4x2xi32>, %b: tensor<2xi32>) -> (tensor<2x2x2xi32>,
   %j = spat.concat axis 2 %x, %s : tensor<3x4x2xi32>, tensor<3x4x2xi32> -> tensor<3x4x4xi32>
   func.return %m, %a, %c, %g, %s, %j : tensor<2x2x2xi32>, tensor<3x4x2xi32>, tensor<3x4x2xi32>, tensor<1x1x2xi32>, tensor<3x4x2xi32>, tensor<3x4x4xi32>
 }
-"""  # noqa: E501
+"""
 
 
 def window(x: np.ndarray, y: int, x0: int, kh: int, kw: int, pt: int, pl: int, sy: int = 1, sx: int = 1):
