@@ -1,0 +1,81 @@
+"""Schedule quality (issue 7): per layer, the simulated latency of each strategy's schedule divided
+by the lower bound max(longest op, total busy time ÷ crossbars), writes included, for 1, 4, 16 and
+64 crossbars on the Cinnamon device (8-bit values).
+
+    python benchmarks/schedule_quality.py [--model resnet18] [--size 32] [--width 16]
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.model_zoo import MODELS
+from cimxdsl.api import apply_passes, device_file
+from cimxdsl.device import Device, preset
+from cimxdsl.dialects import cim
+from cimxdsl.frontend.onnx_importer import import_onnx
+from cimxdsl.interpreters import run
+from cimxdsl.transforms.scheduling.critical_path import CrossbarCostModel
+
+STRATEGIES = ("asap", "alap", "round-robin", "list")
+
+
+def lower_bounds(module, cost: CrossbarCostModel, crossbars: int) -> list[float]:
+    """Per device acquisition: max(longest op, total work ÷ crossbars); each distinct weight tile
+    is written once."""
+    bounds = []
+    for device in [op for op in module.walk() if isinstance(op, cim.AcquireDeviceOp)]:
+        ops = [
+            use.operation
+            for acquire in device.device_id.uses
+            if isinstance(acquire.operation, cim.AcquireCrossbarOp)
+            for use in acquire.operation.crossbar_id.uses
+            if isinstance(use.operation, cim.GemmOp | cim.GemvOp)
+        ]
+        written: set = set()
+        total, longest = 0.0, 0.0
+        for op in ops:
+            held = op.rhs if isinstance(op, cim.GemmOp) else op.lhs
+            duration = cost.mvm_ns(op) + (0.0 if held in written else cost.write_ns(op))
+            written.add(held)
+            total += duration
+            longest = max(longest, cost.write_ns(op) + cost.mvm_ns(op))
+        bounds.append(max(longest, total / crossbars))
+    return bounds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet18", choices=sorted(MODELS))
+    parser.add_argument("--size", type=int, default=32)
+    parser.add_argument("--width", type=int, default=16)
+    args = parser.parse_args()
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, crossbars=64)
+    rows, cols = config.tile_shape
+    model = import_onnx(MODELS[args.model](size=args.size, width=args.width, classes=10))
+    apply_passes(model, f"linalg-to-cinm,tile{{rows={rows} cols={cols}}}")
+    x = np.random.default_rng(0).integers(-8, 8, (1, 3, args.size, args.size)).astype(np.float32)
+    cost = CrossbarCostModel(config)
+    device_toml = device_file(config, config)
+    print(f"{args.model} ({args.size}x{args.size}, width {args.width}) on cinnamon, 8-bit: latency / lower bound")
+    print(f"{'crossbars':>9}  " + "  ".join(f"{s:>17}" for s in STRATEGIES))
+    for crossbars in (1, 4, 16, 64):
+        cells = []
+        for strategy in STRATEGIES:
+            module = model.clone()
+            apply_passes(module, f"cinm-to-cim{{crossbars={crossbars}}}")
+            bounds = lower_bounds(module, cost, crossbars)
+            schedule = f"schedule-{strategy}" + (f'{{device="{device_toml}"}}' if strategy == "list" else "")
+            apply_passes(module, schedule)
+            layers = run(module, [x], Device(config)).layers
+            ratios = [layer["latency_ns"] / bound for layer, bound in zip(layers, bounds, strict=True)]
+            cells.append(f"mean {np.mean(ratios):4.2f} max {max(ratios):4.2f}")
+        print(f"{crossbars:9}  " + "  ".join(f"{c:>17}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
