@@ -14,7 +14,7 @@ import numpy as np
 from cimxdsl.api import apply_passes
 from cimxdsl.device import Device, preset
 from cimxdsl.interpreters import run
-from cimxdsl.tools.cli import parse_module_text
+from cimxdsl.parsing import parse_module_text
 
 
 def gemm_program(m: int, k: int, n: int) -> str:

@@ -29,7 +29,7 @@ from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
-from cimxdsl.tools.cli import make_context, parse_module_text
+from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms import get_all_passes
 
 FORMAT_VERSION = 1

@@ -10,7 +10,8 @@ from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cimxdsl.dialects import get_all_dialects
-from cimxdsl.tools.cli import LocatingParser, locate_failure, run_reporting_errors
+from cimxdsl.parsing import LocatingParser, locate_failure
+from cimxdsl.tools.cli import run_reporting_errors
 from cimxdsl.transforms import get_all_passes
 
 

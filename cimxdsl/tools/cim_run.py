@@ -12,7 +12,8 @@ from xdsl.dialects.builtin import ModuleOp
 from cimxdsl.device import Device, DeviceConfigError
 from cimxdsl.interpreters import entry_function, run
 from cimxdsl.interpreters.values import numpy_dtype
-from cimxdsl.tools.cli import UserError, parse_module_text, run_reporting_errors
+from cimxdsl.parsing import parse_module_text
+from cimxdsl.tools.cli import UserError, run_reporting_errors
 from cimxdsl.tools.report import format_report
 
 

@@ -3,7 +3,7 @@
 from xdsl.dialects.builtin import ModuleOp
 
 from cimxdsl.api import apply_passes
-from cimxdsl.tools.cli import parse_module_text
+from cimxdsl.parsing import parse_module_text
 
 
 def parse(text: str) -> ModuleOp:
