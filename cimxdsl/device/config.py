@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ENCODINGS = ("differential", "offset")
+SUBTRACTIONS = ("digital", "analog")
 ADC_RANGES = ("full", "calibrated")
 MAX_BITS = 32
 
@@ -45,6 +46,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "adc_bits",
         "adc_range",
         "encoding",
+        "subtraction",
     ),
     "noise": (
         "prog_noise",
@@ -104,6 +106,10 @@ class DeviceConfig:
     adc_bits: int = 0
     adc_range: str = "full"
     encoding: str = "differential"
+    subtraction: str = "digital"
+    """Where a differential pair is subtracted: `digital` after one ADC per array (seeds/001 §6.2),
+    or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
+    two, of a signed sum)."""
     # noise
     prog_noise: float = 0.0
     read_noise: float = 0.0
@@ -202,6 +208,11 @@ class DeviceConfig:
         return 2 if self.encoding == "differential" else 1
 
     @property
+    def analog_subtraction(self) -> bool:
+        """Whether the pair's column sums are subtracted before the ADC."""
+        return self.subtraction == "analog" and self.arrays_per_crossbar == 2
+
+    @property
     def tile_shape(self) -> tuple[int, int]:
         """(max K, max N) of a weight tile one logical crossbar holds."""
         return self.rows, self.cols // self.cells_per_weight
@@ -237,7 +248,7 @@ _POSITIVE_INT = ("rows", "cols", "crossbars", "cores", "crossbars_per_core", "pi
 _BITS = ("weight_bits", "input_bits", "cell_bits", "dac_bits")
 _RATES = ("stuck_on_rate", "stuck_off_rate")
 _POSITIVE_FLOAT = ("cycle_ns", "drift_time_s")
-_CHOICES = {"adc_range": ADC_RANGES, "encoding": ENCODINGS}
+_CHOICES = {"adc_range": ADC_RANGES, "encoding": ENCODINGS, "subtraction": SUBTRACTIONS}
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(DeviceConfig))
 
 

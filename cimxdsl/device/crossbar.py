@@ -11,7 +11,9 @@ For a K×N integer weight tile W and input rows x:
   S = input_slices digits of dac_bits bits, sent one per cycle (digits are never negative, so the
   analog column sums are never negative either).
 - Per (input slice s, weight slice j) each array's column sums go through the ADC, then
-  shift-and-add: y = Σ_s Σ_j 2**(s*dac_bits + j*cell_bits) ADC(d_s · G_j); the pair is subtracted.
+  shift-and-add: y = Σ_s Σ_j 2**(s*dac_bits + j*cell_bits) ADC(d_s · G_j); the pair is subtracted
+  (with `subtraction = "analog"` the pair's sums are subtracted first and one signed ADC converts
+  the difference).
 - Digital correction with the nominal weights: x @ W = y - c·Σ_k x_k - o·Σ_k W_k - o·c·K.
 
 ADC: an n-bit converter with a power-of-two step. Its span is [0, 2**m), m the bit width of the
@@ -163,6 +165,23 @@ def adc_convert(sums: np.ndarray, config: DeviceConfig) -> np.ndarray:
     return levels * step
 
 
+def signed_adc_convert(differences: np.ndarray, config: DeviceConfig) -> np.ndarray:
+    """ADC of a pair's column-sum differences shaped (S, B, N, J): a signed converter whose
+    2**n levels span [-2**m, 2**m), m as for `adc_convert`; exact once n > m."""
+    bits = config.adc_bits
+    if bits == 0:
+        return differences
+    if config.adc_range == "full":
+        span_bits = config.adc_full_scale.bit_length()
+    else:
+        top = np.abs(differences).max(axis=(2, 3), keepdims=True)
+        span_bits = np.frexp(top)[1]
+    step = np.exp2(np.maximum(span_bits + 1 - bits, 0)).astype(differences.dtype)
+    levels = np.floor(differences / step + 0.5)
+    np.clip(levels, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1, out=levels)
+    return levels * step
+
+
 # ---- helpers ----------------------------------------------------------------------------------
 def _analog_dtype(config: DeviceConfig) -> type:
     """float32 where it is exact (noiseless sums below 2**24), else float64."""
@@ -276,9 +295,13 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
         if g2 is not None:
             sigma = config.read_noise * np.sqrt((digits * digits) @ g2)
             sums += sigma * rng.standard_normal(sums.shape)
-        sums = adc_convert(sums.reshape(slices, b, arrays, n, cells), config).astype(out_type)
-        per_array = sums @ cell_scale.astype(out_type)  # (S, b, arrays, N)
-        signed = per_array[:, :, 0] - per_array[:, :, 1] if arrays == 2 else per_array[:, :, 0]
+        sums = sums.reshape(slices, b, arrays, n, cells)
+        if config.analog_subtraction:
+            difference = signed_adc_convert(sums[:, :, 0] - sums[:, :, 1], config).astype(out_type)
+            signed = difference @ cell_scale.astype(out_type)  # (S, b, N)
+        else:
+            per_array = adc_convert(sums, config).astype(out_type) @ cell_scale.astype(out_type)  # (S, b, arrays, N)
+            signed = per_array[:, :, 0] - per_array[:, :, 1] if arrays == 2 else per_array[:, :, 0]
         out[start : start + b] = (signed * slice_scale.astype(out_type)).sum(axis=0)
     correction = tile.weight_offset * x.sum(axis=1)[:, None] + offsets[:, None] * (
         tile.col_sums[None, :] + tile.weight_offset * k

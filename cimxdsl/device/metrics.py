@@ -47,7 +47,7 @@ def mvm_events(config: DeviceConfig, batch: int, k: int, n: int) -> dict[str, in
         "input_slices": slices,
         "array_reads": reads,
         "dac_activations": reads * k,
-        "adc_conversions": reads * n * config.cells_per_weight,
+        "adc_conversions": (slices if config.analog_subtraction else reads) * n * config.cells_per_weight,
         "busy_cycles": config.pipeline_fill_cycles + slices - 1 if batch else 0,
     }
 

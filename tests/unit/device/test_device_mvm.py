@@ -288,3 +288,25 @@ def test_isaac_preset_is_exact_on_int8_layers():
     device = Device("isaac")
     device.write(0, w)
     np.testing.assert_array_equal(device.mvm(0, x), x @ w)
+
+
+@pytest.mark.parametrize("adc_bits", [0, 13])
+def test_analog_subtraction_is_exact_with_enough_adc_bits(adc_bits):
+    """A signed ADC of the pair's difference is exact once it has one bit more than the largest
+    column sum needs (12 bits on 128 rows of 2-bit cells and 2-bit DACs: 128·3·3 < 2**11)."""
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, subtraction="analog", adc_bits=adc_bits)
+    rng = np.random.default_rng(5)
+    w, x = rng.integers(-128, 128, (128, 16)), rng.integers(-128, 128, (6, 128))
+    np.testing.assert_array_equal(crossbar_matmul(x, w, config, fast_path=False), x @ w)
+
+
+def test_analog_subtraction_converts_once_per_column_pair():
+    digital = preset("cinnamon").replace(adc_bits=8)
+    analog = digital.replace(subtraction="analog")
+    counts = []
+    for config in (digital, analog):
+        device = Device(config)
+        device.write(0, np.ones((128, 32), np.int64))
+        device.mvm(0, np.ones((4, 128), np.int64))
+        counts.append(device.report()["total"]["adc_conversions"])
+    assert counts[0] == 2 * counts[1] > 0
