@@ -245,9 +245,7 @@ def check_instruction(obj: Any, where: str, core_count: int, core_id: int) -> di
     if cls.nests_offset() and not isinstance(offset, Mapping):
         raise ArtifactError(f"{where}: 'offset' must be an object, got {offset!r}")
     fields: dict[str, Any] = {"name": name}
-    for f in cls.FIELDS:
-        source = offset if f in OFFSET_FIELDS and cls.nests_offset() else obj
-        value = source.get(f, 0)
+    for f, value in cls.raw_fields(obj).items():
         if not is_int(value):
             raise ArtifactError(f"{where}: field '{f}' must be an integer, got {value!r}")
         if not INT32_MIN <= value <= INT32_MAX:

@@ -323,6 +323,13 @@ class InstructionOp(IRDLOperation):
         return obj
 
     @classmethod
+    def raw_fields(cls, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """The values of the op's fields in a pimsim-nn object (missing ones 0, unchecked): flat, or
+        in the nested `offset` object for the offset fields of ops that nest it."""
+        offset = obj.get("offset", {})
+        return {f: (offset if f in OFFSET_FIELDS and cls.nests_offset() else obj).get(f, 0) for f in cls.FIELDS}
+
+    @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> InstructionOp:
         """The op for a pimsim-nn instruction object. Unknown keys are ignored and missing fields
         are 0, as in pimsim-nn; an unknown op, a non-integer field or a value out of range raises
@@ -339,9 +346,7 @@ class InstructionOp(IRDLOperation):
         if target.nests_offset() and not isinstance(offset, Mapping):
             raise InstructionJsonError(f"'{op_name}' offset must be an object, got {offset!r}")
         values: dict[str, int] = {}
-        for f in target.FIELDS:
-            source = offset if f in OFFSET_FIELDS and target.nests_offset() else obj
-            value = source.get(f, 0)
+        for f, value in target.raw_fields(obj).items():
             if not isinstance(value, int):
                 raise InstructionJsonError(f"'{op_name}' field '{f}' must be an integer, got {value!r}")
             values[f] = int(value)
