@@ -35,7 +35,7 @@ import numpy as np
 
 from cimxdsl.device.config import DeviceConfig
 
-CHUNK_BYTES = 64 << 20  # bound on the per-chunk analog intermediates of one MVM
+CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache)
 _EXACT_FLOAT = 2**53
 _INT64_LIMIT = 2**62
 
@@ -45,7 +45,7 @@ class Tile:
     """A weight tile as programmed on one logical crossbar."""
 
     weights: np.ndarray  # nominal K×N weights: int64, or float on an exact config
-    conductance: np.ndarray | None  # K × (arrays·N·J) effective cell levels; None for float weights
+    conductance: np.ndarray | None  # K × (N·arrays·J) effective cell levels; None for float weights
     weight_offset: int  # c of the offset encoding (0 for differential)
     col_sums: np.ndarray  # Σ_k W[k, :], for the input-offset correction
     max_abs: int | float  # max |W|, bounds the exact product
@@ -67,14 +67,15 @@ def draw_stuck_cells(config: DeviceConfig, rng: np.random.Generator) -> np.ndarr
 
 
 def encode_weights(w: np.ndarray, config: DeviceConfig) -> tuple[np.ndarray, int]:
-    """Integer cell levels (K, arrays, N, J) of a validated tile, and the offset c."""
+    """Integer cell levels (K, N, arrays, J) of a validated tile, and the offset c."""
     if config.encoding == "differential":
-        magnitudes, offset = np.stack([np.maximum(w, 0), np.maximum(-w, 0)], axis=1), 0
+        magnitudes, offset = np.stack([np.maximum(w, 0), np.maximum(-w, 0)], axis=-1), 0
     else:
         offset = 0 if w.min() >= 0 else 2 ** (config.weight_bits - 1)
-        magnitudes = (w + offset)[:, None, :]
-    shifts = config.cell_bits * np.arange(config.cells_per_weight, dtype=np.int64)
-    return (magnitudes[..., None] >> shifts) & (2**config.cell_bits - 1), offset
+        magnitudes = (w + offset)[..., None]
+    magnitudes = magnitudes.astype(np.min_scalar_type(2**config.weight_bits))
+    shifts = (config.cell_bits * np.arange(config.cells_per_weight)).astype(magnitudes.dtype)
+    return (magnitudes[..., None] >> shifts) & magnitudes.dtype.type(2**config.cell_bits - 1), offset
 
 
 def program_tile(
@@ -86,12 +87,13 @@ def program_tile(
     """Validate and program a K×N tile (copied): cell levels with programming error, faults and drift.
 
     Stuck cells come from `stuck` (a `draw_stuck_cells` map) or, if None, are drawn from `rng`.
+    The conductance columns are in (N, arrays, J) order: the reads of one weight are neighbours.
     """
     w = _weight_array(weights, config)
     if w.dtype.kind == "f":
         return Tile(w, None, 0, w.sum(axis=0), float(np.abs(w).max()))
     levels, offset = encode_weights(w, config)
-    g = levels.astype(np.float64)
+    g = levels.astype(_analog_dtype(config))
     if not config.noiseless:
         rng = rng if rng is not None else np.random.default_rng(config.seed)
         if stuck is None:
@@ -100,13 +102,12 @@ def program_tile(
             g *= 1 + config.prog_noise * rng.standard_normal(g.shape)
             np.maximum(g, 0, out=g)
         if stuck is not None:
-            k, _, n, j = g.shape
-            cells = stuck[:k, :, : n * j].reshape(g.shape)
+            k, n, arrays, j = g.shape
+            cells = stuck[:k, :, : n * j].reshape(k, arrays, n, j).transpose(0, 2, 1, 3)
             g[cells == 1] = 2**config.cell_bits - 1
             g[cells == -1] = 0
         g *= config.drift_time_s ** (-config.drift_nu)
-    conductance = g.reshape(w.shape[0], -1).astype(_analog_dtype(config))
-    return Tile(w, conductance, offset, w.sum(axis=0), int(np.abs(w).max()))
+    return Tile(w, g.reshape(w.shape[0], -1), offset, w.sum(axis=0), int(np.abs(w).max()))
 
 
 def tile_mvm(
@@ -131,7 +132,7 @@ def tile_mvm(
     else:
         if rng is None and config.read_noise:
             rng = np.random.default_rng(config.seed)
-        y = _sliced_product(rows.astype(np.int64), tile, config, rng)
+        y = _sliced_product(rows, tile, config, rng)
     return y[0] if x.ndim == 1 else y
 
 
@@ -150,36 +151,41 @@ def crossbar_matmul(
 
 
 def adc_convert(sums: np.ndarray, config: DeviceConfig) -> np.ndarray:
-    """ADC of column sums shaped (S, B, arrays, N, J) (see the module docstring)."""
-    bits = config.adc_bits
-    if bits == 0:
-        return sums
-    if config.adc_range == "full":
-        span_bits = config.adc_full_scale.bit_length()
-    else:
-        top = np.maximum(sums.max(axis=(2, 3), keepdims=True), 0)
-        span_bits = np.frexp(top)[1]  # bit width of the largest observed sum
-    step = np.exp2(np.maximum(span_bits - bits, 0)).astype(sums.dtype)
-    levels = np.floor(sums / step + 0.5)
-    np.clip(levels, 0, 2**bits - 1, out=levels)
+    """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring)."""
+    levels, step = _adc_levels(sums.copy(), config, signed=False)
     return levels * step
 
 
 def signed_adc_convert(differences: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """ADC of a pair's column-sum differences shaped (S, B, N, J): a signed converter whose
     2**n levels span [-2**m, 2**m), m as for `adc_convert`; exact once n > m."""
+    levels, step = _adc_levels(differences.copy(), config, signed=True)
+    return levels * step
+
+
+def _adc_levels(sums: np.ndarray, config: DeviceConfig, signed: bool) -> tuple[np.ndarray, np.ndarray | float]:
+    """The ADC levels of `sums` (converted in place) and the step that scales them back: a scalar
+    for a full-scale ADC, per (S, B, J) read for a calibrated one."""
     bits = config.adc_bits
     if bits == 0:
-        return differences
+        return sums, 1.0
     if config.adc_range == "full":
         span_bits = config.adc_full_scale.bit_length()
     else:
-        top = np.abs(differences).max(axis=(2, 3), keepdims=True)
-        span_bits = np.frexp(top)[1]
-    step = np.exp2(np.maximum(span_bits + 1 - bits, 0)).astype(differences.dtype)
-    levels = np.floor(differences / step + 0.5)
-    np.clip(levels, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1, out=levels)
-    return levels * step
+        top = np.abs(sums) if signed else np.maximum(sums, 0)
+        span_bits = np.frexp(top.max(axis=(2, 3) if sums.ndim == 5 else 2, keepdims=True))[1]
+    exponent = np.maximum(span_bits + signed - bits, 0)
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    if np.ndim(exponent) == 0 and exponent == 0 and config.noiseless and not signed:
+        return sums, 1.0  # noiseless sums are integers below 2**bits: every level is exact
+    step = np.exp2(exponent).astype(sums.dtype)
+    sums *= 1 / step
+    sums += 0.5
+    np.floor(sums, out=sums)
+    np.minimum(sums, high, out=sums)
+    if signed or not config.noiseless:
+        np.maximum(sums, low, out=sums)
+    return sums, step if np.ndim(step) else float(step)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -277,35 +283,48 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
             "use the exact fast path or fewer bits"
         )
     offsets = np.where((x < 0).any(axis=1), 2 ** (config.input_bits - 1), 0)
-    u = x + offsets[:, None]
+    # u = x + o (modulo the dtype: exact, as u fits it)
+    u = x.astype(np.min_scalar_type(2**config.input_bits))
+    u += offsets.astype(u.dtype)[:, None]
     g = tile.conductance
     g2 = g * g if config.read_noise else None
-    dac_shifts = config.dac_bits * np.arange(slices, dtype=np.int64)[:, None, None]
-    slice_scale = (2 ** (config.dac_bits * np.arange(slices, dtype=np.int64)))[:, None, None]
-    cell_scale = 2 ** (config.cell_bits * np.arange(cells, dtype=np.int64))
-    out_type = np.int64 if integral else np.float64
-    out = np.empty((x.shape[0], n), out_type)
-    chunk = max(1, CHUNK_BYTES // (8 * slices * (k + g.shape[1])))
+    # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
+    # array subtracted; with analog subtraction the pair is one signed read per cell slice; and of the
+    # input slices: 2**(s·dac_bits)
+    cell_scale = 2.0 ** (config.cell_bits * np.arange(cells))
+    pair = config.analog_subtraction
+    coefficients = cell_scale if pair else (np.array([1.0, -1.0][:arrays])[:, None] * cell_scale).ravel()
+    slice_scale = 2.0 ** (config.dac_bits * np.arange(slices))
+    # the shift-and-add is exact in the analog dtype while its bound stays below the mantissa
+    full_scale = config.adc_range == "full" and config.adc_bits
+    top = 2**config.adc_bits if full_scale else 2 ** (config.adc_full_scale.bit_length() + 1)
+    bound = top * slice_scale.sum() * np.abs(coefficients).sum()
+    exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
+    dtype = np.int64 if integral and bound >= 2**53 else exact_in
+    out = np.empty((x.shape[0], n), dtype)
+    chunk = max(1, CHUNK_BYTES // (4 * slices * (k + g.shape[1])))
     for start in range(0, x.shape[0], chunk):
         u_chunk = u[start : start + chunk]
         b = u_chunk.shape[0]
-        digits = ((u_chunk[None] >> dac_shifts) & (2**config.dac_bits - 1)).astype(g.dtype)
-        digits = digits.reshape(slices * b, k)
-        sums = digits @ g
+        digits = np.empty((slices, b, k), g.dtype)
+        for i in range(slices):
+            np.bitwise_and(u_chunk >> (config.dac_bits * i), 2**config.dac_bits - 1, out=digits[i], casting="unsafe")
+        sums = digits.reshape(slices * b, k) @ g
         if g2 is not None:
-            sigma = config.read_noise * np.sqrt((digits * digits) @ g2)
+            sigma = config.read_noise * np.sqrt((digits * digits).reshape(slices * b, k) @ g2)
             sums += sigma * rng.standard_normal(sums.shape)
-        sums = sums.reshape(slices, b, arrays, n, cells)
-        if config.analog_subtraction:
-            difference = signed_adc_convert(sums[:, :, 0] - sums[:, :, 1], config).astype(out_type)
-            signed = difference @ cell_scale.astype(out_type)  # (S, b, N)
+        sums = sums.reshape(slices, b, n, arrays, cells)
+        if pair:
+            levels, step = _adc_levels(sums[:, :, :, 0] - sums[:, :, :, 1], config, signed=True)
         else:
-            per_array = adc_convert(sums, config).astype(out_type) @ cell_scale.astype(out_type)  # (S, b, arrays, N)
-            signed = per_array[:, :, 0] - per_array[:, :, 1] if arrays == 2 else per_array[:, :, 0]
-        out[start : start + b] = (signed * slice_scale.astype(out_type)).sum(axis=0)
-    correction = tile.weight_offset * x.sum(axis=1)[:, None] + offsets[:, None] * (
+            levels, step = _adc_levels(sums, config, signed=False)
+        if np.ndim(step):  # a calibrated ADC: a step per read
+            levels *= step
+            step = 1.0
+        reads = levels.reshape(slices, -1).astype(dtype, copy=False)
+        combined = (slice_scale.astype(dtype) @ reads).reshape(b * n, -1)  # over input slices, then cells
+        out[start : start + b] = (combined @ coefficients.astype(dtype)).reshape(b, n) * dtype(step)
+    correction = tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None] + offsets[:, None] * (
         tile.col_sums[None, :] + tile.weight_offset * k
     )
-    if integral:
-        return out - correction
-    return np.rint(out - correction).astype(np.int64)
+    return np.rint(out).astype(np.int64) - correction
