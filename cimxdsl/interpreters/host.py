@@ -179,7 +179,7 @@ class HostFunctions(InterpreterFunctions):
     def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
         source = args[0]
         index = slices(*slice_parameters(op, args, 1), source.ndim)
-        return (np.ascontiguousarray(source[index]).reshape(op.result.type.get_shape()),)
+        return (source[index].reshape(op.result.type.get_shape()),)  # a view: tensors are not written
 
     @impl(tensor.InsertSliceOp)
     def run_insert_slice(self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues):
