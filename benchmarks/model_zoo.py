@@ -86,8 +86,9 @@ def resnet(depth: int = 18, size: int = 224, width: int = 64, classes: int = 100
 
 
 def vgg19(size: int = 224, width: int = 64, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
-    """VGG-19's 16 convolutions in 5 stages with max pooling, then a classifier (GAP + one Gemm
-    instead of VGG's three large dense layers, so the graph stays convolution-dominated)."""
+    """VGG-19: 16 convolutions in 5 stages with max pooling, then its three dense layers (flattened
+    features → 4096 → 4096 → classes at full size: 25088 features at 224×224), channels and hidden
+    units scaled by `width / 64`."""
     g = GraphBuilder(seed)
     x, cin = "x", 3
     for stage, count in enumerate([2, 2, 4, 4, 4]):
@@ -95,7 +96,13 @@ def vgg19(size: int = 224, width: int = 64, classes: int = 1000, seed: int = 0) 
         for _ in range(count):
             x, cin = g.conv_bn(x, cin, cout, 3), cout
         x = g.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
-    return g.model(g.classifier(x, cin, classes), size, classes)
+    x, features = g.node("Flatten", [x]), cin * (size // 32) ** 2
+    for fan_out in (64 * width, 64 * width):
+        w = g.weight((fan_out, features), np.sqrt(2.0 / features))
+        x = g.node("Relu", [g.node("Gemm", [x, w, g.weight((fan_out,), 0.01)], transB=1)])
+        features = fan_out
+    w = g.weight((classes, features), np.sqrt(1.0 / features))
+    return g.model(g.node("Gemm", [x, w, g.weight((classes,), 0.01)], transB=1), size, classes)
 
 
 MODELS = {"resnet18": lambda **kw: resnet(18, **kw), "resnet50": lambda **kw: resnet(50, **kw), "vgg19": vgg19}

@@ -1,0 +1,79 @@
+"""Simulation speed (issue 7): a ResNet-18-shaped model (224×224, random weights) compiled through
+`-p memristor` and run on the crossbar model, as a ratio to onnxruntime's float run of the same model
+in the same process, at batch 1 and 16:
+
+- `ideal`: exact mode (float weights, lossless crossbars); target ≤ 3× onnxruntime;
+- `cinnamon` with 8-bit weights and inputs and an 8-bit ADC: int8, bit-sliced; target ≤ 1.5 × input
+  slices × cells per weight × arrays per weight × onnxruntime (the work a sliced simulation cannot avoid).
+
+    python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cimxdsl
+from benchmarks.model_zoo import MODELS
+from cimxdsl.device import preset
+from cimxdsl.frontend.onnx_importer import with_batch
+
+DEVICES = {
+    "ideal": (preset("ideal"), "exact"),
+    "cinnamon-8bit": (preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8), "int8"),
+}
+
+
+def best_time(work, repeat: int) -> float:
+    """The fastest of `repeat` runs, after one warm-up run."""
+    work()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--devices", nargs="+", default=sorted(DEVICES), choices=sorted(DEVICES))
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    model = MODELS["resnet18"](size=args.size, width=args.width)
+    rng = np.random.default_rng(0)
+    calibration = rng.normal(size=(4, 3, args.size, args.size)).astype(np.float32)
+    print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
+    print(
+        f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
+    )
+    for name in args.devices:
+        config, mode = DEVICES[name]
+        budget = (
+            3.0 if config.exact else 1.5 * config.input_slices * config.cells_per_weight * config.arrays_per_crossbar
+        )
+        for batch in args.batch:
+            compiled = cimxdsl.compile(model, device=config, mode=mode, calibration=calibration, batch=batch)
+            x = rng.normal(size=(batch, 3, args.size, args.size)).astype(np.float32)
+            session = onnxruntime.InferenceSession(
+                with_batch(model, batch).SerializeToString(), providers=["CPUExecutionProvider"]
+            )
+            reference = session.run(None, {"x": x})[0]
+            ort = best_time(lambda: session.run(None, {"x": x}), args.repeat)
+            ours = best_time(lambda: compiled(x), args.repeat)
+            error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
+            ratio = ours / ort
+            print(f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x  {error:.1e}")
+
+
+if __name__ == "__main__":
+    main()
