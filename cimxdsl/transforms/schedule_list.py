@@ -17,8 +17,10 @@ class ScheduleListPass(CimSchedulePass):
     """Schedules every device's cim ops by list scheduling on real latencies: among the ready ops the
     one that can start first (then one whose weights a free crossbar holds, then the longest path to
     the end), on the crossbar where it finishes first (MVM cycles plus a weight write unless that
-    crossbar holds the tile already), with barriers at the ops' finish times. `device` is a preset
-    name or a .toml file (see `cimxdsl.device`); it also bounds `availableCrossbarCount`."""
+    crossbar holds the tile already), with barriers at the ops' finish times; a second plan that
+    also reuses a crossbar holding the weights when the op still ends within 1.1× the lower bound is
+    kept when it is shorter (see `CriticalPathScheduler`). `device` is a preset name or a .toml file
+    (see `cimxdsl.device`); it also bounds `availableCrossbarCount`."""
 
     name = "schedule-list"
 

@@ -16,8 +16,8 @@ dependencies have finished (their barriers come first).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -101,21 +101,90 @@ def schedule_makespan_ns(schedule: Schedule[R], cost: CrossbarCostModel) -> floa
     return max([now, *free.values()])
 
 
+def makespan_lower_bound_ns(operations: Iterable[Operation], cost: CrossbarCostModel, crossbars: int) -> float:
+    """A lower bound on the time any schedule of the cim `operations` on `crossbars` crossbars takes
+    (from its start until the last op ends), writes included, no weights resident at the start.
+
+    A crossbar runs one write or MVM at a time, so the makespan is at least each crossbar's busy time.
+    Split the busy time into *items*, disjoint sets of work that each run on one crossbar: per distinct
+    weight tile, one op using it (the one with the longest MVM) with the write of the tile on that
+    op's crossbar that must precede it (different tiles, different writes), and every other op alone
+    (its MVM). With the item sizes p1 ≥ p2 ≥ … ≥ pn on m crossbars the makespan is at least
+
+    - p1, the longest op with its write;
+    - (p1 + … + pn) ÷ m, the total work (every tile written once) spread evenly;
+    - for k = 1 … (n − 1) ÷ m: p(km−k+1) + … + p(km+1). Of the km+1 largest items some crossbar runs
+      at least k+1 (pigeonhole), so at least the k+1 smallest of them: ops are indivisible, e.g. 36
+      equal ops on 16 crossbars take 3 ops' time, not 36/16.
+
+    Dependencies are ignored (the bound stays valid, only less tight)."""
+    by_tile: dict[SSAValue, list[Operation]] = {}
+    for operation in operations:
+        by_tile.setdefault(crossbar_work(operation).weights, []).append(operation)
+    items: list[float] = []
+    for tile_ops in by_tile.values():
+        mvms = sorted((cost.mvm_ns(operation) for operation in tile_ops), reverse=True)
+        items += [cost.write_ns(tile_ops[0]) + mvms[0], *mvms[1:]]
+    items.sort(reverse=True)
+    bound = sum(items) / crossbars
+    for k in range((len(items) - 1) // crossbars + 1):
+        bound = max(bound, sum(items[k * crossbars - k : k * crossbars + 1]))
+    return bound
+
+
 def _key(time: float) -> float:
     return round(time, 6)
 
 
+class _GraphWork:
+    """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than SSA
+    values), MVM and write times, and its rank (longest path to the end first, then graph order)."""
+
+    def __init__(self, graph: DependencyGraph, cost: CrossbarCostModel):
+        self.graph = graph
+        tiles: dict[SSAValue, int] = {}
+        self.weights = {node: tiles.setdefault(crossbar_work(node.operation).weights, len(tiles)) for node in graph}
+        self.mvm = {node: cost.mvm_ns(node.operation) for node in graph}
+        self.write = {node: cost.write_ns(node.operation) for node in graph}
+        path: dict[DependencyNode, float] = {}
+        for node in reversed(graph.topological_order()):
+            path[node] = self.write[node] + self.mvm[node] + max((path[d] for d in node.dependents), default=0.0)
+        self.rank = {node: (-path[node], i) for i, node in enumerate(graph)}
+
+
+@dataclass
+class _Plan:
+    """A list schedule in real times: (node, crossbar index) in placement order, start and finish."""
+
+    placed: list[tuple[DependencyNode, int]] = field(default_factory=list[tuple[DependencyNode, int]])
+    start: dict[DependencyNode, float] = field(default_factory=dict[DependencyNode, float])
+    finish: dict[DependencyNode, float] = field(default_factory=dict[DependencyNode, float])
+    makespan_ns: float = 0.0
+
+
 class CriticalPathScheduler(SchedulingStrategy[R]):
-    """List scheduling. Repeatedly take, among the ops whose dependencies are placed, the one that can
-    start first; on a tie, one that can start then on a crossbar already holding its weights, then one
-    whose weights no crossbar holds (it needs a write anyway, while the others may wait for theirs),
-    then the one with the longest path to the end of the graph (write + MVM per op: the critical
-    path), then graph order. Put it on the crossbar where it finishes first; on equal finish prefer a
-    crossbar holding its weights, then one whose weights no later op needs, then the lowest index.
+    """List scheduling, two plans of which the shorter is kept (the first on a tie).
+
+    Both repeatedly take, among the ops whose dependencies are placed, the one that can start first;
+    on a tie, one that can start then on a crossbar already holding its weights, then (first plan
+    only) one whose weights no crossbar holds (it needs a write anyway, while the others may wait for
+    theirs), then the one with the longest path to the end of the graph (write + MVM per op: the
+    critical path), then graph order. The op goes on the crossbar where it finishes first; on equal
+    finish one holding its weights, then one whose weights no later op needs, then the lowest index.
+    The second plan first tries the crossbars holding the op's weights: if the op finishes on one by
+    a target makespan (`target_slack` × `makespan_lower_bound_ns`, or the plan's end so far if later),
+    it goes there, the write it saves being work no crossbar has to do. Either plan alone can be far
+    from the best: the first when a tile's MVMs are more than a crossbar's share of the work (its ops
+    wait for the one crossbar holding it instead of writing it on a second one in time), the second
+    when waiting for a held tile costs more than the write. On 500 random layers of up to 10
+    independent ops sharing tiles, the shorter plan was at most 9% above the optimum, each plan alone
+    up to 33% and 37%.
 
     The times are real (ns). They become steps for the dispatch/barrier loop so the IR runs the same
     timeline: dispatches in start-time order, each barrier at its op's finish, and at equal times
     barriers before dispatches. `makespan_ns` holds the planned end of the last op."""
+
+    target_slack = 1.1
 
     def __init__(self, resources: Sequence[R], cost: CrossbarCostModel):
         super().__init__(resources)
@@ -123,39 +192,42 @@ class CriticalPathScheduler(SchedulingStrategy[R]):
         self.makespan_ns = 0.0
 
     def schedule(self, graph: DependencyGraph) -> Schedule[R]:
-        tiles: dict[SSAValue, int] = {}  # weight tiles by number: cheaper to hash than SSA values
-        weights = {node: tiles.setdefault(crossbar_work(node.operation).weights, len(tiles)) for node in graph}
-        mvm = {node: self.cost.mvm_ns(node.operation) for node in graph}
-        write = {node: self.cost.write_ns(node.operation) for node in graph}
-        priority: dict[DependencyNode, float] = {}
-        for node in reversed(graph.topological_order()):
-            priority[node] = write[node] + mvm[node] + max((priority[d] for d in node.dependents), default=0.0)
-        position = {node: i for i, node in enumerate(graph)}
-        needed = Counter(weights.values())
+        work = _GraphWork(graph, self.cost)
+        target = self.target_slack * makespan_lower_bound_ns(
+            (node.operation for node in graph), self.cost, len(self.resources)
+        )
+        plans = [self._plan(work, defer_held=True, target=None), self._plan(work, defer_held=False, target=target)]
+        plan = min(plans, key=lambda plan: _key(plan.makespan_ns))
+        self.makespan_ns = plan.makespan_ns
+        return self._as_steps(plan.placed, plan.start, plan.finish)
 
+    def _plan(self, work: _GraphWork, defer_held: bool, target: float | None) -> _Plan:
+        """One list schedule (see the class docstring): `defer_held` puts ops whose weights some
+        crossbar holds after the others that can start as early; with a `target`, an op goes on a
+        crossbar holding its weights if it ends there by max(target, the plan's end so far)."""
+        weights, mvm, write, rank = work.weights, work.mvm, work.write, work.rank
+        needed = Counter(weights.values())
         crossbars = range(len(self.resources))
         free = [0.0] * len(self.resources)
         held = [-1] * len(self.resources)
-        start: dict[DependencyNode, float] = {}
-        finish: dict[DependencyNode, float] = {}
-        placed: list[tuple[DependencyNode, int]] = []
-        ready_at = {node: 0.0 for node in graph if not node.dependencies}
+        plan = _Plan()
+        ready_at = {node: 0.0 for node in work.graph if not node.dependencies}
         ready_key = dict(ready_at)
-        waiting = {node: len(node.dependencies) for node in graph}
+        waiting = {node: len(node.dependencies) for node in work.graph}
 
-        rank = {node: (-priority[node], position[node]) for node in graph}
+        def end(node: DependencyNode, i: int) -> float:
+            return max(ready_at[node], free[i]) + mvm[node] + (0.0 if held[i] == weights[node] else write[node])
 
         def placement(node: DependencyNode, i: int) -> tuple[float, bool, bool, int]:
-            end = max(ready_at[node], free[i]) + mvm[node] + (0.0 if held[i] == weights[node] else write[node])
             evicts = held[i] >= 0 and held[i] != weights[node] and needed[held[i]] > 0
-            return _key(end), held[i] != weights[node], evicts, i
+            return _key(end(node, i)), held[i] != weights[node], evicts, i
 
         while ready_at:
             # Every op ready by `now` can start at `now` and no op earlier; `resident` weights are on
             # crossbars free by then.
             now = max(_key(min(free)), min(ready_key.values()))
             resident = {held[i] for i in crossbars if _key(free[i]) <= now}
-            somewhere = set(held)
+            somewhere = set(held) if defer_held else set()
             node = min(
                 ready_at,
                 key=lambda n: (max(ready_key[n], now), weights[n] not in resident, weights[n] in somewhere, rank[n]),
@@ -163,19 +235,23 @@ class CriticalPathScheduler(SchedulingStrategy[R]):
             del ready_key[node]
             needed[weights[node]] -= 1
             best = min(crossbars, key=lambda i: placement(node, i))
-            start[node] = max(ready_at.pop(node), free[best])
+            if target is not None and held[best] != weights[node]:
+                limit = _key(max(target, max(free)))
+                holders = [i for i in crossbars if held[i] == weights[node] and _key(end(node, i)) <= limit]
+                best = min(holders, key=lambda i: placement(node, i), default=best)
+            start = max(ready_at.pop(node), free[best])
             duration = mvm[node] + (0.0 if held[best] == weights[node] else write[node])
-            finish[node] = free[best] = start[node] + duration
+            plan.start[node] = start
+            plan.finish[node] = free[best] = start + duration
             held[best] = weights[node]
-            placed.append((node, best))
+            plan.placed.append((node, best))
             for dependent in node.dependents:
                 waiting[dependent] -= 1
                 if not waiting[dependent]:
-                    ready_at[dependent] = max(finish[d] for d in dependent.dependencies)
+                    ready_at[dependent] = max(plan.finish[d] for d in dependent.dependencies)
                     ready_key[dependent] = _key(ready_at[dependent])
-
-        self.makespan_ns = max(finish.values(), default=0.0)
-        return self._as_steps(placed, start, finish)
+        plan.makespan_ns = max(plan.finish.values(), default=0.0)
+        return plan
 
     def _as_steps(
         self,
