@@ -75,7 +75,9 @@ def encode_weights(w: np.ndarray, config: DeviceConfig) -> tuple[np.ndarray, int
         magnitudes = (w + offset)[..., None]
     magnitudes = magnitudes.astype(np.min_scalar_type(2**config.weight_bits))
     shifts = (config.cell_bits * np.arange(config.cells_per_weight)).astype(magnitudes.dtype)
-    return (magnitudes[..., None] >> shifts) & magnitudes.dtype.type(2**config.cell_bits - 1), offset
+    # slices first, so that NumPy's inner loop runs over the whole tile
+    levels = (magnitudes[None] >> shifts[:, None, None, None]) & magnitudes.dtype.type(2**config.cell_bits - 1)
+    return levels.transpose(1, 2, 3, 0), offset
 
 
 def program_tile(
@@ -163,29 +165,38 @@ def signed_adc_convert(differences: np.ndarray, config: DeviceConfig) -> np.ndar
     return levels * step
 
 
-def _adc_levels(sums: np.ndarray, config: DeviceConfig, signed: bool) -> tuple[np.ndarray, np.ndarray | float]:
+def _adc_levels(
+    sums: np.ndarray, config: DeviceConfig, signed: bool, folded: bool = False
+) -> tuple[np.ndarray, np.ndarray | float]:
     """The ADC levels of `sums` (converted in place) and the step that scales them back: a scalar
-    for a full-scale ADC, per (S, B, J) read for a calibrated one."""
+    for a full-scale ADC, per (S, B, J) read for a calibrated one. `folded` sums hold sum ÷ step + ½
+    already (the product computed them so, see `_sliced_product`)."""
     bits = config.adc_bits
     if bits == 0:
         return sums, 1.0
     if config.adc_range == "full":
-        span_bits = config.adc_full_scale.bit_length()
+        step = _full_scale_step(config, signed)
     else:
         top = np.abs(sums) if signed else np.maximum(sums, 0)
         span_bits = np.frexp(top.max(axis=(2, 3) if sums.ndim == 5 else 2, keepdims=True))[1]
-    exponent = np.maximum(span_bits + signed - bits, 0)
+        step = np.exp2(np.maximum(span_bits + signed - bits, 0)).astype(sums.dtype)
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-    if np.ndim(exponent) == 0 and exponent == 0 and config.noiseless and not signed:
+    if np.ndim(step) == 0 and step == 1 and config.noiseless and not signed:
         return sums, 1.0  # noiseless sums are integers below 2**bits: every level is exact
-    step = np.exp2(exponent).astype(sums.dtype)
-    sums *= 1 / step
-    sums += 0.5
+    if not folded:
+        sums *= 1 / step
+        sums += 0.5
     np.floor(sums, out=sums)
     np.minimum(sums, high, out=sums)
     if signed or not config.noiseless:
         np.maximum(sums, low, out=sums)
-    return sums, step if np.ndim(step) else float(step)
+    return sums, step
+
+
+def _full_scale_step(config: DeviceConfig, signed: bool) -> float:
+    """The step of a full-scale ADC: its 2**bits levels span [0, 2**m) (signed: [-2**m, 2**m)), m
+    the bit width of the largest possible column sum."""
+    return float(2 ** max(config.adc_full_scale.bit_length() + signed - config.adc_bits, 0))
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -288,16 +299,22 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
     u += offsets.astype(u.dtype)[:, None]
     g = tile.conductance
     g2 = g * g if config.read_noise else None
+    pair = config.analog_subtraction
+    # A noiseless full-scale ADC's scaling and rounding offset are folded into the product, exactly
+    # (the step is a power of two): the weights are divided by the step, and a constant input of 1
+    # against a row of ½ adds the half step that rounds to the nearest level.
+    full = config.adc_bits and config.adc_range == "full"
+    fold = integral and full and not pair and _full_scale_step(config, False) > 1
+    if fold:
+        g = np.vstack([g / g.dtype.type(_full_scale_step(config, False)), np.full((1, g.shape[1]), 0.5, g.dtype)])
     # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
     # array subtracted; with analog subtraction the pair is one signed read per cell slice; and of the
     # input slices: 2**(s·dac_bits)
     cell_scale = 2.0 ** (config.cell_bits * np.arange(cells))
-    pair = config.analog_subtraction
     coefficients = cell_scale if pair else (np.array([1.0, -1.0][:arrays])[:, None] * cell_scale).ravel()
     slice_scale = 2.0 ** (config.dac_bits * np.arange(slices))
     # the shift-and-add is exact in the analog dtype while its bound stays below the mantissa
-    full_scale = config.adc_range == "full" and config.adc_bits
-    top = 2**config.adc_bits if full_scale else 2 ** (config.adc_full_scale.bit_length() + 1)
+    top = 2**config.adc_bits if full else 2 ** (config.adc_full_scale.bit_length() + 1)
     bound = top * slice_scale.sum() * np.abs(coefficients).sum()
     exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
@@ -306,10 +323,12 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
     for start in range(0, x.shape[0], chunk):
         u_chunk = u[start : start + chunk]
         b = u_chunk.shape[0]
-        digits = np.empty((slices, b, k), g.dtype)
+        digits = np.empty((slices, b, g.shape[0]), g.dtype)
         for i in range(slices):
-            np.bitwise_and(u_chunk >> (config.dac_bits * i), 2**config.dac_bits - 1, out=digits[i], casting="unsafe")
-        sums = digits.reshape(slices * b, k) @ g
+            bits = u_chunk >> (config.dac_bits * i)
+            np.bitwise_and(bits, 2**config.dac_bits - 1, out=digits[i, :, :k], casting="unsafe")
+        digits[:, :, k:] = 1  # the folded half step
+        sums = digits.reshape(slices * b, -1) @ g
         if g2 is not None:
             sigma = config.read_noise * np.sqrt((digits * digits).reshape(slices * b, k) @ g2)
             sums += sigma * rng.standard_normal(sums.shape)
@@ -317,7 +336,7 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
         if pair:
             levels, step = _adc_levels(sums[:, :, :, 0] - sums[:, :, :, 1], config, signed=True)
         else:
-            levels, step = _adc_levels(sums, config, signed=False)
+            levels, step = _adc_levels(sums, config, signed=False, folded=fold)
         if np.ndim(step):  # a calibrated ADC: a step per read
             levels *= step
             step = 1.0
