@@ -26,6 +26,8 @@ Where this differs from Cinnamon, on purpose:
   ordered; Cinnamon only sees futures used directly, and its output breaks dominance otherwise.
 - After the moves the block is re-sorted stably (`restore_dominance`) so host ops that make operands
   of moved cim ops, or use barrier results, never break dominance.
+- A device's analysis and re-sort cover only its span (its first to its last cim op), not the whole
+  block, so scheduling a model takes time linear in its size (same IR as analysing the whole block).
 - Roots are taken in program order (Cinnamon keeps them in a pointer-keyed hash set), and cim ops
   whose futures escape no other way (unused ones) are roots too, so every cim op gets scheduled.
 """
@@ -121,23 +123,36 @@ class DependencyGraph:
         return order
 
     @staticmethod
-    def build(roots: Iterable[SSAValue], operation_filter: Callable[[Operation], bool]) -> DependencyGraph:
-        """Breadth-first from the ops defining `roots`, one node per op (unlike Cinnamon)."""
-        graph = DependencyGraph()
-        sources = _BlockSources(operation_filter)
-        queue: deque[DependencyNode] = deque()
-        for value in roots:
-            if isinstance(value.owner, Operation) and value.owner not in graph._by_operation:
-                queue.append(graph.add(value.owner))
-        while queue:
-            node = queue.popleft()
-            for operation in sources.dependencies(node.operation):
-                dependency = graph._by_operation.get(operation)
-                if dependency is None:
-                    dependency = graph.add(operation)
-                    queue.append(dependency)
-                DependencyGraph.link(dependency, node)
-        return graph
+    def build(
+        roots: Iterable[SSAValue], operation_filter: Callable[[Operation], bool], first: Operation | None = None
+    ) -> DependencyGraph:
+        """Breadth-first from the ops defining `roots`, one node per op (unlike Cinnamon).
+
+        `first`, if given, is an op no later than the first op of its block that `operation_filter`
+        accepts: the host ops of that block are then analysed from `first` on, up to the last node,
+        instead of all of them (the same graph for a block in dominance order, in time proportional
+        to the span of the nodes rather than to the block)."""
+        return _build_graph(roots, operation_filter, first)[0]
+
+
+def _build_graph(
+    roots: Iterable[SSAValue], operation_filter: Callable[[Operation], bool], first: Operation | None
+) -> tuple[DependencyGraph, _BlockSources]:
+    graph = DependencyGraph()
+    sources = _BlockSources(operation_filter, first)
+    queue: deque[DependencyNode] = deque()
+    for value in roots:
+        if isinstance(value.owner, Operation) and value.owner not in graph._by_operation:
+            queue.append(graph.add(value.owner))
+    while queue:
+        node = queue.popleft()
+        for operation in sources.dependencies(node.operation):
+            dependency = graph._by_operation.get(operation)
+            if dependency is None:
+                dependency = graph.add(operation)
+                queue.append(dependency)
+            DependencyGraph.link(dependency, node)
+    return graph, sources
 
 
 def _ancestor_in(block: Block, operation: Operation) -> Operation | None:
@@ -160,42 +175,72 @@ def _definers_in_block(operation: Operation, block: Block) -> list[Operation]:
     return list(definers)
 
 
+class _BlockAnalysis:
+    """The host ops of one block, analysed in program order from `start` (the first op by default) as
+    far as asked: each op's position (counted from `start`) and the filtered ops it reaches."""
+
+    def __init__(self, block: Block, operation_filter: Callable[[Operation], bool], start: Operation | None):
+        self.block = block
+        self.operation_filter = operation_filter
+        self.position: dict[Operation, int] = {}
+        self.reaches: dict[Operation, frozenset[Operation]] = {}
+        self._next = start if start is not None else block.first_op
+        self._previous_effect: frozenset[Operation] = frozenset()
+
+    def advance(self, until: Operation | None = None) -> None:
+        """Analyse the next ops until `until` is analysed (or the block ends)."""
+        block, position, reaches = self.block, self.position, self.reaches
+        while self._next is not None and (until is None or until not in position):
+            op = self._next
+            self._next = op.next_op
+            position[op] = len(position)
+            if self.operation_filter(op):
+                reaches[op] = frozenset((op,))
+                continue
+            found = set[Operation]()
+            for definer in _definers_in_block(op, block):
+                found |= reaches.get(definer, frozenset())
+            if not is_side_effect_free(op):
+                found |= self._previous_effect
+            reaches[op] = frozenset(found)
+            if not is_side_effect_free(op):
+                self._previous_effect = reaches[op]
+
+
 class _BlockSources:
     """For ops of a block: the filtered ops they depend on through host ops.
 
     A host op depends on the filtered ops defining its operands, on whatever the host ops defining its
     operands depend on, and, if it has side effects, on what the previous host op with side effects
-    depends on (so effects keep their order)."""
+    depends on (so effects keep their order).
 
-    def __init__(self, operation_filter: Callable[[Operation], bool]):
+    No host op before the first filtered op of a block depends on any, so with `first` (an op no later
+    than that) the analysis of `first`'s block starts there and goes only as far as the ops asked
+    about; other blocks are analysed whole."""
+
+    def __init__(self, operation_filter: Callable[[Operation], bool], first: Operation | None = None):
         self.operation_filter = operation_filter
-        self._blocks: dict[Block, tuple[dict[Operation, int], dict[Operation, frozenset[Operation]]]] = {}
+        self.first = first
+        self._blocks: dict[Block, _BlockAnalysis] = {}
 
-    def _analyse(self, block: Block) -> tuple[dict[Operation, int], dict[Operation, frozenset[Operation]]]:
-        if block not in self._blocks:
-            position: dict[Operation, int] = {}
-            reaches: dict[Operation, frozenset[Operation]] = {}
-            previous_effect: frozenset[Operation] = frozenset()
-            for i, op in enumerate(block.ops):
-                position[op] = i
-                if self.operation_filter(op):
-                    reaches[op] = frozenset((op,))
-                    continue
-                found = set[Operation]()
-                for definer in _definers_in_block(op, block):
-                    found |= reaches.get(definer, frozenset())
-                if not is_side_effect_free(op):
-                    found |= previous_effect
-                reaches[op] = frozenset(found)
-                if not is_side_effect_free(op):
-                    previous_effect = reaches[op]
-            self._blocks[block] = (position, reaches)
-        return self._blocks[block]
+    def analysis(self, block: Block) -> _BlockAnalysis:
+        analysis = self._blocks.get(block)
+        if analysis is None:
+            start = self.first if self.first is not None and self.first.parent is block else None
+            analysis = self._blocks[block] = _BlockAnalysis(block, self.operation_filter, start)
+            if start is None:
+                analysis.advance()
+        return analysis
 
     def dependencies(self, operation: Operation) -> list[Operation]:
         """Filtered ops `operation` waits for, operand by operand (indirect ones in program order)."""
         block = operation.parent_block()
-        position, reaches = self._analyse(block) if block is not None else ({}, {})
+        position: dict[Operation, int] = {}
+        reaches: dict[Operation, frozenset[Operation]] = {}
+        if block is not None:
+            analysis = self.analysis(block)
+            analysis.advance(operation)
+            position, reaches = analysis.position, analysis.reaches
         found: dict[Operation, None] = {}
         for operand in operation.operands:
             definer = operand.owner
@@ -261,13 +306,21 @@ def check_schedule(graph: DependencyGraph, schedule: Schedule[R]) -> None:
 
 
 def apply_scheduling(
-    roots: Iterable[SSAValue], hooks: SchedulingHooks[R], keep_after: Sequence[Operation] = ()
+    roots: Iterable[SSAValue],
+    hooks: SchedulingHooks[R],
+    keep_after: Sequence[Operation] = (),
+    first: Operation | None = None,
 ) -> list[Operation]:
     """Build the graph from `roots`, ask the strategy for a schedule and emit it (Cinnamon's loop).
 
     Returns the emitted dispatches and barriers in order. Afterwards the block is re-sorted stably
-    (`restore_dominance`); `keep_after` are ops that must stay after all of them (e.g. releases)."""
-    graph = DependencyGraph.build(roots, hooks.operation_filter)
+    (`restore_dominance`); `keep_after` are ops that must stay after all of them (e.g. releases).
+
+    `first` (see `DependencyGraph.build`) also confines the re-sort to the ops between the first and
+    the last node in program order, where alone a block in dominance order can go out of order (the
+    same result as re-sorting the whole block, which is done instead when that cannot be shown)."""
+    graph, sources = _build_graph(roots, hooks.operation_filter, first)
+    span = _Span.of(graph, sources) if first is not None else None
     schedule = list(hooks.strategy(graph))
     check_schedule(graph, schedule)
     emitted: list[Operation] = []
@@ -293,7 +346,8 @@ def apply_scheduling(
                 emitted.append(barrier)
         pending = remaining
     if emitted and (block := emitted[0].parent_block()) is not None:
-        restore_dominance(block, emitted, keep_after)
+        if span is None or not span.restore_dominance(block, emitted, keep_after):
+            restore_dominance(block, emitted, keep_after)
     return emitted
 
 
@@ -302,6 +356,86 @@ def _move_after(operation: Operation, anchor: Operation) -> None:
     assert block is not None and operation.parent_block() is block
     block.detach_op(operation)
     block.insert_op_after(operation, anchor)
+
+
+@dataclass
+class _Span:
+    """The ops of a block from the first to the last node of a graph (program order, before the
+    schedule is emitted), given by their neighbours outside, and what the nodes used then.
+
+    Emitting a schedule moves only nodes, and only between those neighbours, and inserts the
+    barriers there. So if the block was in dominance order before, an op can come before one it must
+    follow only if both are in the span: nodes (and barriers) use values defined before them or in
+    the span, host ops after the span using results of nodes or barriers still follow them, and the
+    other ordering edges (chain, side effects) run forward. Re-sorting the span alone (stably) then
+    gives the same block as re-sorting all of it. What the operation scheduler and the barrier
+    inserter add is checked: a value defined after the span, or an op to keep after the chain
+    that is before the span, makes `restore_dominance` return False (re-sort the whole block)."""
+
+    before: Operation | None
+    after: Operation | None
+    definers: dict[Operation, frozenset[Operation]]
+
+    @staticmethod
+    def of(graph: DependencyGraph, sources: _BlockSources) -> _Span | None:
+        if not graph.nodes:
+            return None
+        block = graph.nodes[0].operation.parent
+        if not isinstance(block, Block) or block not in sources._blocks:
+            return None
+        position = sources._blocks[block].position
+        if any(node.operation not in position for node in graph):
+            return None
+        ordered = sorted((node.operation for node in graph), key=position.__getitem__)
+        definers = {op: frozenset(_definers_in_block(op, block)) for op in ordered}
+        return _Span(ordered[0].prev_op, ordered[-1].next_op, definers)
+
+    def restore_dominance(self, block: Block, chain: Sequence[Operation], keep_after: Sequence[Operation]) -> bool:
+        """`restore_dominance(block, chain, keep_after)` for a block that was in dominance order
+        before the schedule was emitted, re-sorting only the span; False (and nothing changed) if
+        that is not enough."""
+        if (self.before is not None and self.before.parent is not block) or (
+            self.after is not None and self.after.parent is not block
+        ):
+            return False
+        ops: list[Operation] = []
+        op = self.before.next_op if self.before is not None else block.first_op
+        while op is not self.after:
+            if op is None:
+                return False
+            ops.append(op)
+            op = op.next_op
+        inside = set(ops)
+        if any(op not in inside for op in chain):
+            return False
+        # values the scheduler or the barriers use that are defined outside the span: before it?
+        earlier = set[Operation]()
+        for op in chain:
+            old = self.definers.get(op, frozenset())
+            earlier.update(d for d in _definers_in_block(op, block) if d not in inside and d not in old)
+        # ops to keep after the chain that are outside the span: after it?
+        later = {op for op in keep_after if op.parent is block and op not in inside}
+        if not _all_found(earlier, self.before, backwards=True) or not _all_found(later, self.after):
+            return False
+        order = _stable_order(ops, block, chain, keep_after)
+        if order != ops:
+            for op in order:
+                block.detach_op(op)
+                if self.after is None:
+                    block.add_op(op)
+                else:
+                    block.insert_op_before(op, self.after)
+        return True
+
+
+def _all_found(wanted: set[Operation], start: Operation | None, backwards: bool = False) -> bool:
+    """Whether all of `wanted` are among `start` and the ops after it (before it if `backwards`)."""
+    wanted = set(wanted)
+    op = start
+    while wanted and op is not None:
+        wanted.discard(op)
+        op = op.prev_op if backwards else op.next_op
+    return not wanted
 
 
 def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequence[Operation] = ()) -> None:
@@ -313,6 +447,18 @@ def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequ
     ops making a moved op's operands are hoisted before it and users of barrier results sink below
     them. A block that is already in order is left untouched."""
     ops = list(block.ops)
+    order = _stable_order(ops, block, chain, keep_after)
+    if order != ops:
+        for op in order:
+            block.detach_op(op)
+            block.add_op(op)
+
+
+def _stable_order(
+    ops: list[Operation], block: Block, chain: Sequence[Operation], keep_after: Sequence[Operation]
+) -> list[Operation]:
+    """`restore_dominance`'s order of `ops`, consecutive ops of `block` that ops before them do not
+    wait for (edges from ops before them are taken as met, ops after them are not looked at)."""
     position = {op: i for i, op in enumerate(ops)}
     successors: dict[Operation, list[Operation]] = {op: [] for op in ops}
     waiting = dict.fromkeys(ops, 0)
@@ -323,7 +469,8 @@ def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequ
 
     for op in ops:
         for definer in _definers_in_block(op, block):
-            edge(definer, op)
+            if definer in position:
+                edge(definer, op)
     for before, after in pairwise(chain):
         edge(before, after)
     in_chain = set(chain)
@@ -332,7 +479,7 @@ def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequ
         edge(before, after)
     if chain:
         for op in keep_after:
-            if op.parent is block and op not in in_chain:
+            if op.parent is block and op not in in_chain and op in position:
                 edge(chain[-1], op)
 
     ready = [position[op] for op in ops if not waiting[op]]
@@ -348,10 +495,7 @@ def restore_dominance(block: Block, chain: Sequence[Operation], keep_after: Sequ
     if len(order) != len(ops):
         stuck = next(op for op in ops if waiting[op])
         raise ValueError(f"cannot order the block: '{stuck.name}' waits for an op that waits for it")
-    if order != ops:
-        for op in order:
-            block.detach_op(op)
-            block.add_op(op)
+    return order
 
 
 # ---- the cim hooks ------------------------------------------------------------------------------
@@ -386,9 +530,27 @@ def _users(value: SSAValue) -> list[Operation]:
     return list(dict.fromkeys(use.operation for use in value.uses))
 
 
-def _in_program_order(ops: Iterable[Operation], block: Block) -> list[Operation]:
+def _in_program_order(ops: Iterable[Operation], block: Block, start: Operation | None = None) -> list[Operation]:
+    """`ops` (in `block`, nested or not) in the order of `block.walk()`. With `start` (an op of
+    `block` no later than any of them) only the ops from `start` to the last of them are looked at."""
+    ops = list(dict.fromkeys(ops))
+    if start is not None and start.parent is block:
+        tops = {op: _ancestor_in(block, op) for op in ops}
+        wanted = set(tops.values())
+        if None not in wanted:
+            nested = {top for op, top in tops.items() if op is not top}
+            position: dict[Operation, int] = {}
+            current: Operation | None = start
+            while wanted and current is not None:
+                if current in wanted:
+                    wanted.discard(current)
+                    for inner in current.walk() if current in nested else (current,):
+                        position[inner] = len(position)
+                current = current.next_op
+            if not wanted:
+                return sorted(ops, key=position.__getitem__)
     position = {op: i for i, op in enumerate(block.walk())}
-    return sorted(dict.fromkeys(ops), key=position.__getitem__)
+    return sorted(ops, key=position.__getitem__)
 
 
 def describe(operation: Operation) -> str:
@@ -414,11 +576,14 @@ def check_schedulable(module: ModuleOp, pass_name: str) -> list[AcquireDeviceOp]
                 )
         if isinstance(op, AcquireDeviceOp) and not op.is_fully_scheduled.value.data:
             devices.append(op)
+    positions: dict[Block, dict[Operation, int]] = {}
     for device in devices:
         block = device.parent_block()
         if block is None:
             raise fail(f"{describe(device)} is not inside a block")
-        position = {op: i for i, op in enumerate(block.ops)}
+        if block not in positions:
+            positions[block] = {op: i for i, op in enumerate(block.ops)}
+        position = positions[block]
         releases = [user for user in _users(device.device_id) if isinstance(user, ReleaseDeviceOp)]
         if len(releases) != 1 or releases[0].parent is not block:
             raise fail(f"{describe(device)} needs exactly one 'cim.release_device' in its block")
@@ -474,7 +639,9 @@ def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
     block = device.parent_block()
     assert block is not None
     release_device = next(u for u in _users(device.device_id) if isinstance(u, ReleaseDeviceOp))
-    acquires = _in_program_order((u for u in _users(device.device_id) if isinstance(u, AcquireCrossbarOp)), block)
+    acquires = _in_program_order(
+        (u for u in _users(device.device_id) if isinstance(u, AcquireCrossbarOp)), block, start=device
+    )
     if acquires:
         saved = acquires[0]
     else:
@@ -490,10 +657,10 @@ def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
         other.crossbar_id.replace_all_uses_with(saved.crossbar_id)
         Rewriter.erase_op(other)
 
-    cim_ops = [op for op in _in_program_order(_users(saved.crossbar_id), block) if isinstance(op, CimMatrixOp)]
+    cim_ops = _in_program_order((op for op in _users(saved.crossbar_id) if isinstance(op, CimMatrixOp)), block, device)
     on_device = set[Operation](cim_ops)
     barriers = _in_program_order(
-        (user for op in cim_ops for user in _users(op.result) if isinstance(user, BarrierOp)), block
+        (user for op in cim_ops for user in _users(op.result) if isinstance(user, BarrierOp)), block, device
     )
     roots: dict[SSAValue, None] = {}
     for barrier in barriers:
@@ -531,7 +698,8 @@ def schedule_device(
         operation_scheduler=schedule_cim_op_on_crossbar,
         barrier_inserter=insert_barrier_for_cim_op_result,
     )
-    emitted = apply_scheduling(prepared.roots, hooks, keep_after=prepared.releases)
+    first = prepared.cim_ops[0] if prepared.cim_ops else None
+    emitted = apply_scheduling(prepared.roots, hooks, keep_after=prepared.releases, first=first)
     device.properties["isFullyScheduled"] = BoolAttr.from_bool(True)
     return emitted
 
