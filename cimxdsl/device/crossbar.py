@@ -95,7 +95,7 @@ def program_tile(
     if w.dtype.kind == "f":
         return Tile(w, None, 0, w.sum(axis=0), float(np.abs(w).max()))
     levels, offset = encode_weights(w, config)
-    g = levels.astype(_analog_dtype(config))
+    g = levels.astype(_analog_dtype(config), order="C")
     if not config.noiseless:
         rng = rng if rng is not None else np.random.default_rng(config.seed)
         if stuck is None:
@@ -343,7 +343,7 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
         reads = levels.reshape(slices, -1).astype(dtype, copy=False)
         combined = (slice_scale.astype(dtype) @ reads).reshape(b * n, -1)  # over input slices, then cells
         out[start : start + b] = (combined @ coefficients.astype(dtype)).reshape(b, n) * dtype(step)
-    correction = tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None] + offsets[:, None] * (
-        tile.col_sums[None, :] + tile.weight_offset * k
-    )
+    correction = offsets[:, None] * (tile.col_sums[None, :] + tile.weight_offset * k)
+    if tile.weight_offset:
+        correction += tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None]
     return np.rint(out).astype(np.int64) - correction
