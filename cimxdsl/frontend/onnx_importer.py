@@ -54,9 +54,37 @@ def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) ->
     if batch is not None:
         model = with_batch(model, batch)
     try:
-        return shape_inference.infer_shapes(model, data_prop=True)
+        return infer_shapes(model)
     except Exception as e:
         raise OnnxImportError(f"shape inference failed: {str(e).splitlines()[0]}") from None
+
+
+def infer_shapes(model: onnx.ModelProto, large: int = 1024) -> onnx.ModelProto:
+    """A copy of `model` with inferred shapes. Inference runs on a light model whose initializers of
+    more than `large` elements are graph inputs of the same type instead (weights are not copied
+    through the inference; small ones stay for data propagation, e.g. reshape targets)."""
+    graph = model.graph
+    inputs = {i.name for i in graph.input}
+    weights = [i for i in graph.initializer if int(np.prod(i.dims)) > large and i.name not in inputs]
+    typed = [helper.make_tensor_value_info(i.name, i.data_type, i.dims) for i in weights]
+    names = {i.name for i in weights}
+    light_graph = helper.make_graph(
+        graph.node,
+        graph.name,
+        [*graph.input, *typed],
+        graph.output,
+        [i for i in graph.initializer if i.name not in names],
+        value_info=graph.value_info,
+    )
+    light = helper.make_model(light_graph, opset_imports=model.opset_import, ir_version=model.ir_version)
+    light.functions.extend(model.functions)
+    inferred = shape_inference.infer_shapes(light, data_prop=True)
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    for field in ("value_info", "output"):
+        del getattr(result.graph, field)[:]
+        getattr(result.graph, field).extend(getattr(inferred.graph, field))
+    return result
 
 
 def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
