@@ -47,4 +47,5 @@ def run_instruction_cores(interpreter: Interpreter, cores: Sequence[pim.CoreOp])
     machine.run()
     for array, address in buffers:
         target = np.asarray(array)
-        target.reshape(-1)[...] = machine.memory[address : address + target.nbytes].view(target.dtype)
+        if target.flags.writeable:  # constants are read-only values
+            target.reshape(-1)[...] = machine.memory[address : address + target.nbytes].view(target.dtype)

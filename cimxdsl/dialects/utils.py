@@ -55,7 +55,8 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
 
 
 def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """The contents of a dense attribute as an array, read straight from its bytes (splats broadcast)."""
+    """The contents of a dense attribute as an array, read straight from its bytes (splats broadcast;
+    not a copy, so read-only: constants are values)."""
     element = attr.get_element_type()
     stored = np.frombuffer(attr.data.data, dtype=np.dtype(element.format))
     dtype = numpy_dtype(element)
@@ -63,7 +64,7 @@ def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     shape = attr.get_shape()
     if values.size == 1 and int(np.prod(shape)) != 1:
         return np.full(shape, values[0], dtype=dtype)
-    return values.reshape(shape).copy()
+    return values.reshape(shape)  # read-only when it is the attribute's own bytes
 
 
 def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElementsAttr:
