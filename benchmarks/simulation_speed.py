@@ -6,6 +6,10 @@ in the same process, at batch 1 and 16:
 - `cinnamon` with 8-bit weights and inputs and an 8-bit ADC: int8, bit-sliced; target ≤ 1.5 × input
   slices × cells per weight × arrays per weight × onnxruntime (the work a sliced simulation cannot avoid).
 
+It also prints the crossbar writes of an inference after the first (weights left on the device by
+the previous one are not written again) against the minimum: every weight tile the program writes,
+less the crossbars that can keep one resident.
+
     python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
 """
 
@@ -71,8 +75,14 @@ def main() -> None:
             ort = best_time(lambda: session.run(None, {"x": x}), args.repeat)
             ours = best_time(lambda: compiled(x), args.repeat)
             error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
+            writes = compiled.last_run.device.report(per_crossbar=False)["total"]["writes"]
+            tiles = compiled.mlir().count("call @memristor_write_to_crossbar")
+            least = max(0, tiles - compiled.options["crossbars"])
             ratio = ours / ort
-            print(f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x  {error:.1e}")
+            print(
+                f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
+                f" {error:14.1e} {f'{writes} ({least})':>14}"
+            )
 
 
 if __name__ == "__main__":
