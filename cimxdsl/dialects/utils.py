@@ -69,7 +69,7 @@ def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
 
 def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElementsAttr:
     """A dense constant of `element_type` holding `array` (its bytes, not a list of values)."""
-    stored = np.ascontiguousarray(array, dtype=np.dtype(element_type.format))
+    stored = np.asarray(array, dtype=np.dtype(element_type.format))  # C-order bytes in one copy
     return DenseIntOrFPElementsAttr(TensorType(element_type, array.shape), BytesAttr(stored.tobytes()))
 
 
