@@ -310,11 +310,18 @@ def device_file(device: str | Path | DeviceConfig, config: DeviceConfig) -> str 
     """A preset name or TOML file for pass options: a `DeviceConfig` object is written to one."""
     if not isinstance(device, DeviceConfig):
         return device
+    import hashlib
     import tempfile
 
-    handle, path = tempfile.mkstemp(prefix="cimxdsl-device-", suffix=".toml")
-    with open(handle, "w") as file:
-        file.write(config.to_toml())
+    text = config.to_toml()
+    directory = Path(tempfile.gettempdir()) / "cimxdsl-devices"
+    directory.mkdir(exist_ok=True)
+    path = directory / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"  # one file per configuration
+    if not path.exists():  # written whole, then renamed: concurrent compiles never read half a file
+        handle, partial = tempfile.mkstemp(dir=directory, suffix=".part")
+        with open(handle, "w") as file:
+            file.write(text)
+        Path(partial).replace(path)
     return path
 
 
