@@ -15,9 +15,10 @@ dependencies have finished (their barriers come first).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from heapq import heapify, heappop, heappush
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -88,16 +89,19 @@ def schedule_makespan_ns(schedule: Schedule[R], cost: CrossbarCostModel) -> floa
     free: dict[R, float] = {}
     held: dict[R, SSAValue] = {}
     finish: dict[Operation, float] = {}
-    for time in sorted({t for entry in schedule for t in (entry.dispatch_time, entry.barrier_time)}):
-        for entry in schedule:
-            if entry.dispatch_time == time:
-                start = max(now, free.get(entry.resource, 0.0))
-                duration = cost.duration_ns(entry.operation, held.get(entry.resource))
-                free[entry.resource] = finish[entry.operation] = start + duration
-                held[entry.resource] = crossbar_work(entry.operation).weights
-        for entry in schedule:
-            if entry.barrier_time == time:
-                now = max(now, finish[entry.operation])
+    dispatches: defaultdict[int, list[ScheduledOperation[R]]] = defaultdict(list)
+    barriers: defaultdict[int, list[ScheduledOperation[R]]] = defaultdict(list)
+    for entry in schedule:
+        dispatches[entry.dispatch_time].append(entry)
+        barriers[entry.barrier_time].append(entry)
+    for time in sorted(dispatches.keys() | barriers.keys()):
+        for entry in dispatches[time]:
+            start = max(now, free.get(entry.resource, 0.0))
+            duration = cost.duration_ns(entry.operation, held.get(entry.resource))
+            free[entry.resource] = finish[entry.operation] = start + duration
+            held[entry.resource] = crossbar_work(entry.operation).weights
+        for entry in barriers[time]:
+            now = max(now, finish[entry.operation])
     return max([now, *free.values()])
 
 
@@ -136,9 +140,33 @@ def _key(time: float) -> float:
     return round(time, 6)
 
 
+def _first_of_tiles(tops: list[tuple[int, int]], by_tile: dict[int, list[int]], avoid: set[int]) -> int:
+    """The first op (by rank) of the tiles not in `avoid` in `tops` (see `CriticalPathScheduler._plan`),
+    else the first op of any tile. Stale entries met on the way are dropped; `avoid` ones are kept."""
+    aside: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    found = fallback = -1
+    while tops:
+        first, tile = tops[0]
+        tile_ops = by_tile[tile]
+        if not tile_ops or tile_ops[0] != first or tile in seen:
+            heappop(tops)
+        elif tile not in avoid:
+            found = first
+            break
+        else:
+            fallback = first if fallback < 0 else fallback
+            seen.add(tile)
+            aside.append(heappop(tops))
+    for entry in aside:
+        heappush(tops, entry)
+    return found if found >= 0 else fallback
+
+
 class _GraphWork:
     """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than SSA
-    values), MVM and write times, and its rank (longest path to the end first, then graph order)."""
+    values), MVM and write times, and its rank (longest path to the end first, then graph order);
+    `by_rank` holds the nodes in rank order, `position` each node's index there."""
 
     def __init__(self, graph: DependencyGraph, cost: CrossbarCostModel):
         self.graph = graph
@@ -150,6 +178,8 @@ class _GraphWork:
         for node in reversed(graph.topological_order()):
             path[node] = self.write[node] + self.mvm[node] + max((path[d] for d in node.dependents), default=0.0)
         self.rank = {node: (-path[node], i) for i, node in enumerate(graph)}
+        self.by_rank = sorted(self.rank, key=self.rank.__getitem__)
+        self.position = {node: i for i, node in enumerate(self.by_rank)}
 
 
 @dataclass
@@ -204,52 +234,90 @@ class CriticalPathScheduler(SchedulingStrategy[R]):
     def _plan(self, work: _GraphWork, defer_held: bool, target: float | None) -> _Plan:
         """One list schedule (see the class docstring): `defer_held` puts ops whose weights some
         crossbar holds after the others that can start as early; with a `target`, an op goes on a
-        crossbar holding its weights if it ends there by max(target, the plan's end so far)."""
-        weights, mvm, write, rank = work.weights, work.mvm, work.write, work.rank
+        crossbar holding its weights if it ends there by max(target, the plan's end so far).
+
+        Each step takes the least of the ready ops by (max(ready time, now), weights not resident,
+        weights held somewhere (with `defer_held`), rank), in O(crossbars + log ops), where `now` =
+        max(first crossbar free, earliest ready time) (times by `_key`). So the op is one of those
+        ready by `now`, and `now` never decreases: the crossbars' free times do not, and an op starts
+        no earlier than `now` (it is ready by then, and its crossbar free no earlier than the first),
+        so its dependents are ready no earlier. Hence an op ready by `now` stays so, and while some
+        are left the earliest ready time is at most `now`: `now` = max(`now`, first crossbar free).
+        Ops ready later wait in a heap by (ready time, rank); those ready by `now` are in a heap per
+        weight tile by rank, and `tops` holds (rank, tile) of each such tile's first op (and stale
+        entries, skipped). The op is the first of a resident tile (at most one per crossbar), else
+        with `defer_held` the first in `tops` whose tile no crossbar holds (past at most one entry
+        per crossbar), else the first in `tops`."""
+        weights, mvm, write, by_rank = work.weights, work.mvm, work.write, work.by_rank
+        position = work.position
+        tile_of = [weights[node] for node in by_rank]
         needed = Counter(weights.values())
         crossbars = range(len(self.resources))
         free = [0.0] * len(self.resources)
+        free_key = [0.0] * len(self.resources)  # _key(free[i])
         held = [-1] * len(self.resources)
         plan = _Plan()
         ready_at = {node: 0.0 for node in work.graph if not node.dependencies}
-        ready_key = dict(ready_at)
+        later = [(0.0, position[node]) for node in ready_at]
+        heapify(later)
+        by_tile: defaultdict[int, list[int]] = defaultdict(list)
+        tops: list[tuple[int, int]] = []
         waiting = {node: len(node.dependencies) for node in work.graph}
+        now, ready_by_now = 0.0, 0
+        tile, ready, run, write_ns = -1, 0.0, 0.0, 0.0  # of the op being placed
 
-        def end(node: DependencyNode, i: int) -> float:
-            return max(ready_at[node], free[i]) + mvm[node] + (0.0 if held[i] == weights[node] else write[node])
+        def end(i: int) -> float:
+            return max(ready, free[i]) + run + (0.0 if held[i] == tile else write_ns)
 
-        def placement(node: DependencyNode, i: int) -> tuple[float, bool, bool, int]:
-            evicts = held[i] >= 0 and held[i] != weights[node] and needed[held[i]] > 0
-            return _key(end(node, i)), held[i] != weights[node], evicts, i
+        def placement(i: int) -> tuple[float, bool, bool, int]:
+            other = held[i] != tile
+            return (
+                _key(max(ready, free[i]) + run + (write_ns if other else 0.0)),
+                other,
+                other and needed[held[i]] > 0,
+                i,
+            )
 
         while ready_at:
             # Every op ready by `now` can start at `now` and no op earlier; `resident` weights are on
             # crossbars free by then.
-            now = max(_key(min(free)), min(ready_key.values()))
-            resident = {held[i] for i in crossbars if _key(free[i]) <= now}
-            somewhere = set(held) if defer_held else set()
-            node = min(
-                ready_at,
-                key=lambda n: (max(ready_key[n], now), weights[n] not in resident, weights[n] in somewhere, rank[n]),
-            )
-            del ready_key[node]
-            needed[weights[node]] -= 1
-            best = min(crossbars, key=lambda i: placement(node, i))
-            if target is not None and held[best] != weights[node]:
+            now = max(now, min(free_key), later[0][0] if later and not ready_by_now else now)
+            while later and later[0][0] <= now:
+                first = heappop(later)[1]
+                ready_by_now += 1
+                tile_ops = by_tile[tile_of[first]]
+                heappush(tile_ops, first)
+                if tile_ops[0] == first:
+                    heappush(tops, (first, tile_of[first]))
+            resident = {held[i] for i in crossbars if free_key[i] <= now}
+            first = min((by_tile[held_tile][0] for held_tile in resident if by_tile.get(held_tile)), default=-1)
+            if first < 0:
+                first = _first_of_tiles(tops, by_tile, set(held) if defer_held else set())
+            node = by_rank[first]
+            ready_by_now -= 1
+            tile, ready, run, write_ns = weights[node], ready_at.pop(node), mvm[node], write[node]
+            tile_ops = by_tile[tile]
+            heappop(tile_ops)
+            if tile_ops:
+                heappush(tops, (tile_ops[0], tile))
+            needed[tile] -= 1
+            best = min(crossbars, key=placement)
+            if target is not None and held[best] != tile:
                 limit = _key(max(target, max(free)))
-                holders = [i for i in crossbars if held[i] == weights[node] and _key(end(node, i)) <= limit]
-                best = min(holders, key=lambda i: placement(node, i), default=best)
-            start = max(ready_at.pop(node), free[best])
-            duration = mvm[node] + (0.0 if held[best] == weights[node] else write[node])
+                holders = [i for i in crossbars if held[i] == tile and _key(end(i)) <= limit]
+                best = min(holders, key=placement, default=best)
+            start = max(ready, free[best])
+            duration = run + (0.0 if held[best] == tile else write_ns)
             plan.start[node] = start
             plan.finish[node] = free[best] = start + duration
-            held[best] = weights[node]
+            free_key[best] = _key(free[best])
+            held[best] = tile
             plan.placed.append((node, best))
             for dependent in node.dependents:
                 waiting[dependent] -= 1
                 if not waiting[dependent]:
                     ready_at[dependent] = max(plan.finish[d] for d in dependent.dependencies)
-                    ready_key[dependent] = _key(ready_at[dependent])
+                    heappush(later, (_key(ready_at[dependent]), position[dependent]))
         plan.makespan_ns = max(plan.finish.values(), default=0.0)
         return plan
 
