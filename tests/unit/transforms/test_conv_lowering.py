@@ -45,13 +45,25 @@ def test_im2col_matches_direct_convolution(strides, dilations):
 
 def test_conv_through_the_memristor_pipeline():
     rng = np.random.default_rng(4)
-    x, w, b = rng.integers(-128, 128, (2, 3, 7, 6)), rng.integers(-128, 128, (4, 3, 3, 2)), rng.integers(-9, 9, (2, 4, 3, 5))
+    x, w, b = (
+        rng.integers(-128, 128, (2, 3, 7, 6)),
+        rng.integers(-128, 128, (4, 3, 3, 2)),
+        rng.integers(-9, 9, (2, 4, 3, 5)),
+    )
     module = parse(CONV)
     constant = next(op for op in module.walk() if op.name == "arith.constant").value
     from cimxdsl.dialects.utils import dense_array
 
     expected = [reference_conv(x, w, (2, 1), (1, 1)), reference_conv(x, dense_array(constant), (2, 1), (1, 1)) + b]
-    for spec in ["", "linalg-to-cinm", "tile{rows=8 cols=3}", "cinm-to-cim{crossbars=3}", "schedule-list", "cim-to-memristor", "memristor-to-func"]:
+    for spec in [
+        "",
+        "linalg-to-cinm",
+        "tile{rows=8 cols=3}",
+        "cinm-to-cim{crossbars=3}",
+        "schedule-list",
+        "cim-to-memristor",
+        "memristor-to-func",
+    ]:
         if spec:
             apply(module, spec)
         outputs = run(module, [x, w, b], "ideal").outputs

@@ -20,7 +20,7 @@ from cimxdsl.transforms.scheduling import (
     schedule_makespan_ns,
 )
 from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
-from tests.unit.helpers import apply, parse
+from tests.unit.helpers import apply, matmul_program, parse
 
 COST = CrossbarCostModel(preset("cinnamon"))
 
@@ -144,15 +144,7 @@ def test_list_schedule_of_a_tiled_layer_on_16_crossbars_is_within_10_percent_of_
     """A matmul in 20 tiles (16 of 4 rows, 4 of 2 rows) on 16 crossbars, through the real pipeline and
     the simulator: the list schedule takes a big and a small tile's time (the bound: 17 tiles on 16
     crossbars); ASAP puts two big tiles on one crossbar."""
-    text = """
-    func.func @main(%x: tensor<8x18xi32>, %w: tensor<18x16xi32>) -> tensor<8x16xi32> {
-      %e = tensor.empty() : tensor<8x16xi32>
-      %c0 = arith.constant 0 : i32
-      %z = linalg.fill ins(%c0 : i32) outs(%e : tensor<8x16xi32>) -> tensor<8x16xi32>
-      %y = linalg.matmul ins(%x, %w : tensor<8x18xi32>, tensor<18x16xi32>) outs(%z : tensor<8x16xi32>) -> tensor<8x16xi32>
-      return %y : tensor<8x16xi32>
-    }
-    """
+    text = matmul_program(8, 18, 16)
     rng = np.random.default_rng(7)
     x, w = rng.integers(0, 4, (8, 18)), rng.integers(0, 4, (18, 16))
     lowered = str(apply(parse(text), "linalg-to-cinm,tile{rows=4 cols=4},cinm-to-cim{crossbars=16}"))

@@ -45,6 +45,7 @@ from cimxdsl.transforms.scheduling import (
     schedule_device,
     schedule_makespan_ns,
 )
+from tests.unit.helpers import matmul_program
 
 PASSES = ("schedule-asap", "schedule-alap", "schedule-list", "schedule-round-robin")
 T = "tensor<4x4xi32>"
@@ -654,15 +655,7 @@ def test_schedules_run_as_modelled_on_the_simulator():
     """A tiled layer through the real pipeline: every strategy gives the exact product, the simulator's
     latency is what the cost model says for that schedule, and the list schedule is the shortest."""
     interpreters = pytest.importorskip("cimxdsl.interpreters")
-    text = """
-    func.func @main(%x: tensor<8x10xi32>, %w: tensor<10x8xi32>) -> tensor<8x8xi32> {
-      %e = tensor.empty() : tensor<8x8xi32>
-      %c0 = arith.constant 0 : i32
-      %z = linalg.fill ins(%c0 : i32) outs(%e : tensor<8x8xi32>) -> tensor<8x8xi32>
-      %y = linalg.matmul ins(%x, %w : tensor<8x10xi32>, tensor<10x8xi32>) outs(%z : tensor<8x8xi32>) -> tensor<8x8xi32>
-      return %y : tensor<8x8xi32>
-    }
-    """
+    text = matmul_program(8, 10, 8)
     rng = np.random.default_rng(1)
     x, w = rng.integers(0, 4, (8, 10)), rng.integers(0, 4, (10, 8))
     # six tiles (K = 4, 4, 2 by N = 4, 4) of different write times on four crossbars
