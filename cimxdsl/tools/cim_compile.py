@@ -167,19 +167,7 @@ def main(args: Sequence[str] | None = None) -> None:
         report = model.report()
         crossbars = model.options["crossbars"]
         print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
-        for note in model.notes:
-            print(f"note: {note}")
-        with np.printoptions(threshold=20, edgeitems=3, linewidth=100, precision=4):
-            for i, output in enumerate(outputs):
-                print(f"output {i}: {output!r}")
-        if options.compare:
-            reference = onnxruntime_outputs(options.model, {n: x for (n, _), x in zip(names, inputs, strict=True)})
-            report["compare"] = comparison(outputs, reference)
-            c = report["compare"]
-            print(
-                f"onnxruntime: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
-                f"top-1 agreement {c['top1_agreement']:.0%}"
-            )
+        show_outputs(options, model.notes, names, inputs, outputs, report)
         if options.dataset:
             report["dataset"] = evaluate_dataset(compile_options, options.model, options.dataset, progress)
             d = report["dataset"]
@@ -235,7 +223,23 @@ def compile_pim_target(options) -> None:
         f"(check again: cim-validate {model.directory} --input {model.directory}/input_0.npy "
         f"--expect {model.directory}/expected_0.npy)"
     )
-    for note in report["notes"]:
+    show_outputs(options, report["notes"], names, inputs, outputs, report)
+    print(
+        f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
+        f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"
+    )
+    counts = sorted(report["instruction_counts"].items(), key=lambda item: -item[1])
+    print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
+    times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())
+    print(f"compile time (s): {times}")
+    if options.report_json:
+        Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
+
+
+def show_outputs(options, notes: list[str], names, inputs, outputs: list[np.ndarray], report: dict) -> None:
+    """Print the notes and outputs and, with --compare, the comparison with onnxruntime (kept in
+    `report["compare"]`)."""
+    for note in notes:
         print(f"note: {note}")
     with np.printoptions(threshold=20, edgeitems=3, linewidth=100, precision=4):
         for i, output in enumerate(outputs):
@@ -247,16 +251,6 @@ def compile_pim_target(options) -> None:
             f"onnxruntime: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
             f"top-1 agreement {c['top1_agreement']:.0%}"
         )
-    print(
-        f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
-        f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"
-    )
-    counts = sorted(report["instruction_counts"].items(), key=lambda item: -item[1])
-    print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
-    times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())
-    print(f"compile time (s): {times}")
-    if options.report_json:
-        Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
 
 
 def write_outputs(directory: Path, model: CompiledModel, report: dict, outputs: list[np.ndarray]) -> None:
