@@ -17,13 +17,11 @@ from cimxdsl.backend.artifacts import ArrayGroup, CoreProgram
 from cimxdsl.backend.validator import Machine
 from cimxdsl.dialects import pim
 
-ADDRESS = "pim.address"
-
 
 def placed_buffers(block_ops: Sequence[Operation]) -> list[tuple[Operation, int]]:
     placed = []
     for op in block_ops:
-        attr = op.attributes.get(ADDRESS)
+        attr = op.attributes.get(pim.ADDRESS)
         if isinstance(attr, IntegerAttr):
             placed.append((op, attr.value.data))
     return placed

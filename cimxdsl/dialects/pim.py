@@ -252,6 +252,9 @@ class ApplyFiltersOp(ApplyFiltersBase):
 # Instruction level
 # ----------------------------------------------------------------------------------------------
 
+ADDRESS = "pim.address"
+"""The discardable attribute holding the byte address `pim-codegen` gave a global buffer."""
+
 REGISTER_FIELDS = frozenset({"rd", "rs1", "rs2"})
 """Register indices, 0..31."""
 BIT_WIDTH_FIELDS = frozenset({"mbiw", "ibiw", "obiw"})

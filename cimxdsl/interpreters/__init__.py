@@ -20,6 +20,7 @@ from cimxdsl.device import Device, DeviceConfig
 from cimxdsl.interpreters.cim import CimFunctions
 from cimxdsl.interpreters.cinm import CinmFunctions
 from cimxdsl.interpreters.host import HostFunctions
+from cimxdsl.interpreters.lifetimes import ValueReleaser
 from cimxdsl.interpreters.memristor import MemristorFunctions
 from cimxdsl.interpreters.pim import PimFunctions
 from cimxdsl.interpreters.runtime import CrossbarRuntime
@@ -28,11 +29,17 @@ from cimxdsl.interpreters.values import as_type
 
 
 def build_interpreter(
-    module: ModuleOp, device: Device | CrossbarRuntime, listeners: Sequence[Interpreter.Listener] = ()
+    module: ModuleOp,
+    device: Device | CrossbarRuntime,
+    listeners: Sequence[Interpreter.Listener] = (),
+    release_dead_values: bool = False,
 ) -> Interpreter:
     """An interpreter for `module` with every implementation registered, running crossbar ops on
-    `device` (or on the state of an existing runtime)."""
-    interpreter = Interpreter(module, listeners=tuple(listeners))
+    `device` (or on the state of an existing runtime); with `release_dead_values`, values are freed
+    after their last use in a block run (`lifetimes`)."""
+    releaser = ValueReleaser()
+    interpreter = Interpreter(module, listeners=(*listeners, releaser) if release_dead_values else tuple(listeners))
+    releaser.interpreter = interpreter
     interpreter.register_implementations(func_functions.FuncFunctions())
     interpreter.register_implementations(scf_functions.ScfFunctions())
     interpreter.register_implementations(builtin_functions.BuiltinFunctions())
@@ -79,7 +86,9 @@ def run(
         raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
     arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
     runtime = CrossbarRuntime(device)
-    outputs = build_interpreter(module, runtime, listeners).call_op(function, tuple(arguments))
+    outputs = build_interpreter(module, runtime, listeners, release_dead_values=True).call_op(
+        function, tuple(arguments)
+    )
     device.sync()
     return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device, runtime.layers)
 

@@ -58,9 +58,6 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.spatial import num_elements
 from cimxdsl.dialects.utils import dense_array
 
-ADDRESS = "pim.address"
-"""Byte address in global memory, on the function-level op defining a global buffer."""
-
 GENERAL_REGISTERS = 28
 PAIR = 28
 """r28:r29 hold (high, low) of global addresses."""
@@ -454,7 +451,7 @@ def generate(function: func.FuncOp) -> Artifacts:
     for value, address in addresses.items():
         owner = value.owner
         assert isinstance(owner, Operation)
-        owner.attributes[ADDRESS] = IntegerAttr(address, i64)
+        owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
     peers = channel_peers(cores)
     programs = []
     for core in cores:
