@@ -49,6 +49,11 @@ class Tile:
     weight_offset: int  # c of the offset encoding (0 for differential)
     col_sums: np.ndarray  # Σ_k W[k, :], for the input-offset correction
     max_abs: int | float  # max |W|, bounds the exact product
+    reads: np.ndarray | None = None
+    """The matrix the input digits multiply: the conductances, with a noiseless full-scale ADC's
+    scale and half step folded in (see `_sliced_product`)."""
+    max_sum: float = np.inf
+    """The largest column sum a read can produce (inf with noise): bounds the ADC's input."""
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -66,18 +71,19 @@ def draw_stuck_cells(config: DeviceConfig, rng: np.random.Generator) -> np.ndarr
     return stuck
 
 
-def encode_weights(w: np.ndarray, config: DeviceConfig) -> tuple[np.ndarray, int]:
-    """Integer cell levels (K, N, arrays, J) of a validated tile, and the offset c."""
+def encode_weights(w: np.ndarray, config: DeviceConfig, dtype: type = np.int64) -> tuple[np.ndarray, int]:
+    """Cell levels (K, N, arrays, J) of a validated tile, as `dtype`, and the offset c."""
     if config.encoding == "differential":
         magnitudes, offset = np.stack([np.maximum(w, 0), np.maximum(-w, 0)], axis=-1), 0
     else:
         offset = 0 if w.min() >= 0 else 2 ** (config.weight_bits - 1)
         magnitudes = (w + offset)[..., None]
     magnitudes = magnitudes.astype(np.min_scalar_type(2**config.weight_bits))
-    shifts = (config.cell_bits * np.arange(config.cells_per_weight)).astype(magnitudes.dtype)
-    # slices first, so that NumPy's inner loop runs over the whole tile
-    levels = (magnitudes[None] >> shifts[:, None, None, None]) & magnitudes.dtype.type(2**config.cell_bits - 1)
-    return levels.transpose(1, 2, 3, 0), offset
+    levels = np.empty((*magnitudes.shape, config.cells_per_weight), dtype)
+    for j in range(config.cells_per_weight):  # one cell slice at a time, over the whole tile
+        shifted = magnitudes >> (config.cell_bits * j)
+        np.bitwise_and(shifted, 2**config.cell_bits - 1, out=levels[..., j], casting="unsafe")
+    return levels, offset
 
 
 def program_tile(
@@ -94,8 +100,7 @@ def program_tile(
     w = _weight_array(weights, config)
     if w.dtype.kind == "f":
         return Tile(w, None, 0, w.sum(axis=0), float(np.abs(w).max()))
-    levels, offset = encode_weights(w, config)
-    g = levels.astype(_analog_dtype(config), order="C")
+    g, offset = encode_weights(w, config, _analog_dtype(config))
     if not config.noiseless:
         rng = rng if rng is not None else np.random.default_rng(config.seed)
         if stuck is None:
@@ -109,7 +114,21 @@ def program_tile(
             g[cells == 1] = 2**config.cell_bits - 1
             g[cells == -1] = 0
         g *= config.drift_time_s ** (-config.drift_nu)
-    return Tile(w, g.reshape(w.shape[0], -1), offset, w.sum(axis=0), int(np.abs(w).max()))
+    g = g.reshape(w.shape[0], -1)
+    max_sum = float(g.sum(axis=0).max()) * (2**config.dac_bits - 1) if config.noiseless else np.inf
+    return Tile(w, g, offset, w.sum(axis=0), int(np.abs(w).max()), _fold_adc(g, config), max_sum)
+
+
+def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
+    """`g`, or — for a noiseless full-scale ADC with a step above 1 and without analog subtraction —
+    `g` divided by the step (exact: a power of two) with an extra row of ½: a constant input digit of
+    1 against it adds the half step that rounds to the nearest level, so the product yields
+    sum ÷ step + ½ directly."""
+    full = config.adc_bits and config.adc_range == "full"
+    step = _full_scale_step(config, False)
+    if not (config.noiseless and full and not config.analog_subtraction and step > 1):
+        return g
+    return np.vstack([g / g.dtype.type(step), np.full((1, g.shape[1]), 0.5, g.dtype)])
 
 
 def tile_mvm(
@@ -119,8 +138,10 @@ def tile_mvm(
     rng: np.random.Generator | None = None,
     *,
     fast_path: bool = True,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """x @ W on a programmed tile for x of shape (B, K) or (K,); int64 for integer operands.
+    """x @ W on a programmed tile for x of shape (B, K) or (K,); int64 for integer operands, or
+    cast into `out` (of the result's shape) when given.
 
     With `fast_path` an exact config computes the product directly (same result, much faster).
     """
@@ -128,13 +149,18 @@ def tile_mvm(
     if x.ndim not in (1, 2):
         raise ValueError(f"crossbar input must be a vector or a matrix, got shape {x.shape}")
     rows = x[None] if x.ndim == 1 else x
+    out_rows = out[None] if out is not None and x.ndim == 1 else out
     _check_inputs(rows, tile, config)
     if rows.dtype.kind == "f" or tile.conductance is None or (fast_path and config.exact):
-        y = _exact_product(rows, tile)
+        y = _exact_product(rows, tile, out_rows)
     else:
         if rng is None and config.read_noise:
             rng = np.random.default_rng(config.seed)
         y = _sliced_product(rows, tile, config, rng)
+    if out is not None:
+        if y is not out_rows:
+            out_rows[...] = y
+        return out
     return y[0] if x.ndim == 1 else y
 
 
@@ -166,11 +192,12 @@ def signed_adc_convert(differences: np.ndarray, config: DeviceConfig) -> np.ndar
 
 
 def _adc_levels(
-    sums: np.ndarray, config: DeviceConfig, signed: bool, folded: bool = False
+    sums: np.ndarray, config: DeviceConfig, signed: bool, folded: bool = False, max_sum: float = np.inf
 ) -> tuple[np.ndarray, np.ndarray | float]:
     """The ADC levels of `sums` (converted in place) and the step that scales them back: a scalar
     for a full-scale ADC, per (S, B, J) read for a calibrated one. `folded` sums hold sum ÷ step + ½
-    already (the product computed them so, see `_sliced_product`)."""
+    already (the product computed them so, see `_sliced_product`). A clamp that no sum up to
+    `max_sum` (in magnitude) can reach is skipped."""
     bits = config.adc_bits
     if bits == 0:
         return sums, 1.0
@@ -187,8 +214,10 @@ def _adc_levels(
         sums *= 1 / step
         sums += 0.5
     np.floor(sums, out=sums)
-    np.minimum(sums, high, out=sums)
-    if signed or not config.noiseless:
+    reachable = np.floor(max_sum / step + 0.5) if np.ndim(step) == 0 else np.inf
+    if reachable > high:
+        np.minimum(sums, high, out=sums)
+    if (signed and -reachable < low) or not config.noiseless:
         np.maximum(sums, low, out=sums)
     return sums, step
 
@@ -259,6 +288,9 @@ def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
     if x.size == 0:
         return
     bits = config.input_bits
+    low, high = x.min(), x.max()
+    if low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1):
+        return  # every row fits, signed or not
     row_min, row_max = x.min(axis=1), x.max(axis=1)
     signed = row_min < 0
     high = np.where(signed, 2 ** (bits - 1) - 1, 2**bits - 1)
@@ -270,9 +302,12 @@ def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         raise ValueError(f"input {value} (row {r}) does not fit {bits}-bit inputs ({ranges})")
 
 
-def _exact_product(x: np.ndarray, tile: Tile) -> np.ndarray:
+def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> np.ndarray:
+    """x @ W, into `out` when it has the product's dtype."""
     w = tile.weights
     if x.dtype.kind == "f" or w.dtype.kind == "f":
+        if out is not None and out.dtype == np.result_type(x, w):
+            return np.matmul(x, w, out=out)
         return x @ w
     x_max = int(np.abs(x.astype(np.int64)).max()) if x.size else 0
     bound = x_max * int(tile.max_abs) * w.shape[0]
@@ -293,20 +328,16 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
             f"'{config.name}' is too wide for the bit-sliced model (int64 overflow); "
             "use the exact fast path or fewer bits"
         )
-    offsets = np.where((x < 0).any(axis=1), 2 ** (config.input_bits - 1), 0)
+    signed_rows = (x < 0).any(axis=1) if x.size and x.min() < 0 else np.zeros(x.shape[0], bool)
+    offsets = np.where(signed_rows, 2 ** (config.input_bits - 1), 0)
     # u = x + o (modulo the dtype: exact, as u fits it)
     u = x.astype(np.min_scalar_type(2**config.input_bits))
     u += offsets.astype(u.dtype)[:, None]
-    g = tile.conductance
+    g = tile.reads  # with a full-scale ADC's scale and half step folded in (`_fold_adc`)
     g2 = g * g if config.read_noise else None
     pair = config.analog_subtraction
-    # A noiseless full-scale ADC's scaling and rounding offset are folded into the product, exactly
-    # (the step is a power of two): the weights are divided by the step, and a constant input of 1
-    # against a row of ½ adds the half step that rounds to the nearest level.
     full = config.adc_bits and config.adc_range == "full"
-    fold = integral and full and not pair and _full_scale_step(config, False) > 1
-    if fold:
-        g = np.vstack([g / g.dtype.type(_full_scale_step(config, False)), np.full((1, g.shape[1]), 0.5, g.dtype)])
+    fold = g.shape[0] > k
     # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
     # array subtracted; with analog subtraction the pair is one signed read per cell slice; and of the
     # input slices: 2**(s·dac_bits)
@@ -334,9 +365,9 @@ def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.ran
             sums += sigma * rng.standard_normal(sums.shape)
         sums = sums.reshape(slices, b, n, arrays, cells)
         if pair:
-            levels, step = _adc_levels(sums[:, :, :, 0] - sums[:, :, :, 1], config, signed=True)
+            levels, step = _adc_levels(sums[:, :, :, 0] - sums[:, :, :, 1], config, True, max_sum=tile.max_sum)
         else:
-            levels, step = _adc_levels(sums, config, signed=False, folded=fold)
+            levels, step = _adc_levels(sums, config, signed=False, folded=fold, max_sum=tile.max_sum)
         if np.ndim(step):  # a calibrated ADC: a step per read
             levels *= step
             step = 1.0

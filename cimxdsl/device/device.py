@@ -52,8 +52,8 @@ class Device:
         events = write_events(self.config, k, n)
         self._run(i, events, write_time_ns(self.config, k))
 
-    def mvm(self, xbar: int, x: np.ndarray) -> np.ndarray:
-        """x @ W on crossbar `xbar` for x of shape (B, K) or (K,)."""
+    def mvm(self, xbar: int, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """x @ W on crossbar `xbar` for x of shape (B, K) or (K,) (into `out` when given)."""
         i = self._index(xbar)
         tile = self._tiles[i]
         if tile is None:
@@ -61,7 +61,7 @@ class Device:
         x = np.asarray(x)
         rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noise else None
         try:
-            result = tile_mvm(tile, x, self.config, rng)
+            result = tile_mvm(tile, x, self.config, rng, out=out)
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._ops_seen[i, 1] += 1

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from cimxdsl.dialects import cim
@@ -46,8 +47,10 @@ class CimFunctions(InterpreterFunctions):
         return (self.future(op, crossbar, vector),)
 
     def future(self, op: cim.GemmOp | cim.GemvOp, crossbar: int, inputs) -> Future:
-        dtype = numpy_dtype(op.result.type.element_type)
-        return Future(self.runtime.product(crossbar, inputs, dtype), crossbar)
+        t = op.result.type
+        value = np.empty(t.get_shape(), numpy_dtype(t.element_type))
+        self.runtime.product(crossbar, inputs, value)
+        return Future(value, crossbar)
 
     @impl(cim.BarrierOp)
     def run_barrier(self, interpreter: Interpreter, op: cim.BarrierOp, args: PythonValues):

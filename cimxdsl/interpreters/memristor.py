@@ -22,7 +22,7 @@ class MemristorFunctions(InterpreterFunctions):
         self.runtime.ensure_written(self.runtime.physical(tile), weights)
 
     def product(self, tile: int, inputs: np.ndarray, result: np.ndarray) -> None:
-        result[...] = self.runtime.product(self.runtime.physical(tile), inputs, result.dtype)
+        self.runtime.product(self.runtime.physical(tile), inputs, result)
 
     def barrier(self, tile: int) -> None:
         self.runtime.device.barrier(self.runtime.physical(tile))
