@@ -34,6 +34,8 @@ from xdsl.ir import Operation
 
 from cimxdsl.interpreters.values import as_type, attribute_value, numpy_dtype, register_family
 
+IM2COL_BLOCK_BYTES = 1 << 19  # output rows im2col fills at once (about an L2 cache)
+
 
 def _truncating_divide(a, b):
     return np.trunc(np.true_divide(a, b))
@@ -112,25 +114,54 @@ def slices(offsets, sizes, strides, rank: int) -> tuple[slice, ...]:
 
 
 def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
-    """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`)."""
+    """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`).
+
+    With many channels, each kernel offset's channel vectors are copied from an NHWC copy of `x`,
+    block by block of output rows so that a block's columns stay in cache while the kernel offsets
+    fill them; with few channels, the windows are copied whole."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
-    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-    windows = np.lib.stride_tricks.sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    n, c, oh, ow = windows.shape[:4]
-    return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, c * kh * kw)
+    n, c, h, w = x.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    if c < kh * kw:
+        extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+        windows = np.lib.stride_tricks.sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+        return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, c * kh * kw)
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    cols = np.empty((n, oh, ow, c, kh, kw), x.dtype)
+    block = max(1, IM2COL_BLOCK_BYTES // (ow * c * kh * kw * x.itemsize))
+    for image in range(n):
+        for top in range(0, oh, block):
+            rows = min(block, oh - top)
+            for ky in range(kh):
+                y = ky * dh + sh * top
+                for kx in range(kw):
+                    x0 = kx * dw
+                    source = nhwc[image, y : y + sh * (rows - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
+                    cols[image, top : top + rows, :, :, ky, kx] = source
+    return cols.reshape(n * oh * ow, c * kh * kw)
 
 
-def pool_windows(x: np.ndarray, op, fill: float) -> tuple[np.ndarray, np.ndarray]:
-    """The pooling windows of an NHWC input (padding filled with `fill`) and, per output pixel,
-    how many window elements are real (not padding), shaped to broadcast over the result."""
+def pool(x: np.ndarray, op, combine) -> tuple[np.ndarray, np.ndarray]:
+    """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
+    offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
+    pixel, how many window elements are real (not padding), shaped to broadcast over the result."""
     top, bottom, left, right = op.pad.get_values()
     (kh, kw), (sh, sw) = op.kernel.get_values(), op.stride.get_values()
     widths = [(0, 0), (top, bottom), (left, right), (0, 0)]
-    padded = np.pad(x.astype(np.float64), widths, constant_values=fill)
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]
+    if combine is np.maximum:
+        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        padded = np.pad(x, widths, constant_values=lowest)
+    else:
+        padded = np.pad(x.astype(np.float64), widths)
+    oh, ow = (padded.shape[1] - kh) // sh + 1, (padded.shape[2] - kw) // sw + 1
+    result = None
+    for ky in range(kh):
+        for kx in range(kw):
+            window = padded[:, ky : ky + sh * (oh - 1) + 1 : sh, kx : kx + sw * (ow - 1) + 1 : sw]
+            result = window.copy() if result is None else combine(result, window, out=result)
     inside = np.pad(np.ones(x.shape[1:3]), widths[1:3])
     counts = np.lib.stride_tricks.sliding_window_view(inside, (kh, kw))[::sh, ::sw].sum(axis=(-2, -1))
-    return windows, counts[None, :, :, None]
+    return result, counts[None, :, :, None]
 
 
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
@@ -273,13 +304,12 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(tosa.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: tosa.MaxPool2DOp, args: PythonValues):
-        windows, _ = pool_windows(args[0], op, -np.inf)
-        return result_of(op, windows.max(axis=(-2, -1)))
+        return result_of(op, pool(np.asarray(args[0]), op, np.maximum)[0])
 
     @impl(tosa.AvgPool2DOp)
     def run_avg_pool(self, interpreter: Interpreter, op: tosa.AvgPool2DOp, args: PythonValues):
-        windows, counts = pool_windows(args[0], op, 0.0)
-        return result_of(op, windows.sum(axis=(-2, -1)) / counts)
+        sums, counts = pool(np.asarray(args[0]), op, np.add)
+        return result_of(op, sums / counts)
 
     # buffers -------------------------------------------------------------------------------------
     @impl(bufferization.AllocTensorOp)
