@@ -2,30 +2,47 @@
 long program (every tile's partial product, every im2col matrix) are freed as it runs instead of
 all living until the function returns.
 
-A value is released after the last op of its block that uses it, when every use is an operand of
-an op without regions directly in that block: such an op reads its operands while it runs. Values
-used inside a region (a loop body, a core that may run later) and values other ops reach without an
-operand (global buffers placed at a `pim.address`) are kept. Arrays shared by several values (views,
-a tensor and its buffer) live as long as any of them.
+A value defined in a block is released after the last op of the block that uses it, directly or
+inside the op's regions (which run while the op runs). Kept to the end: values used by a `pim.core`
+(cores run as coroutines after the op, see `interpreters/pim.py`), buffers placed at a
+`pim.address` (instruction-level cores reach them by address) and everything in a region of
+several blocks (values may flow to other blocks). Arrays shared by several values (views, a tensor
+and its buffer) live as long as any of them.
 """
 
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Block, Operation, SSAValue
 
-from cimxdsl.dialects.pim import ADDRESS
+from cimxdsl.dialects import pim
 
 
-def dying_values(block: Block) -> dict[Operation, tuple[SSAValue, ...]]:
-    """For every op of `block`, the values defined in the block whose last use it is."""
-    ops = list(block.ops)
-    position = {op: i for i, op in enumerate(ops)}
+def dying_values(block: Block) -> dict[int, tuple[SSAValue, ...]]:
+    """For every op of `block` (by `id`), the values defined in the block whose last use it is.
+    (Keyed by `id`: hashing IR objects runs Python code, this runs once per op and per value.)"""
+    ops, op = [], block.first_op
+    while op is not None:  # (list(block.ops) walks the block twice: once for its length)
+        ops.append(op)
+        op = op.next_op
+    if block.next_block is not None or block.prev_block is not None:
+        return dict.fromkeys(map(id, ops), ())
+    last: dict[int, int] = {}
+    kept: set[int] = set()
+    for i, op in enumerate(ops):
+        if not op.regions:
+            for value in op.operands:
+                last[id(value)] = i
+        elif isinstance(op, pim.CoreOp):
+            kept.update(id(v) for user in op.walk() for v in user.operands)
+        else:
+            for user in op.walk():
+                for value in user.operands:
+                    last[id(value)] = i
     dying: list[list[SSAValue]] = [[] for _ in ops]
-    defined = [*block.args, *(r for op in ops if ADDRESS not in op.attributes for r in op.results)]
-    for value in defined:
-        users = [use.operation for use in value.uses]
-        if users and all(user.parent is block and not user.regions for user in users):
-            dying[max(position[user] for user in users)].append(value)
-    return {op: tuple(values) for op, values in zip(ops, dying, strict=True)}
+    for value in (*block.args, *(r for op in ops if pim.ADDRESS not in op.attributes for r in op.results)):
+        i = last.get(id(value))
+        if i is not None and id(value) not in kept:
+            dying[i].append(value)
+    return {id(op): tuple(values) for op, values in zip(ops, dying, strict=True)}
 
 
 class ValueReleaser(Interpreter.Listener):
@@ -33,15 +50,15 @@ class ValueReleaser(Interpreter.Listener):
 
     def __init__(self):
         self.interpreter: Interpreter | None = None
-        self.dying: dict[Operation, tuple[SSAValue, ...]] = {}
+        self.dying: dict[int, tuple[SSAValue, ...]] = {}
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
-        dead = self.dying.get(op)
+        dead = self.dying.get(id(op))
         if dead is None:
             block = op.parent
             if not isinstance(block, Block):
                 return
             self.dying.update(dying_values(block))
-            dead = self.dying[op]
+            dead = self.dying[id(op)]
         if dead and self.interpreter is not None:
             self.interpreter.set_values((value, None) for value in dead)

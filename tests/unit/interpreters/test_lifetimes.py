@@ -12,7 +12,7 @@ from tests.unit.helpers import parse
 T = "tensor<4xf32>"
 
 PROGRAM = f"""
-func.func @main(%x: {T}, %n: index) -> {T} {{
+func.func @main(%x: {T}, %n: index, %w: tensor<3x2xi8>) -> {T} {{
   %a = arith.addf %x, %x : {T}
   %b = arith.mulf %a, %a : {T}
   %unused = arith.subf %b, %b : {T}
@@ -22,21 +22,48 @@ func.func @main(%x: {T}, %n: index) -> {T} {{
     %s = arith.addf %acc, %a : {T}
     scf.yield %s : {T}
   }}
-  %m = memref.alloc() {{"pim.address" = 0 : i64}} : memref<4xf32>
+  %g = memref.alloc() {{"pim.address" = 0 : i64}} : memref<4xf32>
   %k = memref.alloc() : memref<4xf32>
+  %h = memref.alloc() : memref<4xf32>
   memref.dealloc %k : memref<4xf32>
+  pim.core(%w) coreId 0 : (tensor<3x2xi8>) {{
+    %e = "test.op"() : () -> tensor<4xf32>
+    pim.store %e, %h[0] size 4 : tensor<4xf32>, memref<4xf32>
+    pim.halt
+  }}
   func.return %l : {T}
 }}
 """
 
 
-def test_each_value_dies_at_its_last_use_unless_a_region_or_an_address_needs_it():
-    block = next(op for op in parse(PROGRAM).walk() if isinstance(op, func.FuncOp)).body.block
-    names = {v: v.name_hint for v in (*block.args, *(r for op in block.ops for r in op.results))}
-    dying = {op.name: sorted(names[v] or "" for v in values) for op, values in dying_values(block).items() if values}
-    # %a is used in the loop body and %b by the loop (an op with a region, which may read it later),
-    # %m is reached by its address, %unused has no use to release it after
-    assert dying == {"arith.addf": ["x"], "memref.dealloc": ["k"], "func.return": ["l"]}
+def test_each_value_dies_at_its_last_use_unless_a_core_or_an_address_needs_it():
+    function = next(op for op in parse(PROGRAM).walk() if isinstance(op, func.FuncOp))
+    block = function.body.block
+    dying = {}
+    for op in block.ops:
+        if values := dying_values(block)[id(op)]:
+            dying[op.name] = sorted(v.name_hint or "" for v in values)
+    # %a and %b die at the loop, whose body runs while it runs; %w and %h are used by a core (which
+    # may run after the op), %g is reached by its address, %unused has no use to release it after
+    assert dying == {
+        "arith.addf": ["x"],
+        "scf.for": ["a", "b", "c0", "c1", "n"],
+        "memref.dealloc": ["k"],
+        "func.return": ["l"],
+    }
+
+
+def test_a_block_of_a_multi_block_region_keeps_everything():
+    two_blocks = f"""
+    func.func @main(%x: {T}) -> {T} {{
+      %a = arith.addf %x, %x : {T}
+      cf.br ^next
+    ^next:
+      func.return %a : {T}
+    }}
+    """
+    block = next(op for op in parse(two_blocks).walk() if isinstance(op, func.FuncOp)).body.blocks.first
+    assert not any(dying_values(block).values())
 
 
 CHAIN = 24

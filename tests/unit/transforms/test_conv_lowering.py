@@ -33,7 +33,9 @@ def reference_conv(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarr
 
 
 @pytest.mark.parametrize("strides, dilations", [((1, 1), (1, 1)), ((2, 1), (1, 2)), ((3, 2), (2, 1))])
-@pytest.mark.parametrize("channels, block_bytes", [(3, host.IM2COL_BLOCK_BYTES), (8, host.IM2COL_BLOCK_BYTES), (8, 500)])
+@pytest.mark.parametrize(
+    "channels, block_bytes", [(3, host.IM2COL_BLOCK_BYTES), (8, host.IM2COL_BLOCK_BYTES), (8, 500)]
+)
 def test_im2col_matches_direct_convolution(strides, dilations, channels, block_bytes, monkeypatch):
     """Few channels (windows copied whole) and many (channel vectors per kernel offset, in blocks of
     output rows: one block per image, or blocks of one or two rows)."""
