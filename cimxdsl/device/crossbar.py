@@ -128,7 +128,10 @@ def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     step = _full_scale_step(config, False)
     if not (config.noiseless and full and not config.analog_subtraction and step > 1):
         return g
-    return np.vstack([g / g.dtype.type(step), np.full((1, g.shape[1]), 0.5, g.dtype)])
+    reads = np.empty((g.shape[0] + 1, g.shape[1]), g.dtype)
+    np.multiply(g, g.dtype.type(1 / step), out=reads[:-1])
+    reads[-1] = 0.5
+    return reads
 
 
 def tile_mvm(
