@@ -37,9 +37,9 @@ def build_interpreter(
     """An interpreter for `module` with every implementation registered, running crossbar ops on
     `device` (or on the state of an existing runtime); with `release_dead_values`, values are freed
     after their last use in a block run (`lifetimes`)."""
-    releaser = ValueReleaser()
-    interpreter = Interpreter(module, listeners=(*listeners, releaser) if release_dead_values else tuple(listeners))
-    releaser.interpreter = interpreter
+    interpreter = Interpreter(module, listeners=tuple(listeners))
+    if release_dead_values:
+        interpreter.listeners = (*interpreter.listeners, ValueReleaser(interpreter))
     interpreter.register_implementations(func_functions.FuncFunctions())
     interpreter.register_implementations(scf_functions.ScfFunctions())
     interpreter.register_implementations(builtin_functions.BuiltinFunctions())

@@ -48,8 +48,8 @@ def dying_values(block: Block) -> dict[int, tuple[SSAValue, ...]]:
 class ValueReleaser(Interpreter.Listener):
     """Releases each value of a block after its last use (see the module docstring)."""
 
-    def __init__(self):
-        self.interpreter: Interpreter | None = None
+    def __init__(self, interpreter: Interpreter):
+        self.interpreter = interpreter
         self.dying: dict[int, tuple[SSAValue, ...]] = {}
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
@@ -60,5 +60,5 @@ class ValueReleaser(Interpreter.Listener):
                 return
             self.dying.update(dying_values(block))
             dead = self.dying[id(op)]
-        if dead and self.interpreter is not None:
+        if dead:
             self.interpreter.set_values((value, None) for value in dead)
