@@ -1,0 +1,44 @@
+"""TOSA pooling in the host interpreter functions against a window-by-window reference: padding
+never wins a max nor counts in a mean, and maxima keep the input's dtype."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from cimxdsl.interpreters.host import pool
+
+
+def pooling_op(kernel, stride, pad):
+    values = lambda v: SimpleNamespace(get_values=lambda: tuple(v))  # noqa: E731
+    return SimpleNamespace(kernel=values(kernel), stride=values(stride), pad=values(pad))
+
+
+def reference(x, kernel, stride, pad, reduce):
+    """Each output pixel reduced over the real input elements its window covers (NHWC)."""
+    (kh, kw), (sh, sw), (top, bottom, left, right) = kernel, stride, pad
+    n, h, w, c = x.shape
+    oh, ow = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    out = np.zeros((n, oh, ow, c))
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * sh - top, ox * sw - left
+            window = x[:, max(y0, 0) : y0 + kh, max(x0, 0) : x0 + kw]
+            out[:, oy, ox] = reduce(window.reshape(n, -1, c), axis=1)
+    return out
+
+
+@pytest.mark.parametrize("kernel, stride, pad", [((3, 3), (2, 2), (1, 1, 1, 1)), ((3, 2), (1, 2), (2, 0, 0, 1))])
+def test_max_pool_keeps_integers_and_ignores_padding(kernel, stride, pad):
+    x = np.random.default_rng(0).integers(-100, -1, (2, 7, 6, 3)).astype(np.int32)  # all below a zero pad
+    result, _ = pool(x, pooling_op(kernel, stride, pad), np.maximum)
+    assert result.dtype == np.int32
+    np.testing.assert_array_equal(result, reference(x, kernel, stride, pad, np.max))
+
+
+@pytest.mark.parametrize("kernel, stride, pad", [((3, 3), (2, 2), (1, 1, 1, 1)), ((3, 2), (1, 2), (2, 0, 0, 1))])
+def test_average_pool_divides_by_the_real_elements(kernel, stride, pad):
+    x = np.random.default_rng(1).normal(size=(2, 7, 6, 3)).astype(np.float32)
+    sums, counts = pool(x, pooling_op(kernel, stride, pad), np.add)
+    expected = reference(x.astype(np.float64), kernel, stride, pad, np.mean)
+    np.testing.assert_allclose(sums / counts, expected, rtol=1e-12)
