@@ -22,13 +22,18 @@ def make_context() -> Context:
 
 def parse_module_text(text: str, name: str) -> ModuleOp:
     """Parse and verify MLIR text; errors name the file, line and column of the failing op."""
+    return parse_located_module(text, name)[0]
+
+
+def parse_located_module(text: str, name: str) -> tuple[ModuleOp, dict[Operation, Span]]:
+    """`parse_module_text`, and where each op starts (to name ops in later errors, `location`)."""
     parser = LocatingParser(make_context(), text, name)
     module = parser.parse_module()
     try:
         module.verify()
     except DiagnosticException as e:
         raise IRError(f"{locate_failure(module, parser.op_spans)}{e}") from None
-    return module
+    return module, parser.op_spans
 
 
 class IRError(ValueError):
@@ -56,9 +61,14 @@ def locate_failure(module: ModuleOp, op_spans: dict[Operation, Span], line_offse
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException:
-            span = op_spans.get(op)
-            if span is None:
-                return f"in '{op.name}': "
-            location = span.get_location()
-            return f"{location.file}:{location.line + line_offset}:{location.col}: "
+            return location(op, op_spans, line_offset)
     return ""
+
+
+def location(op: Operation, op_spans: dict[Operation, Span], line_offset: int = 0) -> str:
+    """`file:line:col: ` where `op` starts, or `in 'op.name': ` for an op the parser did not see."""
+    span = op_spans.get(op)
+    if span is None:
+        return f"in '{op.name}': "
+    place = span.get_location()
+    return f"{place.file}:{place.line + line_offset}:{place.col}: "

@@ -8,22 +8,37 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.lexer import Span
 
 from cimxdsl.device import Device, DeviceConfigError
 from cimxdsl.interpreters import entry_function, run
 from cimxdsl.interpreters.values import numpy_dtype
-from cimxdsl.parsing import parse_module_text
+from cimxdsl.parsing import location, parse_located_module
 from cimxdsl.tools.cli import UserError, run_reporting_errors
 from cimxdsl.tools.report import format_report
 
 
-def load_module(path: str) -> ModuleOp:
-    """Parse and verify an MLIR file; errors name the file, line and column."""
+def load_module(path: str) -> tuple[ModuleOp, dict[Operation, Span]]:
+    """Parse and verify an MLIR file; errors name the file, line and column. Also returns where
+    each op starts."""
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise UserError(f"cannot read '{path}': {e.strerror}") from None
-    return parse_module_text(text, path)
+    return parse_located_module(text, path)
+
+
+class CurrentOp(Interpreter.Listener):
+    """The op being interpreted: the one a failing run failed in."""
+
+    def __init__(self):
+        self.op: Operation | None = None
+
+    def will_interpret_op(self, op: Operation, args) -> None:
+        self.op = op
 
 
 def argument_names(module: ModuleOp, entry: str) -> list[str]:
@@ -92,14 +107,21 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        module = load_module(options.file)
+        module, spans = load_module(options.file)
         try:
             device = Device(options.device)
         except (DeviceConfigError, OSError) as e:
             raise UserError(str(e)) from None
         bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
-        result = run(module, inputs, device, options.entry)
+        current = CurrentOp()
+        try:
+            result = run(module, inputs, device, options.entry, listeners=[current])
+        except (ValueError, DiagnosticException) as e:
+            if current.op is None:
+                raise
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise UserError(f"{location(current.op, spans)}'{current.op.name}': {message}") from None
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
             for i, output in enumerate(result.outputs):
                 print(f"result {i}: {output!r}")
