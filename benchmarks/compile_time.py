@@ -1,12 +1,15 @@
 """Compile time per stage of ResNet-18/50- and VGG-19-shaped models (224×224, random weights)
-through `-p memristor`, with the number of crossbar tiles and the peak memory (issue 7).
+through `-p memristor` (with the number of crossbar tiles) or `-p pim` (with the crossbars, cores
+and instructions), and the peak memory (issue 7). Run one model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19] [--size 224] [--width 64] [--mode int8|exact]
+    python benchmarks/compile_time.py resnet18 --target pim [--cores 256]
 """
 
 import argparse
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,6 +18,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cimxdsl
+import cimxdsl.api
 from benchmarks.model_zoo import MODELS
 
 
@@ -29,10 +33,15 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--mode", default="exact", choices=["exact", "int8"])
     parser.add_argument("--device", default="ideal")
+    parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
+    parser.add_argument("--cores", type=int, default=256, help="PIM cores offered (the program uses what it needs)")
     args = parser.parse_args()
     for name in args.models:
         model = MODELS[name](size=args.size, width=args.width)
         calibration = np.random.default_rng(0).normal(size=(2, 3, args.size, args.size)).astype(np.float32)
+        if args.target == "pim":
+            compile_pim(name, model, calibration, args)
+            continue
         start = time.perf_counter()
         compiled = cimxdsl.compile(
             model, device=args.device, mode=args.mode, calibration=calibration if args.mode == "int8" else None
@@ -42,6 +51,20 @@ def main() -> None:
         stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in compiled.compile_seconds.items())
         memory = peak_memory_mib()
         print(f"{name}: {total:.1f} s total ({stages}); {tiles} crossbar tiles; peak memory {memory:.0f} MiB")
+
+
+def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
+    with tempfile.TemporaryDirectory(prefix="cimxdsl-bench-") as out:
+        start = time.perf_counter()
+        report = cimxdsl.api.compile_pim(model, args.device, calibration, cores=args.cores, out_dir=out).report()
+        total = time.perf_counter() - start
+    stages = ", ".join(
+        f"{stage} {seconds:.1f}" for stage, seconds in report["compile_time_s"].items() if stage != "total"
+    )
+    print(
+        f"{name} (pim): {total:.1f} s total ({stages}); {report['crossbars_used']} crossbars on"
+        f" {report['cores_used']} cores, {report['instructions']} instructions; peak memory {peak_memory_mib():.0f} MiB"
+    )
 
 
 if __name__ == "__main__":
