@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,6 @@ from cimxdsl.dialects.pim import (
     INSTRUCTION_OPS,
     INT32_MAX,
     INT32_MIN,
-    OFFSET_FIELDS,
     REGISTER_FIELDS,
 )
 
@@ -60,15 +59,7 @@ class ArtifactError(ValueError):
 
 def instruction_json(name: str, **fields: int) -> dict[str, Any]:
     """A pimsim-nn instruction object with every field of the op (missing ones 0), offsets nested."""
-    cls = INSTRUCTION_OPS[name]
-    obj: dict[str, Any] = {"op": name}
-    for f in cls.FIELDS:
-        value = fields.get(f, 0)
-        if f in OFFSET_FIELDS and cls.nests_offset():
-            obj.setdefault("offset", {})[f] = value
-        else:
-            obj[f] = value
-    return obj
+    return INSTRUCTION_OPS[name].json_object(fields)
 
 
 def flat_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,8 +156,7 @@ def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
     }
     (out / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
     for core in artifacts.cores:
-        lines = ",\n".join(json.dumps(i, separators=(", ", ": ")) for i in core.instructions)
-        (out / core_file(core.core_id)).write_text(f"[\n{lines}\n]\n" if lines else "[]\n")
+        (out / core_file(core.core_id)).write_text(instruction_lines(core.instructions))
         groups = [
             {
                 "group": g,
@@ -182,6 +172,16 @@ def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
         (out / crossbar_file(core.core_id)).write_text(text + "\n")
     (out / MEMORY).write_text(json.dumps(memory_json(artifacts.memory), separators=(", ", ": ")) + "\n")
     return out
+
+
+def instruction_lines(instructions: Sequence[Mapping[str, Any]]) -> str:
+    """A JSON list of instruction objects, one per line. Encoded in one call (the per-object calls
+    dominated writing millions of instructions), then split: an instruction's values are numbers,
+    strings and the flat `offset` object, so "}, {" occurs only between two instructions."""
+    if not instructions:
+        return "[]\n"
+    text = json.dumps(instructions, separators=(", ", ": "))
+    return "[\n" + text[1:-1].replace("}, {", "},\n{") + "\n]\n"
 
 
 def memory_json(memory: MemoryLayout) -> dict[str, Any]:

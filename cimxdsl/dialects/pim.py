@@ -15,6 +15,7 @@ validator executes them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
@@ -266,6 +267,11 @@ OFFSET_FIELDS = ("offset_select", "offset_value")
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
+@cache
+def _nests_offset(fields: tuple[str, ...]) -> bool:
+    return all(f in fields for f in OFFSET_FIELDS)
+
+
 class InstructionJsonError(ValueError):
     """A JSON instruction object that is not a valid pimsim-nn instruction."""
 
@@ -302,7 +308,21 @@ class InstructionOp(IRDLOperation):
 
     @classmethod
     def nests_offset(cls) -> bool:
-        return all(f in cls.FIELDS for f in OFFSET_FIELDS)
+        return _nests_offset(cls.FIELDS)
+
+    @classmethod
+    def json_object(cls, fields: Mapping[str, int]) -> dict[str, Any]:
+        """The pimsim-nn instruction object with `fields` (missing ones 0), offsets nested when the
+        op has both, e.g. `{"op": "ld", "rd": 0, "rs1": 1, "size": 128, "offset": {"offset_select":
+        0, "offset_value": 0}}`."""
+        obj: dict[str, Any] = {"op": cls.mnemonic()}
+        nested = _nests_offset(cls.FIELDS)
+        for f in cls.FIELDS:
+            if nested and f in OFFSET_FIELDS:
+                obj.setdefault("offset", {})[f] = fields.get(f, 0)
+            else:
+                obj[f] = fields.get(f, 0)
+        return obj
 
     def field(self, name: str) -> int:
         """The value of one ISA field."""
@@ -315,15 +335,8 @@ class InstructionOp(IRDLOperation):
         return {f: self.field(f) for f in self.FIELDS}
 
     def to_json(self) -> dict[str, Any]:
-        """The pimsim-nn instruction object, e.g. `{"op": "ld", "rd": 0, "rs1": 1, "size": 128,
-        "offset": {"offset_select": 0, "offset_value": 0}}`."""
-        obj: dict[str, Any] = {"op": self.mnemonic()}
-        for f, value in self.fields().items():
-            if f in OFFSET_FIELDS and self.nests_offset():
-                obj.setdefault("offset", {})[f] = value
-            else:
-                obj[f] = value
-        return obj
+        """The pimsim-nn instruction object (`json_object`)."""
+        return self.json_object(self.fields())
 
     @classmethod
     def raw_fields(cls, obj: Mapping[str, Any]) -> dict[str, Any]:

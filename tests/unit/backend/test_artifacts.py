@@ -32,6 +32,16 @@ def test_written_instructions_use_pimsim_field_names(tmp_path):
     assert core[6] == {"op": "mvmul", "rd": 1, "rs1": 0, "mbiw": 8, "relu": 0, "group": 0}
 
 
+def test_instructions_are_written_one_per_line(tmp_path):
+    """Including `ld`s, whose nested offset object closes inside the instruction."""
+    write_artifacts(tmp_path, read_artifacts(write(tmp_path / "src", two_core_program())))
+    lines = (tmp_path / "core_0.json").read_text().splitlines()
+    core = json.loads("\n".join(lines))
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == len(core) + 2
+    assert [json.loads(line.rstrip(",")) for line in lines[1:-1]] == core
+    assert any("offset" in instruction for instruction in core)
+
+
 def broken(tmp_path, change) -> str:
     """The error of reading the two-core program after `change(cores, directory)`."""
     cores = two_core_program()
