@@ -272,6 +272,12 @@ def _nests_offset(fields: tuple[str, ...]) -> bool:
     return all(f in fields for f in OFFSET_FIELDS)
 
 
+@cache
+def _flat_fields(fields: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields of an instruction object's top level (the offset pair, last in `FIELDS`, nests)."""
+    return tuple(f for f in fields if not (_nests_offset(fields) and f in OFFSET_FIELDS))
+
+
 class InstructionJsonError(ValueError):
     """A JSON instruction object that is not a valid pimsim-nn instruction."""
 
@@ -316,12 +322,10 @@ class InstructionOp(IRDLOperation):
         op has both, e.g. `{"op": "ld", "rd": 0, "rs1": 1, "size": 128, "offset": {"offset_select":
         0, "offset_value": 0}}`."""
         obj: dict[str, Any] = {"op": cls.mnemonic()}
-        nested = _nests_offset(cls.FIELDS)
-        for f in cls.FIELDS:
-            if nested and f in OFFSET_FIELDS:
-                obj.setdefault("offset", {})[f] = fields.get(f, 0)
-            else:
-                obj[f] = fields.get(f, 0)
+        for f in _flat_fields(cls.FIELDS):
+            obj[f] = fields.get(f, 0)
+        if _nests_offset(cls.FIELDS):
+            obj["offset"] = {f: fields.get(f, 0) for f in OFFSET_FIELDS}
         return obj
 
     def field(self, name: str) -> int:
