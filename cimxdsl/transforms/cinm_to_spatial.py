@@ -156,6 +156,18 @@ class Padded:
     value: int | float
 
 
+FLATTENED_USE = "a flattened image can only feed a gemm"
+
+
+@dataclass
+class Flattened:
+    """An NCHW image flattened to `[1, C·H·W]`, awaiting the gemm that reads it: that gemm is a
+    convolution whose kernel covers the whole image (row c·H·W + y·W + x of its weights is channel c
+    at kernel position (y, x)), with a 1×1 output."""
+
+    image: Tiled
+
+
 @dataclass
 class PartialSum:
     """`tosa.reduce_sum` of an image over some of the axes 2 and 3 (awaiting the division)."""
@@ -366,6 +378,8 @@ class FunctionLowering:
         known = self.known(value)
         if isinstance(known, Tiled):
             return known
+        if isinstance(known, Flattened):
+            raise fail(FLATTENED_USE, user)
         if isinstance(known, SSAValue) and isinstance(known.type, TensorType):
             return self.tiles_of_argument(known)
         what = type(known).__name__.lower() if not isinstance(known, SSAValue) else "value"
@@ -458,13 +472,20 @@ class FunctionLowering:
         else:
             if result is not gemm.result:
                 raise fail("unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
-            image = self.tiled(gemm.left, gemm)
-            if image.layout.rows is None and image.layout != Layout(1, 1):
-                raise fail("a gemm needs a matrix input (a flattened 1x1 image at most)", gemm)
-            geometry, kernel = FilterGeometry(), (1, 1)
-            height = width = 1
-            out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
             logical = shape_of(gemm.result)
+            if isinstance(flat := self.known(gemm.left), Flattened):
+                image = flat.image
+                height, width = image.layout.height, image.layout.width
+                kernel = (height, width)
+                geometry = FilterGeometry(kernel)
+                out_layout = Layout(1, 1)
+            else:
+                image = self.tiled(gemm.left, gemm)
+                if image.layout.rows is None and image.layout != Layout(1, 1):
+                    raise fail("a gemm needs a matrix input (a flattened 1x1 image at most)", gemm)
+                geometry, kernel = FilterGeometry(), (1, 1)
+                height = width = 1
+                out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
         out = self.lower_filters(name, image, weights, kernel, geometry, (height, width), out_layout, element)
         out.logical = logical
         if bias is not None:
@@ -600,6 +621,8 @@ class FunctionLowering:
         return self.apply_elementwise(kind, [self.known(v) for v in op.operands], op)
 
     def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
+        if any(isinstance(o, Flattened) for o in operands):
+            raise fail(FLATTENED_USE, op)
         tiled = [o for o in operands if isinstance(o, Tiled)]
         if not tiled:
             raise fail("element-wise op on host values only", op)
@@ -754,7 +777,9 @@ class FunctionLowering:
         image = self.tiled(op.operands[0], op)
         if image.layout == Layout(1, 1) and (len(shape) == 2 or shape[2:] == (1, 1)) and shape[:2] == image.logical[:2]:
             return Tiled(shape, image.layout, image.element, image.tiles, image.bounds, image.nonneg)
-        raise fail("only flattening a [1, C, 1, 1] image to [1, C] (and back) is supported", op)
+        if image.layout.rows is None and len(image.logical) == 4 and shape == (1, int(np.prod(image.logical[1:]))):
+            return Flattened(image)
+        raise fail("only flattening an NCHW image to [1, C·H·W] (for a gemm) or [1, C] back is supported", op)
 
     def concat(self, op: tensor.ConcatOp) -> Tiled:
         """A channel concatenation only joins the tile lists (no data moves)."""

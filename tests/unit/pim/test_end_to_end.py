@@ -117,6 +117,21 @@ def test_resnet18_shaped_model(tmp_path):
     )
 
 
+def test_a_gemm_on_a_flattened_image(tmp_path):
+    """VGG's classifier: a [1, C, H, W] activation flattened to [1, C·H·W] feeds a gemm, which runs as
+    a convolution whose kernel covers the whole image (1×1 output)."""
+    b = ProgramBuilder((1, 3, 4, 4), seed=9)
+    y = b.requantize(b.conv("%x", 4, 3, pad=1), 3)
+    out = b.gemm(b.flatten(b.relu(y)), 5)
+    x = np.random.default_rng(9).integers(-128, 128, (1, 3, 4, 4))
+    golden, _, artifacts, _ = lower_and_check(
+        b.text(out), x, xbar=8, per_compute=4, cores=4, per_core=16, out_dir=tmp_path
+    )
+    assert golden.shape == (1, 5) and np.any(golden != 0)
+    # 64 flattened inputs on 8-row crossbars: 4 channels x 16 kernel positions, one crossbar each.
+    assert artifacts.instruction_counts()["mvmul"] >= 16
+
+
 def test_spatial_ir_size_does_not_depend_on_the_image_size():
     sizes = {}
     for size in (4, 16):

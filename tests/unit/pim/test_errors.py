@@ -51,11 +51,11 @@ def test_max_pooling_must_pad_with_the_smallest_value():
     )
 
 
-def test_flattening_a_real_image_is_not_supported():
+def test_a_flattened_image_feeds_only_a_gemm():
     b = ProgramBuilder((1, 2, 2, 2))
-    assert lower_error(b.text(b.flatten(b.conv("%x", 2, 1)))) == (
-        "cinm-to-spatial: only flattening a [1, C, 1, 1] image to [1, C] (and back) is supported "
-        "('tensor.collapse_shape')"
+    flat = b.flatten(b.conv("%x", 2, 1))
+    assert lower_error(b.text(b.binary("arith.addi", flat, flat))) == (
+        "cinm-to-spatial: a flattened image can only feed a gemm ('arith.addi')"
     )
 
 
