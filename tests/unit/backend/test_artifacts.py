@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from cimxdsl.backend import ArtifactError, read_artifacts, write_artifacts
+from cimxdsl.backend.artifacts import matrix_json
 from tests.unit.backend.handmade import i, setbw, two_core_program, write
 
 
@@ -40,6 +41,21 @@ def test_instructions_are_written_one_per_line(tmp_path):
     assert lines[0] == "[" and lines[-1] == "]" and len(lines) == len(core) + 2
     assert [json.loads(line.rstrip(",")) for line in lines[1:-1]] == core
     assert any("offset" in instruction for instruction in core)
+
+
+@pytest.mark.parametrize(
+    "matrix",
+    [
+        np.random.default_rng(0).integers(-128, 128, (16, 9)),
+        np.random.default_rng(1).integers(0, 256, (4, 4)).astype(np.uint8),
+        np.full((2, 3), -7),
+        np.random.default_rng(2).integers(-(2**31), 2**31 - 1, (3, 2)),  # a wide range: plain json
+        np.zeros((3, 0), np.int64),
+        np.zeros((0, 5), np.int8),
+    ],
+)
+def test_weight_matrices_are_written_as_json_writes_them(matrix):
+    assert matrix_json(matrix) == json.dumps(matrix.tolist(), separators=(", ", ": "))
 
 
 def broken(tmp_path, change) -> str:
