@@ -51,7 +51,7 @@ class Tile:
     max_abs: int | float  # max |W|, bounds the exact product
     reads: np.ndarray | None = None
     """The matrix the input digits multiply: the conductances, with a noiseless full-scale ADC's
-    scale and half step folded in (see `_sliced_product`)."""
+    scale and half step folded in (`_fold_adc`)."""
     max_sum: float = np.inf
     """The largest column sum a read can produce (inf with noise): bounds the ADC's input."""
 
@@ -71,7 +71,7 @@ def draw_stuck_cells(config: DeviceConfig, rng: np.random.Generator) -> np.ndarr
     return stuck
 
 
-def encode_weights(w: np.ndarray, config: DeviceConfig, dtype: type = np.int64) -> tuple[np.ndarray, int]:
+def encode_weights(w: np.ndarray, config: DeviceConfig, dtype: type) -> tuple[np.ndarray, int]:
     """Cell levels (K, N, arrays, J) of a validated tile, as `dtype`, and the offset c."""
     if config.encoding == "differential":
         magnitudes, offset = np.stack([np.maximum(w, 0), np.maximum(-w, 0)], axis=-1), 0
