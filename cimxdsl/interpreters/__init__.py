@@ -11,10 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.ir import Operation
 from xdsl.interpreters import builtin as builtin_functions
 from xdsl.interpreters import func as func_functions
 from xdsl.interpreters import scf as scf_functions
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig
 from cimxdsl.interpreters.cim import CimFunctions
@@ -25,7 +27,7 @@ from cimxdsl.interpreters.memristor import MemristorFunctions
 from cimxdsl.interpreters.pim import PimFunctions
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.spatial import SpatialFunctions
-from cimxdsl.interpreters.values import as_type
+from cimxdsl.interpreters.values import as_type, interpretation_error, op_context
 
 
 def build_interpreter(
@@ -85,12 +87,27 @@ def run(
     if len(inputs) != len(types):
         raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
     arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
-    runtime = CrossbarRuntime(device)
-    outputs = build_interpreter(module, runtime, listeners, release_dead_values=True).call_op(
-        function, tuple(arguments)
-    )
+    runtime, current = CrossbarRuntime(device), CurrentOp()
+    interpreter = build_interpreter(module, runtime, (*listeners, current), release_dead_values=True)
+    try:
+        outputs = interpreter.call_op(function, tuple(arguments))
+    except (ValueError, InterpretationError) as e:
+        # The functions' own errors name their op; errors of xDSL and of the device model get it here.
+        if current.op is None or str(e).startswith(op_context(current.op)):
+            raise
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise interpretation_error(current.op, message) from e
     device.sync()
     return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device, runtime.layers)
+
+
+class CurrentOp(Interpreter.Listener):
+    """The op being interpreted: the one a failing run failed in."""
+
+    op: Operation | None = None
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        self.op = op
 
 
 def check_argument(entry: str, index: int, value, t):

@@ -7,7 +7,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 
 from cimxdsl.dialects import cim
 from cimxdsl.interpreters.runtime import CrossbarRuntime, Future
-from cimxdsl.interpreters.values import numpy_dtype
+from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
 
 
 @register_impls
@@ -27,7 +27,11 @@ class CimFunctions(InterpreterFunctions):
 
     @impl(cim.AcquireCrossbarOp)
     def run_acquire_crossbar(self, interpreter: Interpreter, op: cim.AcquireCrossbarOp, args: PythonValues):
-        return (self.runtime.acquire(),)
+        crossbar = self.runtime.acquire()
+        if crossbar is None:
+            count = self.runtime.device.config.crossbars
+            raise interpretation_error(op, f"the program acquires more crossbars than the device has ({count})")
+        return (crossbar,)
 
     @impl(cim.ReleaseCrossbarOp)
     def run_release_crossbar(self, interpreter: Interpreter, op: cim.ReleaseCrossbarOp, args: PythonValues):

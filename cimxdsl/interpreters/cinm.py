@@ -1,5 +1,7 @@
 """Interpreter functions for `cinm`: exact NumPy results (this level is device-agnostic)."""
 
+import math
+
 import numpy as np
 from xdsl.interpreter import (
     Interpreter,
@@ -12,37 +14,45 @@ from xdsl.interpreter import (
 )
 
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.dialects.utils import dense_array
-from cimxdsl.interpreters.host import im2col
-from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
+from cimxdsl.interpreters.host import divide, im2col
+from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
 
-_BINARY = {
-    cinm.AddOp: np.add,
-    cinm.SubOp: np.subtract,
-    cinm.MulOp: np.multiply,
-    cinm.AddsOp: np.add,
-    cinm.SubsOp: np.subtract,
-    cinm.MulsOp: np.multiply,
-}
+
+def erf(x):
+    """The Gauss error function, element by element (NumPy has none)."""
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.result_type(x, np.float32))
+
+
+def round_half_away(x):
+    """Rounds to the nearest integer, halves away from zero (`math.round`; NumPy rounds them to even)."""
+    whole = np.trunc(x)
+    return whole + np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0)
+
+
+def cosine(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    return (left @ right.T) / np.outer(np.linalg.norm(left, axis=1), np.linalg.norm(right, axis=1))
+
+
 _UNARY = {
-    "exp": np.exp,
-    "log": np.log,
-    "abs": np.abs,
-    "ceil": np.ceil,
-    "floor": np.floor,
-    "negf": np.negative,
-    "reciprocal": np.reciprocal,
-    "round": np.round,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x),
-    "square": np.square,
-    "tanh": np.tanh,
+    ElementwiseKind.EXP: np.exp,
+    ElementwiseKind.LOG: np.log,
+    ElementwiseKind.ABS: np.abs,
+    ElementwiseKind.CEIL: np.ceil,
+    ElementwiseKind.FLOOR: np.floor,
+    ElementwiseKind.NEGF: np.negative,
+    ElementwiseKind.RECIPROCAL: np.reciprocal,
+    ElementwiseKind.ROUND: round_half_away,
+    ElementwiseKind.SQRT: np.sqrt,
+    ElementwiseKind.RSQRT: lambda x: 1 / np.sqrt(x),
+    ElementwiseKind.SQUARE: np.square,
+    ElementwiseKind.TANH: np.tanh,
+    ElementwiseKind.ERF: erf,
 }
-_REDUCE = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
-
-
-def divide(a, b, dtype: np.dtype):
-    return np.trunc(np.true_divide(a, b)) if np.issubdtype(dtype, np.integer) else np.true_divide(a, b)
+_REDUCE = {ReduceMethod.ADD: np.sum, ReduceMethod.MUL: np.prod, ReduceMethod.MAX: np.max, ReduceMethod.MIN: np.min}
+_SCAN = {ScanMethod.ADD: np.cumsum, ScanMethod.MUL: np.cumprod}
+_SIMILARITY = {SimilarityMetric.DOT: lambda left, right: left @ right.T, SimilarityMetric.COS: cosine}
 
 
 def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndarray:
@@ -55,7 +65,17 @@ def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndar
     return scale.reshape(shape)
 
 
+@register_impls
 class CinmFunctions(InterpreterFunctions):
+    run_add = impl(cinm.AddOp)(elementwise(np.add))
+    run_sub = impl(cinm.SubOp)(elementwise(np.subtract))
+    run_mul = impl(cinm.MulOp)(elementwise(np.multiply))
+    run_div = impl(cinm.DivOp)(elementwise(divide))
+    run_adds = impl(cinm.AddsOp)(elementwise(np.add))
+    run_subs = impl(cinm.SubsOp)(elementwise(np.subtract))
+    run_muls = impl(cinm.MulsOp)(elementwise(np.multiply))
+    run_divs = impl(cinm.DivsOp)(elementwise(divide))
+
     @impl(cinm.ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: cinm.ComputeOp, args: PythonValues):
         return interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
@@ -75,39 +95,31 @@ class CinmFunctions(InterpreterFunctions):
         dtype = numpy_dtype(op.result.type.element_type)
         return (np.matmul(args[0].astype(dtype), args[1].astype(dtype)),)
 
-    def run_binary(self, interpreter: Interpreter, op, args: PythonValues):
-        return (as_type(_BINARY[type(op)](args[0], args[1]), op.result.type),)
-
-    def run_divide(self, interpreter: Interpreter, op, args: PythonValues):
-        return (as_type(divide(args[0], args[1], args[0].dtype), op.result.type),)
-
     @impl(cinm.ElementWiseOp)
     def run_element_wise(self, interpreter: Interpreter, op: cinm.ElementWiseOp, args: PythonValues):
-        return (as_type(_UNARY[op.method.data.value](args[0]), op.result.type),)
+        return (as_type(_UNARY[op.method.data](args[0]), op.result.type),)
 
     @impl(cinm.ReduceOp)
     def run_reduce(self, interpreter: Interpreter, op: cinm.ReduceOp, args: PythonValues):
         axes = tuple(op.dimensions.get_values())
-        return (as_type(_REDUCE[op.method.data.value](args[0], axis=axes), op.result.type),)
+        return (as_type(_REDUCE[op.method.data](args[0], axis=axes), op.result.type),)
 
     @impl(cinm.ScanOp)
     def run_scan(self, interpreter: Interpreter, op: cinm.ScanOp, args: PythonValues):
-        scan = np.cumsum if op.method.data.value == "add" else np.cumprod
-        return (as_type(scan(args[0], axis=-1), op.result.type),)
+        return (as_type(_SCAN[op.method.data](args[0], axis=-1), op.result.type),)
 
     @impl(cinm.TopKOp)
     def run_top_k(self, interpreter: Interpreter, op: cinm.TopKOp, args: PythonValues):
-        flat = np.ravel(args[0])
-        indices = np.argsort(-flat, kind="stable")[: args[1]]
+        flat, k = np.ravel(args[0]), args[1]
+        if not 0 <= k <= flat.size:
+            raise interpretation_error(op, f"k = {k} is not in 0..{flat.size} (the input's elements)")
+        indices = np.argsort(-flat, kind="stable")[:k]
         return flat[indices], indices.astype(np.int64)
 
     @impl(cinm.SimSearchOp)
     def run_sim_search(self, interpreter: Interpreter, op: cinm.SimSearchOp, args: PythonValues):
         left, right = (np.atleast_2d(a).astype(np.float64) for a in args)
-        scores = left @ right.T
-        if op.metric.data.value == "cos":
-            scores /= np.outer(np.linalg.norm(left, axis=1), np.linalg.norm(right, axis=1))
-        flat = scores.ravel()
+        flat = _SIMILARITY[op.metric.data](left, right).ravel()
         indices = np.argsort(-flat, kind="stable")[: op.k.value.data]
         return as_type(flat[indices], op.result_values.type), indices.astype(np.int64)
 
@@ -128,13 +140,12 @@ class CinmFunctions(InterpreterFunctions):
 
     @impl(cinm.TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: cinm.TransposeOp, args: PythonValues):
-        return (np.ascontiguousarray(np.transpose(args[0], [int(p) for p in args[1]])),)
+        permutation = [int(p) for p in args[1]]
+        if sorted(permutation) != list(range(np.ndim(args[0]))):
+            raise interpretation_error(op, f"{permutation} is not a permutation of the {np.ndim(args[0])} dimensions")
+        return (np.ascontiguousarray(np.transpose(args[0], permutation)),)
 
     @impl(cinm.PopCountOp)
     def run_pop_count(self, interpreter: Interpreter, op: cinm.PopCountOp, args: PythonValues):
         return (int(np.count_nonzero(args[0])),)
 
-
-register_family(CinmFunctions, _BINARY, CinmFunctions.run_binary)
-register_family(CinmFunctions, (cinm.DivOp, cinm.DivsOp), CinmFunctions.run_divide)
-register_impls(CinmFunctions)

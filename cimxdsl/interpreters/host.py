@@ -5,8 +5,11 @@ Tensors and memrefs are NumPy arrays; a memref made from a tensor (`bufferizatio
 same array, so writes through the memref are seen through the tensor.
 """
 
+from collections.abc import Callable
+
 import numpy as np
 from xdsl.dialects import arith, bufferization, math, memref, tensor, tosa
+from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.dialects.linalg.ops import (
     AddOp,
@@ -32,66 +35,46 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
-from cimxdsl.interpreters.values import as_type, attribute_value, numpy_dtype, register_family
+from cimxdsl.interpreters.values import as_type, constant_value, elementwise, numpy_dtype
 
 IM2COL_BLOCK_BYTES = 1 << 19  # output rows im2col fills at once (about an L2 cache)
 
 
-def _truncating_divide(a, b):
-    return np.trunc(np.true_divide(a, b))
+def divide(a, b):
+    """`a / b`, truncated towards zero for integers (as `arith.divsi`)."""
+    quotient = np.true_divide(a, b)
+    return np.trunc(quotient) if np.issubdtype(np.result_type(a), np.integer) else quotient
 
 
-_ELEMENTWISE = {
-    arith.AddiOp: np.add,
-    arith.AddfOp: np.add,
-    arith.SubiOp: np.subtract,
-    arith.SubfOp: np.subtract,
-    arith.MuliOp: np.multiply,
-    arith.MulfOp: np.multiply,
-    arith.DivfOp: np.true_divide,
-    arith.DivSIOp: _truncating_divide,
-    arith.FloorDivSIOp: np.floor_divide,
-    arith.RemSIOp: np.fmod,
-    arith.MaxSIOp: np.maximum,
-    arith.MinSIOp: np.minimum,
-    arith.MaximumfOp: np.maximum,
-    arith.MinimumfOp: np.minimum,
-    arith.AndIOp: np.bitwise_and,
-    arith.OrIOp: np.bitwise_or,
-    arith.XOrIOp: np.bitwise_xor,
-    arith.ShLIOp: np.left_shift,
-    arith.ShRSIOp: np.right_shift,
-    math.PowFOp: np.power,
-}
+def identity(x):
+    return x
 
-_CASTS = (
-    arith.ExtSIOp,
-    arith.TruncIOp,
-    arith.SIToFPOp,
-    arith.FPToSIOp,
-    arith.ExtFOp,
-    arith.TruncFOp,
-    arith.IndexCastOp,
-)
 
-_UNARY = {
-    arith.NegfOp: np.negative,
-    math.ExpOp: np.exp,
-    math.TanhOp: np.tanh,
-    math.SqrtOp: np.sqrt,
-    math.RoundEvenOp: np.rint,
-    math.AbsFOp: np.abs,
-    tosa.ReciprocalOp: np.reciprocal,
-}
+def compare(predicate: str):
+    """The NumPy comparison of an `arith.cmpi` predicate (`CMPI_COMPARISON_OPERATIONS`)."""
+    function = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal}
+    function |= {"gt": np.greater, "ge": np.greater_equal}
+    if predicate.startswith("u"):  # sign-extended to 64 bits, values of one width keep their unsigned order
+        return lambda a, b: function[predicate[1:]](np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
+    return function[predicate.removeprefix("s")]
 
-_REDUCTIONS = {
-    tosa.ReduceSumOp: np.sum,
-    tosa.ReduceMaxOp: np.max,
-    tosa.ReduceMinOp: np.min,
-    tosa.ReduceProductOp: np.prod,
-}
 
-_LINALG_BINARY = {AddOp: np.add, SubOp: np.subtract, MulOp: np.multiply, MaxOp: np.maximum, MinOp: np.minimum}
+def reduction(function: Callable):
+    """The implementation of a `tosa.reduce_*` op: `function` along the op's axis, keeping it."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, function(args[0], axis=op.axis.value.data, keepdims=True))
+
+    return run
+
+
+def linalg_elementwise(function: Callable):
+    """The implementation of a named linalg op whose result is `function` of its `ins`."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, function(*args[: len(op.inputs)]))
+
+    return run
 
 
 def result_of(op: Operation, value) -> tuple:
@@ -173,21 +156,47 @@ def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.nda
     return (cols @ w.reshape(f, -1).T).reshape(n, oh, -1, f).transpose(0, 3, 1, 2)
 
 
+@register_impls
 class HostFunctions(InterpreterFunctions):
-    """NumPy implementations of upstream ops (one shared implementation per op family)."""
+    """NumPy implementations of upstream ops (the element-wise ones share one implementation)."""
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues):
-        return (attribute_value(op.value, op.result.type),)
+        return (constant_value(op),)
 
-    def run_elementwise(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, _ELEMENTWISE[type(op)](np.asarray(args[0]), np.asarray(args[1])))
-
-    def run_unary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, _UNARY[type(op)](np.asarray(args[0])))
-
-    def run_cast(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, args[0])
+    run_addi = impl(arith.AddiOp)(elementwise(np.add))
+    run_addf = impl(arith.AddfOp)(elementwise(np.add))
+    run_subi = impl(arith.SubiOp)(elementwise(np.subtract))
+    run_subf = impl(arith.SubfOp)(elementwise(np.subtract))
+    run_muli = impl(arith.MuliOp)(elementwise(np.multiply))
+    run_mulf = impl(arith.MulfOp)(elementwise(np.multiply))
+    run_divf = impl(arith.DivfOp)(elementwise(np.true_divide))
+    run_divsi = impl(arith.DivSIOp)(elementwise(divide))
+    run_floordivsi = impl(arith.FloorDivSIOp)(elementwise(np.floor_divide))
+    run_remsi = impl(arith.RemSIOp)(elementwise(np.fmod))
+    run_maxsi = impl(arith.MaxSIOp)(elementwise(np.maximum))
+    run_minsi = impl(arith.MinSIOp)(elementwise(np.minimum))
+    run_maximumf = impl(arith.MaximumfOp)(elementwise(np.maximum))
+    run_minimumf = impl(arith.MinimumfOp)(elementwise(np.minimum))
+    run_andi = impl(arith.AndIOp)(elementwise(np.bitwise_and))
+    run_ori = impl(arith.OrIOp)(elementwise(np.bitwise_or))
+    run_xori = impl(arith.XOrIOp)(elementwise(np.bitwise_xor))
+    run_shli = impl(arith.ShLIOp)(elementwise(np.left_shift))
+    run_shrsi = impl(arith.ShRSIOp)(elementwise(np.right_shift))
+    run_negf = impl(arith.NegfOp)(elementwise(np.negative))
+    run_extsi = impl(arith.ExtSIOp)(elementwise(identity))
+    run_trunci = impl(arith.TruncIOp)(elementwise(identity))
+    run_sitofp = impl(arith.SIToFPOp)(elementwise(identity))
+    run_fptosi = impl(arith.FPToSIOp)(elementwise(identity))
+    run_extf = impl(arith.ExtFOp)(elementwise(identity))
+    run_truncf = impl(arith.TruncFOp)(elementwise(identity))
+    run_index_cast = impl(arith.IndexCastOp)(elementwise(identity))
+    run_powf = impl(math.PowFOp)(elementwise(np.power))
+    run_exp = impl(math.ExpOp)(elementwise(np.exp))
+    run_tanh = impl(math.TanhOp)(elementwise(np.tanh))
+    run_sqrt = impl(math.SqrtOp)(elementwise(np.sqrt))
+    run_roundeven = impl(math.RoundEvenOp)(elementwise(np.rint))
+    run_absf = impl(math.AbsFOp)(elementwise(np.abs))
 
     @impl(arith.SelectOp)
     def run_select(self, interpreter: Interpreter, op: arith.SelectOp, args: PythonValues):
@@ -195,10 +204,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(arith.CmpiOp)
     def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues):
-        predicate = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"][op.predicate.value.data]
-        compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal}
-        compare |= {"gt": np.greater, "ge": np.greater_equal}
-        return result_of(op, compare[predicate.removeprefix("s").removeprefix("u")](args[0], args[1]))
+        return result_of(op, compare(CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])(*args))
 
     # tensors -------------------------------------------------------------------------------------
     @impl(tensor.EmptyOp)
@@ -287,20 +293,26 @@ class HostFunctions(InterpreterFunctions):
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
         return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
 
+    run_add = impl(AddOp)(linalg_elementwise(np.add))
+    run_sub = impl(SubOp)(linalg_elementwise(np.subtract))
+    run_mul = impl(MulOp)(linalg_elementwise(np.multiply))
+    run_max = impl(MaxOp)(linalg_elementwise(np.maximum))
+    run_min = impl(MinOp)(linalg_elementwise(np.minimum))
+
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: PythonValues):
         return result_of(op, np.full(np.shape(args[1]), args[0]))
-
-    def run_linalg_binary(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, _LINALG_BINARY[type(op)](args[0], args[1]))
 
     # tosa ---------------------------------------------------------------------------------------
     @impl(tosa.ClampOp)
     def run_clamp(self, interpreter: Interpreter, op: tosa.ClampOp, args: PythonValues):
         return result_of(op, np.clip(args[0], op.min_val.value.data, op.max_val.value.data))
 
-    def run_reduce(self, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, _REDUCTIONS[type(op)](args[0], axis=op.axis.value.data, keepdims=True))
+    run_reciprocal = impl(tosa.ReciprocalOp)(elementwise(np.reciprocal))
+    run_reduce_sum = impl(tosa.ReduceSumOp)(reduction(np.sum))
+    run_reduce_max = impl(tosa.ReduceMaxOp)(reduction(np.max))
+    run_reduce_min = impl(tosa.ReduceMinOp)(reduction(np.min))
+    run_reduce_product = impl(tosa.ReduceProductOp)(reduction(np.prod))
 
     @impl(tosa.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: tosa.MaxPool2DOp, args: PythonValues):
@@ -352,10 +364,3 @@ class HostFunctions(InterpreterFunctions):
     def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues):
         return ()
 
-
-register_family(HostFunctions, _ELEMENTWISE, HostFunctions.run_elementwise)
-register_family(HostFunctions, _CASTS, HostFunctions.run_cast)
-register_family(HostFunctions, _UNARY, HostFunctions.run_unary)
-register_family(HostFunctions, _REDUCTIONS, HostFunctions.run_reduce)
-register_family(HostFunctions, _LINALG_BINARY, HostFunctions.run_linalg_binary)
-register_impls(HostFunctions)

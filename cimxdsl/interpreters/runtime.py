@@ -51,14 +51,15 @@ class CrossbarRuntime:
         self.layers.append({"layer": name, **metrics})
         self._layer_start = None
 
-    def acquire(self) -> int:
-        if not self.free:
-            count = self.device.config.crossbars
-            raise ValueError(f"the program acquires more crossbars than the device has ({count})")
-        return self.free.pop(0)
+    def acquire(self) -> int | None:
+        """A free crossbar, or None if the program holds all of them."""
+        return self.free.pop(0) if self.free else None
 
     def release(self, crossbar: int) -> None:
         self.free.append(crossbar)
+
+    def barrier(self, crossbar: int) -> None:
+        self.device.barrier(crossbar)
 
     def wait(self, value):
         """The array behind `value`, waiting for the crossbar if it is a future."""

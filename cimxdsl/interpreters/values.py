@@ -1,16 +1,21 @@
 """Runtime values of the interpreter: tensors and memrefs are NumPy arrays, scalars Python numbers."""
 
+from collections.abc import Callable
+
 import numpy as np
+from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     FloatAttr,
     IntegerAttr,
     MemRefType,
     TensorType,
     VectorType,
 )
-from xdsl.interpreter import InterpreterFunctions, impl
-from xdsl.ir import Attribute
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects.utils import dense_array, numpy_dtype
 
@@ -32,13 +37,35 @@ def as_type(value, t: Attribute):
     return scalar
 
 
-def attribute_value(attr: Attribute, t: Attribute):
-    """The runtime value of a constant attribute of type `t`."""
-    if isinstance(attr, DenseIntOrFPElementsAttr):
-        return dense_array(attr)
-    if isinstance(attr, IntegerAttr | FloatAttr):
-        return as_type(attr.value.data, t)
-    raise ValueError(f"constant {attr} cannot be interpreted")
+def constant_value(op: ConstantOp):
+    """The runtime value of `arith.constant`."""
+    if isinstance(op.value, DenseIntOrFPElementsAttr):
+        return dense_array(op.value)
+    if isinstance(op.value, IntegerAttr | FloatAttr):
+        return as_type(op.value.value.data, op.result.type)
+    raise interpretation_error(op, f"constant {op.value} cannot be interpreted")
+
+
+def op_context(op: Operation) -> str:
+    """`file:line:col: 'dialect.op': ` naming `op`, with its place when its location is a file position."""
+    place = op.location
+    where = f"{place.filename.data}:{place.line.data}:{place.column.data}: " if isinstance(place, FileLineColLoc) else ""
+    return f"{where}'{op.name}': "
+
+
+def interpretation_error(op: Operation, message: str) -> InterpretationError:
+    """The one-line error of `op` failing to run: its place, its name and `message`."""
+    return InterpretationError(op_context(op) + message)
+
+
+def elementwise(function: Callable):
+    """The implementation of an op whose one result is `function` of its operands, converted to
+    the result's type."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return (as_type(function(*args), op.results[0].type),)
+
+    return run
 
 
 def register_family(functions: type[InterpreterFunctions], ops, implementation) -> None:

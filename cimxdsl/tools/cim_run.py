@@ -1,44 +1,45 @@
 """`cim-run`: interpret a function of IR at any level of the flow on a crossbar device model."""
 
 import argparse
+import bisect
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Span
 
 from cimxdsl.device import Device, DeviceConfigError
 from cimxdsl.interpreters import entry_function, run
 from cimxdsl.interpreters.values import numpy_dtype
-from cimxdsl.parsing import location, parse_located_module
+from cimxdsl.parsing import parse_located_module
 from cimxdsl.tools.cli import UserError, run_reporting_errors
 from cimxdsl.tools.report import format_report
 
 
-def load_module(path: str) -> tuple[ModuleOp, dict[Operation, Span]]:
-    """Parse and verify an MLIR file; errors name the file, line and column. Also returns where
-    each op starts."""
+def load_module(path: str) -> ModuleOp:
+    """Parse and verify an MLIR file; errors name the file, line and column. Each op's location is
+    where it starts in the file, as MLIR's parser sets it, so that run-time errors name it too."""
     try:
         text = Path(path).read_text()
     except OSError as e:
         raise UserError(f"cannot read '{path}': {e.strerror}") from None
-    return parse_located_module(text, path)
+    module, spans = parse_located_module(text, path)
+    set_locations(text, path, spans)
+    return module
 
 
-class CurrentOp(Interpreter.Listener):
-    """The op being interpreted: the one a failing run failed in."""
-
-    def __init__(self):
-        self.op: Operation | None = None
-
-    def will_interpret_op(self, op: Operation, args) -> None:
-        self.op = op
+def set_locations(text: str, path: str, spans: dict[Operation, Span]) -> None:
+    line_starts = [0, *(match.end() for match in re.finditer("\n", text))]
+    file = StringAttr(path)
+    for op, span in spans.items():
+        line = bisect.bisect_right(line_starts, span.start)
+        op.location = FileLineColLoc(file, IntAttr(line), IntAttr(span.start - line_starts[line - 1] + 1))
 
 
 def argument_names(module: ModuleOp, entry: str) -> list[str]:
@@ -107,21 +108,17 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        module, spans = load_module(options.file)
+        module = load_module(options.file)
         try:
             device = Device(options.device)
         except (DeviceConfigError, OSError) as e:
             raise UserError(str(e)) from None
         bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
-        current = CurrentOp()
         try:
-            result = run(module, inputs, device, options.entry, listeners=[current])
-        except (ValueError, DiagnosticException) as e:
-            if current.op is None:
-                raise
-            message = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise UserError(f"{location(current.op, spans)}'{current.op.name}': {message}") from None
+            result = run(module, inputs, device, options.entry)
+        except InterpretationError as e:  # one line naming the failing op and its place
+            raise UserError(str(e).splitlines()[0]) from None
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
             for i, output in enumerate(result.outputs):
                 print(f"result {i}: {output!r}")
