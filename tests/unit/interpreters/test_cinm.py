@@ -10,12 +10,7 @@ from xdsl.utils.exceptions import InterpretationError
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.interpreters import run
 from tests.unit.helpers import parse
-
-
-def run_main(arguments: str, body: str, results: str, *inputs):
-    """The outputs of `func.func @main(arguments) -> results { body }` run on `inputs`."""
-    text = f"func.func @main({arguments}) -> ({results}) {{\n{body}\n}}"
-    return run(parse(text), inputs).outputs
+from tests.unit.interpreters.programs import run_main
 
 
 def test_gemm_in_a_compute_accumulates_int8_products_in_int32():
