@@ -12,10 +12,10 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter, PythonValues
-from xdsl.ir import Operation
 from xdsl.interpreters import builtin as builtin_functions
 from xdsl.interpreters import func as func_functions
 from xdsl.interpreters import scf as scf_functions
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig

@@ -148,4 +148,3 @@ class CinmFunctions(InterpreterFunctions):
     @impl(cinm.PopCountOp)
     def run_pop_count(self, interpreter: Interpreter, op: cinm.PopCountOp, args: PythonValues):
         return (int(np.count_nonzero(args[0])),)
-

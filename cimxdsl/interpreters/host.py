@@ -363,4 +363,3 @@ class HostFunctions(InterpreterFunctions):
     @impl(memref.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues):
         return ()
-

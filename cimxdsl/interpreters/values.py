@@ -49,7 +49,9 @@ def constant_value(op: ConstantOp):
 def op_context(op: Operation) -> str:
     """`file:line:col: 'dialect.op': ` naming `op`, with its place when its location is a file position."""
     place = op.location
-    where = f"{place.filename.data}:{place.line.data}:{place.column.data}: " if isinstance(place, FileLineColLoc) else ""
+    where = (
+        f"{place.filename.data}:{place.line.data}:{place.column.data}: " if isinstance(place, FileLineColLoc) else ""
+    )
     return f"{where}'{op.name}': "
 
 

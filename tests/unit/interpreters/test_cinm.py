@@ -154,7 +154,10 @@ def test_every_reduce_method_along_the_given_dimension(method):
 
 def test_reduce_of_a_vector_to_a_scalar():
     (out,) = run_main(
-        "%x: tensor<4xi32>", "%r = cinm.op.reduce add (%x) : tensor<4xi32> -> i32\nfunc.return %r : i32", "i32", [1, 2, 3, 4]
+        "%x: tensor<4xi32>",
+        "%r = cinm.op.reduce add (%x) : tensor<4xi32> -> i32\nfunc.return %r : i32",
+        "i32",
+        [1, 2, 3, 4],
     )
     assert out == 10
 
@@ -200,8 +203,9 @@ def test_top_k_beyond_the_input_names_the_op_and_its_place():
 
 SIMILARITY_REFERENCE = {
     SimilarityMetric.DOT: lambda a, b: sum(x * y for x, y in zip(a, b, strict=True)),
-    SimilarityMetric.COS: lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))
-    / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)),
+    SimilarityMetric.COS: lambda a, b: (
+        sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+    ),
 }
 
 
@@ -288,7 +292,9 @@ def test_transpose_permutes_the_dimensions():
 
 
 def test_transpose_by_a_non_permutation_names_the_op_and_its_place():
-    with pytest.raises(InterpretationError, match=r"^t.mlir:3:7: 'cinm.op.transpose': \[2, 0, 0\] is not a permutation"):
+    with pytest.raises(
+        InterpretationError, match=r"^t.mlir:3:7: 'cinm.op.transpose': \[2, 0, 0\] is not a permutation"
+    ):
         run(parse(transpose_program("[2, 0, 0]")), [np.zeros((2, 3, 4))])
 
 

@@ -87,7 +87,9 @@ def test_float_unary_ops(op, reference):
 
 def test_powf():
     t = "tensor<3xf32>"
-    (out,) = run_main(f"%a: {t}, %b: {t}", f"%r = math.powf %a, %b : {t}\nfunc.return %r : {t}", t, [2, 9, 4], [3, 0.5, -1])
+    (out,) = run_main(
+        f"%a: {t}, %b: {t}", f"%r = math.powf %a, %b : {t}\nfunc.return %r : {t}", t, [2, 9, 4], [3, 0.5, -1]
+    )
     np.testing.assert_allclose(out, [8, 3, 0.25])
 
 
@@ -104,7 +106,9 @@ def test_powf():
     ],
 )
 def test_casts(op, source, target, value, expected):
-    (out,) = run_main(f"%x: {source}", f"%r = arith.{op} %x : {source} to {target}\nfunc.return %r : {target}", target, value)
+    (out,) = run_main(
+        f"%x: {source}", f"%r = arith.{op} %x : {source} to {target}\nfunc.return %r : {target}", target, value
+    )
     assert out == expected
 
 
@@ -169,7 +173,9 @@ def test_a_constant_the_interpreter_cannot_represent_names_the_op_and_its_place(
     constant.location = FileLineColLoc(StringAttr("c.mlir"), IntAttr(2), IntAttr(14))
     main = func.FuncOp("main", ((), ()))
     main.body.block.add_ops([constant, func.ReturnOp()])
-    with pytest.raises(InterpretationError, match=r"^c.mlir:2:14: 'arith.constant': constant unit cannot be interpreted"):
+    with pytest.raises(
+        InterpretationError, match=r"^c.mlir:2:14: 'arith.constant': constant unit cannot be interpreted"
+    ):
         run(ModuleOp([main]), [])
 
 
@@ -215,7 +221,12 @@ def test_insert_slice_leaves_the_destination_unchanged():
 
 def test_extract_an_element():
     (out,) = run_main(
-        f"%x: {X_TYPE}, %i: index, %j: index", f"%e = tensor.extract %x[%i, %j] : {X_TYPE}\nfunc.return %e : i32", "i32", X, 3, 4
+        f"%x: {X_TYPE}, %i: index, %j: index",
+        f"%e = tensor.extract %x[%i, %j] : {X_TYPE}\nfunc.return %e : i32",
+        "i32",
+        X,
+        3,
+        4,
     )
     assert out == 3 * 6 + 4
 
@@ -280,7 +291,9 @@ def test_matmul_accumulates_into_its_init():
         a,
         b,
     )
-    np.testing.assert_array_equal(out, [[1 + sum(a[i, k] * b[k, j] for k in range(3)) for j in range(4)] for i in range(2)])
+    np.testing.assert_array_equal(
+        out, [[1 + sum(a[i, k] * b[k, j] for k in range(3)) for j in range(4)] for i in range(2)]
+    )
 
 
 def test_conv_2d_nchw_fchw_with_strides_and_dilations():
@@ -318,7 +331,12 @@ def test_pooling_nchw_max():
         "tensor<1x2x2x2xi32>",
         x,
     )
-    expected = [[[[x[0, c, 2 * oy : 2 * oy + 3, 2 * ox : 2 * ox + 3].max() for ox in range(2)] for oy in range(2)] for c in range(2)]]
+    expected = [
+        [
+            [[x[0, c, 2 * oy : 2 * oy + 3, 2 * ox : 2 * ox + 3].max() for ox in range(2)] for oy in range(2)]
+            for c in range(2)
+        ]
+    ]
     np.testing.assert_array_equal(out, expected)
 
 
