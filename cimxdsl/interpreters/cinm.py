@@ -26,7 +26,7 @@ def erf(x):
 
 
 def round_half_away(x):
-    """Rounds to the nearest integer, halves away from zero (`math.round`; NumPy rounds them to even)."""
+    """Rounds to the nearest integer, halves away from zero (as MLIR's `math.round`; NumPy rounds them to even)."""
     whole = np.trunc(x)
     return whole + np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0)
 

@@ -1,6 +1,7 @@
 """The cinm dialect's builders and every rule of its verifiers."""
 
 import pytest
+from xdsl.dialects import test as test_dialect
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BoolAttr,
@@ -18,7 +19,6 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.test import TestTermOp
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.test_value import create_ssa_value
@@ -98,7 +98,7 @@ def test_sim_search_builder():
 # verifiers ---------------------------------------------------------------------------------------
 def test_compute_verifier():
     a = tensor(2)
-    fails(cinm.ComputeOp([a.type], Region(Block([TestTermOp()]))), "body must end with 'cinm.yield'")
+    fails(cinm.ComputeOp([a.type], Region(Block([test_dialect.TestTermOp()]))), "body must end with 'cinm.yield'")
     fails(
         cinm.ComputeOp([TensorType(i32, (3,))], Region(Block([cinm.YieldOp(a)]))),
         r"yields \(tensor<2xi32>\) but has results \(tensor<3xi32>\)",
