@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 from xdsl.dialects import arith, func
+from xdsl.dialects.arith import CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnitAttr, i32
 from xdsl.utils.exceptions import InterpretationError
 
@@ -140,22 +141,23 @@ def test_select_picks_by_the_condition():
     np.testing.assert_array_equal(other, [10, 20, 30])
 
 
-@pytest.mark.parametrize(
-    ("predicate", "reference"),
-    [
-        ("eq", lambda x, y: x == y),
-        ("ne", lambda x, y: x != y),
-        ("slt", lambda x, y: x < y),
-        ("sle", lambda x, y: x <= y),
-        ("sgt", lambda x, y: x > y),
-        ("sge", lambda x, y: x >= y),
-        ("ult", lambda x, y: x % 256 < y % 256),  # i8 read as unsigned
-        ("ule", lambda x, y: x % 256 <= y % 256),
-        ("ugt", lambda x, y: x % 256 > y % 256),
-        ("uge", lambda x, y: x % 256 >= y % 256),
-    ],
-)
-def test_cmpi_every_predicate(predicate, reference):
+CMPI_REFERENCE = {
+    "eq": lambda x, y: x == y,
+    "ne": lambda x, y: x != y,
+    "slt": lambda x, y: x < y,
+    "sle": lambda x, y: x <= y,
+    "sgt": lambda x, y: x > y,
+    "sge": lambda x, y: x >= y,
+    "ult": lambda x, y: x % 256 < y % 256,  # i8 read as unsigned
+    "ule": lambda x, y: x % 256 <= y % 256,
+    "ugt": lambda x, y: x % 256 > y % 256,
+    "uge": lambda x, y: x % 256 >= y % 256,
+}
+
+
+@pytest.mark.parametrize("predicate", CMPI_COMPARISON_OPERATIONS)
+def test_cmpi_every_predicate(predicate):
+    reference = CMPI_REFERENCE[predicate]
     a, b = [-1, 3, 5, -128, 0], [1, 3, -2, 127, 0]
     compares = "\n".join(f"%r{i} = arith.cmpi {predicate}, %a{i}, %b{i} : i8" for i in range(5))
     outputs = run_main(
