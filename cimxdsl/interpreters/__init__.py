@@ -91,8 +91,8 @@ def run(
     interpreter = build_interpreter(module, runtime, (*listeners, current), release_dead_values=True)
     try:
         outputs = interpreter.call_op(function, tuple(arguments))
-    except (ValueError, InterpretationError) as e:
-        # The functions' own errors name their op; errors of xDSL and of the device model get it here.
+    except (ValueError, IndexError, ArithmeticError, InterpretationError) as e:
+        # The functions' own errors name their op; those of xDSL, NumPy and the device model get it here.
         if current.op is None or str(e).startswith(op_context(current.op)):
             raise
         message = str(e).splitlines()[0] if str(e) else type(e).__name__

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.interpreters import run
+from tests.unit.helpers import parse
 from tests.unit.interpreters.programs import run_main
 
 A = np.array([7, -7, 9, -9, 12, 5])
@@ -443,6 +444,20 @@ def test_memref_alloc_store_load_copy_and_dealloc():
     )
     assert loaded == 7
     np.testing.assert_array_equal(copied, [[0, 0], [0, 7]])
+
+
+def test_an_index_out_of_bounds_names_the_op_and_its_place():
+    """NumPy's errors inside an op (here an IndexError) are reported as the op's."""
+    module = parse(
+        """func.func @main(%i: index) -> i32 {
+             %m = memref.alloc() : memref<2xi32>
+             %l = memref.load %m[%i] : memref<2xi32> loc("m.mlir":3:14)
+             func.return %l : i32
+           }"""
+    )
+    with pytest.raises(InterpretationError) as error:
+        run(module, [5])
+    assert str(error.value) == "m.mlir:3:14: 'memref.load': index 5 is out of bounds for axis 0 with size 2"
 
 
 def test_writes_through_a_buffer_of_a_tensor_are_seen_through_the_tensor():
