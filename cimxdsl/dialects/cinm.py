@@ -586,6 +586,16 @@ class ReduceOp(IRDLOperation):
                 f"'cinm.op.reduce' result element type {result_element} must match the input's "
                 f"{_element_type(self.input)}"
             )
+        dimensions = self.dimensions.get_values()
+        reduced = {d % len(shape) for d in dimensions}
+        if len(reduced) != len(dimensions):
+            raise VerifyException(f"'cinm.op.reduce' dimensions must be distinct, got {list(dimensions)}")
+        kept = [size for i, size in enumerate(shape) if i not in reduced]
+        if (list(result_type.get_shape()) if isinstance(result_type, TensorType) else []) != kept:
+            raise VerifyException(
+                f"'cinm.op.reduce' result must have shape {kept} (the input's without the reduced dimensions), "
+                f"got {result_type}"
+            )
 
 
 @irdl_op_definition

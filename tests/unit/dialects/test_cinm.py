@@ -237,6 +237,13 @@ def test_reduce_verifier():
     fails(reduce(tensor(4, 2), TensorType(i32, (4,)), (2,)), "dimension 2 is out of range for rank 2")
     fails(reduce(tensor(4, 2), TensorType(i32, (4,)), (-3,)), "dimension -3 is out of range for rank 2")
     fails(reduce(tensor(4), f32), "result element type f32 must match the input's i32")
+    fails(reduce(tensor(4, 2), TensorType(i32, (2,)), (0, -2)), r"dimensions must be distinct, got \[0, -2\]")
+    fails(
+        reduce(tensor(4, 2), TensorType(i32, (7,)), (0,)),
+        r"result must have shape \[2\] \(the input's without the reduced dimensions\), got tensor<7xi32>",
+    )
+    fails(reduce(tensor(4, 2), i32, (0,)), r"result must have shape \[2\]")
+    reduce(tensor(4, 2), i32, (0, 1)).verify()
 
 
 def test_top_k_verifier():
