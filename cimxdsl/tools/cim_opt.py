@@ -39,7 +39,10 @@ class CimOptMain(xDSLOptMain):
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if file_extension != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
-        parser = LocatingParser(self.ctx, chunk.read(), self.get_input_name(), start_offset)
+        text = chunk.read()
+        if only_comments(text):
+            return ModuleOp([])  # as mlir-opt: a chunk of comments (a split file's preamble) is an empty module
+        parser = LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
         self.op_spans, self.line_offset = parser.op_spans, start_offset
         return parser.parse_module(not self.args.no_implicit_module)
 
@@ -48,6 +51,11 @@ class CimOptMain(xDSLOptMain):
             super().apply_passes(prog)
         except DiagnosticException as e:
             raise type(e)(f"{locate_failure(prog, self.op_spans, self.line_offset)}{e}") from e
+
+
+def only_comments(text: bytes) -> bool:
+    """Whether MLIR text holds nothing but whitespace and `//` line comments."""
+    return all(not line.strip() or line.lstrip().startswith(b"//") for line in text.splitlines())
 
 
 def main(args: Sequence[str] | None = None) -> None:

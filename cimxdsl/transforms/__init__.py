@@ -8,6 +8,7 @@ from xdsl.passes import ModulePass
 # pass name -> (module in cimxdsl.transforms, class name)
 _PASSES: dict[str, tuple[str, str]] = {
     "linalg-to-cinm": ("linalg_to_cinm", "LinalgToCinmPass"),
+    "cinm-isolate-compute": ("cinm_isolate_compute", "CinmIsolateComputePass"),
     "tile": ("tile", "TilePass"),
     "cinm-to-cim": ("cinm_to_cim", "CinmToCimPass"),
     "schedule-asap": ("schedule_asap", "ScheduleAsapPass"),
@@ -26,6 +27,7 @@ _PASSES: dict[str, tuple[str, str]] = {
 
 ALIASES: dict[str, str] = {
     "cinm-tiling": "tile",
+    "cinm-isolate-compute-blocks": "cinm-isolate-compute",
     "convert-cinm-to-cim": "cinm-to-cim",
     "cim-schedule-asap": "schedule-asap",
     "cim-schedule-alap": "schedule-alap",

@@ -25,6 +25,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.dialects import cim, cinm
+from cimxdsl.transforms.cinm_isolate_compute import is_stray
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
     cinm.AddOp: (arith.AddiOp, arith.AddfOp),
@@ -117,4 +118,10 @@ class CinmToCimPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.crossbars < 1:
             raise PassFailedException(f"{self.name}: option 'crossbars' must be at least 1, got {self.crossbars}")
+        stray = next((o for o in op.walk() if is_stray(o)), None)
+        if stray is not None:
+            raise PassFailedException(
+                f"{self.name}: '{stray.name}' is outside any cinm.compute, so it would not be offloaded "
+                "(run cinm-isolate-compute first)"
+            )
         PatternRewriteWalker(ComputeToCim(self.crossbars), apply_recursively=False).rewrite_module(op)

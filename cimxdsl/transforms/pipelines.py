@@ -10,8 +10,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 @dataclass(frozen=True)
 class MemristorPipelinePass(ModulePass):
-    """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, tile, cinm-to-cim,
-    schedule-<strategy>, cim-to-memristor, memristor-to-func`, for a device preset or TOML file."""
+    """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, cinm-isolate-compute,
+    tile, cinm-to-cim, schedule-<strategy>, cim-to-memristor, memristor-to-func`, for a device preset
+    or TOML file."""
 
     name = "memristor"
 
@@ -24,6 +25,7 @@ class MemristorPipelinePass(ModulePass):
         return ",".join(
             [
                 "linalg-to-cinm",
+                "cinm-isolate-compute",
                 f'tile{{device="{self.device}"}}',
                 f"cinm-to-cim{{crossbars={self.crossbars}}}",
                 schedule,
