@@ -12,10 +12,10 @@ def make_context() -> Context:
     """A context with every upstream dialect and ours registered (loaded lazily)."""
     from xdsl.dialects import get_all_dialects as upstream_dialects
 
-    from cimxdsl.dialects import get_all_dialects
+    from cimxdsl.dialects import get_all_dialects, get_upstream_dialects
 
     ctx = Context()
-    for name, factory in {**upstream_dialects(), **get_all_dialects()}.items():
+    for name, factory in {**upstream_dialects(), **get_all_dialects(), **get_upstream_dialects()}.items():
         ctx.register_dialect(name, factory)
     return ctx
 

@@ -1,4 +1,5 @@
-"""The cimxdsl dialects: cinm, cim, memristor (Cinnamon flow) and spat, pim (RAPTOR flow)."""
+"""The cimxdsl dialects: cinm, cim, memristor (Cinnamon flow) and spat, pim (RAPTOR flow); and the
+upstream dialects with the ops MLIR has and xDSL 0.74 lacks (`upstream.py`)."""
 
 from collections.abc import Callable
 
@@ -39,4 +40,23 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "memristor": get_memristor,
         "spat": get_spat,
         "pim": get_pim,
+    }
+
+
+def get_upstream_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Lazy factories for the upstream dialects cimxdsl registers in place of xDSL's (`upstream.py`)."""
+
+    def factory(name: str) -> Callable[[], Dialect]:
+        def load() -> Dialect:
+            from cimxdsl.dialects import upstream
+
+            return getattr(upstream, name)
+
+        return load
+
+    return {
+        "memref": factory("MemRef"),
+        "bufferization": factory("Bufferization"),
+        "linalg": factory("Linalg"),
+        "tensor": factory("Tensor"),
     }

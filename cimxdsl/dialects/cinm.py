@@ -164,6 +164,14 @@ class ComputeOp(IRDLOperation):
         verify_yielded(self, YieldOp, self.results)
 
 
+def enclosing_compute(op: Operation) -> ComputeOp | None:
+    """The `cinm.compute` `op` is nested in, if any."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ComputeOp):
+        parent = parent.parent_op()
+    return parent
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Returns values from a `cinm.compute`."""

@@ -27,6 +27,7 @@ from cimxdsl.interpreters.memristor import MemristorFunctions
 from cimxdsl.interpreters.pim import PimFunctions
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.spatial import SpatialFunctions
+from cimxdsl.interpreters.upstream import UpstreamFunctions
 from cimxdsl.interpreters.values import as_type, interpretation_error, op_context
 
 
@@ -53,6 +54,7 @@ def build_interpreter(
         MemristorFunctions(runtime),
         SpatialFunctions(),
         PimFunctions(),
+        UpstreamFunctions(),
     ):
         interpreter.register_implementations(functions, override=True)
     return interpreter

@@ -29,9 +29,12 @@ def is_shaped(t: Attribute) -> bool:
 
 
 def as_type(value, t: Attribute):
-    """`value` converted to the runtime representation of type `t` (array or Python scalar)."""
+    """`value` converted to the runtime representation of type `t` (array or Python scalar).
+
+    An array given for a scalar type stays an array of that dtype: the body of a `linalg.map` or
+    `tensor.generate` computes all its elements at once."""
     dtype = numpy_dtype(element_type(t))
-    if is_shaped(t):
+    if is_shaped(t) or np.ndim(value) > 0:
         return np.asarray(value).astype(dtype, copy=False)
     scalar = np.asarray(value).astype(dtype).item()
     return scalar

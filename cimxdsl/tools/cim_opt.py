@@ -6,10 +6,11 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException
+from xdsl.universe import Universe
 from xdsl.utils.lexer import Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from cimxdsl.dialects import get_all_dialects
+from cimxdsl.dialects import get_all_dialects, get_upstream_dialects
 from cimxdsl.parsing import LocatingParser, locate_failure
 from cimxdsl.tools.cli import run_reporting_errors
 from cimxdsl.transforms import get_all_passes
@@ -25,11 +26,9 @@ class CimOptMain(xDSLOptMain):
     line_offset: int = 0
 
     def register_all_dialects(self):
-        super().register_all_dialects()
-        known = set(self.ctx.registered_dialect_names)
-        for name, factory in get_all_dialects().items():
-            if name not in known:
-                self.ctx.register_dialect(name, factory)
+        dialects = {**Universe.get_multiverse().all_dialects, **get_all_dialects(), **get_upstream_dialects()}
+        for name, factory in dialects.items():
+            self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self):
         super().register_all_passes()

@@ -1,9 +1,10 @@
-"""`cinm-isolate-compute`: wrap `cinm` ops that sit outside any `cinm.compute` in one.
+"""`cinm-isolate-compute`: wrap matrix products that sit outside any `cinm.compute` in one.
 
-Only the ops inside a `cinm.compute` are offloaded by `cinm-to-cim` and `cinm-to-spatial`, so a
-stray `cinm.op.gemm` would otherwise stay a host op. Each run of consecutive stray `cinm` ops of a
-block becomes one compute, yielding the values used after the run (as Cinnamon's compute-block
-isolation does). Ops already inside a compute are left alone.
+Only the ops inside a `cinm.compute` are offloaded by `cinm-to-cim`, so a stray `cinm.op.gemm`
+would otherwise stay a host op. Each run of consecutive stray ops that `cinm-to-cim` lowers
+(products, the element-wise ops around them, im2col) becomes one compute if it holds a product,
+yielding the values used after the run (as Cinnamon's compute-block isolation does). Ops already
+inside a compute, and the host-side ops of quantized programs (quantize, dequantize), stay.
 """
 
 from collections.abc import Iterator
@@ -16,40 +17,22 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import cinm
+from cimxdsl.transforms.cinm_to_cim import HOST_ARITH, is_stray_product
 
-
-def is_stray(op: Operation) -> bool:
-    """A `cinm` op (not a compute or yield) with no `cinm.compute` around it."""
-    if not op.name.startswith("cinm.op."):
-        return False
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, cinm.ComputeOp):
-            return False
-        parent = parent.parent_op()
-    return True
+GROUPED = (cinm.GemmOp, cinm.GemvOp, cinm.Im2colOp, *HOST_ARITH)
+"""The ops a compute around a product takes along."""
 
 
 def stray_runs(block: Block) -> Iterator[list[Operation]]:
-    """Maximal runs of consecutive stray `cinm` ops of `block`."""
+    """Maximal runs of consecutive `GROUPED` ops of `block` outside any compute, with a product."""
     run: list[Operation] = []
-    for op in block.ops:
-        if is_stray(op):
+    for op in [*block.ops, None]:
+        if op is not None and isinstance(op, GROUPED) and cinm.enclosing_compute(op) is None:
             run.append(op)
             continue
-        if run:
+        if any(is_stray_product(o) for o in run):
             yield run
         run = []
-    if run:
-        yield run
-
-
-def escaping_results(run: list[Operation]) -> list[SSAValue]:
-    """Results of the run that an op outside it uses."""
-    inside = set(run)
-    return [
-        result for op in run for result in op.results if any(not _within(use.operation, inside) for use in result.uses)
-    ]
 
 
 def _within(op: Operation | None, ops: set[Operation]) -> bool:
@@ -59,6 +42,14 @@ def _within(op: Operation | None, ops: set[Operation]) -> bool:
             return True
         op = op.parent_op()
     return False
+
+
+def escaping_results(run: list[Operation]) -> list[SSAValue]:
+    """Results of the run that an op outside it uses."""
+    inside = set(run)
+    return [
+        result for op in run for result in op.results if any(not _within(use.operation, inside) for use in result.uses)
+    ]
 
 
 def isolate(run: list[Operation]) -> cinm.ComputeOp:
@@ -78,12 +69,12 @@ def isolate(run: list[Operation]) -> cinm.ComputeOp:
 
 @dataclass(frozen=True)
 class CinmIsolateComputePass(ModulePass):
-    """Wrap every run of `cinm` ops outside a `cinm.compute` in a compute of its own."""
+    """Wrap every run of `cinm` ops with a matrix product outside a `cinm.compute` in a compute."""
 
     name = "cinm-isolate-compute"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_stray(o))
+        blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_stray_product(o))
         for block in blocks:
             for run in list(stray_runs(block)):
                 isolate(run)

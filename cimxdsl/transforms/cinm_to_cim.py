@@ -25,7 +25,6 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.dialects import cim, cinm
-from cimxdsl.transforms.cinm_isolate_compute import is_stray
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
     cinm.AddOp: (arith.AddiOp, arith.AddfOp),
@@ -40,6 +39,11 @@ def host_arith(kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation
     assert isinstance(lhs.type, TensorType)
     integer_op, float_op = HOST_ARITH[kind]
     return (integer_op if isinstance(lhs.type.element_type, IntegerType) else float_op)(lhs, rhs)
+
+
+def is_stray_product(op: Operation) -> bool:
+    """A matrix product outside any `cinm.compute`: nothing would offload it."""
+    return isinstance(op, cinm.GemmOp | cinm.GemvOp) and cinm.enclosing_compute(op) is None
 
 
 def future_of(value: SSAValue) -> SSAValue:
@@ -118,7 +122,7 @@ class CinmToCimPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.crossbars < 1:
             raise PassFailedException(f"{self.name}: option 'crossbars' must be at least 1, got {self.crossbars}")
-        stray = next((o for o in op.walk() if is_stray(o)), None)
+        stray = next((o for o in op.walk() if is_stray_product(o)), None)
         if stray is not None:
             raise PassFailedException(
                 f"{self.name}: '{stray.name}' is outside any cinm.compute, so it would not be offloaded "

@@ -7,13 +7,14 @@ memrefs, and a private declaration of the function is added to the module once.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects.memristor import MemristorOp
+from cimxdsl.dialects.upstream import CastOp
 
 
 def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
@@ -22,7 +23,7 @@ def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
     if not isinstance(value_type, MemRefType):
         return [], value
     dynamic = MemRefType(value_type.element_type, [DYNAMIC_INDEX] * value_type.get_num_dims())
-    cast = memref.CastOp.get(value, dynamic)
+    cast = CastOp(value, dynamic)
     return [cast], cast.dest
 
 

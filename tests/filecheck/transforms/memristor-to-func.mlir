@@ -12,10 +12,10 @@ func.func @calls(%b: memref<3x6xi8>, %a: memref<6x3xi8>, %c: memref<6x6xi32>, %v
   return
 }
 
-// CHECK:      %[[B:.*]] = "memref.cast"(%b) : (memref<3x6xi8>) -> memref<?x?xi8>
+// CHECK:      %[[B:.*]] = memref.cast %b : memref<3x6xi8> to memref<?x?xi8>
 // CHECK-NEXT: func.call @memristor_write_to_crossbar_i8(%t, %[[B]]) : (i32, memref<?x?xi8>) -> ()
-// CHECK-NEXT: %[[A:.*]] = "memref.cast"(%a) : (memref<6x3xi8>) -> memref<?x?xi8>
-// CHECK-NEXT: %[[C:.*]] = "memref.cast"(%c) : (memref<6x6xi32>) -> memref<?x?xi32>
+// CHECK-NEXT: %[[A:.*]] = memref.cast %a : memref<6x3xi8> to memref<?x?xi8>
+// CHECK-NEXT: %[[C:.*]] = memref.cast %c : memref<6x6xi32> to memref<?x?xi32>
 // CHECK-NEXT: func.call @memristor_gemm_i8_i32(%t, %[[A]], %[[C]]) : (i32, memref<?x?xi8>, memref<?x?xi32>) -> ()
 // CHECK-NEXT: func.call @memristor_barrier(%t) : (i32) -> ()
 // CHECK:      func.call @memristor_write_to_crossbar_i32

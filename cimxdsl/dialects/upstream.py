@@ -1,0 +1,283 @@
+"""Upstream MLIR ops as MLIR writes them, where xDSL 0.74 lacks them or spells them differently.
+
+Cinnamon's programs (LLVM 19/20 era) use `bufferization.to_memref` (since renamed `to_buffer`),
+the custom forms of `memref.cast` and `memref.copy` (xDSL prints both generically), `linalg.map`
+and `tensor.generate`. The dialects below are xDSL's `memref`, `bufferization`, `linalg` and
+`tensor` with these ops added or replaced; cimxdsl registers them in place of xDSL's (see
+`get_upstream_dialects`), without changing xDSL itself. Formats follow the MLIR dialect docs
+(https://mlir.llvm.org/docs/Dialects/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import bufferization, memref, tensor
+from xdsl.dialects.builtin import IndexType, MemRefType, ShapedType, TensorType, UnrankedMemRefType
+from xdsl.dialects.linalg import Linalg as UpstreamLinalg
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_result_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoMemoryEffect, Pure, RecursiveMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+AnyMemRef = base(MemRefType) | base(UnrankedMemRefType)
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """`memref.cast %m : memref<4xf32> to memref<?xf32>`: the same buffer under a compatible type.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/MemRef/#memrefcast-memrefcastop)."""
+
+    name = "memref.cast"
+
+    source = operand_def(AnyMemRef)
+    dest = result_def(AnyMemRef)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($dest)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[source], result_types=[result_type])
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """`memref.copy %a, %b : memref<4xf32> to memref<4xf32>`: copies every element of `source`.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/MemRef/#memrefcopy-memrefcopyop)."""
+
+    name = "memref.copy"
+
+    source = operand_def(AnyMemRef)
+    target = operand_def(AnyMemRef)
+
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$source `,` $target attr-dict `:` type($source) `to` type($target)"
+
+    def __init__(self, source: SSAValue | Operation, target: SSAValue | Operation):
+        super().__init__(operands=[source, target])
+
+    def verify_(self) -> None:
+        source, target = self.source.type, self.target.type
+        if isinstance(source, MemRefType) and isinstance(target, MemRefType):
+            if source.element_type != target.element_type or source.get_shape() != target.get_shape():
+                raise VerifyException(f"'memref.copy' source {source} and target {target} must have one shape and type")
+
+
+@irdl_op_definition
+class ToMemrefOp(IRDLOperation):
+    """`bufferization.to_memref %t : tensor<4xf32> to memref<4xf32>`: the older name of
+    `bufferization.to_buffer` (LLVM ≤ 20); the form `: memref<4xf32>` alone also parses."""
+
+    name = "bufferization.to_memref"
+
+    tensor = operand_def(TensorType)
+    memref = result_def(AnyMemRef)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, tensor: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[tensor], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, result = self.tensor.type, self.memref.type
+        assert isinstance(source, TensorType)
+        if isinstance(result, MemRefType) and (
+            result.element_type != source.element_type or result.get_shape() != source.get_shape()
+        ):
+            raise VerifyException(f"'bufferization.to_memref' result {result} must match the tensor {source}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ToMemrefOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_optional_keyword("read_only")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        first = parser.parse_type()
+        if parser.parse_optional_keyword("to") is not None:
+            tensor_type, memref_type = first, parser.parse_type()
+        elif isinstance(first, MemRefType):
+            tensor_type, memref_type = TensorType(first.element_type, first.get_shape()), first
+        else:
+            parser.raise_error("'bufferization.to_memref' expects 'tensor-type to memref-type' or a memref type")
+        op = cls(parser.resolve_operand(operand, tensor_type), memref_type)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.tensor)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.memref.type)
+
+
+def _element_type(t: Attribute) -> Attribute:
+    assert isinstance(t, ShapedType)
+    return t.get_element_type()
+
+
+def _types(types: Sequence[Attribute]) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def _parse_typed_operands(parser: Parser, keyword: str) -> list[tuple[UnresolvedOperand, Attribute]]:
+    """`keyword(%a, %b : ta, tb)`, resolved later."""
+    parser.parse_keyword(keyword)
+    parser.parse_punctuation("(")
+    operands = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+    parser.parse_punctuation(")")
+    if len(operands) != len(types):
+        parser.raise_error(f"'{keyword}' has {len(operands)} operands but {len(types)} types")
+    return list(zip(operands, types, strict=True))
+
+
+def _print_typed_operands(printer: Printer, keyword: str, values: Sequence[SSAValue]) -> None:
+    printer.print_string(f" {keyword}(")
+    printer.print_list(values, printer.print_operand)
+    printer.print_string(" : ")
+    printer.print_list([v.type for v in values], printer.print_attribute)
+    printer.print_string(")")
+
+
+@irdl_op_definition
+class MapOp(IRDLOperation):
+    """`linalg.map`: the body applied to the elements of `inputs` at every index, written to `init`.
+
+    Both MLIR forms parse: the short `linalg.map { arith.addf } ins(...) outs(...)` and the long one
+    with a body block taking one element of each input; the long form is printed.
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/Linalg/#linalgmap-linalgmapop)."""
+
+    name = "linalg.map"
+
+    inputs = var_operand_def(base(TensorType) | base(MemRefType))
+    init = operand_def(base(TensorType) | base(MemRefType))
+    result = opt_result_def(TensorType)
+    mapper = region_def("single_block")
+
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(self, inputs: Sequence[SSAValue], init: SSAValue, mapper: Region):
+        result_types = [init.type] if isinstance(init.type, TensorType) else []
+        super().__init__(operands=[inputs, init], result_types=[result_types], regions=[mapper])
+
+    def verify_(self) -> None:
+        shape = self.init.type.get_shape()  # type: ignore[union-attr]
+        for value in self.inputs:
+            if value.type.get_shape() != shape:  # type: ignore[union-attr]
+                raise VerifyException(f"'linalg.map' input {value.type} must have the init's shape {list(shape)}")
+        arguments = [a.type for a in self.mapper.block.args]
+        expected = [_element_type(v.type) for v in self.inputs]
+        if arguments != expected:
+            raise VerifyException(
+                f"'linalg.map' body must take the input element types ({_types(expected)}), got ({_types(arguments)})"
+            )
+        if self.result is not None and self.result.type != self.init.type:
+            raise VerifyException("'linalg.map' result must have the init's type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MapOp:
+        short_form = parser.parse_optional_punctuation("{") is not None
+        if short_form:
+            op_name = parser.parse_identifier()
+            parser.parse_punctuation("}")
+        inputs = _parse_typed_operands(parser, "ins")
+        ((init, init_type),) = _parse_typed_operands(parser, "outs")
+        attributes = parser.parse_optional_attr_dict()
+        element_types = [_element_type(t) for _, t in inputs]
+        if short_form:
+            block = Block(arg_types=element_types)
+            inner = parser.ctx.get_op(op_name).create(
+                operands=list(block.args), result_types=[_element_type(init_type)]
+            )
+            block.add_ops([inner, LinalgYieldOp(inner.results[0])])
+            mapper = Region(block)
+        else:
+            parser.parse_punctuation("(")
+            arguments = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_argument)
+            parser.parse_punctuation(")")
+            mapper = parser.parse_region(arguments)
+        op = cls(
+            [parser.resolve_operand(v, t) for v, t in inputs],
+            parser.resolve_operand(init, init_type),
+            mapper,
+        )
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_typed_operands(printer, "ins", self.inputs)
+        _print_typed_operands(printer, "outs", [self.init])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" (")
+        printer.print_list(self.mapper.block.args, printer.print_block_argument)
+        printer.print_string(") ")
+        printer.print_region(self.mapper, print_entry_block_args=False)
+
+
+@irdl_op_definition
+class GenerateOp(IRDLOperation):
+    """`tensor.generate %d { ^bb0(%i: index, ...): ... tensor.yield %v }`: a tensor whose element at
+    every index is the body's value there; `dynamic_extents` size the dynamic dimensions.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/TensorOps/#tensorgenerate-tensorgenerateop)."""
+
+    name = "tensor.generate"
+
+    dynamic_extents = var_operand_def(IndexType)
+    result = result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(RecursiveMemoryEffect())
+    assembly_format = "$dynamic_extents $body attr-dict `:` type($result)"
+
+    def __init__(self, dynamic_extents: Sequence[SSAValue], body: Region, result_type: Attribute):
+        super().__init__(operands=[dynamic_extents], result_types=[result_type], regions=[body])
+
+    def verify_(self) -> None:
+        result = self.result.type
+        assert isinstance(result, TensorType)
+        dynamic = sum(1 for d in result.get_shape() if d < 0)
+        if dynamic != len(self.dynamic_extents):
+            raise VerifyException(
+                f"'tensor.generate' needs {dynamic} dynamic extents for {result}, got {len(self.dynamic_extents)}"
+            )
+        arguments = [a.type for a in self.body.block.args]
+        if arguments != [IndexType()] * result.get_num_dims():
+            raise VerifyException(f"'tensor.generate' body must take {result.get_num_dims()} index arguments")
+        terminator = self.body.block.last_op
+        if not isinstance(terminator, tensor.YieldOp) or [v.type for v in terminator.operands] != [
+            result.element_type
+        ]:
+            raise VerifyException(f"'tensor.generate' body must yield one {result.element_type}")
+
+
+def _replacing(dialect: Dialect, ops: Sequence[type[IRDLOperation]]) -> Dialect:
+    """`dialect` with `ops` added, replacing its ops of the same names."""
+    names = {op.name for op in ops}
+    kept = [op for op in dialect.operations if op.name not in names]
+    return Dialect(dialect.name, [*kept, *ops], list(dialect.attributes))
+
+
+MemRef = _replacing(memref.MemRef, [CastOp, CopyOp])
+Bufferization = _replacing(bufferization.Bufferization, [ToMemrefOp])
+Linalg = _replacing(UpstreamLinalg, [MapOp])
+Tensor = _replacing(tensor.Tensor, [GenerateOp])

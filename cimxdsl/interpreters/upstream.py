@@ -1,0 +1,61 @@
+"""Interpreter functions for the upstream ops cimxdsl adds (`dialects/upstream.py`).
+
+The bodies of `linalg.map` and `tensor.generate` run once, on whole arrays: a scalar op of the
+body computes every element at once (host functions keep array values of scalar types).
+"""
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+
+from cimxdsl.dialects import upstream
+from cimxdsl.interpreters.values import numpy_dtype
+
+
+@register_impls
+class UpstreamFunctions(InterpreterFunctions):
+    @impl(upstream.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: upstream.CastOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(upstream.CopyOp)
+    def run_copy(self, interpreter: Interpreter, op: upstream.CopyOp, args: PythonValues):
+        args[1][...] = args[0]
+        return ()
+
+    @impl(upstream.ToMemrefOp)
+    def run_to_memref(self, interpreter: Interpreter, op: upstream.ToMemrefOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(upstream.MapOp)
+    def run_map(self, interpreter: Interpreter, op: upstream.MapOp, args: PythonValues):
+        *inputs, init = args
+        (value,) = interpreter.run_ssacfg_region(op.mapper, tuple(inputs), "linalg.map")
+        if op.result is None:
+            init[...] = value
+            return ()
+        return (np.broadcast_to(np.asarray(value, init.dtype), init.shape).copy(),)
+
+    @impl_terminator(LinalgYieldOp)
+    def run_linalg_yield(self, interpreter: Interpreter, op: LinalgYieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+    @impl(upstream.GenerateOp)
+    def run_generate(self, interpreter: Interpreter, op: upstream.GenerateOp, args: PythonValues):
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        extents = iter(args)
+        shape = tuple(int(next(extents)) if d < 0 else d for d in result_type.get_shape())
+        indices = tuple(np.indices(shape, dtype=np.int64))
+        (value,) = interpreter.run_ssacfg_region(op.body, indices, "tensor.generate")
+        dtype = numpy_dtype(result_type.element_type)
+        return (np.broadcast_to(np.asarray(value, dtype), shape).copy(),)

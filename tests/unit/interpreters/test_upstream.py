@@ -1,0 +1,73 @@
+"""Interpreter functions of the upstream ops cimxdsl adds (`dialects/upstream.py`), against NumPy."""
+
+import numpy as np
+
+from cimxdsl.interpreters import run
+from tests.unit.helpers import parse
+
+MAP = """
+func.func @main(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %init: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %sum = linalg.map ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%init : tensor<3x4xf32>)
+    (%x: f32, %y: f32) {
+      %two = arith.constant 2.0 : f32
+      %t = arith.mulf %x, %two : f32
+      %s = arith.addf %t, %y : f32
+      linalg.yield %s : f32
+    }
+  %r = linalg.map { arith.mulf } ins(%sum, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%init : tensor<3x4xf32>)
+  func.return %r : tensor<3x4xf32>
+}
+"""
+
+GENERATE = """
+func.func @main(%n: index) -> tensor<?x3xi64> {
+  %t = tensor.generate %n {
+  ^bb0(%i: index, %j: index):
+    %ten = arith.constant 10 : index
+    %row = arith.muli %i, %ten : index
+    %s = arith.addi %row, %j : index
+    %v = arith.index_cast %s : index to i64
+    tensor.yield %v : i64
+  } : tensor<?x3xi64>
+  func.return %t : tensor<?x3xi64>
+}
+"""
+
+BUFFERS = """
+func.func @main(%t: tensor<2x3xi32>, %m: memref<2x3xi32>) -> memref<2x3xi32> {
+  %b = bufferization.to_memref %t : tensor<2x3xi32> to memref<2x3xi32>
+  %d = memref.cast %b : memref<2x3xi32> to memref<?x?xi32>
+  memref.copy %b, %m : memref<2x3xi32> to memref<2x3xi32>
+  linalg.map ins(%m : memref<2x3xi32>) outs(%m : memref<2x3xi32>)
+    (%x: i32) {
+      %n = arith.subi %x, %x : i32
+      %one = arith.constant 1 : i32
+      %y = arith.subi %n, %x : i32
+      %z = arith.addi %y, %one : i32
+      linalg.yield %z : i32
+    }
+  func.return %m : memref<2x3xi32>
+}
+"""
+
+
+def test_map_runs_its_body_on_every_element():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    (out,) = run(parse(MAP), [a, b, np.zeros((3, 4), np.float32)]).outputs
+    np.testing.assert_allclose(out, (2 * a + b) * b, rtol=1e-6)
+    assert out.dtype == np.float32 and out.shape == (3, 4)
+
+
+def test_generate_gives_the_value_of_every_index_with_a_dynamic_extent():
+    (out,) = run(parse(GENERATE), [4]).outputs
+    expected = np.array([[10 * i + j for j in range(3)] for i in range(4)])
+    np.testing.assert_array_equal(out, expected)
+    assert out.dtype == np.int64
+
+
+def test_to_memref_cast_copy_and_map_on_buffers():
+    t = np.arange(6, dtype=np.int32).reshape(2, 3)
+    m = np.full((2, 3), 99, np.int32)
+    (out,) = run(parse(BUFFERS), [t, m]).outputs
+    np.testing.assert_array_equal(out, 1 - t)
