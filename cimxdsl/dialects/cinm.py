@@ -135,6 +135,12 @@ def verify_accumulator_type(op_name: str, operand_type: Attribute, result_type: 
     )
 
 
+_COMPUTE_DEFAULTS = {
+    "workgroupShape": DenseArrayBase.from_list(i64, (2, 32, 16)),
+    "bufferSizesInBytes": DenseArrayBase.from_list(i64, (0, 65536, 0)),
+}
+
+
 @irdl_op_definition
 class ComputeOp(IRDLOperation):
     """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
@@ -142,26 +148,47 @@ class ComputeOp(IRDLOperation):
     name = "cinm.compute"
 
     workgroup_shape = prop_def(
-        DenseArrayBase.constr(i64),
-        default_value=DenseArrayBase.from_list(i64, (2, 32, 16)),
-        prop_name="workgroupShape",
+        DenseArrayBase.constr(i64), default_value=_COMPUTE_DEFAULTS["workgroupShape"], prop_name="workgroupShape"
     )
     buffer_sizes_in_bytes = prop_def(
         DenseArrayBase.constr(i64),
-        default_value=DenseArrayBase.from_list(i64, (0, 65536, 0)),
+        default_value=_COMPUTE_DEFAULTS["bufferSizesInBytes"],
         prop_name="bufferSizesInBytes",
     )
     results_ = var_result_def()
     body = region_def("single_block")
-
-    irdl_options = (ParsePropInAttrDict(),)
-    assembly_format = "attr-dict-with-keyword (`->` type($results_)^)? $body"
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[result_types], regions=[body])
 
     def verify_(self) -> None:
         verify_yielded(self, YieldOp, self.results)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeOp:
+        """`attributes {…}` before `-> types` (thesis era) or after them (Cinnamon's main branch)."""
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        result_types = []
+        if parser.parse_optional_punctuation("->") is not None:
+            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+        if attributes is None:
+            attributes = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(result_types, parser.parse_region())
+        for name, value in (attributes.data if attributes is not None else {}).items():
+            if name in op.properties:
+                op.properties[name] = value
+            else:
+                op.attributes[name] = value
+        return op
+
+    def print(self, printer: Printer) -> None:
+        shown = {name: value for name, value in self.properties.items() if value != _COMPUTE_DEFAULTS[name]}
+        printer.print_op_attributes(shown | dict(self.attributes), print_keyword=True)
+        if self.results:
+            printer.print_string(" -> ")
+            printer.print_list([r.type for r in self.results], printer.print_attribute)
+        printer.print_string(" ")
+        printer.print_region(self.body)
 
 
 def enclosing_compute(op: Operation) -> ComputeOp | None:
@@ -187,6 +214,52 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
+def _parse_product(parser: Parser) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
+    """Operands, result type and attributes of a gemm/gemv in either generation of Cinnamon's syntax:
+    `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
+    `%a, %b (plus %c)? attr-dict : ta, tb (plus tc)? -> t` (its main branch since 2025)."""
+    names = [parser.parse_unresolved_operand()]
+    parser.parse_punctuation(",")
+    names.append(parser.parse_unresolved_operand())
+    if parser.parse_optional_keyword("plus") is not None:
+        names.append(parser.parse_unresolved_operand())
+    if parser.parse_optional_keyword("into") is not None:
+        parser.raise_error("the destination-passing form ('into') of Cinnamon's products is not supported")
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    parenthesized = parser.parse_optional_punctuation("(") is not None
+    types = [parser.parse_type()]
+    parser.parse_punctuation(",")
+    types.append(parser.parse_type())
+    if parenthesized:
+        parser.parse_punctuation(")")
+    elif parser.parse_optional_keyword("plus") is not None:
+        types.append(parser.parse_type())
+    parser.parse_punctuation("->")
+    result_type = parser.parse_type()
+    if len(names) == 3 and len(types) == 2:
+        types.append(result_type)
+    if len(types) != len(names):
+        parser.raise_error("a bias type ('plus' type) needs a bias operand ('plus' operand)")
+    return [parser.resolve_operand(n, t) for n, t in zip(names, types, strict=True)], result_type, attributes
+
+
+def _print_product(printer: Printer, left: SSAValue, right: SSAValue, bias: SSAValue | None, op: Operation) -> None:
+    """The thesis-era form, which cimxdsl prints: `%a, %b (plus %c)? attr-dict : (ta, tb) -> t`."""
+    printer.print_string(" ")
+    printer.print_operand(left)
+    printer.print_string(", ")
+    printer.print_operand(right)
+    if bias is not None:
+        printer.print_string(" plus ")
+        printer.print_operand(bias)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : (")
+    printer.print_list([left.type, right.type], printer.print_attribute)
+    printer.print_string(") -> ")
+    printer.print_attribute(op.results[0].type)
+
+
 @irdl_op_definition
 class GemmOp(IRDLOperation):
     """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
@@ -200,9 +273,6 @@ class GemmOp(IRDLOperation):
     result = result_def(R)
 
     traits = traits_def(Pure())
-    assembly_format = (
-        "$left `,` $right (`plus` $bias^)? attr-dict `:` `(` type($left) `,` type($right) `)` `->` type($result)"
-    )
 
     def __init__(
         self,
@@ -232,6 +302,16 @@ class GemmOp(IRDLOperation):
         if result != (left[0], right[1]):
             raise VerifyException(f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}")
 
+    @classmethod
+    def parse(cls, parser: Parser) -> GemmOp:
+        operands, result_type, attributes = _parse_product(parser)
+        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_product(printer, self.left, self.right, self.bias, self)
+
 
 @irdl_op_definition
 class GemvOp(IRDLOperation):
@@ -244,7 +324,6 @@ class GemvOp(IRDLOperation):
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
-    assembly_format = "$left `,` $right attr-dict `:` `(` type($left) `,` type($right) `)` `->` type($result)"
 
     def __init__(self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None):
         if result_type is None:
@@ -270,6 +349,18 @@ class GemvOp(IRDLOperation):
             raise VerifyException(
                 f"'cinm.op.gemv' result must have {left[0]} elements (the matrix rows), got {result[0]}"
             )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GemvOp:
+        operands, result_type, attributes = _parse_product(parser)
+        if len(operands) == 3:
+            parser.raise_error("a bias ('plus') on 'cinm.op.gemv' is not supported")
+        op = cls(*operands, result_type=result_type)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_product(printer, self.left, self.right, None, self)
 
 
 def im2col_shape(input_shape, kernel, strides, dilations) -> tuple[int, int] | None:
@@ -476,6 +567,33 @@ class DivOp(ElementwiseBinaryOp):
 
     name = "cinm.op.div"
     traits = traits_def(Pure(), SameOperandsAndResultType())
+
+
+@irdl_op_definition
+class ElementwiseSyntaxOp(IRDLOperation):
+    """`cinm.op.elementwise add %a, %b : T`: the main branch of Cinnamon spells the binary
+    element-wise ops this way. It parses into `cinm.op.add` (`sub`, `mul`, `div`), which cimxdsl
+    prints; no op of this class is ever built."""
+
+    name = "cinm.op.elementwise"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ElementwiseBinaryOp:
+        kinds = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
+        kind = parser.parse_identifier()
+        if kind not in kinds:
+            parser.raise_error(f"'cinm.op.elementwise' kind must be one of {', '.join(kinds)}, got '{kind}'")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        if parser.parse_optional_keyword("into") is not None:
+            parser.raise_error("the destination-passing form ('into') of 'cinm.op.elementwise' is not supported")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        operand_type = parser.parse_type()
+        op = kinds[kind](parser.resolve_operand(lhs, operand_type), parser.resolve_operand(rhs, operand_type))
+        op.attributes |= attributes
+        return op
 
 
 class ElementwiseScalarOp(IRDLOperation):
@@ -747,6 +865,7 @@ Cinm = Dialect(
         MulsOp,
         DivsOp,
         ElementWiseOp,
+        ElementwiseSyntaxOp,
         ReduceOp,
         ScanOp,
         TopKOp,

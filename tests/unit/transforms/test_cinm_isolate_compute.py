@@ -29,3 +29,31 @@ def test_stray_ops_run_on_crossbars_with_the_same_results(device):
         np.testing.assert_array_equal(got_before, want)
         np.testing.assert_array_equal(got_after, want)
     assert after.device.metrics["total"]["mvms"] > 0
+
+
+MAIN_BRANCH = """
+func.func @main(%X: tensor<3x20xi32>, %W: tensor<20x7xi32>, %b: tensor<3x7xi32>, %v: tensor<20xi32>, %M: tensor<5x20xi32>) -> (tensor<3x7xi32>, tensor<5xi32>) {
+  %q = cinm.op.gemm %X, %W plus %b : tensor<3x20xi32>, tensor<20x7xi32> plus tensor<3x7xi32> -> tensor<3x7xi32>
+  %r:2 = cinm.compute -> tensor<3x7xi32>, tensor<5xi32> attributes {workgroupShape = array<i64: 1, 4, 1>} {
+    %p = cinm.op.gemm %X, %W : tensor<3x20xi32>, tensor<20x7xi32> -> tensor<3x7xi32>
+    %s = cinm.op.elementwise sub %p, %b : tensor<3x7xi32>
+    %u = cinm.op.gemv %M, %v : tensor<5x20xi32>, tensor<20xi32> -> tensor<5xi32>
+    cinm.yield %s, %u : tensor<3x7xi32>, tensor<5xi32>
+  }
+  %t = cinm.op.elementwise add %q, %r#0 : tensor<3x7xi32>
+  func.return %t, %r#1 : tensor<3x7xi32>, tensor<5xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("device", ["ideal", "cinnamon"])
+def test_a_program_in_cinnamons_main_branch_syntax_lowers_and_runs(device):
+    rng = np.random.default_rng(5)
+    x, w, b = rng.integers(-3, 4, (3, 20)), rng.integers(-3, 4, (20, 7)), rng.integers(-9, 9, (3, 7))
+    v, m = rng.integers(-3, 4, 20), rng.integers(-3, 4, (5, 20))
+    expected = [2 * (x @ w), m @ v]  # (xW + b) + (xW - b)
+    lowered = apply(parse(MAIN_BRANCH), f'memristor{{device="{device}" crossbars=3}}')
+    result = run(lowered, [x, w, b, v, m], device)
+    for got, want in zip(result.outputs, expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert result.device.metrics["total"]["mvms"] > 0

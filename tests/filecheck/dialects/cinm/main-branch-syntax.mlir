@@ -1,0 +1,42 @@
+// RUN: cim-opt %s --split-input-file | filecheck %s
+// RUN: cim-opt %s --split-input-file --print-op-generic | cim-opt --split-input-file | filecheck %s
+// RUN: not cim-opt %s --split-input-file 2>&1 -p cinm-to-cim | filecheck %s --check-prefix=NONE
+
+// IR in the syntax of Cinnamon's main branch (since 2025) parses; cimxdsl prints the thesis-era
+// generation: products with parenthesized operand types, `cinm.op.add` for
+// `cinm.op.elementwise add`, a compute's attributes before its result types.
+
+func.func @products(%X: tensor<8x512xi32>, %W: tensor<512x256xi32> {cinm.static}, %b: tensor<8x256xi32>, %M: tensor<256x512xi32>, %v: tensor<512xi32>) -> (tensor<8x256xi32>, tensor<256xi32>) {
+  %r:2 = cinm.compute -> tensor<8x256xi32>, tensor<256xi32> attributes {workgroupShape = array<i64: 1, 128, 1>} {
+    %p = cinm.op.gemm %X, %W : tensor<8x512xi32>, tensor<512x256xi32> -> tensor<8x256xi32>
+    %q = cinm.op.gemm %X, %W plus %b : tensor<8x512xi32>, tensor<512x256xi32> plus tensor<8x256xi32> -> tensor<8x256xi32>
+    %s = cinm.op.elementwise add %p, %q : tensor<8x256xi32>
+    %t = cinm.op.elementwise mul %s, %q {cinm.notile} : tensor<8x256xi32>
+    %u = cinm.op.gemv %M, %v : tensor<256x512xi32>, tensor<512xi32> -> tensor<256xi32>
+    cinm.yield %t, %u : tensor<8x256xi32>, tensor<256xi32>
+  }
+  func.return %r#0, %r#1 : tensor<8x256xi32>, tensor<256xi32>
+}
+
+// CHECK-LABEL: func.func @products
+// CHECK-NEXT:    %{{.*}} = cinm.compute attributes {workgroupShape = array<i64: 1, 128, 1>} -> tensor<8x256xi32>, tensor<256xi32> {
+// CHECK-NEXT:      %[[P:.*]] = cinm.op.gemm %X, %W : (tensor<8x512xi32>, tensor<512x256xi32>) -> tensor<8x256xi32>
+// CHECK-NEXT:      %[[Q:.*]] = cinm.op.gemm %X, %W plus %b : (tensor<8x512xi32>, tensor<512x256xi32>) -> tensor<8x256xi32>
+// CHECK-NEXT:      %[[S:.*]] = cinm.op.add %[[P]], %[[Q]] : tensor<8x256xi32>
+// CHECK-NEXT:      %[[T:.*]] = cinm.op.mul %[[S]], %[[Q]] {cinm.notile} : tensor<8x256xi32>
+// CHECK-NEXT:      %[[U:.*]] = cinm.op.gemv %M, %v : (tensor<256x512xi32>, tensor<512xi32>) -> tensor<256xi32>
+// CHECK-NEXT:      cinm.yield %[[T]], %[[U]] : tensor<8x256xi32>, tensor<256xi32>
+
+// -----
+
+// A benchmark of Cinnamon's main branch (a product outside any compute): the memristor flow wraps
+// it in a compute; cinm-to-cim alone names it.
+func.func @_2mm_par(%X: tensor<8x64xi32>, %W1: tensor<64x64xi32> {cinm.static}, %W2: tensor<64x64xi32> {cinm.static}) -> (tensor<8x64xi32>, tensor<8x64xi32>) {
+  %r1 = cinm.op.gemm %X, %W1 : tensor<8x64xi32>, tensor<64x64xi32> -> tensor<8x64xi32>
+  %r2 = cinm.op.gemm %X, %W2 : tensor<8x64xi32>, tensor<64x64xi32> -> tensor<8x64xi32>
+  func.return %r1, %r2 : tensor<8x64xi32>, tensor<8x64xi32>
+}
+
+// CHECK-LABEL: func.func @_2mm_par
+// CHECK-NEXT:    %r1 = cinm.op.gemm %X, %W1 : (tensor<8x64xi32>, tensor<64x64xi32>) -> tensor<8x64xi32>
+// NONE: cinm-to-cim: 'cinm.op.gemm' is outside any cinm.compute
