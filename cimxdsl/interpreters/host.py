@@ -1,5 +1,6 @@
 """NumPy implementations of the upstream ops that run on the host (arith, tensor, linalg,
-bufferization, memref). They replace xDSL's stock versions, which are pure-Python loops or missing.
+bufferization, memref). They replace xDSL's stock versions, which are pure-Python loops or missing; the
+ops cimxdsl adds to these dialects (`dialects/upstream.py`) run in `upstream.py`.
 
 Tensors and memrefs are NumPy arrays; a memref made from a tensor (`bufferization.to_buffer`) is the
 same array, so writes through the memref are seen through the tensor.
@@ -337,10 +338,6 @@ class HostFunctions(InterpreterFunctions):
     def run_to_tensor(self, interpreter: Interpreter, op: bufferization.ToTensorOp, args: PythonValues):
         return (args[0],)
 
-    @impl(memref.CastOp)
-    def run_memref_cast(self, interpreter: Interpreter, op: memref.CastOp, args: PythonValues):
-        return (args[0],)
-
     @impl(memref.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues):
         t = op.memref.type
@@ -353,11 +350,6 @@ class HostFunctions(InterpreterFunctions):
     @impl(memref.StoreOp)
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues):
         args[1][tuple(args[2:])] = args[0]
-        return ()
-
-    @impl(memref.CopyOp)
-    def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues):
-        args[1][...] = args[0]
         return ()
 
     @impl(memref.DeallocOp)
