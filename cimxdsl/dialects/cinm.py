@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AnyFloat,
     I64,
     BoolAttr,
     DenseArrayBase,
@@ -67,10 +68,19 @@ class ScanMethod(StrEnum):
 
 
 class ReduceMethod(StrEnum):
+    """The thesis-era methods, and the `arith`-named ones of Cinnamon's main branch (`maxnumf`:
+    the largest number, NaN ignored; `maxsi`/`maxui`: signed/unsigned integer maximum)."""
+
     ADD = "add"
     MUL = "mul"
     MAX = "max"
     MIN = "min"
+    MAXNUMF = "maxnumf"
+    MINNUMF = "minnumf"
+    MAXSI = "maxsi"
+    MINSI = "minsi"
+    MAXUI = "maxui"
+    MINUI = "minui"
 
 
 class SimilarityMetric(StrEnum):
@@ -712,6 +722,11 @@ class ReduceOp(IRDLOperation):
                 f"'cinm.op.reduce' result element type {result_element} must match the input's "
                 f"{_element_type(self.input)}"
             )
+        method = self.method.data
+        is_float = isinstance(_element_type(self.input), AnyFloat)
+        if method.endswith("f") and not is_float or method.endswith(("si", "ui")) and is_float:
+            kind = "floats" if method.endswith("f") else "integers"
+            raise VerifyException(f"'cinm.op.reduce' method '{method}' reduces {kind}, got {self.input.type}")
         dimensions = self.dimensions.get_values()
         reduced = {d % len(shape) for d in dimensions}
         if len(reduced) != len(dimensions):

@@ -50,7 +50,28 @@ _UNARY = {
     ElementwiseKind.TANH: np.tanh,
     ElementwiseKind.ERF: erf,
 }
-_REDUCE = {ReduceMethod.ADD: np.sum, ReduceMethod.MUL: np.prod, ReduceMethod.MAX: np.max, ReduceMethod.MIN: np.min}
+def unsigned(reduce):
+    """`reduce` on integers read as unsigned (two's complement bits), cast back to their type."""
+
+    def run(x, axis):
+        x = np.asarray(x)
+        return reduce(x.view(x.dtype.str.replace("i", "u")), axis=axis).astype(x.dtype)
+
+    return run
+
+
+_REDUCE = {
+    ReduceMethod.ADD: np.sum,
+    ReduceMethod.MUL: np.prod,
+    ReduceMethod.MAX: np.max,
+    ReduceMethod.MIN: np.min,
+    ReduceMethod.MAXNUMF: np.fmax.reduce,
+    ReduceMethod.MINNUMF: np.fmin.reduce,
+    ReduceMethod.MAXSI: np.max,
+    ReduceMethod.MINSI: np.min,
+    ReduceMethod.MAXUI: unsigned(np.max),
+    ReduceMethod.MINUI: unsigned(np.min),
+}
 _SCAN = {ScanMethod.ADD: np.cumsum, ScanMethod.MUL: np.cumprod}
 _SIMILARITY = {SimilarityMetric.DOT: lambda left, right: left @ right.T, SimilarityMetric.COS: cosine}
 

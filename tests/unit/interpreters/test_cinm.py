@@ -124,32 +124,60 @@ def test_round_takes_halves_away_from_zero():
     np.testing.assert_array_equal(out, [-3, -1, 0, 2, -1])
 
 
+def as_u32(v: int) -> int:
+    return v % 2**32
+
+
+def as_i32(v: int) -> int:
+    return v - 2**32 if v >= 2**31 else v
+
+
+def number_max(r):
+    return max(v for v in r if v == v)  # NaN is the one value unequal to itself
+
+
+def number_min(r):
+    return min(v for v in r if v == v)
+
+
 REDUCE_REFERENCE = {
     ReduceMethod.ADD: lambda rows: [sum(r) for r in rows],
     ReduceMethod.MUL: lambda rows: [math.prod(r) for r in rows],
     ReduceMethod.MAX: lambda rows: [max(r) for r in rows],
     ReduceMethod.MIN: lambda rows: [min(r) for r in rows],
+    ReduceMethod.MAXNUMF: lambda rows: [number_max(r) for r in rows],
+    ReduceMethod.MINNUMF: lambda rows: [number_min(r) for r in rows],
+    ReduceMethod.MAXSI: lambda rows: [max(r) for r in rows],
+    ReduceMethod.MINSI: lambda rows: [min(r) for r in rows],
+    ReduceMethod.MAXUI: lambda rows: [as_i32(max(as_u32(v) for v in r)) for r in rows],
+    ReduceMethod.MINUI: lambda rows: [as_i32(min(as_u32(v) for v in r)) for r in rows],
 }
 
 
 @pytest.mark.parametrize("method", list(ReduceMethod))
 def test_every_reduce_method_along_the_given_dimension(method):
-    x = np.array([[3, -1, 4], [1, 5, -9]])
+    floats = method.value.endswith("f")
+    element = "f32" if floats else "i32"
+    x = np.array([[3, -1, 4], [1, 5, -9]], np.float32 if floats else np.int32)
+    if floats:
+        x[0, 1] = np.nan  # ignored by maxnumf/minnumf
     (last,) = run_main(
-        "%x: tensor<2x3xi32>",
-        f"%r = cinm.op.reduce {method.value} (%x) : tensor<2x3xi32> -> tensor<2xi32>\nfunc.return %r : tensor<2xi32>",
-        "tensor<2xi32>",
+        f"%x: tensor<2x3x{element}>",
+        f"%r = cinm.op.reduce {method.value} (%x) : tensor<2x3x{element}> -> tensor<2x{element}>\n"
+        f"func.return %r : tensor<2x{element}>",
+        f"tensor<2x{element}>",
         x,
     )
     (first,) = run_main(
-        "%x: tensor<2x3xi32>",
-        f"%r = cinm.op.reduce {method.value} (%x) {{dimensions = array<i64: 0>}} : tensor<2x3xi32> -> tensor<3xi32>\n"
-        "func.return %r : tensor<3xi32>",
-        "tensor<3xi32>",
+        f"%x: tensor<2x3x{element}>",
+        f"%r = cinm.op.reduce {method.value} (%x) {{dimensions = array<i64: 0>}} : tensor<2x3x{element}> -> "
+        f"tensor<3x{element}>\nfunc.return %r : tensor<3x{element}>",
+        f"tensor<3x{element}>",
         x,
     )
-    np.testing.assert_array_equal(last, REDUCE_REFERENCE[method](x.tolist()))
-    np.testing.assert_array_equal(first, REDUCE_REFERENCE[method](x.T.tolist()))
+    rows = x.tolist() if floats else x.astype(int).tolist()
+    np.testing.assert_array_equal(last, REDUCE_REFERENCE[method](rows))
+    np.testing.assert_array_equal(first, REDUCE_REFERENCE[method]([list(c) for c in zip(*rows, strict=True)]))
 
 
 def test_reduce_of_a_vector_to_a_scalar():

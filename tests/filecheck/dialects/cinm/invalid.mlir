@@ -233,3 +233,19 @@ func.func @im2col_result(%x: tensor<1x4x8x8xi32>) {
   return
 }
 // CHECK: 'cinm.op.im2col' result must be 36x36 of i32, got tensor<36x35xi32>
+
+// -----
+
+func.func @reduce_float_method_on_integers(%x: tensor<4xi32>) {
+  %r = cinm.op.reduce maxnumf (%x) : tensor<4xi32> -> i32
+  return
+}
+// CHECK: 'cinm.op.reduce' method 'maxnumf' reduces floats, got tensor<4xi32>
+
+// -----
+
+func.func @reduce_integer_method_on_floats(%x: tensor<4xf32>) {
+  %r = cinm.op.reduce maxsi (%x) : tensor<4xf32> -> f32
+  return
+}
+// CHECK: 'cinm.op.reduce' method 'maxsi' reduces integers, got tensor<4xf32>
