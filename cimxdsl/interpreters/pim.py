@@ -11,16 +11,17 @@ none can move, the program is deadlocked and the error names the waiting cores.
 memory built from the buffers `pim-codegen` placed (`pim.address`).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Block
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, Machine
 from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, selected_weights
 from cimxdsl.interpreters.values import numpy_dtype
 
@@ -44,10 +45,6 @@ class CoreBlock:
     instruction_cores: list[pim.CoreOp] = field(default_factory=list)
 
 
-def is_instruction_level(core: pim.CoreOp) -> bool:
-    return any(isinstance(op, pim.InstructionOp) for op in core.body.block.ops)
-
-
 def flat_view(array: np.ndarray, what: str) -> np.ndarray:
     array = np.asarray(array)
     if not array.flags.c_contiguous:
@@ -64,6 +61,35 @@ def last_core_in_block(op: pim.CoreOp) -> bool:
     return True
 
 
+def run_instruction_cores(interpreter: Interpreter, cores: Sequence[pim.CoreOp]) -> None:
+    """Run instruction-level cores on the instruction-set machine. Global memory is assembled from
+    the function-level buffers `pim-codegen` placed (`pim.address`), each core's crossbars from its
+    weight operands; after the run the buffers get the memory back."""
+    block = cores[0].parent_block()
+    assert block is not None
+    buffers = [
+        (interpreter.get_values(op.results)[0], attr.value.data)
+        for op in block.ops
+        if isinstance(attr := op.attributes.get(pim.ADDRESS), IntegerAttr)
+    ]
+    size = max((address + np.asarray(array).nbytes for array, address in buffers), default=0)
+    memory = np.zeros(size, np.uint8)
+    for array, address in buffers:
+        raw = np.ascontiguousarray(np.asarray(array)).view(np.uint8).reshape(-1)
+        memory[address : address + raw.size] = raw
+    programs = []
+    for core in cores:
+        instructions = [op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)]
+        weights = [np.asarray(w).astype(np.int64) for w in interpreter.get_values(core.weights)]
+        programs.append(CoreProgram(core.get_core_id(), instructions, [ArrayGroup(w) for w in weights]))
+    machine = Machine(programs, memory)
+    machine.run()
+    for array, address in buffers:
+        target = np.asarray(array)
+        if target.flags.writeable:  # constants are read-only values
+            target.reshape(-1)[...] = machine.memory[address : address + target.nbytes].view(target.dtype)
+
+
 class PimFunctions(InterpreterFunctions):
     def __init__(self):
         self.blocks: dict[Block, CoreBlock] = {}
@@ -73,7 +99,7 @@ class PimFunctions(InterpreterFunctions):
         block = op.parent_block()
         assert block is not None
         cores = self.blocks.setdefault(block, CoreBlock())
-        if is_instruction_level(op):
+        if op.is_instruction_level():
             cores.instruction_cores.append(op)
         else:
             run = CoreRun(op, self.execute(interpreter, op))
@@ -111,8 +137,6 @@ class PimFunctions(InterpreterFunctions):
         if cores.instruction_cores:
             if cores.runs:
                 raise ValueError("a block mixes cores of ISA instructions with cores of higher-level ops")
-            from cimxdsl.backend.execute import run_instruction_cores
-
             run_instruction_cores(interpreter, cores.instruction_cores)
             return
         waiting = [run for run in cores.runs if not run.done]

@@ -23,7 +23,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import FilterGeometry
+from cimxdsl.dialects.crossbar_ops import FilterGeometry, enclosing_weights
 from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
 
 
@@ -108,7 +108,7 @@ def global_avg_pool(image: np.ndarray) -> np.ndarray:
 
 def enclosing_weight_values(interpreter: Interpreter, op: Operation) -> tuple:
     """The runtime values of the crossbar matrices `op` (an apply_filters) selects from."""
-    found = spat.enclosing_weights(op)
+    found = enclosing_weights(op)
     assert found is not None, f"'{op.name}' outside a weight holder"
     holder, weights = found
     if isinstance(holder, spat.ComputeOp):

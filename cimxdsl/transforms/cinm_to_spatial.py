@@ -57,7 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import FilterGeometry
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype
 
 ORIGIN = "origin"

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import i64_array, num_elements
+from cimxdsl.dialects.utils import i64_array, num_elements
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16

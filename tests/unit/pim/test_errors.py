@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.transforms.pim_pipeline import compile_to_pim
+from cimxdsl.backend.pipeline import compile_to_pim
 from tests.unit.helpers import apply, parse
 from tests.unit.pim.programs import ProgramBuilder, conv_program, interpret
 
