@@ -37,6 +37,7 @@ import numpy as np
 
 from cimxdsl.dialects.pim import InstructionJsonError, InstructionOp, MvmulOp, RecvOp, SendOp, SetbwOp, SyncOp
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, core_file
+from cimxdsl.transforms.pim_codegen import cyclic_collector_paused
 
 CONFIG = "config.json"
 MEMORY = "memory.json"
@@ -151,7 +152,8 @@ def instruction_lines(instructions: Sequence[InstructionOp]) -> str:
     instructions."""
     if not instructions:
         return "[]\n"
-    text = json.dumps([op.to_json() for op in instructions], separators=(", ", ": "))
+    with cyclic_collector_paused():
+        text = json.dumps([op.to_json() for op in instructions], separators=(", ", ": "))
     return "[\n" + text[1:-1].replace("}, {", "},\n{") + "\n]\n"
 
 

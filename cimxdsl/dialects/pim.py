@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
@@ -288,10 +288,15 @@ def _field_rule(field: str, value: int) -> str | None:
     return None
 
 
-@cache
+_FIELD_ATTRS: dict[int, IntegerAttr] = {}
+
+
 def _i32(value: int) -> IntegerAttr:
     """The (immutable, shared) property attribute of a field value."""
-    return IntegerAttr(value, i32)
+    attr = _FIELD_ATTRS.get(value)
+    if attr is None:
+        attr = _FIELD_ATTRS[value] = IntegerAttr(value, i32)
+    return attr
 
 
 @cache
@@ -303,6 +308,29 @@ def _nests_offset(fields: tuple[str, ...]) -> bool:
 def _flat_fields(fields: tuple[str, ...]) -> tuple[str, ...]:
     """The fields of an instruction object's top level (the offset pair, last in `FIELDS`, nests)."""
     return tuple(f for f in fields if not (_nests_offset(fields) and f in OFFSET_FIELDS))
+
+
+@cache
+def _empty_state(cls: type[InstructionOp]) -> dict[str, Any]:
+    """The instance state of an op of `cls` made by the constructor: no operands, results,
+    successors or regions (immutable empty sequences, shared), no location."""
+    return dict(cls().__dict__)
+
+
+@cache
+def _mnemonic(cls: type[InstructionOp]) -> str:
+    return cls.name.removeprefix("pim.")
+
+
+@cache
+def _json_shape(cls: type[InstructionOp]) -> tuple[tuple[str, ...], bool]:
+    """The top-level fields of the op's JSON object, and whether it nests the offset pair."""
+    return _flat_fields(cls.FIELDS), _nests_offset(cls.FIELDS)
+
+
+@cache
+def _zero_properties(cls: type[InstructionOp]) -> dict[str, IntegerAttr]:
+    return {f: _i32(0) for f in cls.FIELDS}
 
 
 class InstructionJsonError(ValueError):
@@ -342,9 +370,23 @@ class InstructionOp(IRDLOperation):
         Operation.__init__(self, properties={f: _i32(fields.get(f, 0)) for f in self.FIELDS})
 
     @classmethod
+    def build(cls, **fields: int) -> Self:
+        """The op with `fields` (missing ones 0), for code generators emitting millions of them:
+        unchecked (the verifier checks the values), in the state the constructor gives, with fresh
+        property and attribute dictionaries."""
+        op = cls.__new__(cls)
+        op.__dict__.update(_empty_state(cls))
+        properties = dict(_zero_properties(cls))
+        for f, value in fields.items():
+            properties[f] = _i32(value)
+        op.properties = properties
+        op.attributes = {}
+        return op
+
+    @classmethod
     def mnemonic(cls) -> str:
         """The pimsim-nn op name (`"mvmul"`)."""
-        return cls.name.removeprefix("pim.")
+        return _mnemonic(cls)
 
     @classmethod
     def nests_offset(cls) -> bool:
@@ -365,10 +407,11 @@ class InstructionOp(IRDLOperation):
         `{"op": "ld", "rd": 0, "rs1": 28, "size": 128, "offset": {"offset_select": 0,
         "offset_value": 0}}`."""
         properties = self.properties
+        flat, nested = _json_shape(type(self))
         obj: dict[str, Any] = {"op": self.mnemonic()}
-        for f in _flat_fields(self.FIELDS):
+        for f in flat:
             obj[f] = properties[f].value.data  # pyright: ignore[reportAttributeAccessIssue]
-        if _nests_offset(self.FIELDS):
+        if nested:
             obj["offset"] = {f: properties[f].value.data for f in OFFSET_FIELDS}  # pyright: ignore
         return obj
 

@@ -104,7 +104,7 @@ def test_element_widths_are_whole_bytes_and_weight_widths_any_positive(ibiw: int
         for op in ops:
             op.verify()
     else:
-        with pytest.raises(VerifyException, match="bit width|element width"):
+        with pytest.raises(VerifyException, match=r"bit width|element width"):
             for op in ops:
                 op.verify()
 
@@ -135,3 +135,13 @@ def test_core_with_load_apply_filters_and_store_verifies():
     core = pim.CoreOp(5, [weight], Region(body))
     ModuleOp([weight.owner, global_in.owner, global_out.owner, core]).verify()
     assert core.get_core_id() == 5
+
+
+@pytest.mark.parametrize("cls", pim.INSTRUCTION_CLASSES, ids=lambda cls: cls.mnemonic())
+def test_build_makes_the_op_the_constructor_makes(cls: type[pim.InstructionOp]):
+    values = {f: 2 for f in cls.FIELDS[:2]}
+    built, constructed = cls.build(**values), cls(**values)
+    assert built.is_structurally_equivalent(constructed) and str(built) == str(constructed)
+    assert built.__dict__.keys() == constructed.__dict__.keys()
+    built.attributes["note"] = pim.IntegerAttr(1, pim.i32)
+    assert "note" not in cls.build(**values).attributes
