@@ -54,11 +54,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.device import DeviceConfigError, load_device_config
+from cimxdsl.device import Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype
+from cimxdsl.interpreters import build_interpreter
 
 ORIGIN = "origin"
 """Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
@@ -325,10 +326,8 @@ class FunctionLowering:
             raise fail("this op cannot run on PIM cores", op)
 
     def fold(self, op: Operation) -> list[Constant]:
-        """The results of a host op on constants, computed now with the interpreter functions."""
-        from cimxdsl.device import Device
-        from cimxdsl.interpreters import build_interpreter
-
+        """The results of a host op on constants, computed now with the interpreter functions (as
+        xDSL's `constant-fold-interp` does)."""
         if self.folder is None:
             module = self.function.parent_op()
             while module is not None and not isinstance(module, ModuleOp):

@@ -7,10 +7,10 @@ import pytest
 
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
+from cimxdsl.backend.pipeline import compile_to_pim
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_validate import main as cim_validate
-from cimxdsl.backend.pipeline import compile_to_pim
 from tests.unit.helpers import apply, parse
 from tests.unit.pim.programs import ProgramBuilder, conv_program, gemm_program, interpret, resnet_program
 
