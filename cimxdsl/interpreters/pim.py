@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Block
+from xdsl.ir import Block, Operation
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, Machine
-from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, selected_weights
+from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, ExecutionError, Machine
+from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, op_error, selected_weights
 from cimxdsl.interpreters.values import numpy_dtype
 
 
@@ -45,10 +45,10 @@ class CoreBlock:
     instruction_cores: list[pim.CoreOp] = field(default_factory=list)
 
 
-def flat_view(array: np.ndarray, what: str) -> np.ndarray:
+def flat_view(op: Operation, array: np.ndarray, what: str) -> np.ndarray:
     array = np.asarray(array)
     if not array.flags.c_contiguous:
-        raise ValueError(f"{what} must be a contiguous buffer")
+        raise op_error(op, f"{what} must be a contiguous buffer")
     return array.reshape(-1)
 
 
@@ -83,7 +83,10 @@ def run_instruction_cores(interpreter: Interpreter, cores: Sequence[pim.CoreOp])
         weights = [np.asarray(w).astype(np.int64) for w in interpreter.get_values(core.weights)]
         programs.append(CoreProgram(core.get_core_id(), instructions, [ArrayGroup(w) for w in weights]))
     machine = Machine(programs, memory)
-    machine.run()
+    try:
+        machine.run()
+    except ExecutionError as e:
+        raise op_error(cores[0], str(e)) from None
     for array, address in buffers:
         target = np.asarray(array)
         if target.flags.writeable:  # constants are read-only values
@@ -136,14 +139,18 @@ class PimFunctions(InterpreterFunctions):
     def finish(self, interpreter: Interpreter, cores: CoreBlock) -> None:
         if cores.instruction_cores:
             if cores.runs:
-                raise ValueError("a block mixes cores of ISA instructions with cores of higher-level ops")
+                raise op_error(
+                    cores.instruction_cores[0], "a block mixes cores of instructions with cores of higher-level ops"
+                )
             run_instruction_cores(interpreter, cores.instruction_cores)
             return
         waiting = [run for run in cores.runs if not run.done]
         while waiting:
             if not any([self.advance(run) for run in waiting]):
                 names = ", ".join(str(run.op.get_core_id()) for run in waiting)
-                raise ValueError(f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent")
+                raise op_error(
+                    waiting[0].op, f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent"
+                )
             waiting = [run for run in waiting if not run.done]
 
     @impl(pim.LoadOp)
@@ -152,7 +159,7 @@ class PimFunctions(InterpreterFunctions):
         start, size = op.global_src_offset.value.data, op.size.value.data
         data = np.ravel(source)[start : start + size]  # read only: a strided buffer reads the same
         if isinstance(op.dst.type, MemRefType):
-            flat_view(destination, "'pim.load' local buffer")[:] = data
+            flat_view(op, destination, "the local buffer")[:] = data
             return (destination,)
         dtype = numpy_dtype(op.result.type.element_type)
         return (data.astype(dtype).reshape(op.result.type.get_shape()),)
@@ -161,7 +168,7 @@ class PimFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: pim.StoreOp, args: PythonValues):
         value, target = args
         start, size = op.global_dst_offset.value.data, op.size.value.data
-        flat_view(target, "'pim.store' global buffer")[start : start + size] = np.asarray(value).reshape(-1)
+        flat_view(op, target, "the global buffer")[start : start + size] = np.asarray(value).reshape(-1)
         return ()
 
     @impl(pim.ApplyFiltersOp)
