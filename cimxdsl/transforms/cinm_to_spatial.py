@@ -60,14 +60,14 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype
 from cimxdsl.interpreters import build_interpreter
+from cimxdsl.transforms.errors import pass_error
 
 ORIGIN = "origin"
 """Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
 
 
 def fail(message: str, op: Operation | None = None) -> PassFailedException:
-    where = f" ('{op.name}')" if op is not None else ""
-    return PassFailedException(f"cinm-to-spatial: {message}{where}")
+    return pass_error("cinm-to-spatial", message, op)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -899,11 +899,11 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
     try:
         config = load_device_config(device)
     except DeviceConfigError as e:
-        raise PassFailedException(f"cinm-to-spatial: {e}") from None
+        raise pass_error("cinm-to-spatial", str(e)) from None
     size = xbar_size if xbar_size is not None else min(config.tile_shape)
     per = crossbars_per_compute if crossbars_per_compute is not None else config.crossbars_per_core
     if size < 1 or per < 1:
-        raise PassFailedException("cinm-to-spatial: xbar-size and crossbars-per-compute must be positive")
+        raise pass_error("cinm-to-spatial", "xbar-size and crossbars-per-compute must be positive")
     return size, per
 
 

@@ -81,3 +81,18 @@ def test_a_compute_too_large_for_a_core():
         "spatial-to-pim: a spat.compute holds 5 crossbars, more than the 4 of a core: lower it with "
         "cinm-to-spatial{crossbars-per-compute=4}"
     )
+
+
+def test_a_failing_op_with_a_location_is_named_by_file_line_and_column():
+    b = ProgramBuilder((1, 2, 2, 2))
+    y = b.conv("%x", 2, 1)
+    out = b.emit(
+        "%t",
+        (1, 2, 2, 2),
+        "linalg.transpose ins("
+        + y
+        + ' : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2] loc("model.mlir":12:5)',
+    )
+    assert lower_error(b.text(out)) == (
+        "model.mlir:12:5: cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
+    )
