@@ -59,17 +59,17 @@ def test_a_flattened_image_feeds_only_a_gemm():
     )
 
 
-def test_host_ops_that_cannot_run_on_cores_are_named():
+def transpose_program(location: str = "") -> str:
     b = ProgramBuilder((1, 2, 2, 2))
     y = b.conv("%x", 2, 1)
-    out = b.emit(
-        "%t",
-        (1, 2, 2, 2),
-        "linalg.transpose ins("
-        + y
-        + " : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2]",
+    transpose = (
+        f"linalg.transpose ins({y} : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2]"
     )
-    assert lower_error(b.text(out)) == "cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
+    return b.text(b.emit("%t", (1, 2, 2, 2), transpose + location))
+
+
+def test_host_ops_that_cannot_run_on_cores_are_named():
+    assert lower_error(transpose_program()) == "cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
 
 
 def test_a_compute_too_large_for_a_core():
@@ -84,15 +84,6 @@ def test_a_compute_too_large_for_a_core():
 
 
 def test_a_failing_op_with_a_location_is_named_by_file_line_and_column():
-    b = ProgramBuilder((1, 2, 2, 2))
-    y = b.conv("%x", 2, 1)
-    out = b.emit(
-        "%t",
-        (1, 2, 2, 2),
-        "linalg.transpose ins("
-        + y
-        + ' : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2] loc("model.mlir":12:5)',
-    )
-    assert lower_error(b.text(out)) == (
+    assert lower_error(transpose_program(' loc("model.mlir":12:5)')) == (
         "model.mlir:12:5: cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
     )
