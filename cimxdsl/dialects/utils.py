@@ -87,6 +87,13 @@ def static_shape(op: Operation, what: str, value: SSAValue | Attribute) -> tuple
     return shape
 
 
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The shape of a tensor or memref value."""
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.get_shape()
+
+
 def element_type(value: SSAValue) -> Attribute:
     """The element type of a tensor or memref value."""
     t = value.type

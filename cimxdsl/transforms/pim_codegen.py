@@ -54,7 +54,7 @@ from xdsl.passes import ModulePass
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import dense_array, num_elements
+from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
 from cimxdsl.transforms.errors import pass_error
 
 GENERAL_REGISTERS = 28
@@ -91,12 +91,6 @@ def element_bits(value: SSAValue) -> int:
     if not isinstance(element, IntegerType) or element.width.data not in (8, 16, 32, 64):
         raise fail(f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
     return element.width.data
-
-
-def shape(value: SSAValue) -> tuple[int, ...]:
-    t = value.type
-    assert isinstance(t, TensorType | MemRefType)
-    return t.get_shape()
 
 
 def weight_bits(matrices: list[np.ndarray]) -> int:
@@ -158,7 +152,7 @@ class CoreCodegen:
     # --- memory ----------------------------------------------------------------------------------
     def allocate(self, value: SSAValue) -> int:
         self.local[value] = self.top
-        self.top += num_elements(shape(value)) * self.bytes
+        self.top += num_elements(shape_of(value)) * self.bytes
         return self.local[value]
 
     def scratch(self, elements: int) -> int:
@@ -227,7 +221,11 @@ class CoreCodegen:
         elif type(op) in _VECTOR_UNARY:
             result = self.allocate(op.results[0])
             self.vector(
-                _VECTOR_UNARY[type(op)], result, self.address(op.operands[0]), None, num_elements(shape(op.results[0]))
+                _VECTOR_UNARY[type(op)],
+                result,
+                self.address(op.operands[0]),
+                None,
+                num_elements(shape_of(op.results[0])),
             )
         elif isinstance(op, spat.MaxPoolOp):
             self.max_pool(op)
@@ -272,7 +270,7 @@ class CoreCodegen:
 
     def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
         geometry = op.geometry()
-        in_shape, out_shape = shape(op.input), shape(op.output)
+        in_shape, out_shape = shape_of(op.input), shape_of(op.output)
         if len(in_shape) == 2:
             in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
         height, width, in_channels = in_shape
@@ -305,7 +303,7 @@ class CoreCodegen:
     def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
         lhs, rhs = op.operands[0], op.operands[1]
         result = self.allocate(op.results[0])
-        total, piece = num_elements(shape(lhs)), num_elements(shape(rhs))
+        total, piece = num_elements(shape_of(lhs)), num_elements(shape_of(rhs))
         a, b = self.address(lhs), self.address(rhs)
         if piece == total:
             self.vector(cls, result, a, b, total)
@@ -315,7 +313,7 @@ class CoreCodegen:
 
     def minimum(self, op: arith.MinSIOp) -> None:
         """`min(a, b) = 0 - max(0 - a, 0 - b)` (the ISA has no vector minimum)."""
-        length = num_elements(shape(op.results[0]))
+        length = num_elements(shape_of(op.results[0]))
         zero, na, nb = (self.scratch(length) for _ in range(3))
         self.fill(zero, 0, length)
         self.vector(pim.VvsubOp, na, zero, self.address(op.lhs), length)
@@ -325,8 +323,8 @@ class CoreCodegen:
 
     def max_pool(self, op: spat.MaxPoolOp) -> None:
         geometry = op.geometry()
-        height, width, channels = shape(op.input)
-        out_h, out_w, _ = shape(op.result)
+        height, width, channels = shape_of(op.input)
+        out_h, out_w, _ = shape_of(op.result)
         image, output = self.address(op.input), self.allocate(op.result)
         pixel = channels * self.bytes
         for oy in range(out_h):
@@ -347,7 +345,7 @@ class CoreCodegen:
                     raise fail(f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op)
 
     def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
-        height, width, channels = shape(op.input)
+        height, width, channels = shape_of(op.input)
         image, output = self.address(op.input), self.allocate(op.result)
         for c in range(channels):  # rs2 holds the stride: the channels of a pixel
             self.vector(pim.VavgOp, output + c * self.bytes, image + c * self.bytes, channels, height * width)
@@ -355,12 +353,12 @@ class CoreCodegen:
     def concat(self, op: spat.ConcatOp) -> None:
         axis = op.axis.value.data
         result = self.allocate(op.result)
-        out_shape = shape(op.result)
+        out_shape = shape_of(op.result)
         outer = num_elements(out_shape[:axis])
         row = num_elements(out_shape[axis:])
         offset = 0
         for value in op.inputs:
-            piece = num_elements(shape(value)[axis:])
+            piece = num_elements(shape_of(value)[axis:])
             source = self.address(value)
             for o in range(outer):
                 self.copy(result + (o * row + offset) * self.bytes, source + o * piece * self.bytes, piece)
@@ -369,13 +367,13 @@ class CoreCodegen:
     def send(self, op: spat.ChannelSendOp) -> None:
         _, receiver = self.peers[op.channel]
         register = self.registers.load(self.address(op.value))
-        size = num_elements(shape(op.value)) * self.bytes
+        size = num_elements(shape_of(op.value)) * self.bytes
         self.emit(pim.SendOp.build(rd=register, rs1=register, core=receiver, size=size))
 
     def receive(self, op: spat.ChannelReceiveOp) -> None:
         sender, _ = self.peers[op.channel]
         register = self.registers.load(self.allocate(op.result))
-        self.emit(pim.RecvOp.build(rd=register, core=sender, size=num_elements(shape(op.result)) * self.bytes))
+        self.emit(pim.RecvOp.build(rd=register, core=sender, size=num_elements(shape_of(op.result)) * self.bytes))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -417,7 +415,7 @@ def global_buffers(cores: list[pim.CoreOp], element_bytes: int) -> dict[SSAValue
         for op in core.body.block.ops:
             if isinstance(op, pim.LoadOp | pim.StoreOp) and op.global_ not in addresses:
                 addresses[op.global_] = top
-                top += num_elements(shape(op.global_)) * element_bytes
+                top += num_elements(shape_of(op.global_)) * element_bytes
     return addresses
 
 
