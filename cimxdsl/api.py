@@ -218,7 +218,7 @@ def compile_pim(
     instructions for a device's cores and crossbars."""
     import tempfile
 
-    from cimxdsl.transforms.pim_pipeline import compile_to_pim
+    from cimxdsl.backend.pipeline import compile_to_pim
 
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     notes: list[str] = []

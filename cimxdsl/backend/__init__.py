@@ -1,7 +1,9 @@
-"""The `pim` target's back end: the artifact directory in pimsim-nn's format (writer and reader),
-the global-memory layout, and the instruction-level validator."""
+"""The `pim` target's back end: the artifact directory in pimsim-nn's format written from the
+instruction-level IR `pim-codegen` produces (`emit`) and read back (`artifacts`), the global-memory
+layout, the artifact validator, and `compile_to_pim` (`pipeline`)."""
 
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, read_artifacts, write_artifacts
+from cimxdsl.backend.emit import artifacts_of, write_program
 from cimxdsl.backend.validator import ExecutionError, ValidationResult, validate
 
 __all__ = [
@@ -9,7 +11,9 @@ __all__ = [
     "Artifacts",
     "ExecutionError",
     "ValidationResult",
+    "artifacts_of",
     "read_artifacts",
     "validate",
     "write_artifacts",
+    "write_program",
 ]

@@ -1,4 +1,4 @@
-"""The artifact directory of the `pim` target, in pimsim-nn's directory format (notes/pim-isa.md §1.6, §5).
+"""The artifact directory of the `pim` target, in pimsim-nn's directory format.
 
 ```
 config.json           {"core_cnt": N, "array_group_map": {"core0": [1, 1, ...], ...}}   (read by pimsim-nn)
@@ -13,7 +13,10 @@ memory.json           the global memory: {"element_bytes": 4, "dtype": "int32", 
                        "outputs": [{"index", "shape", "global_elements": [element address per element]}]}
 ```
 
-Addresses in instructions are bytes; `input_elements[i]` is the row-major element of input `input`
+Instructions are the `pim` dialect's instruction ops, written with `to_json` and read back with
+`InstructionOp.from_json` (which applies the ISA's field rules); the reader adds only the rules of
+the directory (core count, array groups, peers, `setbw` first). Addresses in instructions are
+bytes; `input_elements[i]` is the row-major element of input `input`
 stored in element `i` of the buffer; `global_elements[e]` is the global element (byte address /
 element bytes) holding element `e` of the output, row-major. No extra file starts with `core_`
 (pimsim-nn rejects those). `read_artifacts` checks everything and raises `ArtifactError` with one
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,22 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from cimxdsl.dialects.pim import (
-    BIT_WIDTH_FIELDS,
-    COUNT_FIELDS,
-    INSTRUCTION_OPS,
-    INT32_MAX,
-    INT32_MIN,
-    REGISTER_FIELDS,
-)
+from cimxdsl.dialects.pim import InstructionJsonError, InstructionOp, MvmulOp, RecvOp, SendOp, SetbwOp, SyncOp
+from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, core_file
+from cimxdsl.transforms.pim_codegen import cyclic_collector_paused
 
 CONFIG = "config.json"
 MEMORY = "memory.json"
 CORE_FILE = re.compile(r"^core_(\d+)\.(json|pim)$")
-
-
-def core_file(core: int) -> str:
-    return f"core_{core}.json"
 
 
 def crossbar_file(core: int) -> str:
@@ -57,38 +52,9 @@ class ArtifactError(ValueError):
     """A malformed artifact directory; the message is one line naming the file."""
 
 
-def instruction_json(name: str, **fields: int) -> dict[str, Any]:
-    """A pimsim-nn instruction object with every field of the op (missing ones 0), offsets nested."""
-    return INSTRUCTION_OPS[name].json_object(fields)
-
-
-def flat_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """An instruction object with its offset fields lifted to the top level."""
-    flat = {k: v for k, v in obj.items() if k != "offset"}
-    flat.update(obj.get("offset", {}))
-    return flat
-
-
 # ----------------------------------------------------------------------------------------------
-# The in-memory form
+# The in-memory form (with `CoreProgram` and `ArrayGroup` of the instruction-set machine)
 # ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ArrayGroup:
-    """An array group of a core: one crossbar holding `weights` (`rows × cols`, `x · weights`)."""
-
-    weights: np.ndarray
-    origin: str = ""
-
-
-@dataclass
-class CoreProgram:
-    core_id: int
-    instructions: list[dict[str, Any]]
-    groups: list[ArrayGroup] = field(default_factory=list)
-    local_bytes: int = 0
-    """Local memory the compiler allocated (0 when unknown, e.g. read back from a directory)."""
 
 
 @dataclass
@@ -131,11 +97,8 @@ class Artifacts:
     memory: MemoryLayout
 
     def instruction_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for core in self.cores:
-            for instruction in core.instructions:
-                counts[instruction["op"]] = counts.get(instruction["op"], 0) + 1
-        return dict(sorted(counts.items()))
+        counts = Counter(type(op) for core in self.cores for op in core.instructions)
+        return dict(sorted((cls.mnemonic(), n) for cls, n in counts.items()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -182,13 +145,15 @@ def matrix_json(matrix: np.ndarray) -> str:
     return "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
 
 
-def instruction_lines(instructions: Sequence[Mapping[str, Any]]) -> str:
-    """A JSON list of instruction objects, one per line. Encoded in one call (the per-object calls
-    dominated writing millions of instructions), then split: an instruction's values are numbers,
-    strings and the flat `offset` object, so "}, {" occurs only between two instructions."""
+def instruction_lines(instructions: Sequence[InstructionOp]) -> str:
+    """A JSON list of the instructions' objects (`to_json`), one per line. Encoded in one call (the
+    per-object calls dominated writing millions of instructions), then split: an instruction's
+    values are numbers, strings and the flat `offset` object, so "}, {" occurs only between two
+    instructions."""
     if not instructions:
         return "[]\n"
-    text = json.dumps(instructions, separators=(", ", ": "))
+    with cyclic_collector_paused():
+        text = json.dumps([op.to_json() for op in instructions], separators=(", ", ": "))
     return "[\n" + text[1:-1].replace("}, {", "},\n{") + "\n]\n"
 
 
@@ -239,46 +204,21 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_instruction(obj: Any, where: str, core_count: int, core_id: int) -> dict[str, Any]:
-    """The instruction's fields as a flat dict (`name` = the op, offset fields included), or
-    ArtifactError."""
-    if not isinstance(obj, Mapping):
-        raise ArtifactError(f"{where}: an instruction must be a JSON object, got {obj!r}")
-    name = obj.get("op")
-    cls = INSTRUCTION_OPS.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise ArtifactError(f"{where}: unknown op {name!r}")
-    where = f"{where} ({name})"
-    offset = obj.get("offset", {})
-    if cls.nests_offset() and not isinstance(offset, Mapping):
-        raise ArtifactError(f"{where}: 'offset' must be an object, got {offset!r}")
-    fields: dict[str, Any] = {"name": name}
-    for f, value in cls.raw_fields(obj).items():
-        if not is_int(value):
-            raise ArtifactError(f"{where}: field '{f}' must be an integer, got {value!r}")
-        if not INT32_MIN <= value <= INT32_MAX:
-            raise ArtifactError(f"{where}: field '{f}' does not fit in 32 bits: {value}")
-        if f in REGISTER_FIELDS and not 0 <= value <= 31:
-            raise ArtifactError(f"{where}: '{f}' must be a register 0..31, got {value}")
-        if f in BIT_WIDTH_FIELDS and value not in (8, 16, 32, 64) and not (f == "mbiw" and value > 0):
-            raise ArtifactError(f"{where}: '{f}' must be a bit width of 8, 16, 32 or 64, got {value}")
-        if f in COUNT_FIELDS and value < 0:
-            raise ArtifactError(f"{where}: '{f}' must be >= 0, got {value}")
-        if f == "relu" and value not in (0, 1):
-            raise ArtifactError(f"{where}: 'relu' must be 0 or 1, got {value}")
-        if f == "offset_select" and not 0 <= value <= 7:
-            raise ArtifactError(f"{where}: 'offset_select' must be 0..7, got {value}")
-        fields[f] = value
-    if name in ("send", "recv", "sync"):
-        if fields["core"] >= core_count:
-            raise ArtifactError(f"{where}: core {fields['core']} does not exist (core_cnt is {core_count})")
-        if fields["core"] == core_id and name != "sync":
-            raise ArtifactError(f"{where}: a core cannot {name} to itself")
-    if name in ("ld", "st"):
-        pair = fields["rs1"] if name == "ld" else fields["rd"]
-        if pair % 2 or pair == 31:
-            raise ArtifactError(f"{where}: the global address needs an even register pair, got register {pair}")
-    return fields
+def read_instruction(obj: Any, where: str, core_count: int, core_id: int) -> InstructionOp:
+    """The verified op of an instruction object, or ArtifactError: the ISA's rules are the
+    dialect's; a peer core must exist and differ from this one."""
+    try:
+        op = InstructionOp.from_json(obj)
+    except InstructionJsonError as e:
+        raise ArtifactError(f"{where}: {e}") from None
+    if isinstance(op, SendOp | RecvOp | SyncOp):
+        where = f"{where} ({op.mnemonic()})"
+        peer = op.field("core")
+        if peer >= core_count:
+            raise ArtifactError(f"{where}: core {peer} does not exist (core_cnt is {core_count})")
+        if peer == core_id and not isinstance(op, SyncOp):
+            raise ArtifactError(f"{where}: a core cannot {op.mnemonic()} to itself")
+    return op
 
 
 def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> CoreProgram:
@@ -286,14 +226,16 @@ def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> Co
     data = load_json(directory / name)
     if not isinstance(data, list):
         raise ArtifactError(f"{name}: must be a JSON array of instructions")
-    flat = [check_instruction(obj, f"{name}: instruction {i}", core_count, core_id) for i, obj in enumerate(data)]
-    instructions = [instruction_json(**f) for f in flat]
-    if instructions and instructions[0]["op"] != "setbw":
-        raise ArtifactError(f"{name}: instruction 0 ({instructions[0]['op']}): the first instruction must be setbw")
-    for i, instruction in enumerate(instructions):
-        if instruction["op"] == "mvmul" and instruction["group"] >= groups:
+    instructions = [
+        read_instruction(obj, f"{name}: instruction {i}", core_count, core_id) for i, obj in enumerate(data)
+    ]
+    if instructions and not isinstance(instructions[0], SetbwOp):
+        first = instructions[0].mnemonic()
+        raise ArtifactError(f"{name}: instruction 0 ({first}): the first instruction must be setbw")
+    for i, op in enumerate(instructions):
+        if isinstance(op, MvmulOp) and op.field("group") >= groups:
             raise ArtifactError(
-                f"{name}: instruction {i} (mvmul): group {instruction['group']} is outside "
+                f"{name}: instruction {i} (mvmul): group {op.field('group')} is outside "
                 f"array_group_map.core{core_id} ({groups} groups)"
             )
     return CoreProgram(core_id, instructions, read_crossbars(directory, core_id, groups))

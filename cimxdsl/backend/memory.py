@@ -18,6 +18,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from cimxdsl.backend.artifacts import Buffer, MemoryLayout, Tensor
+from cimxdsl.device import Device
+from cimxdsl.interpreters import build_interpreter
 
 SHIFT = 1 << 29
 """Added to the element numbers in a second run: elements that do not move with it are constants."""
@@ -53,9 +55,6 @@ class HostEvaluator:
     """Runs function-level host ops on given values with the cimxdsl interpreter functions."""
 
     def __init__(self, module: ModuleOp):
-        from cimxdsl.device import Device
-        from cimxdsl.interpreters import build_interpreter
-
         self.interpreter = build_interpreter(module, Device("ideal"))
 
     def evaluate(self, ops: Sequence[Operation], known: dict[SSAValue, np.ndarray]) -> dict[SSAValue, object]:

@@ -1,4 +1,4 @@
-"""The `pim` dialect: per-core programs for a pimsim-nn PIM chip (seeds/002 §4.6–4.7, notes/pim-isa.md).
+"""The `pim` dialect: per-core programs for a pimsim-nn PIM chip.
 
 Two levels live here. The *core* level: `pim.core` (a physical core with the crossbar matrices it
 holds and a body ending in `pim.halt`), `pim.load`/`pim.store` between a core's local buffers and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
@@ -37,17 +37,14 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.spatial import (
+from cimxdsl.dialects.crossbar_ops import (
     GEOMETRY_FORMAT,
     ApplyFiltersBase,
     FilterGeometry,
     HoldsCrossbarWeights,
     SpatTensor,
-    element_type,
-    i64_array,
-    num_elements,
-    static_shape,
 )
+from cimxdsl.dialects.utils import element_type, i64_array, num_elements, static_shape
 
 # ----------------------------------------------------------------------------------------------
 # Core level
@@ -82,6 +79,10 @@ class CoreOp(IRDLOperation):
 
     def get_core_id(self) -> int:
         return self.core_id.value.data
+
+    def is_instruction_level(self) -> bool:
+        """Whether the body holds ISA instructions (after `pim-codegen`)."""
+        return any(isinstance(op, InstructionOp) for op in self.body.block.ops)
 
     def verify_(self) -> None:
         core_id = self.get_core_id()
@@ -255,16 +256,47 @@ class ApplyFiltersOp(ApplyFiltersBase):
 
 ADDRESS = "pim.address"
 """The discardable attribute holding the byte address `pim-codegen` gave a global buffer."""
+LOCAL_BYTES = "pim.local_bytes"
+"""The discardable attribute of an instruction-level `pim.core`: the local memory it uses."""
 
 REGISTER_FIELDS = frozenset({"rd", "rs1", "rs2"})
 """Register indices, 0..31."""
-BIT_WIDTH_FIELDS = frozenset({"mbiw", "ibiw", "obiw"})
-"""Bit widths, > 0 (pimsim-nn divides by `mbiw`)."""
+ELEMENT_WIDTH_FIELDS = frozenset({"ibiw", "obiw"})
+"""`setbw`'s element widths: 8, 16, 32 or 64 bits (pimsim-nn sizes memory accesses in whole bytes)."""
+ELEMENT_WIDTHS = (8, 16, 32, 64)
 COUNT_FIELDS = frozenset({"len", "size", "group", "core", "event_register", "wait_value"})
 """Lengths, sizes and indices, >= 0."""
 OFFSET_FIELDS = ("offset_select", "offset_value")
 """Nested as `"offset": {"offset_select": s, "offset_value": v}` when an op has both."""
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _field_rule(field: str, value: int) -> str | None:
+    """What is wrong with an ISA field's value (None: nothing), the pimsim-nn decoder's rules."""
+    if field in REGISTER_FIELDS and not 0 <= value <= 31:
+        return f"{field} must be a register index 0..31, got {value}"
+    if field in ELEMENT_WIDTH_FIELDS and value not in ELEMENT_WIDTHS:
+        return f"{field} must be an element width of 8, 16, 32 or 64 bits, got {value}"
+    if field == "mbiw" and value <= 0:
+        return f"mbiw must be a weight bit width > 0 (pimsim-nn divides by it), got {value}"
+    if field in COUNT_FIELDS and value < 0:
+        return f"{field} must be >= 0, got {value}"
+    if field == "relu" and value not in (0, 1):
+        return f"relu must be 0 or 1, got {value}"
+    if field == "offset_select" and not 0 <= value <= 7:
+        return f"offset_select must be 0..7 (bit 0 rd, bit 1 rs1, bit 2 rs2), got {value}"
+    return None
+
+
+_FIELD_ATTRS: dict[int, IntegerAttr] = {}
+
+
+def _i32(value: int) -> IntegerAttr:
+    """The (immutable, shared) property attribute of a field value."""
+    attr = _FIELD_ATTRS.get(value)
+    if attr is None:
+        attr = _FIELD_ATTRS[value] = IntegerAttr(value, i32)
+    return attr
 
 
 @cache
@@ -278,8 +310,35 @@ def _flat_fields(fields: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f for f in fields if not (_nests_offset(fields) and f in OFFSET_FIELDS))
 
 
+@cache
+def _empty_state(cls: type[InstructionOp]) -> dict[str, Any]:
+    """The instance state of an op of `cls` made by the constructor: no operands, results,
+    successors or regions (immutable empty sequences, shared), no location."""
+    return dict(cls().__dict__)
+
+
+@cache
+def _mnemonic(cls: type[InstructionOp]) -> str:
+    return cls.name.removeprefix("pim.")
+
+
+@cache
+def _json_shape(cls: type[InstructionOp]) -> tuple[tuple[str, ...], bool]:
+    """The top-level fields of the op's JSON object, and whether it nests the offset pair."""
+    return _flat_fields(cls.FIELDS), _nests_offset(cls.FIELDS)
+
+
+@cache
+def _zero_properties(cls: type[InstructionOp]) -> dict[str, IntegerAttr]:
+    return {f: _i32(0) for f in cls.FIELDS}
+
+
 class InstructionJsonError(ValueError):
     """A JSON instruction object that is not a valid pimsim-nn instruction."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class InstructionOp(IRDLOperation):
@@ -287,7 +346,8 @@ class InstructionOp(IRDLOperation):
 
     Missing fields default to 0, as in pimsim-nn. Custom syntax: `pim.mvmul rd = 2, rs1 = 0,
     mbiw = 8, relu = 0, group = 0` (every field, in `FIELDS` order). Subclasses set `name`,
-    `OPCODE` (pimsim-nn's opcode number) and `FIELDS`; the properties are created from `FIELDS`."""
+    `OPCODE` (pimsim-nn's opcode number) and `FIELDS`; the properties are created from `FIELDS`.
+    The ISA's field rules live in `verify_`; `to_json`/`from_json` are the artifact form."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
     OPCODE: ClassVar[int]
@@ -299,34 +359,38 @@ class InstructionOp(IRDLOperation):
                 setattr(cls, field, prop_def(IntegerAttr.constr(type=i32), default_value=IntegerAttr(0, i32)))
 
     def __init__(self, **fields: int):
-        unknown = sorted(set(fields) - set(self.FIELDS))
-        if unknown:
+        if not fields.keys() <= set(self.FIELDS):
+            unknown = sorted(set(fields) - set(self.FIELDS))
             raise TypeError(f"'{self.name}' has no field {', '.join(unknown)} (fields: {', '.join(self.FIELDS)})")
         for field, value in fields.items():
             if not INT32_MIN <= value <= INT32_MAX:
                 raise VerifyException(f"'{self.name}' {field} must fit in a signed 32-bit integer, got {value}")
-        super().__init__(properties={f: IntegerAttr(fields.get(f, 0), i32) for f in self.FIELDS})
+        # Instruction ops have no operands, results or regions: the generic IRDL initialiser (about
+        # 30x slower) has nothing to check, and programs hold millions of these ops.
+        Operation.__init__(self, properties={f: _i32(fields.get(f, 0)) for f in self.FIELDS})
+
+    @classmethod
+    def build(cls, **fields: int) -> Self:
+        """The op with `fields` (missing ones 0), for code generators emitting millions of them:
+        unchecked (the verifier checks the values), in the state the constructor gives, with fresh
+        property and attribute dictionaries."""
+        op = cls.__new__(cls)
+        op.__dict__.update(_empty_state(cls))
+        properties = dict(_zero_properties(cls))
+        for f, value in fields.items():
+            properties[f] = _i32(value)
+        op.properties = properties
+        op.attributes = {}
+        return op
 
     @classmethod
     def mnemonic(cls) -> str:
         """The pimsim-nn op name (`"mvmul"`)."""
-        return cls.name.removeprefix("pim.")
+        return _mnemonic(cls)
 
     @classmethod
     def nests_offset(cls) -> bool:
         return _nests_offset(cls.FIELDS)
-
-    @classmethod
-    def json_object(cls, fields: Mapping[str, int]) -> dict[str, Any]:
-        """The pimsim-nn instruction object with `fields` (missing ones 0), offsets nested when the
-        op has both, e.g. `{"op": "ld", "rd": 0, "rs1": 1, "size": 128, "offset": {"offset_select":
-        0, "offset_value": 0}}`."""
-        obj: dict[str, Any] = {"op": cls.mnemonic()}
-        for f in _flat_fields(cls.FIELDS):
-            obj[f] = fields.get(f, 0)
-        if _nests_offset(cls.FIELDS):
-            obj["offset"] = {f: fields.get(f, 0) for f in OFFSET_FIELDS}
-        return obj
 
     def field(self, name: str) -> int:
         """The value of one ISA field."""
@@ -339,21 +403,23 @@ class InstructionOp(IRDLOperation):
         return {f: self.field(f) for f in self.FIELDS}
 
     def to_json(self) -> dict[str, Any]:
-        """The pimsim-nn instruction object (`json_object`)."""
-        return self.json_object(self.fields())
+        """The pimsim-nn instruction object: every field, offsets nested when the op has both, e.g.
+        `{"op": "ld", "rd": 0, "rs1": 28, "size": 128, "offset": {"offset_select": 0,
+        "offset_value": 0}}`."""
+        properties = self.properties
+        flat, nested = _json_shape(type(self))
+        obj: dict[str, Any] = {"op": self.mnemonic()}
+        for f in flat:
+            obj[f] = properties[f].value.data  # pyright: ignore[reportAttributeAccessIssue]
+        if nested:
+            obj["offset"] = {f: properties[f].value.data for f in OFFSET_FIELDS}  # pyright: ignore
+        return obj
 
     @classmethod
-    def raw_fields(cls, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """The values of the op's fields in a pimsim-nn object (missing ones 0, unchecked): flat, or
-        in the nested `offset` object for the offset fields of ops that nest it."""
-        offset = obj.get("offset", {})
-        return {f: (offset if f in OFFSET_FIELDS and cls.nests_offset() else obj).get(f, 0) for f in cls.FIELDS}
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> InstructionOp:
-        """The op for a pimsim-nn instruction object. Unknown keys are ignored and missing fields
-        are 0, as in pimsim-nn; an unknown op, a non-integer field or a value out of range raises
-        `InstructionJsonError`. On a subclass, the object must be of that op."""
+    def from_json(cls, obj: Any) -> InstructionOp:
+        """The verified op for a pimsim-nn instruction object. Unknown keys are ignored and missing
+        fields are 0, as in pimsim-nn; anything else raises `InstructionJsonError` with one line.
+        On a subclass, the object must be of that op."""
         if not isinstance(obj, Mapping):
             raise InstructionJsonError(f"an instruction must be a JSON object, got {obj!r}")
         op_name = obj.get("op")
@@ -366,10 +432,11 @@ class InstructionOp(IRDLOperation):
         if target.nests_offset() and not isinstance(offset, Mapping):
             raise InstructionJsonError(f"'{op_name}' offset must be an object, got {offset!r}")
         values: dict[str, int] = {}
-        for f, value in target.raw_fields(obj).items():
-            if not isinstance(value, int):
+        for f in target.FIELDS:
+            value = (offset if f in OFFSET_FIELDS and target.nests_offset() else obj).get(f, 0)
+            if not _is_int(value):
                 raise InstructionJsonError(f"'{op_name}' field '{f}' must be an integer, got {value!r}")
-            values[f] = int(value)
+            values[f] = value
         try:
             op = target(**values)
             op.verify()
@@ -379,18 +446,8 @@ class InstructionOp(IRDLOperation):
 
     def verify_(self) -> None:
         for f, value in self.fields().items():
-            if f in REGISTER_FIELDS and not 0 <= value <= 31:
-                raise VerifyException(f"'{self.name}' {f} must be a register index 0..31, got {value}")
-            if f in BIT_WIDTH_FIELDS and value <= 0:
-                raise VerifyException(f"'{self.name}' {f} must be a bit width > 0, got {value}")
-            if f in COUNT_FIELDS and value < 0:
-                raise VerifyException(f"'{self.name}' {f} must be >= 0, got {value}")
-            if f == "relu" and value not in (0, 1):
-                raise VerifyException(f"'{self.name}' relu must be 0 or 1, got {value}")
-            if f == "offset_select" and not 0 <= value <= 7:
-                raise VerifyException(
-                    f"'{self.name}' offset_select must be 0..7 (bit 0 rd, bit 1 rs1, bit 2 rs2), got {value}"
-                )
+            if (problem := _field_rule(f, value)) is not None:
+                raise VerifyException(f"'{self.name}' {problem}")
 
     @classmethod
     def parse(cls, parser: Parser) -> InstructionOp:
@@ -668,6 +725,16 @@ class GlobalTransferOp(InstructionOp):
     the register pair `($r << 32) | $r+1`; the local side is `offset` (pimsim-nn's decoding)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("rd", "rs1", "size", "offset_select", "offset_value")
+    PAIR: ClassVar[str]
+    """The field naming the global address's register pair."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        pair = self.field(self.PAIR)
+        if pair % 2 or pair == 31:
+            raise VerifyException(
+                f"'{self.name}' {self.PAIR} must name an even register pair (the global address), got {pair}"
+            )
 
 
 @irdl_op_definition
@@ -676,6 +743,7 @@ class LdOp(GlobalTransferOp):
 
     name = "pim.ld"
     OPCODE: ClassVar[int] = 25
+    PAIR: ClassVar[str] = "rs1"
 
 
 @irdl_op_definition
@@ -684,6 +752,7 @@ class StOp(GlobalTransferOp):
 
     name = "pim.st"
     OPCODE: ClassVar[int] = 26
+    PAIR: ClassVar[str] = "rd"
 
 
 @irdl_op_definition

@@ -16,12 +16,10 @@ after `pim-bufferize`, memrefs; on memrefs a result is a fresh local buffer.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     IntegerAttr,
     MemRefType,
     TensorType,
@@ -42,7 +40,6 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     VarConstraint,
-    base,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -59,17 +56,22 @@ from xdsl.traits import (
     Commutative,
     HasParent,
     IsTerminator,
-    MemoryEffect,
-    OpTrait,
     RecursiveMemoryEffect,
     ReturnLike,
 )
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type, verify_yielded
-
-SpatTensor = base(TensorType) | base(MemRefType)
-"""Spatial ops work on tensors and, after bufferization, on memrefs (RAPTOR's `SpatTensor`)."""
+from cimxdsl.dialects.crossbar_ops import (
+    GEOMETRY_FORMAT,
+    ApplyFiltersBase,
+    FilterGeometry,
+    HoldsCrossbarWeights,
+    SpatTensor,
+    TensorSemanticsEffect,
+    WindowOp,
+    verify_same_kind,
+)
+from cimxdsl.dialects.utils import element_type, i64_array, static_shape, verify_yielded
 
 
 @irdl_attr_definition
@@ -77,251 +79,6 @@ class ChannelType(ParametrizedAttribute, TypeAttribute):
     """A virtual point-to-point channel between two cores: `!spat.ch`."""
 
     name = "spat.ch"
-
-
-# ----------------------------------------------------------------------------------------------
-# Helpers shared with the pim dialect
-# ----------------------------------------------------------------------------------------------
-
-
-def static_shape(op: Operation, what: str, value: SSAValue | Attribute) -> tuple[int, ...]:
-    """The static shape of a tensor or memref, or a VerifyException naming `op` and `what`."""
-    t = value.type if isinstance(value, SSAValue) else value
-    if not isinstance(t, TensorType | MemRefType):
-        raise VerifyException(f"'{op.name}' {what} must be a tensor or memref, got {t}")
-    shape = t.get_shape()
-    if any(d < 0 for d in shape):
-        raise VerifyException(f"'{op.name}' {what} must have a static shape, got {t}")
-    return shape
-
-
-def element_type(value: SSAValue) -> Attribute:
-    t = value.type
-    assert isinstance(t, TensorType | MemRefType)
-    return t.element_type
-
-
-def num_elements(shape: Sequence[int]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
-
-
-def verify_same_kind(op: Operation, *values: SSAValue) -> None:
-    """All values are tensors, or all are memrefs."""
-    kinds = {isinstance(v.type, MemRefType) for v in values}
-    if len(kinds) > 1:
-        raise VerifyException(f"'{op.name}' operands and results must be all tensors or all memrefs")
-
-
-class TensorSemanticsEffect(MemoryEffect):
-    """No memory effect on tensors (the op is pure); unknown effects once it touches memrefs."""
-
-    @classmethod
-    def get_effects(cls, op: Operation):
-        values = (*op.operands, *op.results)
-        if any(isinstance(v.type, MemRefType) for v in values):
-            return None
-        return frozenset()
-
-
-class HoldsCrossbarWeights(OpTrait):
-    """The op's `weights` operands are the crossbar matrices that `apply_filters` ops in its
-    body select by index (`weightIndices`). Held by `spat.compute` and `pim.core`."""
-
-    def get_weights(self, op: Operation) -> tuple[SSAValue, ...]:
-        weights = getattr(op, "weights")
-        return tuple(weights)
-
-
-def enclosing_weights(op: Operation) -> tuple[Operation, tuple[SSAValue, ...]] | None:
-    """The closest ancestor holding crossbar weights, and those weights."""
-    parent = op.parent_op()
-    while parent is not None:
-        trait = parent.get_trait(HoldsCrossbarWeights)
-        if trait is not None:
-            return parent, trait.get_weights(parent)
-        parent = parent.parent_op()
-    return None
-
-
-@dataclass(frozen=True)
-class FilterGeometry:
-    """Kernel geometry of a sliding-window op, ONNX conventions.
-
-    `pads` is `(top, left, bottom, right)`; padded input pixels are zeros for `apply_filters` and
-    are ignored by pooling."""
-
-    kernel: tuple[int, int] = (1, 1)
-    strides: tuple[int, int] = (1, 1)
-    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
-    dilations: tuple[int, int] = (1, 1)
-
-    def output_size(self, height: int, width: int) -> tuple[int, int]:
-        """`(H_out, W_out)`: `(H + pad_top + pad_bottom - dilation·(k - 1) - 1) // stride + 1`."""
-        (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = self.kernel, self.strides, self.pads, self.dilations
-        return (
-            (height + pt + pb - dh * (kh - 1) - 1) // sh + 1,
-            (width + pl + pr - dw * (kw - 1) - 1) // sw + 1,
-        )
-
-    def kernel_positions(self) -> Iterator[tuple[int, int, int]]:
-        """`(k, ky, kx)` for every kernel position, `k = ky·kernel_w + kx` (row-major)."""
-        kh, kw = self.kernel
-        for ky in range(kh):
-            for kx in range(kw):
-                yield ky * kw + kx, ky, kx
-
-    def input_pixel(self, out_y: int, out_x: int, ky: int, kx: int) -> tuple[int, int]:
-        """The input pixel that kernel position `(ky, kx)` of output pixel `(out_y, out_x)` reads;
-        outside `[0, H) × [0, W)` it is padding."""
-        return (
-            out_y * self.strides[0] - self.pads[0] + ky * self.dilations[0],
-            out_x * self.strides[1] - self.pads[1] + kx * self.dilations[1],
-        )
-
-    def is_pointwise(self) -> bool:
-        """A 1×1 kernel with unit strides and no padding (the gemm case)."""
-        return self == FilterGeometry()
-
-
-def i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, tuple(values))
-
-
-GEOMETRY_FORMAT = "(`kernel` $kernelShape^)? (`strides` $strides^)? (`pads` $pads^)? (`dilations` $dilations^)?"
-"""Assembly of the geometry properties; each is printed only when it differs from its default."""
-
-
-class WindowOp(IRDLOperation):
-    """Base of the sliding-window ops: kernel size, strides, pads, dilations as properties."""
-
-    kernel_shape = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)), prop_name="kernelShape")
-    strides = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
-    pads = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((0, 0, 0, 0)))
-    dilations = prop_def(DenseArrayBase.constr(i64), default_value=i64_array((1, 1)))
-
-    @staticmethod
-    def geometry_properties(geometry: FilterGeometry) -> dict[str, Attribute]:
-        return {
-            "kernelShape": i64_array(geometry.kernel),
-            "strides": i64_array(geometry.strides),
-            "pads": i64_array(geometry.pads),
-            "dilations": i64_array(geometry.dilations),
-        }
-
-    def geometry(self) -> FilterGeometry:
-        kernel, strides = self.kernel_shape.get_values(), self.strides.get_values()
-        pads, dilations = self.pads.get_values(), self.dilations.get_values()
-        assert len(kernel) == 2 and len(strides) == 2 and len(pads) == 4 and len(dilations) == 2
-        return FilterGeometry(
-            (kernel[0], kernel[1]),
-            (strides[0], strides[1]),
-            (pads[0], pads[1], pads[2], pads[3]),
-            (dilations[0], dilations[1]),
-        )
-
-    def verify_geometry(self) -> FilterGeometry:
-        checks = (
-            ("kernelShape", self.kernel_shape, 2, 1, "positive"),
-            ("strides", self.strides, 2, 1, "positive"),
-            ("pads", self.pads, 4, 0, "non-negative"),
-            ("dilations", self.dilations, 2, 1, "positive"),
-        )
-        for prop, attr, length, minimum, adjective in checks:
-            values = attr.get_values()
-            if len(values) != length or any(v < minimum for v in values):
-                raise VerifyException(f"'{self.name}' {prop} must be {length} {adjective} integers, got {list(values)}")
-        return self.geometry()
-
-    def verify_output_pixels(self, geometry: FilterGeometry, input_shape: Sequence[int], output_shape: Sequence[int]):
-        height, width = input_shape[0], input_shape[1]
-        out_h, out_w = geometry.output_size(height, width)
-        if out_h < 1 or out_w < 1:
-            raise VerifyException(f"'{self.name}' kernel does not fit the {height}x{width} input")
-        if (output_shape[0], output_shape[1]) != (out_h, out_w):
-            raise VerifyException(
-                f"'{self.name}' result must be {out_h}x{out_w} pixels for a {height}x{width} input, "
-                f"got {output_shape[0]}x{output_shape[1]}"
-            )
-
-
-class ApplyFiltersBase(WindowOp):
-    """Base of `spat.apply_filters` and `pim.apply_filters`: weight indices + kernel geometry."""
-
-    weight_indices = prop_def(DenseArrayBase.constr(i64), prop_name="weightIndices")
-
-    def weight_index_list(self) -> tuple[int, ...]:
-        """One entry per kernel position (row-major); -1 marks a skipped position."""
-        return tuple(self.weight_indices.get_values())
-
-    def verify_filters(self, input_value: SSAValue, output_value: SSAValue) -> None:
-        geometry = self.verify_geometry()
-        input_shape = static_shape(self, "input", input_value)
-        output_shape = static_shape(self, "output", output_value)
-        if len(input_shape) not in (2, 3):
-            raise VerifyException(
-                f"'{self.name}' input must be [H, W, C] (rank 3) or [rows, K] (rank 2), got rank {len(input_shape)}"
-            )
-        if len(output_shape) != len(input_shape):
-            raise VerifyException(f"'{self.name}' input and output must have the same rank")
-        if not is_accumulator_type(element_type(input_value), element_type(output_value)):
-            raise VerifyException(
-                f"'{self.name}' output element type {element_type(output_value)} cannot hold products of "
-                f"{element_type(input_value)} (it must be the same type or a wider integer)"
-            )
-        self.verify_weight_indices(geometry)
-        if len(input_shape) == 2:
-            if not geometry.is_pointwise():
-                raise VerifyException(
-                    f"'{self.name}' the rank-2 (gemm) form needs a 1x1 kernel, unit strides, no padding "
-                    "and unit dilations"
-                )
-            if output_shape[0] != input_shape[0]:
-                raise VerifyException(
-                    f"'{self.name}' output must have {input_shape[0]} rows like the input, got {output_shape[0]}"
-                )
-        else:
-            self.verify_output_pixels(geometry, input_shape, output_shape)
-        self.verify_weights(input_value, input_shape[-1], output_shape[-1])
-
-    def verify_weight_indices(self, geometry: FilterGeometry) -> None:
-        indices = self.weight_index_list()
-        positions = geometry.kernel[0] * geometry.kernel[1]
-        if len(indices) != positions:
-            raise VerifyException(
-                f"'{self.name}' needs one weight index per kernel position ({positions}), got {len(indices)}"
-            )
-        if any(i < -1 for i in indices):
-            raise VerifyException(f"'{self.name}' weight indices must be >= 0, or -1 for a skipped position")
-        if all(i == -1 for i in indices):
-            raise VerifyException(f"'{self.name}' skips every kernel position; at least one weight index must be >= 0")
-
-    def verify_weights(self, input_value: SSAValue, in_channels: int, out_channels: int) -> None:
-        holder = enclosing_weights(self)
-        if holder is None:
-            raise VerifyException(f"'{self.name}' must be inside a 'spat.compute' or 'pim.core' that holds its weights")
-        holder_op, weights = holder
-        for index in self.weight_index_list():
-            if index < 0:
-                continue
-            if index >= len(weights):
-                raise VerifyException(
-                    f"'{self.name}' weight index {index} is out of range: "
-                    f"'{holder_op.name}' holds {len(weights)} weights"
-                )
-            shape = static_shape(self, f"weight {index}", weights[index])
-            if shape != (in_channels, out_channels):
-                raise VerifyException(
-                    f"'{self.name}' weight {index} must be {in_channels}x{out_channels} "
-                    f"(input channels x output channels), got {'x'.join(map(str, shape))}"
-                )
-            if element_type(weights[index]) != element_type(input_value):
-                raise VerifyException(
-                    f"'{self.name}' weight {index} element type {element_type(weights[index])} differs from the "
-                    f"input's {element_type(input_value)}"
-                )
 
 
 # ----------------------------------------------------------------------------------------------

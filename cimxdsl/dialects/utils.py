@@ -1,5 +1,6 @@
-"""Helpers shared by the cimxdsl dialects, passes and interpreters: element types and constants as
-NumPy arrays (weights stay arrays; they are never expanded into Python lists)."""
+"""Helpers shared by the cimxdsl dialects, passes and interpreters: shapes of shaped values,
+element types and constants as NumPy arrays (weights stay arrays; they are never expanded into
+Python lists)."""
 
 import functools
 from collections.abc import Sequence
@@ -8,10 +9,12 @@ import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     TensorType,
     i64,
 )
@@ -73,7 +76,45 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
     return DenseIntOrFPElementsAttr(TensorType(element_type, array.shape), BytesAttr(stored.tobytes()))
 
 
-def reassociation(groups: list[list[int]]) -> ArrayAttr:
+def static_shape(op: Operation, what: str, value: SSAValue | Attribute) -> tuple[int, ...]:
+    """The static shape of a tensor or memref, or a VerifyException naming `op` and `what`."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if not isinstance(t, TensorType | MemRefType):
+        raise VerifyException(f"'{op.name}' {what} must be a tensor or memref, got {t}")
+    shape = t.get_shape()
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"'{op.name}' {what} must have a static shape, got {t}")
+    return shape
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The shape of a tensor or memref value."""
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.get_shape()
+
+
+def element_type(value: SSAValue) -> Attribute:
+    """The element type of a tensor or memref value."""
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.element_type
+
+
+def num_elements(shape: Sequence[int]) -> int:
+    """The number of elements of a static shape."""
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    """A `array<i64: ...>` property."""
+    return DenseArrayBase.from_list(i64, tuple(values))
+
+
+def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
     """The `reassociation` property of `tensor.collapse_shape`/`expand_shape`."""
     return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
 

@@ -11,17 +11,18 @@ none can move, the program is deadlocked and the error names the waiting cores.
 memory built from the buffers `pim-codegen` placed (`pim.address`).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Block
+from xdsl.ir import Block, Operation
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, selected_weights
+from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, ExecutionError, Machine
+from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, op_error, selected_weights
 from cimxdsl.interpreters.values import numpy_dtype
 
 
@@ -44,14 +45,10 @@ class CoreBlock:
     instruction_cores: list[pim.CoreOp] = field(default_factory=list)
 
 
-def is_instruction_level(core: pim.CoreOp) -> bool:
-    return any(isinstance(op, pim.InstructionOp) for op in core.body.block.ops)
-
-
-def flat_view(array: np.ndarray, what: str) -> np.ndarray:
+def flat_view(op: Operation, array: np.ndarray, what: str) -> np.ndarray:
     array = np.asarray(array)
     if not array.flags.c_contiguous:
-        raise ValueError(f"{what} must be a contiguous buffer")
+        raise op_error(op, f"{what} must be a contiguous buffer")
     return array.reshape(-1)
 
 
@@ -64,6 +61,38 @@ def last_core_in_block(op: pim.CoreOp) -> bool:
     return True
 
 
+def run_instruction_cores(interpreter: Interpreter, cores: Sequence[pim.CoreOp]) -> None:
+    """Run instruction-level cores on the instruction-set machine. Global memory is assembled from
+    the function-level buffers `pim-codegen` placed (`pim.address`), each core's crossbars from its
+    weight operands; after the run the buffers get the memory back."""
+    block = cores[0].parent_block()
+    assert block is not None
+    buffers = [
+        (interpreter.get_values(op.results)[0], attr.value.data)
+        for op in block.ops
+        if isinstance(attr := op.attributes.get(pim.ADDRESS), IntegerAttr)
+    ]
+    size = max((address + np.asarray(array).nbytes for array, address in buffers), default=0)
+    memory = np.zeros(size, np.uint8)
+    for array, address in buffers:
+        raw = np.ascontiguousarray(np.asarray(array)).view(np.uint8).reshape(-1)
+        memory[address : address + raw.size] = raw
+    programs = []
+    for core in cores:
+        instructions = [op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)]
+        weights = [np.asarray(w).astype(np.int64) for w in interpreter.get_values(core.weights)]
+        programs.append(CoreProgram(core.get_core_id(), instructions, [ArrayGroup(w) for w in weights]))
+    machine = Machine(programs, memory)
+    try:
+        machine.run()
+    except ExecutionError as e:
+        raise op_error(cores[0], str(e)) from None
+    for array, address in buffers:
+        target = np.asarray(array)
+        if target.flags.writeable:  # constants are read-only values
+            target.reshape(-1)[...] = machine.memory[address : address + target.nbytes].view(target.dtype)
+
+
 class PimFunctions(InterpreterFunctions):
     def __init__(self):
         self.blocks: dict[Block, CoreBlock] = {}
@@ -73,7 +102,7 @@ class PimFunctions(InterpreterFunctions):
         block = op.parent_block()
         assert block is not None
         cores = self.blocks.setdefault(block, CoreBlock())
-        if is_instruction_level(op):
+        if op.is_instruction_level():
             cores.instruction_cores.append(op)
         else:
             run = CoreRun(op, self.execute(interpreter, op))
@@ -110,16 +139,18 @@ class PimFunctions(InterpreterFunctions):
     def finish(self, interpreter: Interpreter, cores: CoreBlock) -> None:
         if cores.instruction_cores:
             if cores.runs:
-                raise ValueError("a block mixes cores of ISA instructions with cores of higher-level ops")
-            from cimxdsl.backend.execute import run_instruction_cores
-
+                raise op_error(
+                    cores.instruction_cores[0], "a block mixes cores of instructions with cores of higher-level ops"
+                )
             run_instruction_cores(interpreter, cores.instruction_cores)
             return
         waiting = [run for run in cores.runs if not run.done]
         while waiting:
             if not any([self.advance(run) for run in waiting]):
                 names = ", ".join(str(run.op.get_core_id()) for run in waiting)
-                raise ValueError(f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent")
+                raise op_error(
+                    waiting[0].op, f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent"
+                )
             waiting = [run for run in waiting if not run.done]
 
     @impl(pim.LoadOp)
@@ -128,7 +159,7 @@ class PimFunctions(InterpreterFunctions):
         start, size = op.global_src_offset.value.data, op.size.value.data
         data = np.ravel(source)[start : start + size]  # read only: a strided buffer reads the same
         if isinstance(op.dst.type, MemRefType):
-            flat_view(destination, "'pim.load' local buffer")[:] = data
+            flat_view(op, destination, "the local buffer")[:] = data
             return (destination,)
         dtype = numpy_dtype(op.result.type.element_type)
         return (data.astype(dtype).reshape(op.result.type.get_shape()),)
@@ -137,7 +168,7 @@ class PimFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: pim.StoreOp, args: PythonValues):
         value, target = args
         start, size = op.global_dst_offset.value.data, op.size.value.data
-        flat_view(target, "'pim.store' global buffer")[start : start + size] = np.asarray(value).reshape(-1)
+        flat_view(op, target, "the global buffer")[start : start + size] = np.asarray(value).reshape(-1)
         return ()
 
     @impl(pim.ApplyFiltersOp)

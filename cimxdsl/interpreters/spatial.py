@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -21,10 +22,11 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import FilterGeometry
-from cimxdsl.interpreters.values import as_type, numpy_dtype, register_family
+from cimxdsl.dialects.crossbar_ops import FilterGeometry, enclosing_weights
+from cimxdsl.interpreters.values import as_type, numpy_dtype
 
 
 @dataclass(eq=False)
@@ -108,8 +110,9 @@ def global_avg_pool(image: np.ndarray) -> np.ndarray:
 
 def enclosing_weight_values(interpreter: Interpreter, op: Operation) -> tuple:
     """The runtime values of the crossbar matrices `op` (an apply_filters) selects from."""
-    found = spat.enclosing_weights(op)
-    assert found is not None, f"'{op.name}' outside a weight holder"
+    found = enclosing_weights(op)
+    if found is None:
+        raise op_error(op, "outside a 'spat.compute' or 'pim.core' holding its weights")
     holder, weights = found
     if isinstance(holder, spat.ComputeOp):
         weights = holder.weight_args
@@ -120,13 +123,29 @@ def selected_weights(values: tuple, indices: tuple[int, ...]) -> list[np.ndarray
     return [None if i < 0 else np.asarray(values[i]) for i in indices]
 
 
-_BINARY = {
-    spat.VAddOp: np.add,
-    spat.VSubOp: np.subtract,
-    spat.VMulOp: np.multiply,
-    spat.VMaxOp: np.maximum,
-}
-_UNARY = {spat.VTanhOp: np.tanh, spat.VSigmOp: lambda x: 1 / (1 + np.exp(-x))}
+def binary(op: spat.VectorBinaryOp, args: PythonValues, function) -> tuple:
+    """`function` of the two operands, computed wide (int64 or float64), in the result's type."""
+    lhs, rhs = np.asarray(args[0]), np.asarray(args[1])
+    wide = np.int64 if is_integer(lhs) else np.float64
+    return (as_type(function(lhs.astype(wide), rhs.astype(wide)), op.result.type),)
+
+
+def unary(op: spat.VectorUnaryOp, args: PythonValues, function) -> tuple:
+    """`function` of the operand in float64, in the result's type."""
+    return (as_type(function(np.asarray(args[0], np.float64)), op.result.type),)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def op_error(op: Operation, message: str) -> InterpretationError:
+    """An interpretation failure naming the op (and its `file:line:col` when it has one)."""
+    location = op.location
+    place = ""
+    if isinstance(location, FileLineColLoc):
+        place = f"{location.filename.data}:{location.line.data}:{location.column.data}: "
+    return InterpretationError(f"{place}'{op.name}': {message}")
 
 
 class SpatialFunctions(InterpreterFunctions):
@@ -144,17 +163,33 @@ class SpatialFunctions(InterpreterFunctions):
         dtype = numpy_dtype(op.result.type.element_type)
         return (apply_filters(np.asarray(args[0]), weights, op.geometry(), dtype),)
 
-    def run_binary(self, interpreter: Interpreter, op: spat.VectorBinaryOp, args: PythonValues):
-        lhs, rhs = np.asarray(args[0]), np.asarray(args[1])
-        wide = np.int64 if is_integer(lhs) else np.float64
-        return (as_type(_BINARY[type(op)](lhs.astype(wide), rhs.astype(wide)), op.result.type),)
+    @impl(spat.VAddOp)
+    def run_vadd(self, interpreter: Interpreter, op: spat.VAddOp, args: PythonValues):
+        return binary(op, args, np.add)
+
+    @impl(spat.VSubOp)
+    def run_vsub(self, interpreter: Interpreter, op: spat.VSubOp, args: PythonValues):
+        return binary(op, args, np.subtract)
+
+    @impl(spat.VMulOp)
+    def run_vmul(self, interpreter: Interpreter, op: spat.VMulOp, args: PythonValues):
+        return binary(op, args, np.multiply)
+
+    @impl(spat.VMaxOp)
+    def run_vmax(self, interpreter: Interpreter, op: spat.VMaxOp, args: PythonValues):
+        return binary(op, args, np.maximum)
+
+    @impl(spat.VTanhOp)
+    def run_vtanh(self, interpreter: Interpreter, op: spat.VTanhOp, args: PythonValues):
+        return unary(op, args, np.tanh)
+
+    @impl(spat.VSigmOp)
+    def run_vsigm(self, interpreter: Interpreter, op: spat.VSigmOp, args: PythonValues):
+        return unary(op, args, sigmoid)
 
     @impl(spat.VReluOp)
     def run_relu(self, interpreter: Interpreter, op: spat.VReluOp, args: PythonValues):
         return (as_type(np.maximum(np.asarray(args[0]), 0), op.result.type),)
-
-    def run_unary(self, interpreter: Interpreter, op: spat.VectorUnaryOp, args: PythonValues):
-        return (as_type(_UNARY[type(op)](np.asarray(args[0], np.float64)), op.result.type),)
 
     @impl(spat.MaxPoolOp)
     def run_max_pool(self, interpreter: Interpreter, op: spat.MaxPoolOp, args: PythonValues):
@@ -186,10 +221,8 @@ class SpatialFunctions(InterpreterFunctions):
     def run_channel_receive(self, interpreter: Interpreter, op: spat.ChannelReceiveOp, args: PythonValues):
         (channel,) = args
         if not channel.queue:
-            raise ValueError("'spat.channel_receive' on a channel with nothing sent")
+            raise op_error(op, "receive on a channel with nothing sent")
         return (channel.queue.popleft(),)
 
 
-register_family(SpatialFunctions, _BINARY, SpatialFunctions.run_binary)
-register_family(SpatialFunctions, _UNARY, SpatialFunctions.run_unary)
 register_impls(SpatialFunctions)

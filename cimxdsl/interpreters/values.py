@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     VectorType,
 )
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
@@ -72,8 +72,3 @@ def elementwise(function: Callable):
 
     return run
 
-
-def register_family(functions: type[InterpreterFunctions], ops, implementation) -> None:
-    """Use `implementation` for every op class in `ops` (call `register_impls` afterwards)."""
-    for op_type in ops:
-        setattr(functions, f"run_{op_type.__name__}", impl(op_type)(implementation))

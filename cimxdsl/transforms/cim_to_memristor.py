@@ -19,9 +19,9 @@ from xdsl.dialects.linalg.ops import TransposeOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.dialects import cim, memristor
+from cimxdsl.transforms.errors import pass_error
 
 
 def to_buffer(value: SSAValue) -> Operation:
@@ -83,14 +83,10 @@ class MemristorLowering:
     def lower_product(self, op: cim.GemmOp | cim.GemvOp) -> None:
         tile = op.crossbar_id
         if tile not in self.tile_index:
-            raise PassFailedException(
-                f"cim-to-memristor: '{op.name}' uses a crossbar that is not acquired in its block"
-            )
+            raise pass_error("cim-to-memristor", f"'{op.name}' uses a crossbar that is not acquired in its block")
         for operand in (op.lhs, op.rhs):
             if isinstance(operand.type, cim.FutureType):
-                raise PassFailedException(
-                    f"cim-to-memristor: an operand of '{op.name}' is a future no crossbar op computes"
-                )
+                raise pass_error("cim-to-memristor", f"an operand of '{op.name}' is a future no crossbar op computes")
         future = op.result.type
         assert isinstance(future, cim.FutureType)
         result = bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
@@ -114,8 +110,8 @@ class MemristorLowering:
 
     def lower_barrier(self, op: cim.BarrierOp) -> None:
         if op.value not in self.tile_computing:
-            raise PassFailedException(
-                "cim-to-memristor: 'cim.barrier' waits for a future that no crossbar op of its block computes"
+            raise pass_error(
+                "cim-to-memristor", "'cim.barrier' waits for a future that no crossbar op of its block computes"
             )
         Rewriter.replace_op(op, memristor.BarrierOp(self.tile_computing[op.value]), [op.value])
 

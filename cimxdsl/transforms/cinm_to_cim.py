@@ -22,9 +22,9 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.dialects import cim, cinm
+from cimxdsl.transforms.errors import pass_error
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
     cinm.AddOp: (arith.AddiOp, arith.AddfOp),
@@ -95,7 +95,7 @@ class ComputeToCim(RewritePattern):
             case cinm.Im2colOp():
                 pass  # data movement, stays on the host
             case _ if op.dialect_name() == "cinm":
-                raise PassFailedException(f"cinm-to-cim: cannot lower '{op.name}' to the cim dialect")
+                raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
             case _:
                 pass
 
@@ -121,11 +121,12 @@ class CinmToCimPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.crossbars < 1:
-            raise PassFailedException(f"{self.name}: option 'crossbars' must be at least 1, got {self.crossbars}")
+            raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {self.crossbars}")
         stray = next((o for o in op.walk() if is_stray_product(o)), None)
         if stray is not None:
-            raise PassFailedException(
-                f"{self.name}: '{stray.name}' is outside any cinm.compute, so it would not be offloaded "
-                "(run cinm-isolate-compute first)"
+            raise pass_error(
+                self.name,
+                "a matrix product outside any cinm.compute would not be offloaded (run cinm-isolate-compute first)",
+                stray,
             )
         PatternRewriteWalker(ComputeToCim(self.crossbars), apply_recursively=False).rewrite_module(op)

@@ -1,4 +1,4 @@
-"""`cinm-to-spatial`: RAPTOR's channel-wise lowering of convolutions and gemms (seeds/002 §4).
+"""`cinm-to-spatial`: RAPTOR's channel-wise lowering of convolutions and gemms.
 
 Every function holding `cinm.compute` ops is rewritten so that all its work happens in
 `spat.compute` ops. Activations are kept pixel-major (`[H, W, C]`, one image) and split along the
@@ -8,14 +8,15 @@ does not grow with the image size.
 A convolution (`cinm.compute { im2col, gemm, expand_shape, transpose }`, padding folded from the
 `tensor.pad` before it) with a `(C·KH·KW) × F` constant weight matrix becomes crossbar matrices
 `W[k][input tile, output tile]`, one per kernel position `k`. Blocks of all zeros and kernel
-positions that never read an image pixel are skipped (weight skipping, seeds/002 §4.7). The blocks,
+positions that never read an image pixel are skipped (weight skipping, `crossbar_weights.py`). The blocks,
 ordered by output tile, input tile and kernel position, are cut into `spat.compute`s of at most
 `crossbars-per-compute` crossbars; each applies `spat.apply_filters` per input tile (weight index
 -1 for the positions it does not hold), sums them with `spat.vadd`, and adds the partial sum of
 the same output tile from the previous compute (seeds/002 Listing 4.1). A gemm (`cinm.op.gemm %x,
 %W [plus %b]`) is the same with a 1×1 kernel (seeds/002 App. B).
 
-Host ops between layers become spatial vector ops appended to the compute producing each tile:
+Each source op type has one handler (`HANDLERS`); the lowered form of every value is a `Lowered`
+(`spatial_values.py`). Host ops between layers become spatial vector ops appended to the compute producing each tile:
 ReLU (`arith.maxsi` with 0) `spat.vrelu`; other `arith.maxsi`/`addi`/`subi`/`muli` `spat.vmax`/
 `vadd`/`vsub`/`vmul`; `arith.minsi` and `arith.shrsi` (requantization) stay arith ops on the
 tiles; `linalg.pooling_nchw_max` `spat.maxpool`; `tosa.reduce_sum` over axes 2 and 3 followed by
@@ -31,15 +32,15 @@ converted back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import groupby
+from typing import Any
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, func, tensor, tosa
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
@@ -54,162 +55,34 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.device import DeviceConfigError, load_device_config
+from cimxdsl.device import Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import FilterGeometry
-from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype, reassociation, shape_of
+from cimxdsl.interpreters import build_interpreter
+from cimxdsl.transforms.crossbar_weights import valid_positions, weight_blocks, weight_origin
+from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.spatial_values import (
+    FLATTENED_USE,
+    Constant,
+    Flattened,
+    Layout,
+    Lowered,
+    Node,
+    NodeRef,
+    Padded,
+    PartialSum,
+    Ref,
+    Tiled,
+)
 
 ORIGIN = "origin"
 """Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
 
 
 def fail(message: str, op: Operation | None = None) -> PassFailedException:
-    where = f" ('{op.name}')" if op is not None else ""
-    return PassFailedException(f"cinm-to-spatial: {message}{where}")
-
-
-# ----------------------------------------------------------------------------------------------
-# Values during the lowering
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeRef:
-    """Result `index` of the compute `node`."""
-
-    node: Node
-    index: int
-
-
-Ref = NodeRef | SSAValue
-"""A tile: a compute result or a function-level value."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a logical (cinm-level) tensor is held as tiles: pixel-major `[H, W, c]` tiles of an NCHW
-    image (`rows is None`), or `[rows, c]` tiles of a matrix."""
-
-    height: int = 1
-    width: int = 1
-    rows: int | None = None
-
-    def tile_shape(self, channels: int) -> tuple[int, ...]:
-        return (self.rows, channels) if self.rows is not None else (self.height, self.width, channels)
-
-    def physical(self, logical: np.ndarray) -> np.ndarray:
-        """A logical constant (NCHW, `[1, C]` for a 1×1 image, or `[rows, C]`) in tile layout."""
-        if self.rows is not None:
-            return logical.reshape(self.rows, -1)
-        if logical.ndim == 4:
-            return logical[0].transpose(1, 2, 0)
-        return logical.reshape(self.height, self.width, -1)
-
-
-@dataclass
-class Tiled:
-    """A logical tensor held as channel tiles: `tiles[t]` holds channels `bounds[t]`."""
-
-    logical: tuple[int, ...]
-    layout: Layout
-    element: Attribute
-    tiles: list[Ref]
-    bounds: list[tuple[int, int]]
-    nonneg: bool = False
-
-    def tile_type(self, t: int) -> TensorType:
-        lo, hi = self.bounds[t]
-        return TensorType(self.element, self.layout.tile_shape(hi - lo))
-
-
-@dataclass
-class Constant:
-    """A known constant tensor (or scalar: shape ()), as a splat value or an array."""
-
-    shape: tuple[int, ...]
-    element: Attribute
-    splat: int | float | None = None
-    array: np.ndarray | None = None
-
-    def values(self) -> np.ndarray:
-        if self.array is not None:
-            return self.array
-        return np.full(self.shape, self.splat, numpy_dtype(self.element))
-
-    def splat_value(self) -> int | float | None:
-        if self.splat is not None:
-            return self.splat
-        assert self.array is not None
-        flat = self.array.reshape(-1)
-        if flat.size and np.all(flat == flat[0]):
-            return flat[0].item()
-        return None
-
-
-@dataclass
-class Padded:
-    """A `tensor.pad` of an NCHW image on H and W, folded into the window op that reads it."""
-
-    source: SSAValue
-    pads: tuple[int, int, int, int]
-    value: int | float
-
-
-FLATTENED_USE = "a flattened image can only feed a gemm"
-
-
-@dataclass
-class Flattened:
-    """An NCHW image flattened to `[1, C·H·W]`, awaiting the gemm that reads it: that gemm is a
-    convolution whose kernel covers the whole image (row c·H·W + y·W + x of its weights is channel c
-    at kernel position (y, x)), with a 1×1 output."""
-
-    image: Tiled
-
-
-@dataclass
-class PartialSum:
-    """`tosa.reduce_sum` of an image over some of the axes 2 and 3 (awaiting the division)."""
-
-    source: Tiled
-    axes: frozenset[int]
-
-
-@dataclass(eq=False)
-class Node:
-    """A `spat.compute` being built: its block grows weights (first) and inputs as ops need them."""
-
-    index: int
-    block: Block = field(default_factory=Block)
-    weights: list[SSAValue] = field(default_factory=list)
-    inputs: list[Ref] = field(default_factory=list)
-    input_args: dict = field(default_factory=dict)
-    results: list[SSAValue] = field(default_factory=list)
-
-    def add_weight(self, value: SSAValue) -> int:
-        self.block.insert_arg(value.type, len(self.weights))
-        self.weights.append(value)
-        return len(self.weights) - 1
-
-    def use(self, ref: Ref) -> SSAValue:
-        """The value of `ref` inside this compute (a new input argument if it comes from outside)."""
-        if isinstance(ref, NodeRef) and ref.node is self:
-            return self.results[ref.index]
-        if ref not in self.input_args:
-            value_type = ref.node.results[ref.index].type if isinstance(ref, NodeRef) else ref.type
-            self.input_args[ref] = self.block.insert_arg(value_type, len(self.block.args))
-            self.inputs.append(ref)
-        return self.input_args[ref]
-
-    def add(self, op: Operation) -> SSAValue:
-        self.block.add_op(op)
-        return op.results[0]
-
-    def output(self, value: SSAValue) -> NodeRef:
-        if value not in self.results:
-            self.results.append(value)
-        return NodeRef(self, self.results.index(value))
+    return pass_error("cinm-to-spatial", message, op)
 
 
 def splat_constant(value: int | float, tensor_type: TensorType) -> arith.ConstantOp:
@@ -219,15 +92,6 @@ def splat_constant(value: int | float, tensor_type: TensorType) -> arith.Constan
 
 def channel_bounds(channels: int, tile: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + tile, channels)) for lo in range(0, channels, tile)]
-
-
-def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:
-    return ArrayAttr(ArrayAttr(IntegerAttr(i, i64) for i in group) for group in groups)
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_shape()
 
 
 def int_values(attr: Attribute) -> tuple[int, ...]:
@@ -259,7 +123,7 @@ class FunctionLowering:
         self.function = function
         self.tile = tile
         self.crossbars_per_compute = crossbars_per_compute
-        self.values: dict[SSAValue, object] = {}
+        self.values: dict[SSAValue, Lowered] = {}
         self.nodes: list[Node] = []
         self.prologue: list[Operation] = []
         self.epilogue: list[Operation] = []
@@ -290,45 +154,28 @@ class FunctionLowering:
         return bool(op.results) and all(not r.uses for r in op.results)
 
     def visit(self, op: Operation) -> None:
-        if isinstance(op, arith.ConstantOp):
-            self.values[op.result] = self.constant_of(op)
-        elif isinstance(op, tensor.EmptyOp):
-            t = op.tensor.type
-            self.values[op.tensor] = Constant(t.get_shape(), t.element_type, splat=0)
-        elif isinstance(op, FillOp):
-            fill = self.values.get(op.inputs[0])
-            if not isinstance(fill, Constant) or fill.shape != ():
-                raise fail("only fills with a constant scalar are supported", op)
-            t = op.res[0].type
-            self.values[op.res[0]] = Constant(t.get_shape(), t.element_type, splat=fill.splat)
-        elif isinstance(op, tensor.PadOp):
-            self.values[op.result] = self.padded(op)
-        elif isinstance(op, cinm.ComputeOp):
-            self.values[op.results[0]] = self.lower_compute(op)
-        elif type(op) in _ELEMENTWISE:
-            self.values[op.results[0]] = self.elementwise(_ELEMENTWISE[type(op)], op)
-        elif isinstance(op, arith.DivSIOp | arith.FloorDivSIOp):
-            self.values[op.results[0]] = self.division(op)
-        elif isinstance(op, PoolingNchwMaxOp):
-            self.values[op.res[0]] = self.max_pool(op)
-        elif isinstance(op, tosa.ReduceSumOp):
-            self.values[op.output] = self.reduce_sum(op)
-        elif isinstance(op, tosa.ClampOp):
-            self.values[op.output] = self.clamp(op)
-        elif isinstance(op, tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp):
-            self.values[op.result] = self.reshape(op)
-        elif isinstance(op, tensor.ConcatOp):
-            self.values[op.result] = self.concat(op)
+        handler = HANDLERS.get(type(op))
+        if handler is not None:
+            self.values[op.results[0]] = handler(self, op)
         elif op.results and all(isinstance(self.known(v), Constant) for v in op.operands):
             self.values.update(zip(op.results, self.fold(op)))
         else:
             raise fail("this op cannot run on PIM cores", op)
 
-    def fold(self, op: Operation) -> list[Constant]:
-        """The results of a host op on constants, computed now with the interpreter functions."""
-        from cimxdsl.device import Device
-        from cimxdsl.interpreters import build_interpreter
+    def empty(self, op: tensor.EmptyOp) -> Constant:
+        t = op.tensor.type
+        return Constant(t.get_shape(), t.element_type, splat=0)
 
+    def fill(self, op: FillOp) -> Constant:
+        fill = self.values.get(op.inputs[0])
+        if not isinstance(fill, Constant) or fill.shape != ():
+            raise fail("only fills with a constant scalar are supported", op)
+        t = op.res[0].type
+        return Constant(t.get_shape(), t.element_type, splat=fill.splat)
+
+    def fold(self, op: Operation) -> list[Constant]:
+        """The results of a host op on constants, computed now with the interpreter functions (as
+        xDSL's `constant-fold-interp` does)."""
         if self.folder is None:
             module = self.function.parent_op()
             while module is not None and not isinstance(module, ModuleOp):
@@ -354,8 +201,7 @@ class FunctionLowering:
         return folded
 
     # --- operands --------------------------------------------------------------------------------
-    @staticmethod
-    def constant_of(op: arith.ConstantOp) -> Constant:
+    def constant(self, op: arith.ConstantOp) -> Constant:
         attr, t = op.value, op.result.type
         if isinstance(attr, DenseIntOrFPElementsAttr):
             assert isinstance(t, TensorType)
@@ -368,10 +214,9 @@ class FunctionLowering:
             return Constant((), t, splat=attr.value.data)
         raise fail(f"unsupported constant {attr}", op)
 
-    def known(self, value: SSAValue) -> object:
-        if value in self.values:
-            return self.values[value]
-        return value
+    def known(self, value: SSAValue) -> Lowered | SSAValue:
+        """The lowered form of `value`, or `value` itself (a function argument, an unlowered value)."""
+        return self.values.get(value, value)
 
     def tiled(self, value: SSAValue, user: Operation) -> Tiled:
         """`value` as tiles: a lowered activation, or host glue slicing a function argument."""
@@ -541,17 +386,6 @@ class FunctionLowering:
             raise fail("the padding value must be a constant", op)
         return Padded(op.source, (low[2], low[3], high[2], high[3]), value.splat)  # pyright: ignore[reportArgumentType]
 
-    def valid_positions(self, geometry: FilterGeometry, size: tuple[int, int]) -> list[int]:
-        """Kernel positions that read at least one pixel of the image (the others only padding)."""
-        out_h, out_w = geometry.output_size(*size)
-        valid = []
-        for k, ky, kx in geometry.kernel_positions():
-            rows = any(0 <= geometry.input_pixel(oy, 0, ky, kx)[0] < size[0] for oy in range(out_h))
-            cols = any(0 <= geometry.input_pixel(0, ox, ky, kx)[1] < size[1] for ox in range(out_w))
-            if rows and cols:
-                valid.append(k)
-        return valid
-
     def lower_filters(
         self,
         name: str,
@@ -565,14 +399,8 @@ class FunctionLowering:
     ) -> Tiled:
         positions = kernel[0] * kernel[1]
         out_bounds = channel_bounds(matrix.shape[1], self.tile)
-        valid = self.valid_positions(geometry, size) if image.layout.rows is None else [0]
-        blocks = []
-        for j, (f0, f1) in enumerate(out_bounds):
-            for i, (c0, c1) in enumerate(image.bounds):
-                for k in valid:
-                    block = matrix[np.arange(c0, c1) * positions + k, f0:f1]
-                    if block.any():
-                        blocks.append((j, i, k, block))
+        valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
+        blocks = weight_blocks(matrix, positions, valid, image.bounds, out_bounds)
         out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
         partial: dict[int, NodeRef] = {}
         per = self.crossbars_per_compute
@@ -585,7 +413,7 @@ class FunctionLowering:
                 for i, by_input in groupby(by_output, key=lambda b: b[1]):
                     indices = [-1] * positions
                     for _, _, k, block in by_input:
-                        origin = self.origin(name, image.bounds[i], (f0, f1), k, kernel)
+                        origin = weight_origin(name, image.bounds[i], (f0, f1), k, kernel)
                         indices[k] = node.add_weight(self.weight_constant(block, image.element, origin))
                     filters = spat.ApplyFiltersOp(node.use(image.tiles[i]), indices, result_type, geometry)
                     value = node.add(filters)
@@ -600,12 +428,6 @@ class FunctionLowering:
             out.tiles.append(partial[j])
         return out
 
-    @staticmethod
-    def origin(name: str, rows: tuple[int, int], cols: tuple[int, int], k: int, kernel: tuple[int, int]) -> str:
-        ky, kx = divmod(k, kernel[1])
-        position = f" kernel position ({ky}, {kx})" if kernel != (1, 1) else ""
-        return f"{name}: input channels {rows[0]}:{rows[1]}, output channels {cols[0]}:{cols[1]}{position}"
-
     def weight_constant(self, block: np.ndarray, element: Attribute, origin: str) -> SSAValue:
         op = arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element))
         op.attributes[ORIGIN] = StringAttr(origin)
@@ -617,8 +439,8 @@ class FunctionLowering:
         return node.output(node.add(splat_constant(0, tile_type)))
 
     # --- element-wise ops ------------------------------------------------------------------------
-    def elementwise(self, kind: str, op: Operation) -> Tiled:
-        return self.apply_elementwise(kind, [self.known(v) for v in op.operands], op)
+    def elementwise(self, op: Operation) -> Tiled:
+        return self.apply_elementwise(_ELEMENTWISE[type(op)], [self.known(v) for v in op.operands], op)
 
     def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
         if any(isinstance(o, Flattened) for o in operands):
@@ -767,7 +589,7 @@ class FunctionLowering:
             value = self.apply_elementwise("min", [value, Constant(shape, element, splat=high)], op)
         return value if isinstance(value, Tiled) else self.tiled(op.input, op)
 
-    def reshape(self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp) -> object:
+    def reshape(self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp) -> Lowered:
         known = self.known(op.operands[0])
         shape = shape_of(op.result)
         if isinstance(known, Constant):
@@ -879,6 +701,29 @@ class FunctionLowering:
         return used
 
 
+Handler = Callable[[FunctionLowering, Any], Lowered]
+"""How one source op is lowered: the lowered form of its (single) result."""
+
+HANDLERS: dict[type[Operation], Handler] = {
+    arith.ConstantOp: FunctionLowering.constant,
+    tensor.EmptyOp: FunctionLowering.empty,
+    FillOp: FunctionLowering.fill,
+    tensor.PadOp: FunctionLowering.padded,
+    cinm.ComputeOp: FunctionLowering.lower_compute,
+    **dict.fromkeys(_ELEMENTWISE, FunctionLowering.elementwise),
+    arith.DivSIOp: FunctionLowering.division,
+    arith.FloorDivSIOp: FunctionLowering.division,
+    PoolingNchwMaxOp: FunctionLowering.max_pool,
+    tosa.ReduceSumOp: FunctionLowering.reduce_sum,
+    tosa.ClampOp: FunctionLowering.clamp,
+    tensor.CollapseShapeOp: FunctionLowering.reshape,
+    tensor.ExpandShapeOp: FunctionLowering.reshape,
+    tensor.ReshapeOp: FunctionLowering.reshape,
+    tensor.ConcatOp: FunctionLowering.concat,
+}
+"""The lowering of each source op type, one unit per op (as `frontend/onnx_importer.py`'s `HANDLERS`)."""
+
+
 def remove_dead_ops(block: Block) -> None:
     changed = True
     while changed:
@@ -900,11 +745,11 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
     try:
         config = load_device_config(device)
     except DeviceConfigError as e:
-        raise PassFailedException(f"cinm-to-spatial: {e}") from None
+        raise pass_error("cinm-to-spatial", str(e)) from None
     size = xbar_size if xbar_size is not None else min(config.tile_shape)
     per = crossbars_per_compute if crossbars_per_compute is not None else config.crossbars_per_core
     if size < 1 or per < 1:
-        raise PassFailedException("cinm-to-spatial: xbar-size and crossbars-per-compute must be positive")
+        raise pass_error("cinm-to-spatial", "xbar-size and crossbars-per-compute must be positive")
     return size, per
 
 

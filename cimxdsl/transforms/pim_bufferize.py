@@ -15,10 +15,10 @@ from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.errors import pass_error
 
 _SPATIAL_OPS = (
     spat.VectorBinaryOp,
@@ -127,7 +127,7 @@ class CoreBufferizer:
             new = op.clone(value_mapper={v: self.rep.get(v, v) for v in op.operands})
             self.rep.update(zip(op.results, self.emit(new).results))
         else:
-            raise PassFailedException(f"pim-bufferize: cannot bufferize '{op.name}' in a pim.core")
+            raise pass_error("pim-bufferize", "cannot bufferize this op in a pim.core", op)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.transforms.errors import pass_error
 
 
 @dataclass(frozen=True)
@@ -41,5 +42,5 @@ class MemristorPipelinePass(ModulePass):
         try:
             pipeline = PassPipeline.parse_spec(get_all_passes(), spec)
         except (ValueError, KeyError) as e:
-            raise PassFailedException(f"{self.name}: cannot build '{spec}': {e}") from None
+            raise pass_error(self.name, f"cannot build '{spec}': {e}") from None
         pipeline.apply(ctx, op)

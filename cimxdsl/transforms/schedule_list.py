@@ -4,10 +4,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device.config import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.dialects.cim import AcquireDeviceOp
+from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.scheduling import CimSchedulePass, CriticalPathScheduler, CrossbarCostModel
 from cimxdsl.transforms.scheduling.framework import describe
 
@@ -30,7 +30,7 @@ class ScheduleListPass(CimSchedulePass):
         try:
             return load_device_config(self.device)
         except DeviceConfigError as err:
-            raise PassFailedException(f"{self.name}: {err}") from None
+            raise pass_error(self.name, str(err)) from None
 
     def check_options(self) -> None:
         self.config()
@@ -38,9 +38,9 @@ class ScheduleListPass(CimSchedulePass):
     def check_device(self, device: AcquireDeviceOp) -> None:
         count, available = device.available_crossbar_count.value.data, self.config().crossbars
         if count > available:
-            raise PassFailedException(
-                f"{self.name}: {describe(device)} asks for {count} crossbars but device "
-                f"'{self.config().name}' has {available}"
+            raise pass_error(
+                self.name,
+                f"{describe(device)} asks for {count} crossbars but device '{self.config().name}' has {available}",
             )
 
     def make_strategy(self, crossbars: Sequence[SSAValue]) -> CriticalPathScheduler[SSAValue]:

@@ -31,14 +31,15 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import i64_array, num_elements
+from cimxdsl.dialects.utils import i64_array, num_elements
+from cimxdsl.transforms.errors import pass_error
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
 
 
 def fail(message: str) -> PassFailedException:
-    return PassFailedException(f"spatial-to-pim: {message}")
+    return pass_error("spatial-to-pim", message)
 
 
 def contiguous_groups(weights: list[int], capacity: int) -> list[int]:

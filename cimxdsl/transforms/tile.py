@@ -24,10 +24,10 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import load_device_config
 from cimxdsl.dialects import cinm
+from cimxdsl.transforms.errors import pass_error
 
 
 def ranges(size: int, step: int) -> list[tuple[int, int]]:
@@ -163,17 +163,15 @@ class TilePass(ModulePass):
         try:
             config = None if self.device is None else load_device_config(self.device)
         except ValueError as e:
-            raise PassFailedException(f"{self.name}: {e}") from None
+            raise pass_error(self.name, str(e)) from None
         rows = self.rows if self.rows is not None else (config.rows if config else 128)
         cols = self.cols if self.cols is not None else (config.cols if config else 128)
         for option, value in (("rows", rows), ("cols", cols)):
             if value <= 0:
-                raise PassFailedException(f"{self.name}: option '{option}' must be positive, got {value}")
+                raise pass_error(self.name, f"option '{option}' must be positive, got {value}")
         cells = config.cells_per_weight if config else 1
         if cols < cells:
-            raise PassFailedException(
-                f"{self.name}: a crossbar of {cols} columns cannot hold one weight of {cells} cells"
-            )
+            raise pass_error(self.name, f"a crossbar of {cols} columns cannot hold one weight of {cells} cells")
         return rows, cols // cells
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -59,6 +59,7 @@ from cimxdsl.dialects.cim import (
     ReleaseCrossbarOp,
     ReleaseDeviceOp,
 )
+from cimxdsl.transforms.errors import pass_error
 
 R = TypeVar("R")
 
@@ -563,7 +564,7 @@ def check_schedulable(module: ModuleOp, pass_name: str) -> list[AcquireDeviceOp]
     """The devices to schedule, in program order; PassFailedException for IR the passes cannot handle."""
 
     def fail(message: str) -> PassFailedException:
-        return PassFailedException(f"{pass_name}: {message}")
+        return pass_error(pass_name, message)
 
     devices: list[AcquireDeviceOp] = []
     for op in module.walk():
@@ -728,4 +729,4 @@ class CimSchedulePass(ModulePass, ABC):
             try:
                 schedule_device(device, self.make_strategy)
             except ValueError as err:
-                raise PassFailedException(f"{self.name}: cannot schedule {describe(device)}: {err}") from err
+                raise pass_error(self.name, f"cannot schedule {describe(device)}: {err}") from err

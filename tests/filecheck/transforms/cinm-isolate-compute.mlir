@@ -35,7 +35,7 @@ func.func @runs(%a: tensor<4x8xi32>, %b: tensor<8x4xi32>, %v: tensor<8xi32>) -> 
 // CHECK-NEXT:    %[[T:.*]] = cinm.op.add %[[G]], %[[K]]
 // CHECK-NEXT:    func.return %[[S]], %[[T]]
 
-// STRAY: cinm-to-cim: 'cinm.op.gemm' is outside any cinm.compute, so it would not be offloaded (run cinm-isolate-compute first)
+// STRAY: cinm-to-cim: a matrix product outside any cinm.compute would not be offloaded (run cinm-isolate-compute first) ('cinm.op.gemm')
 
 // -----
 

@@ -15,7 +15,9 @@ def test_round_trip_keeps_instructions_weights_and_layout(tmp_path):
     artifacts = read_artifacts(write(tmp_path / "a", two_core_program()))
     write_artifacts(tmp_path / "b", artifacts)
     again = read_artifacts(tmp_path / "b")
-    assert [c.instructions for c in again.cores] == [c.instructions for c in artifacts.cores]
+    assert [[op.to_json() for op in c.instructions] for c in again.cores] == [
+        [op.to_json() for op in c.instructions] for c in artifacts.cores
+    ]
     np.testing.assert_array_equal(again.cores[0].groups[0].weights, artifacts.cores[0].groups[0].weights)
     assert again.memory.buffers[0].input_elements.tolist() == [0, 1, 2]
     assert json.loads((tmp_path / "b" / "config.json").read_text()) == {
@@ -88,7 +90,7 @@ def test_unknown_op(tmp_path):
         cores[1][3] = {"op": "vfoo", "rd": 1}
         rewrite_core(1, cores[1], directory)
 
-    assert broken(tmp_path, change) == "core_1.json: instruction 3: unknown op 'vfoo'"
+    assert broken(tmp_path, change) == "core_1.json: instruction 3: unknown instruction op 'vfoo'"
 
 
 def test_bad_fields(tmp_path):
@@ -100,18 +102,24 @@ def test_bad_fields(tmp_path):
         return change
 
     assert broken(tmp_path / "a", field(0, 1, imm="0")) == (
-        "core_0.json: instruction 1 (sldi): field 'imm' must be an integer, got '0'"
+        "core_0.json: instruction 1: 'sldi' field 'imm' must be an integer, got '0'"
     )
     assert (
         broken(tmp_path / "b", field(0, 1, rd=32))
-        == "core_0.json: instruction 1 (sldi): 'rd' must be a register 0..31, got 32"
+        == "core_0.json: instruction 1: 'pim.sldi' rd must be a register index 0..31, got 32"
     )
-    assert broken(tmp_path / "c", field(0, 6, mbiw=0)).startswith("core_0.json: instruction 6 (mvmul): 'mbiw' must be")
+    assert broken(tmp_path / "c", field(0, 6, mbiw=0)).startswith(
+        "core_0.json: instruction 6: 'pim.mvmul' mbiw must be"
+    )
+    # The ISA's rules are the dialect's: setbw's element widths are whole bytes.
+    assert broken(tmp_path / "h", field(0, 0, ibiw=12)) == (
+        "core_0.json: instruction 0: 'pim.setbw' ibiw must be an element width of 8, 16, 32 or 64 bits, got 12"
+    )
     assert broken(tmp_path / "d", field(0, 6, group=1)) == (
         "core_0.json: instruction 6 (mvmul): group 1 is outside array_group_map.core0 (1 groups)"
     )
     assert broken(tmp_path / "e", field(0, 4, rs1=27)) == (
-        "core_0.json: instruction 4 (ld): the global address needs an even register pair, got register 27"
+        "core_0.json: instruction 4: 'pim.ld' rs1 must name an even register pair (the global address), got 27"
     )
     assert (
         broken(tmp_path / "f", field(1, 2, core=7))
@@ -119,7 +127,7 @@ def test_bad_fields(tmp_path):
     )
     assert (
         broken(tmp_path / "g", field(1, 6, offset=3))
-        == "core_1.json: instruction 6 (vvadd): 'offset' must be an object, got 3"
+        == "core_1.json: instruction 6: 'vvadd' offset must be an object, got 3"
     )
 
 

@@ -51,7 +51,7 @@ def test_deadlock_and_malformed_directories_fail_with_one_line(tmp_path, capsys)
     program[1][3] = {"op": "vfoo"}
     malformed = write(tmp_path / "malformed", program)
     assert main([str(malformed), *arrays(tmp_path)]) == 1
-    assert capsys.readouterr().err == "cim-validate: error: core_1.json: instruction 3: unknown op 'vfoo'\n"
+    assert capsys.readouterr().err == "cim-validate: error: core_1.json: instruction 3: unknown instruction op 'vfoo'\n"
 
     assert main([str(tmp_path / "nowhere"), *arrays(tmp_path)]) == 1
     assert capsys.readouterr().err.endswith("nowhere: not a directory\n")

@@ -10,7 +10,7 @@ from xdsl.utils.test_value import create_ssa_value
 
 from cimxdsl.dialects import pim
 
-# Opcode numbers of pimsim-nn (notes/pim-isa.md §1.6); 21 is Raptor's unsupported vsoftmax.
+# Opcode numbers of pimsim-nn (its `src/isa/Instruction.h`); 21 is Raptor's unsupported vsoftmax.
 PIMSIM_OPCODES = (
     "nop sldi sld sadd ssub smul saddi smuli setbw mvmul vvadd vvsub vvmul vvdmul vvmax vvsll vvsra vavg "
     "vrelu vtanh vsigm vsoftmax vmv vrsu vrsl ld st lldi lmv send recv wait sync"
@@ -26,10 +26,10 @@ def test_every_pimsim_instruction_has_an_op_with_its_opcode():
 
 
 def test_ld_json_matches_pimsim_nn_format():
-    obj = {"op": "ld", "rd": 0, "rs1": 1, "size": 128, "offset": {"offset_select": 0, "offset_value": 0}}
+    obj = {"op": "ld", "rd": 0, "rs1": 2, "size": 128, "offset": {"offset_select": 0, "offset_value": 0}}
     op = pim.InstructionOp.from_json(obj)
     assert isinstance(op, pim.LdOp)
-    assert op.fields() == {"rd": 0, "rs1": 1, "size": 128, "offset_select": 0, "offset_value": 0}
+    assert op.fields() == {"rd": 0, "rs1": 2, "size": 128, "offset_select": 0, "offset_value": 0}
     assert op.to_json() == obj
     assert list(op.to_json()) == ["op", "rd", "rs1", "size", "offset"]
 
@@ -43,7 +43,7 @@ def test_mvmul_and_sld_json():
 
 @pytest.mark.parametrize("cls", pim.INSTRUCTION_CLASSES, ids=lambda cls: cls.mnemonic())
 def test_json_round_trip_of_every_instruction(cls: type[pim.InstructionOp]):
-    values = {f: (8 if f in pim.BIT_WIDTH_FIELDS else 1 if f == "relu" else 3) for f in cls.FIELDS}
+    values = {f: (8 if f in ("ibiw", "obiw", "mbiw") else 1 if f == "relu" else 2) for f in cls.FIELDS}
     op = cls(**values)
     op.verify()
     back = pim.InstructionOp.from_json(op.to_json())
@@ -65,7 +65,11 @@ def test_from_json_defaults_missing_fields_and_ignores_unknown_keys():
         ([1, 2], "an instruction must be a JSON object"),
         ({"op": "sldi", "rd": "r1", "imm": 0}, "'sldi' field 'rd' must be an integer"),
         ({"op": "ld", "offset": 3}, "'ld' offset must be an object"),
-        ({"op": "mvmul", "rd": 2, "rs1": 0, "group": 0}, "'pim.mvmul' mbiw must be a bit width > 0, got 0"),
+        ({"op": "mvmul", "rd": 2, "rs1": 0, "group": 0}, "'pim.mvmul' mbiw must be a weight bit width > 0"),
+        ({"op": "setbw", "ibiw": 12, "obiw": 8}, "'pim.setbw' ibiw must be an element width of 8, 16, 32 or 64 bits"),
+        ({"op": "st", "rd": 27, "rs1": 0}, "'pim.st' rd must name an even register pair (the global address), got 27"),
+        ({"op": "ld", "rs1": 31}, "'pim.ld' rs1 must name an even register pair"),
+        ({"op": "sldi", "rd": True, "imm": 0}, "'sldi' field 'rd' must be an integer, got True"),
         ({"op": "recv", "rd": 40}, "'pim.recv' rd must be a register index 0..31, got 40"),
         ({"op": "sldi", "imm": 2**32}, "'pim.sldi' imm must fit in a signed 32-bit integer"),
     ],
@@ -88,6 +92,21 @@ def test_constructor_rejects_unknown_fields():
 def test_verifier_checks_field_ranges():
     with pytest.raises(VerifyException, match=r"offset_select must be 0\.\.7"):
         pim.VreluOp(rd=0, rs1=1, len=4, offset_select=9).verify()
+
+
+@pytest.mark.parametrize(
+    ("ibiw", "mbiw", "valid"), [(8, 8, True), (64, 9, True), (12, 8, False), (0, 8, False), (8, 0, False)]
+)
+def test_element_widths_are_whole_bytes_and_weight_widths_any_positive(ibiw: int, mbiw: int, valid: bool):
+    """pimsim-nn sizes memory accesses as `ibiw / 8` bytes, while it only divides by `mbiw`."""
+    ops = [pim.SetbwOp(ibiw=ibiw, obiw=32), pim.MvmulOp(rd=0, rs1=1, mbiw=mbiw)]
+    if valid:
+        for op in ops:
+            op.verify()
+    else:
+        with pytest.raises(VerifyException, match=r"bit width|element width"):
+            for op in ops:
+                op.verify()
 
 
 def test_core_with_load_apply_filters_and_store_verifies():
@@ -116,3 +135,13 @@ def test_core_with_load_apply_filters_and_store_verifies():
     core = pim.CoreOp(5, [weight], Region(body))
     ModuleOp([weight.owner, global_in.owner, global_out.owner, core]).verify()
     assert core.get_core_id() == 5
+
+
+@pytest.mark.parametrize("cls", pim.INSTRUCTION_CLASSES, ids=lambda cls: cls.mnemonic())
+def test_build_makes_the_op_the_constructor_makes(cls: type[pim.InstructionOp]):
+    values = {f: 2 for f in cls.FIELDS[:2]}
+    built, constructed = cls.build(**values), cls(**values)
+    assert built.is_structurally_equivalent(constructed) and str(built) == str(constructed)
+    assert built.__dict__.keys() == constructed.__dict__.keys()
+    built.attributes["note"] = pim.IntegerAttr(1, pim.i32)
+    assert "note" not in cls.build(**values).attributes

@@ -7,7 +7,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.test_value import create_ssa_value
 
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.spatial import FilterGeometry
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
 
 
 def test_geometry_output_size_and_input_pixels():

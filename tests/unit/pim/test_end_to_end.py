@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from cimxdsl.backend import read_artifacts, validate
+from cimxdsl.backend.emit import write_program
+from cimxdsl.backend.pipeline import compile_to_pim
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_validate import main as cim_validate
-from cimxdsl.transforms.pim_pipeline import compile_to_pim
 from tests.unit.helpers import apply, parse
 from tests.unit.pim.programs import ProgramBuilder, conv_program, gemm_program, interpret, resnet_program
 
@@ -28,7 +29,7 @@ def lower_and_check(text: str, x: np.ndarray, xbar: int, per_compute: int, cores
         f"cinm-to-spatial{{xbar-size={xbar} crossbars-per-compute={per_compute}}}",
         f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core}}}",
         "pim-bufferize",
-        f'pim-codegen{{out-dir="{out_dir}"}}',
+        "pim-codegen",
     ]
     computes = 0
     for stage in stages:
@@ -37,6 +38,7 @@ def lower_and_check(text: str, x: np.ndarray, xbar: int, per_compute: int, cores
             computes = count(module, spat.ComputeOp)
         (result,) = interpret(module, [x])
         np.testing.assert_array_equal(result, golden, err_msg=f"after {stage}")
+    write_program(module, out_dir)
     artifacts = read_artifacts(out_dir)
     (validated,) = validate(artifacts, [x]).outputs
     np.testing.assert_array_equal(validated, golden, err_msg="validator")
@@ -76,7 +78,7 @@ def test_conv_3x3_8_filters_4_channels(tmp_path, xbar, per_compute, cores, per_c
     # image instead of 5 · 3 = 15, so 13 · 13 (pixel, position) pairs per crossbar tile pair.
     tiles = (-(-4 // xbar)) * (-(-8 // xbar))
     assert counts["mvmul"] == 13 * 13 * tiles
-    assert all(core.instructions[0]["op"] == "setbw" for core in artifacts.cores)
+    assert all(isinstance(core.instructions[0], pim.SetbwOp) for core in artifacts.cores)
     assert count(module, pim.MvmulOp) == counts["mvmul"]
 
 
@@ -165,7 +167,8 @@ def test_channel_concat_and_the_pim_pipeline(tmp_path):
     module = parse(b.text(b.conv(joined, 3, 3, pad=1)))
     x = np.random.default_rng(9).integers(-128, 128, (1, 3, 4, 4))
     (golden,) = interpret(module, [x])
-    apply(module, f'pim{{xbar-size=3 cores=6 crossbars-per-core=12 out-dir="{tmp_path}"}}')
+    apply(module, "pim{xbar-size=3 cores=6 crossbars-per-core=12}")
+    write_program(module, tmp_path)
     assert count(module, pim.MvmulOp) > 0 and count(module, spat.ComputeOp) == 0
     (got,) = validate(read_artifacts(tmp_path), [x]).outputs
     np.testing.assert_array_equal(got, golden)

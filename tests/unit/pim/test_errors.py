@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.transforms.pim_pipeline import compile_to_pim
+from cimxdsl.backend.pipeline import compile_to_pim
 from tests.unit.helpers import apply, parse
 from tests.unit.pim.programs import ProgramBuilder, conv_program, interpret
 
@@ -59,17 +59,17 @@ def test_a_flattened_image_feeds_only_a_gemm():
     )
 
 
-def test_host_ops_that_cannot_run_on_cores_are_named():
+def transpose_program(location: str = "") -> str:
     b = ProgramBuilder((1, 2, 2, 2))
     y = b.conv("%x", 2, 1)
-    out = b.emit(
-        "%t",
-        (1, 2, 2, 2),
-        "linalg.transpose ins("
-        + y
-        + " : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2]",
+    transpose = (
+        f"linalg.transpose ins({y} : tensor<1x2x2x2xi32>) outs(%x : tensor<1x2x2x2xi32>) permutation = [0, 1, 3, 2]"
     )
-    assert lower_error(b.text(out)) == "cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
+    return b.text(b.emit("%t", (1, 2, 2, 2), transpose + location))
+
+
+def test_host_ops_that_cannot_run_on_cores_are_named():
+    assert lower_error(transpose_program()) == "cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
 
 
 def test_a_compute_too_large_for_a_core():
@@ -80,4 +80,10 @@ def test_a_compute_too_large_for_a_core():
     assert message == (
         "spatial-to-pim: a spat.compute holds 5 crossbars, more than the 4 of a core: lower it with "
         "cinm-to-spatial{crossbars-per-compute=4}"
+    )
+
+
+def test_a_failing_op_with_a_location_is_named_by_file_line_and_column():
+    assert lower_error(transpose_program(' loc("model.mlir":12:5)')) == (
+        "model.mlir:12:5: cinm-to-spatial: this op cannot run on PIM cores ('linalg.transpose')"
     )

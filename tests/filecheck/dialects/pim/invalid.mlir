@@ -170,7 +170,7 @@ pim.core() coreId 0 : () {
   pim.mvmul rd = 2, rs1 = 0, mbiw = 0, relu = 0, group = 0
   pim.halt
 }
-// CHECK: 'pim.mvmul' mbiw must be a bit width > 0, got 0
+// CHECK: 'pim.mvmul' mbiw must be a weight bit width > 0 (pimsim-nn divides by it), got 0
 
 // -----
 
@@ -178,7 +178,23 @@ pim.core() coreId 0 : () {
   pim.setbw ibiw = 8, obiw = -8
   pim.halt
 }
-// CHECK: 'pim.setbw' obiw must be a bit width > 0, got -8
+// CHECK: 'pim.setbw' obiw must be an element width of 8, 16, 32 or 64 bits, got -8
+
+// -----
+
+pim.core() coreId 0 : () {
+  pim.setbw ibiw = 12, obiw = 8
+  pim.halt
+}
+// CHECK: 'pim.setbw' ibiw must be an element width of 8, 16, 32 or 64 bits, got 12
+
+// -----
+
+pim.core() coreId 0 : () {
+  pim.st rd = 3, rs1 = 0, size = 4, offset_select = 0, offset_value = 0
+  pim.halt
+}
+// CHECK: 'pim.st' rd must name an even register pair (the global address), got 3
 
 // -----
 

@@ -1,0 +1,98 @@
+"""The artifacts of an instruction-level program: what `pim-codegen` left in the IR, serialised.
+
+The instruction streams are the `pim.core` bodies' instruction ops, the array groups the cores'
+weight constants, the local memory each core used its `pim.local_bytes`; the global buffers are the
+function-level values `pim-codegen` placed (`pim.address`, in address order), and the memory
+layout comes from running the host code around the cores (`cimxdsl.backend.memory`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import SSAValue
+
+from cimxdsl.backend.artifacts import ArrayGroup, ArtifactError, Artifacts, CoreProgram, write_artifacts
+from cimxdsl.backend.memory import LayoutError, describe_memory
+from cimxdsl.dialects import pim
+from cimxdsl.dialects.utils import dense_array, num_elements
+
+
+def program_function(module: ModuleOp) -> func.FuncOp:
+    """The one function whose `pim.core`s hold instructions."""
+    functions = [
+        op
+        for op in module.walk()
+        if isinstance(op, func.FuncOp)
+        and op.body.blocks
+        and any(isinstance(c, pim.CoreOp) and c.is_instruction_level() for c in op.body.block.ops)
+    ]
+    if len(functions) != 1:
+        raise ArtifactError(
+            f"expected one function with instruction-level cores (run pim-codegen), found {len(functions)}"
+        )
+    return functions[0]
+
+
+def crossbar_group(value: SSAValue) -> ArrayGroup:
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
+        raise ArtifactError("crossbar weights must be constants")
+    origin = owner.attributes.get("origin")
+    return ArrayGroup(dense_array(owner.value).astype(np.int64), origin.data if isinstance(origin, StringAttr) else "")
+
+
+def core_program(core: pim.CoreOp) -> CoreProgram:
+    local = core.attributes.get(pim.LOCAL_BYTES)
+    return CoreProgram(
+        core.get_core_id(),
+        [op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)],
+        [crossbar_group(w) for w in core.weights],
+        local.value.data if isinstance(local, IntegerAttr) else 0,
+    )
+
+
+def placed_buffers(function: func.FuncOp, element_bytes: int) -> tuple[list[tuple[str, SSAValue, int]], int]:
+    """The global buffers (name, value, byte address) in address order, and the memory size."""
+    placed: list[tuple[int, SSAValue]] = []
+    for op in function.body.block.ops:
+        address = op.attributes.get(pim.ADDRESS)
+        if isinstance(address, IntegerAttr):
+            placed.append((address.value.data, op.results[0]))
+    placed.sort(key=lambda p: p[0])
+    named = [
+        (f"{'out' if isinstance(value.owner, memref.AllocOp) else 'in'}{i}", value, address)
+        for i, (address, value) in enumerate(placed)
+    ]
+    size = max((address + buffer_bytes(value, element_bytes) for _, value, address in named), default=0)
+    return named, size
+
+
+def buffer_bytes(value: SSAValue, element_bytes: int) -> int:
+    assert isinstance(value.type, MemRefType)
+    return num_elements(value.type.get_shape()) * element_bytes
+
+
+def artifacts_of(module: ModuleOp) -> Artifacts:
+    """The artifacts of the module's instruction-level program."""
+    function = program_function(module)
+    cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
+    programs = [core_program(core) for core in cores]
+    setbw = next((op for p in programs for op in p.instructions[:1] if isinstance(op, pim.SetbwOp)), None)
+    element_bytes = setbw.field("obiw") // 8 if setbw is not None else 4
+    named, size = placed_buffers(function, element_bytes)
+    try:
+        memory = describe_memory(function, named, element_bytes, size)
+    except LayoutError as e:
+        raise ArtifactError(str(e)) from None
+    return Artifacts(programs, memory)
+
+
+def write_program(module: ModuleOp, directory: str | Path) -> Artifacts:
+    """Write the module's program as an artifact directory; its artifacts."""
+    artifacts = artifacts_of(module)
+    write_artifacts(directory, artifacts)
+    return artifacts

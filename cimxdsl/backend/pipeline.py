@@ -1,0 +1,78 @@
+"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.backend.artifacts import ArtifactError, write_artifacts
+from cimxdsl.backend.emit import artifacts_of
+from cimxdsl.transforms.pim_pipeline import pim_passes
+from cimxdsl.transforms.spatial_to_pim import pim_geometry
+
+
+def count_ops(module: ModuleOp) -> int:
+    return sum(1 for _ in module.walk())
+
+
+def compile_to_pim(
+    module: ModuleOp,
+    cores: int | None = None,
+    crossbars_per_core: int | None = None,
+    xbar_size: int | None = None,
+    out_dir: str | Path | None = None,
+    device: str = "",
+) -> dict[str, Any]:
+    """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
+    and report: instruction counts per op type, core and crossbar
+    utilization, memory, IR sizes and compile time per stage. Raises `PassFailedException` with a
+    one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
+    ctx = Context()
+    passes = pim_passes(xbar_size, cores, crossbars_per_core, device)
+    cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
+    times: dict[str, float] = {}
+    ir_ops: dict[str, int] = {}
+    start = time.perf_counter()
+    for p in passes[:-1]:
+        begin = time.perf_counter()
+        p.apply(ctx, module)
+        times[p.name] = time.perf_counter() - begin
+        ir_ops[p.name] = count_ops(module)
+    begin = time.perf_counter()
+    passes[-1].apply(ctx, module)
+    try:
+        artifacts = artifacts_of(module)
+    except ArtifactError as e:
+        raise PassFailedException(f"{passes[-1].name}: {e}") from None
+    times[passes[-1].name] = time.perf_counter() - begin
+    if out_dir is not None:
+        begin = time.perf_counter()
+        write_artifacts(out_dir, artifacts)
+        times["write-artifacts"] = time.perf_counter() - begin
+    times["total"] = time.perf_counter() - start
+    crossbars = [len(core.groups) for core in artifacts.cores]
+    counts = artifacts.instruction_counts()
+    used = len(artifacts.cores)
+    return {
+        "xbar_size": passes[1].xbar_size,  # pyright: ignore[reportAttributeAccessIssue]
+        "cores": cores_given,
+        "crossbars_per_core": per_core,
+        "cores_used": used,
+        "core_utilization": used / cores_given,
+        "crossbars_used": sum(crossbars),
+        "crossbars_per_core_used": crossbars,
+        "crossbar_utilization": sum(crossbars) / (used * per_core) if used else 0.0,
+        "instruction_counts": counts,
+        "instructions": sum(counts.values()),
+        "instructions_per_core": [len(core.instructions) for core in artifacts.cores],
+        "local_memory_bytes": [core.local_bytes for core in artifacts.cores],
+        "global_memory_bytes": artifacts.memory.size,
+        "ir_ops": ir_ops,
+        "compile_time_s": times,
+        "out_dir": str(out_dir) if out_dir is not None else None,
+    }
