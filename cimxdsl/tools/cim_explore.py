@@ -52,7 +52,7 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        from cimxdsl.explore import SweepError, explore, load_sweep
+        from cimxdsl.explore import SweepError, explore, load_sweep, write
 
         if options.jobs < 1:
             raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
@@ -75,7 +75,7 @@ def main(args: Sequence[str] | None = None) -> None:
         finally:
             progress.finish()
         try:
-            written = results.write(out_dir, plots=not options.no_plots)
+            written = write(results, out_dir, plots=not options.no_plots)
         except RuntimeError as e:
             raise UserError(str(e)) from None
         if not options.quiet:
