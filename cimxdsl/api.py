@@ -253,14 +253,20 @@ def compile(
     example_input=None,
     batch: int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> CompiledModel:
+    cores: int | None = None,
+    crossbars_per_core: int | None = None,
+    out_dir: str | Path | None = None,
+) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
-    `example_input`. `batch` compiles for that many inputs at once (the leading dimension)."""
+    `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
+    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`)."""
     if target == "pim":
-        return compile_pim(model, device, calibration, out_dir=None)
+        return compile_pim(to_onnx(model, example_input), device, calibration, cores, crossbars_per_core, out_dir)
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
+    if (cores, crossbars_per_core, out_dir) != (None, None, None):
+        raise CompileError("cores, crossbars_per_core and out_dir are options of target 'pim'")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
