@@ -23,15 +23,12 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i1, i3
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from cimxdsl.dialects.utils import dense_attr
+from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 
 TARGET_OPSET = 17
 SHAPE_ONLY = {"Shape", "Size"}
 """Ops whose result depends only on the (static) shape of their input: folded to constants."""
-
-
-class OnnxImportError(ValueError):
-    """A model the importer cannot take; the message is one line."""
 
 
 def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) -> onnx.ModelProto:
@@ -98,10 +95,6 @@ def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
     return model
 
 
-def attributes(node: onnx.NodeProto) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
 def np_to_onnx(dtype: np.dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(dtype)
 
@@ -148,7 +141,7 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         if conv.input[1] not in constants or not all(n in constants for n in node.input[1:5]):
             continue
         gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
-        scale = gamma / np.sqrt(var + attributes(node).get("epsilon", 1e-5))
+        scale = gamma / np.sqrt(var + NodeAttributes(node)["epsilon"])
         weights = constants[conv.input[1]].astype(np.float64)
         bias = constants[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
         weight_name, bias_name = f"{conv.name or conv.output[0]}_folded_w", f"{conv.name or conv.output[0]}_folded_b"
@@ -207,7 +200,7 @@ class OnnxImporter:
             for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
                 self.constants[name] = value
             if node.op_type == "DequantizeLinear":
-                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), attributes(node).get("axis", 1))
+                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
             return
         if node.op_type in SHAPE_ONLY and node.input[0] in self.values:
             shape = shape_of(self.values[node.input[0]])
@@ -220,7 +213,7 @@ class OnnxImporter:
                 + ", ".join(sorted(HANDLERS))
             )
         self.ir.layer_name = sanitize(node.name or node.output[0])
-        results = handler(self, node, attributes(node))
+        results = handler(self, node, NodeAttributes(node))
         for name, value in zip(node.output, results, strict=False):
             if name:
                 value.name_hint = sanitize(name)
@@ -242,12 +235,12 @@ class OnnxImporter:
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 
     def input(self, node: onnx.NodeProto, index: int) -> SSAValue:
-        return self.value(node.input[index], f"{node.op_type} node '{node.name}'")
+        return self.value(node.input[index], node_label(node))
 
     def constant(self, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
         name = node.input[index] if index < len(node.input) else ""
         if name not in self.constants:
-            raise OnnxImportError(f"{node.op_type} node '{node.name}': {what} must be a constant")
+            raise node_error(node, f"{what} must be a constant")
         return self.constants[name]
 
     def optional_constant(self, node: onnx.NodeProto, index: int) -> np.ndarray | None:
@@ -345,21 +338,21 @@ def matmul(im: OnnxImporter, lhs: SSAValue, rhs: SSAValue, node) -> SSAValue:
 
 def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     lhs = im.input(node, 0)
-    if attrs.get("transA", 0):
+    if attrs["transA"]:
         lhs = im.ir.transpose(lhs, (1, 0))
     weights = im.optional_constant(node, 1)
     if weights is not None:
-        weights = weights.T if attrs.get("transB", 0) else weights
-        rhs = im.ir.constant((weights * attrs.get("alpha", 1.0)).astype(np.float32))
+        weights = weights.T if attrs["transB"] else weights
+        rhs = im.ir.constant((weights * attrs["alpha"]).astype(np.float32))
     else:
         rhs = im.input(node, 1)
-        rhs = im.ir.transpose(rhs, (1, 0)) if attrs.get("transB", 0) else rhs
-        if attrs.get("alpha", 1.0) != 1.0:
+        rhs = im.ir.transpose(rhs, (1, 0)) if attrs["transB"] else rhs
+        if attrs["alpha"] != 1.0:
             rhs = im.ir.scalar_op(arith.MulfOp, rhs, attrs["alpha"])
     result = im.ir.matmul(lhs, rhs)
     if len(node.input) > 2 and node.input[2]:
         bias = im.input(node, 2)
-        if attrs.get("beta", 1.0) != 1.0:
+        if attrs["beta"] != 1.0:
             bias = im.ir.scalar_op(arith.MulfOp, bias, attrs["beta"])
         result = im.ir.binary(arith.AddfOp, result, bias)
     return [result]
@@ -367,10 +360,9 @@ def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def conv_pads(node, attrs, spatial: tuple[int, int], kernel, strides, dilations) -> list[int]:
     """ONNX pads [top, left, bottom, right], from `pads` or `auto_pad`."""
-    auto = attrs.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = attrs["auto_pad"]
     if auto in ("NOTSET", "VALID"):
-        return list(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else [0, 0, 0, 0]
+        return list(attrs["pads"]) if auto == "NOTSET" else [0, 0, 0, 0]
     pads = [0, 0, 0, 0]
     for axis in range(2):
         out = -(-spatial[axis] // strides[axis])
@@ -391,13 +383,12 @@ def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValue) -> SSAValue:
     """An NCHW convolution with the node's padding, strides, dilations and groups."""
     if len(shape_of(image)) != 4:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D convolutions (NCHW) are supported")
+        raise node_error(node, f"only 2-D convolutions (NCHW) are supported")
     f, c_group, kh, kw = shape_of(weights)
-    strides = list(attrs.get("strides", [1, 1]))
-    dilations = list(attrs.get("dilations", [1, 1]))
+    strides, dilations = attrs["strides"], attrs["dilations"]
     pads = conv_pads(node, attrs, shape_of(image)[2:], (kh, kw), strides, dilations)
     image = im.ir.pad(image, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]])
-    groups = attrs.get("group", 1)
+    groups = attrs["group"]
     if groups == 1:
         result = im.ir.conv(image, weights, strides, dilations)
     else:
@@ -432,8 +423,8 @@ def import_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def import_leaky_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    scaled = im.ir.scalar_op(arith.MulfOp, x, attrs.get("alpha", 0.01))
-    kind = arith.MaximumfOp if attrs.get("alpha", 0.01) <= 1 else arith.MinimumfOp
+    scaled = im.ir.scalar_op(arith.MulfOp, x, attrs["alpha"])
+    kind = arith.MaximumfOp if attrs["alpha"] <= 1 else arith.MinimumfOp
     return [im.ir.insert(kind(x, scaled))]
 
 
@@ -443,12 +434,12 @@ def import_clip(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     if any(name and name not in im.constants for name in bounds):
         for name, kind in zip(bounds, (arith.MaximumfOp, arith.MinimumfOp), strict=True):
             if name:
-                x = im.ir.binary(kind, x, im.value(name, f"Clip node '{node.name}'"))
+                x = im.ir.binary(kind, x, im.value(name, node_label(node)))
         return [x]
     limit = float(np.finfo(np.float32).max)
     low, high = im.optional_constant(node, 1), im.optional_constant(node, 2)
-    low = float(low) if low is not None else attrs.get("min", -limit)
-    high = float(high) if high is not None else attrs.get("max", limit)
+    low = float(low) if low is not None else attrs["min"] if attrs["min"] is not None else -limit
+    high = float(high) if high is not None else attrs["max"] if attrs["max"] is not None else limit
     return [im.ir.clamp(x, low, high)]
 
 
@@ -467,14 +458,13 @@ def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], l
     """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node; `ceil_mode`
     becomes extra bottom/right padding (which the pooling does not count)."""
     if len(shape_of(image)) != 4:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D pooling (NCHW) is supported")
-    kernel = list(attrs["kernel_shape"])
-    strides = list(attrs.get("strides", [1, 1]))
-    if any(d != 1 for d in attrs.get("dilations", [1, 1])):
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': dilations are not supported")
+        raise node_error(node, f"only 2-D pooling (NCHW) is supported")
+    kernel, strides = attrs["kernel_shape"], attrs["strides"]
+    if any(d != 1 for d in attrs["dilations"]):
+        raise node_error(node, f"dilations are not supported")
     size = shape_of(image)[2:]
     pads = conv_pads(node, attrs, size, kernel, strides, [1, 1])
-    if attrs.get("ceil_mode", 0):
+    if attrs["ceil_mode"]:
         for axis in range(2):
             span = size[axis] + pads[axis] + pads[axis + 2] - kernel[axis]
             out = -(-span // strides[axis]) + 1
@@ -495,7 +485,7 @@ def import_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
     kernel, strides, pads = pool_geometry(node, attrs, image)
-    if attrs.get("count_include_pad", 0):
+    if attrs["count_include_pad"]:
         image = im.ir.pad(image, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]])
         pads = [0, 0, 0, 0]
     return [im.ir.pool(tosa.AvgPool2DOp, image, kernel, strides, pads)]
@@ -510,14 +500,14 @@ def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """`(x - mean) · gamma / sqrt(var + eps) + beta` per channel (inference mode)."""
-    if attrs.get("training_mode", 0):
-        raise OnnxImportError(f"BatchNormalization node '{node.name}': training mode is not supported")
+    if attrs["training_mode"]:
+        raise node_error(node, f"training mode is not supported")
     x = im.input(node, 0)
     rank = len(shape_of(x))
     channels = shape_of(x)[1]
     shape = (1, channels) + (1,) * (rank - 2)
     gamma, beta, mean, var = (im.ir.reshape(im.input(node, i), shape) for i in range(1, 5))
-    deviation = im.ir.scalar_op(arith.AddfOp, var, attrs.get("epsilon", 1e-5))
+    deviation = im.ir.scalar_op(arith.AddfOp, var, attrs["epsilon"])
     scale = im.ir.binary(arith.DivfOp, gamma, im.ir.unary(math.SqrtOp, deviation))
     centered = im.ir.binary(arith.SubfOp, x, mean)
     return [im.ir.binary(arith.AddfOp, im.ir.binary(arith.MulfOp, centered, scale), beta)]
@@ -526,7 +516,7 @@ def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
     shape = im.shapes.get(node.output[0])
     if shape is None:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': the output shape is unknown")
+        raise node_error(node, f"the output shape is unknown")
     return im.static_shape(node.output[0], shape)
 
 
@@ -537,25 +527,24 @@ def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_flatten(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
     shape = shape_of(x)
-    axis = attrs.get("axis", 1)
-    axis = axis + len(shape) if axis < 0 else axis
+    axis = attrs.axis("axis", len(shape), end=True)
     return [im.ir.reshape(x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))]
 
 
 def import_transpose(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    permutation = attrs.get("perm", list(reversed(range(len(shape_of(x))))))
+    permutation = attrs.permutation("perm", len(shape_of(x)))
     return [im.ir.transpose(x, permutation)]
 
 
 def import_concat(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     values = [im.input(node, i) for i in range(len(node.input))]
-    return [im.ir.concat(values, attrs["axis"] % len(shape_of(values[0])))]
+    return [im.ir.concat(values, attrs.axis("axis", len(shape_of(values[0]))))]
 
 
 def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    axis = attrs.get("axis", -1) % len(shape_of(x))
+    axis = attrs.axis("axis", len(shape_of(x)))
     shifted = im.ir.binary(arith.SubfOp, x, im.ir.reduce(tosa.ReduceMaxOp, x, axis))
     exponentials = im.ir.unary(math.ExpOp, shifted)
     return [im.ir.binary(arith.DivfOp, exponentials, im.ir.reduce(tosa.ReduceSumOp, exponentials, axis))]
@@ -566,9 +555,8 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    mode = attrs.get("mode", b"constant")
-    if (mode.decode() if isinstance(mode, bytes) else mode) != "constant":
-        raise OnnxImportError(f"Pad node '{node.name}': only constant padding is supported")
+    if attrs["mode"] != "constant":
+        raise node_error(node, f"only constant padding is supported")
     pads = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)
@@ -584,9 +572,9 @@ def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     squares = im.ir.reshape(im.ir.binary(arith.MulfOp, x, x), (n, 1, c, h * w))
     padded = im.ir.pad(squares, [0, 0, (size - 1) // 2, 0], [0, 0, size // 2, 0])
     window_mean = im.ir.pool(tosa.AvgPool2DOp, padded, [size, 1], [1, 1], [0, 0, 0, 0])
-    scaled = im.ir.scalar_op(arith.MulfOp, im.ir.reshape(window_mean, (n, c, h, w)), attrs.get("alpha", 1e-4))
-    base = im.ir.scalar_op(arith.AddfOp, scaled, attrs.get("bias", 1.0))
-    return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs.get("beta", 0.75)))]
+    scaled = im.ir.scalar_op(arith.MulfOp, im.ir.reshape(window_mean, (n, c, h, w)), attrs["alpha"])
+    base = im.ir.scalar_op(arith.AddfOp, scaled, attrs["bias"])
+    return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs["beta"]))]
 
 
 # ---- quantized ONNX ops: integer tensors are held as float codes (exact for 8-bit values) ---------
@@ -649,14 +637,20 @@ def zero_point_dtype(im: OnnxImporter, node, index: int) -> np.dtype:
 def import_quantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     dtype = zero_point_dtype(im, node, 2)
     if dtype.kind not in "iu" or dtype.itemsize != 1:
-        raise OnnxImportError(f"QuantizeLinear node '{node.name}': only 8-bit integers are supported, not {dtype}")
+        raise node_error(node, f"only 8-bit integers are supported, not {dtype}")
     x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
-    return [quantize(im, x, scale, zero, dtype, attrs.get("axis", 1))]
+    return [quantize(im, x, scale, zero, dtype, quantization_axis(attrs, x, scale))]
 
 
 def import_dequantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
-    return [dequantize(im, x, scale, zero, attrs.get("axis", 1))]
+    return [dequantize(im, x, scale, zero, quantization_axis(attrs, x, scale))]
+
+
+def quantization_axis(attrs: NodeAttributes, x: SSAValue, scale: Parameter) -> int:
+    """The axis of per-axis scales (checked against the rank); per-tensor scales ignore it."""
+    count = scale.size if isinstance(scale, np.ndarray) else 1 if scale is None else int(np.prod(shape_of(scale)))
+    return attrs.axis("axis", len(shape_of(x))) if count > 1 else attrs["axis"]
 
 
 def along_axis(values, axis: int, rank: int) -> np.ndarray:
