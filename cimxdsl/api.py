@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
-from cimxdsl.frontend.onnx_importer import import_onnx, load_model
+from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
@@ -146,7 +146,7 @@ def calibration_samples(
     """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
     array, or `calibration`), or a reported fallback of standard-normal inputs."""
     shapes = [
-        [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
+        list(input_shape(i))
         for i in model.graph.input
         if i.name not in {init.name for init in model.graph.initializer}
     ]

@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from cimxdsl.dialects.utils import dense_attr, reassociation
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
-from cimxdsl.frontend.onnx_importer import OnnxImporter, conv_pads, load_model, sanitize
+from cimxdsl.frontend.onnx_importer import OnnxImporter, conv_pads, input_shape, load_model, sanitize
 from cimxdsl.interpreters import run
 
 INT8 = (-128, 127)
@@ -94,7 +94,7 @@ class IntegerImporter:
     def run(self) -> IntegerProgram:
         graph = self.model.graph
         inputs = [i for i in graph.input if i.name not in self.constants]
-        shapes = [tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim) for i in inputs]
+        shapes = [input_shape(i) for i in inputs]
         block = Block(arg_types=[TensorType(i32, s) for s in shapes])
         self.ir = IRBuilder(block, i32)
         for arg, info in zip(block.args, inputs, strict=True):

@@ -20,7 +20,8 @@ import onnx.reference
 from onnx import helper, numpy_helper, shape_inference, version_converter
 from xdsl.dialects import arith, func, math, tosa
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i1, i32, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.utils import dense_attr
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
@@ -50,6 +51,8 @@ def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) ->
             raise OnnxImportError(f"cannot convert the model from opset {opset} to {TARGET_OPSET}: {e}") from None
     if batch is not None:
         model = with_batch(model, batch)
+    for node in model.graph.node:
+        NodeAttributes(node)  # the attributes first: their errors say more than shape inference's
     try:
         return infer_shapes(model)
     except Exception as e:
@@ -75,13 +78,18 @@ def infer_shapes(model: onnx.ModelProto, large: int = 1024) -> onnx.ModelProto:
     )
     light = helper.make_model(light_graph, opset_imports=model.opset_import, ir_version=model.ir_version)
     light.functions.extend(model.functions)
-    inferred = shape_inference.infer_shapes(light, data_prop=True)
+    inferred = shape_inference.infer_shapes(light, strict_mode=True, data_prop=True)
     result = onnx.ModelProto()
     result.CopyFrom(model)
     for field in ("value_info", "output"):
         del getattr(result.graph, field)[:]
         getattr(result.graph, field).extend(getattr(inferred.graph, field))
     return result
+
+
+def input_shape(info: onnx.ValueInfoProto) -> tuple[int, ...]:
+    """The shape of a graph input as given (a symbolic dimension counts as 1)."""
+    return tuple(d.dim_value if d.HasField("dim_value") else 1 for d in info.type.tensor_type.shape.dim)
 
 
 def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
@@ -93,6 +101,31 @@ def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
             info.type.tensor_type.shape.dim[0].dim_value = batch
     del model.graph.value_info[:]
     return model
+
+
+def initializer_array(init: onnx.TensorProto) -> np.ndarray:
+    """An initializer's values; a payload that does not fit its type or dims is an import error."""
+    try:
+        return numpy_helper.to_array(init)
+    except Exception as e:  # onnx raises ValueError, TypeError or its own errors for bad payloads
+        dtype = onnx.TensorProto.DataType.Name(init.data_type)
+        message = f"initializer '{init.name}' does not hold a {list(init.dims)} {dtype} tensor"
+        raise OnnxImportError(f"{message}: {str(e).splitlines()[0]}") from None
+
+
+def verify_new_ops(node: onnx.NodeProto, last: Operation | None, block: Block) -> None:
+    """Verify the ops a node was translated to (those after `last`): a node whose inputs do not fit
+    together is an import error naming the node, not a verifier error on the whole module."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        try:
+            op.verify()
+        except VerifyException as e:
+            raise node_error(node, f"its inputs do not fit together ({str(e).splitlines()[0]})") from None
+        for result in op.results:
+            if isinstance(result.type, TensorType) and any(d < 0 for d in result.type.get_shape()):
+                raise node_error(node, f"its result would have a negative size ({result.type})")
+        op = op.next_op
 
 
 def np_to_onnx(dtype: np.dtype) -> int:
@@ -138,8 +171,12 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         conv = producers.get(node.input[0])
         if conv is None or conv.op_type != "Conv" or users.get(node.input[0]) != 1:
             continue
-        if conv.input[1] not in constants or not all(n in constants for n in node.input[1:5]):
+        operands = [conv.input[1], *node.input[1:5], *conv.input[2:3]]
+        if not all(n in constants for n in operands if n) or len(node.input) < 5:
             continue
+        channels = constants[conv.input[1]].shape[:1]
+        if any(constants[n].shape != channels for n in operands[1:] if n):
+            continue  # not per-channel vectors: left to the BatchNormalization import to report
         gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
         scale = gamma / np.sqrt(var + NodeAttributes(node)["epsilon"])
         weights = constants[conv.input[1]].astype(np.float64)
@@ -163,7 +200,7 @@ class OnnxImporter:
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
         self.constants: dict[str, np.ndarray] = {
-            init.name: numpy_helper.to_array(init) for init in self.graph.initializer
+            init.name: initializer_array(init) for init in self.graph.initializer
         }
         self.values: dict[str, SSAValue] = {}
         self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
@@ -213,7 +250,9 @@ class OnnxImporter:
                 + ", ".join(sorted(HANDLERS))
             )
         self.ir.layer_name = sanitize(node.name or node.output[0])
+        last = self.ir.builder.insertion_point.block.last_op
         results = handler(self, node, NodeAttributes(node))
+        verify_new_ops(node, last, self.ir.builder.insertion_point.block)
         for name, value in zip(node.output, results, strict=False):
             if name:
                 value.name_hint = sanitize(name)
@@ -352,10 +391,17 @@ def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     result = im.ir.matmul(lhs, rhs)
     if len(node.input) > 2 and node.input[2]:
         bias = im.input(node, 2)
+        if not broadcasts_to(shape_of(bias), shape_of(result)):
+            raise node_error(node, f"the bias {list(shape_of(bias))} does not broadcast to {list(shape_of(result))}")
         if attrs["beta"] != 1.0:
             bias = im.ir.scalar_op(arith.MulfOp, bias, attrs["beta"])
         result = im.ir.binary(arith.AddfOp, result, bias)
     return [result]
+
+
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to `target` in one direction (ONNX's unidirectional broadcasting)."""
+    return len(shape) <= len(target) and all(d in (1, t) for d, t in zip(reversed(shape), reversed(target)))
 
 
 def conv_pads(node, attrs, spatial: tuple[int, int], kernel, strides, dilations) -> list[int]:
@@ -384,7 +430,14 @@ def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValu
     """An NCHW convolution with the node's padding, strides, dilations and groups."""
     if len(shape_of(image)) != 4:
         raise node_error(node, f"only 2-D convolutions (NCHW) are supported")
+    if len(shape_of(weights)) != 4:
+        raise node_error(node, f"the weights must be 4-d (F, C/group, KH, KW), got {list(shape_of(weights))}")
     f, c_group, kh, kw = shape_of(weights)
+    channels = shape_of(image)[1]
+    if channels != c_group * attrs["group"] or f % attrs["group"]:
+        raise node_error(
+            node, f"{channels} input channels and {f} filters of {c_group} channels do not fit group {attrs['group']}"
+        )
     strides, dilations = attrs["strides"], attrs["dilations"]
     pads = conv_pads(node, attrs, shape_of(image)[2:], (kh, kw), strides, dilations)
     image = im.ir.pad(image, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]])
@@ -494,6 +547,8 @@ def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
     h, w = shape_of(image)[2:]
+    if h * w == 0:
+        raise node_error(node, "the image is empty")
     total = im.ir.reduce(tosa.ReduceSumOp, im.ir.reduce(tosa.ReduceSumOp, image, 2), 3)
     return [im.ir.scalar_op(arith.MulfOp, total, 1.0 / (h * w))]
 

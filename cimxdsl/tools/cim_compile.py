@@ -12,7 +12,7 @@ import onnx
 
 from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
-from cimxdsl.frontend.onnx_importer import OnnxImportError, with_batch
+from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape, with_batch
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.report import format_number, format_report, format_table
 
@@ -30,7 +30,7 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
     initializers = {init.name for init in model.graph.initializer}
     return [
-        (i.name, tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim))
+        (i.name, input_shape(i))
         for i in model.graph.input
         if i.name not in initializers
     ]
