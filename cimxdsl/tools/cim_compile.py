@@ -4,7 +4,7 @@ latency, energy and crossbar writes."""
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -81,8 +81,7 @@ def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progr
     """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set,
     both run on the whole set at once (the model compiled for that batch)."""
     inputs, labels = dataset_arrays(dataset)
-    progress.step("compiling for the data set")
-    batched = compile(model_path, batch=len(inputs), **compile_options)
+    batched = compile(model_path, batch=len(inputs), progress=stages(progress, "for the data set"), **compile_options)
     progress.step("simulating the data set")
     predictions = np.argmax(batched(inputs), axis=-1)
     progress.finish()
@@ -95,6 +94,12 @@ def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progr
         "crossbar_accuracy": float(np.mean(predictions == labels)),
         "top1_agreement": float(np.mean(predictions == float_predictions)),
     }
+
+
+def stages(progress: Progress, purpose: str = "") -> Callable[[str], None]:
+    """`compile`'s progress callback: the stage about to run, as a step of `STAGES`."""
+    label = f"compiling {purpose}".rstrip()
+    return lambda stage: progress.step(f"{label}: {stage}", STAGES.index(stage), len(STAGES))
 
 
 def format_layers(layers: list[dict]) -> str:
@@ -134,7 +139,7 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        progress = Progress()
+        progress = Progress("stages")
         if options.target == "pim":
             compile_pim_target(options)
             return
@@ -147,7 +152,7 @@ def main(args: Sequence[str] | None = None) -> None:
             strategy=options.strategy,
         )
         try:
-            model = compile(options.model, progress=progress.step, **compile_options)
+            model = compile(options.model, progress=stages(progress), **compile_options)
         except (CompileError, OnnxImportError, DeviceConfigError) as e:
             raise UserError(str(e)) from None
         progress.finish()
