@@ -146,9 +146,7 @@ def calibration_samples(
     """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
     array, or `calibration`), or a reported fallback of standard-normal inputs."""
     shapes = [
-        list(input_shape(i))
-        for i in model.graph.input
-        if i.name not in {init.name for init in model.graph.initializer}
+        list(input_shape(i)) for i in model.graph.input if i.name not in {init.name for init in model.graph.initializer}
     ]
     if calibration is None:
         notes.append(f"no calibration data given: calibrated on {count} standard-normal random inputs")

@@ -27,8 +27,8 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from cimxdsl.dialects.utils import dense_attr, reassociation
-from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
+from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.onnx_importer import OnnxImporter, conv_pads, input_shape, load_model, sanitize
 from cimxdsl.interpreters import run
 
@@ -176,7 +176,7 @@ class IntegerImporter:
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
         if attrs["group"] != 1:
-            raise node_error(node, f"the integer (PIM) import supports groups = 1 only")
+            raise node_error(node, "the integer (PIM) import supports groups = 1 only")
         weights = self.weights(node, 1, "the weights")
         codes, e_w = self.quantize_weights(weights)
         kernel = weights.shape[2:]
@@ -190,7 +190,7 @@ class IntegerImporter:
     def import_gemm(self, node, attrs):
         x, e_x = self.input(node)
         if attrs["transA"]:
-            raise node_error(node, f"transA is not supported by the integer import")
+            raise node_error(node, "transA is not supported by the integer import")
         weights = self.weights(node, 1, "the weights") * attrs["alpha"]
         weights = weights.T if attrs["transB"] else weights
         codes, e_w = self.quantize_weights(weights)
@@ -217,7 +217,7 @@ class IntegerImporter:
         x, e = self.input(node)
         kernel, strides = attrs["kernel_shape"], attrs["strides"]
         if attrs["ceil_mode"] or any(d != 1 for d in attrs["dilations"]):
-            raise node_error(node, f"ceil_mode and dilations are not supported here")
+            raise node_error(node, "ceil_mode and dilations are not supported here")
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, [1, 1])
         x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], LOWEST)
         n, c, h, w = shape_of(x)

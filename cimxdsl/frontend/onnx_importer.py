@@ -199,9 +199,7 @@ class OnnxImporter:
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
-        self.constants: dict[str, np.ndarray] = {
-            init.name: initializer_array(init) for init in self.graph.initializer
-        }
+        self.constants: dict[str, np.ndarray] = {init.name: initializer_array(init) for init in self.graph.initializer}
         self.values: dict[str, SSAValue] = {}
         self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
@@ -429,7 +427,7 @@ def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValue) -> SSAValue:
     """An NCHW convolution with the node's padding, strides, dilations and groups."""
     if len(shape_of(image)) != 4:
-        raise node_error(node, f"only 2-D convolutions (NCHW) are supported")
+        raise node_error(node, "only 2-D convolutions (NCHW) are supported")
     if len(shape_of(weights)) != 4:
         raise node_error(node, f"the weights must be 4-d (F, C/group, KH, KW), got {list(shape_of(weights))}")
     f, c_group, kh, kw = shape_of(weights)
@@ -511,10 +509,10 @@ def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], l
     """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node; `ceil_mode`
     becomes extra bottom/right padding (which the pooling does not count)."""
     if len(shape_of(image)) != 4:
-        raise node_error(node, f"only 2-D pooling (NCHW) is supported")
+        raise node_error(node, "only 2-D pooling (NCHW) is supported")
     kernel, strides = attrs["kernel_shape"], attrs["strides"]
     if any(d != 1 for d in attrs["dilations"]):
-        raise node_error(node, f"dilations are not supported")
+        raise node_error(node, "dilations are not supported")
     size = shape_of(image)[2:]
     pads = conv_pads(node, attrs, size, kernel, strides, [1, 1])
     if attrs["ceil_mode"]:
@@ -556,7 +554,7 @@ def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """`(x - mean) · gamma / sqrt(var + eps) + beta` per channel (inference mode)."""
     if attrs["training_mode"]:
-        raise node_error(node, f"training mode is not supported")
+        raise node_error(node, "training mode is not supported")
     x = im.input(node, 0)
     rank = len(shape_of(x))
     channels = shape_of(x)[1]
@@ -571,7 +569,7 @@ def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
     shape = im.shapes.get(node.output[0])
     if shape is None:
-        raise node_error(node, f"the output shape is unknown")
+        raise node_error(node, "the output shape is unknown")
     return im.static_shape(node.output[0], shape)
 
 
@@ -611,7 +609,7 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     if attrs["mode"] != "constant":
-        raise node_error(node, f"only constant padding is supported")
+        raise node_error(node, "only constant padding is supported")
     pads = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)

@@ -29,11 +29,7 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
 
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
     initializers = {init.name for init in model.graph.initializer}
-    return [
-        (i.name, input_shape(i))
-        for i in model.graph.input
-        if i.name not in initializers
-    ]
+    return [(i.name, input_shape(i)) for i in model.graph.input if i.name not in initializers]
 
 
 def read_inputs(given: Sequence[str], names: list[tuple[str, tuple[int, ...]]], randomize: bool, seed: int) -> list:

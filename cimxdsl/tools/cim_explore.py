@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 
+
 def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-explore", description=__doc__)
     parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")

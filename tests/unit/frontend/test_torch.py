@@ -27,7 +27,7 @@ def exported(name: str) -> tuple[bytes, np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_exports_compute_torch_outputs(name):
-    model, x, expected = exported(name)
+    _, x, expected = exported(name)
     compiled = cimxdsl.compile(EXPORTS / f"{name}.onnx", device="ideal", mode="exact")
     np.testing.assert_allclose(compiled(x), expected, rtol=1e-4, atol=1e-5)
     int8 = cimxdsl.compile(EXPORTS / f"{name}.onnx", device="ideal", calibration=x)
