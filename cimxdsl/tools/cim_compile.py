@@ -134,8 +134,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--report-json", metavar="FILE")
     options = parser.parse_args(args)
 
+    progress = Progress("stages")
+
     def body() -> None:
-        progress = Progress("stages")
         if options.target == "pim":
             compile_pim_target(options)
             return
@@ -192,7 +193,10 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.output_dir:
             write_outputs(Path(options.output_dir), model, report, outputs)
 
-    run_reporting_errors("cim-compile", body)
+    try:
+        run_reporting_errors("cim-compile", body)
+    finally:
+        progress.finish()  # also when an error ends the run: the terminal gets its cursor back
 
 
 def compile_pim_target(options) -> None:

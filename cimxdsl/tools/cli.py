@@ -61,6 +61,7 @@ class Progress:
         self.shown_tenth = -1
         self.bar: rich.progress.Progress | None = None
         self.task: rich.progress.TaskID | None = None
+        self.sized = False
 
     def __call__(self, done: int, total: int) -> None:
         """`done` of `total` units are finished (the callback form, as `explore(progress=...)`)."""
@@ -77,22 +78,25 @@ class Progress:
             print(f"{label}{' ' if label else ''}{done}/{total} {self.unit}  {elapsed:.1f} s", file=self.stream)
 
     def draw(self, label: str, done: int, total: int | None) -> None:
+        """Redraw the bar; a step of unknown size (total None) shows only a pulse and the time."""
+        sized = total is not None
+        if self.bar is not None and sized != self.sized:
+            self.finish()
         if self.bar is None:
-            console = rich.console.Console(file=self.stream, force_terminal=True)
+            counts = (rich.progress.MofNCompleteColumn(), rich.progress.TextColumn(self.unit), RateColumn(self.unit))
+            times = (rich.progress.TextColumn("ETA"), rich.progress.TimeRemainingColumn())
             self.bar = rich.progress.Progress(
                 rich.progress.TextColumn("{task.description}"),
                 rich.progress.BarColumn(),
-                rich.progress.MofNCompleteColumn(),
-                rich.progress.TextColumn(self.unit),
-                RateColumn(self.unit),
+                *(counts if sized else ()),
                 rich.progress.TimeElapsedColumn(),
-                rich.progress.TextColumn("ETA"),
-                rich.progress.TimeRemainingColumn(),
-                console=console,
+                *(times if sized else ()),
+                console=rich.console.Console(file=self.stream, force_terminal=True),
                 transient=True,
             )
             self.bar.start()
             self.task = self.bar.add_task(label, total=total)
+            self.sized = sized
         self.bar.update(self.task, description=label, completed=done, total=total)
 
     def finish(self) -> None:
