@@ -14,7 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/cim-compile examples/digits_cnn.onnx --device cinnamon --calibrate examples/digits_test.npz --dataset examples/digits_test.npz
+	$(BIN)/cim-compile examples/digits_cnn.onnx --device cinnamon --calibrate examples/digits_train.npz --dataset examples/digits_test.npz
 
 test: setup
 	$(BIN)/pytest

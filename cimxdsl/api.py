@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
-from cimxdsl.frontend.onnx_importer import import_onnx, load_model
+from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
@@ -146,9 +146,7 @@ def calibration_samples(
     """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
     array, or `calibration`), or a reported fallback of standard-normal inputs."""
     shapes = [
-        [d.dim_value or 1 for d in i.type.tensor_type.shape.dim]
-        for i in model.graph.input
-        if i.name not in {init.name for init in model.graph.initializer}
+        list(input_shape(i)) for i in model.graph.input if i.name not in {init.name for init in model.graph.initializer}
     ]
     if calibration is None:
         notes.append(f"no calibration data given: calibrated on {count} standard-normal random inputs")
@@ -253,14 +251,20 @@ def compile(
     example_input=None,
     batch: int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> CompiledModel:
+    cores: int | None = None,
+    crossbars_per_core: int | None = None,
+    out_dir: str | Path | None = None,
+) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
-    `example_input`. `batch` compiles for that many inputs at once (the leading dimension)."""
+    `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
+    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`)."""
     if target == "pim":
-        return compile_pim(model, device, calibration, out_dir=None)
+        return compile_pim(to_onnx(model, example_input), device, calibration, cores, crossbars_per_core, out_dir)
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
+    if (cores, crossbars_per_core, out_dir) != (None, None, None):
+        raise CompileError("cores, crossbars_per_core and out_dir are options of target 'pim'")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)

@@ -7,12 +7,15 @@ Architecture (1,898 weights):
                -> Flatten -> Gemm (64->10) -> logits[1,10]
 
 Training is pure NumPy (im2col convolutions, softmax cross-entropy, Adam) with a
-fixed seed. Writes `digits_cnn.onnx` and `digits_test.npz` (held-out `inputs`,
-`labels`, and 64 training images as `calibration`) next to this script.
+fixed seed. Writes into the package's bundled data (`cimxdsl/data/`, linked from
+`examples/`): `digits_cnn.onnx`, `digits_test.npz` (the 360 held-out `inputs` and
+`labels`, and 64 training images as `calibration`) and `digits_train.npz` (the
+first 300 training `inputs` and `labels`, the same 64 as `calibration`).
+`--data-only` writes the two data files from the split without training.
 
 Dev-time dependencies: scikit-learn (data set and split) and onnxruntime (check).
 
-    python examples/train_digits_cnn.py
+    python examples/train_digits_cnn.py [--data-only]
 """
 
 import os
@@ -22,6 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import sys
 import time
 from pathlib import Path
 
@@ -29,8 +33,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-OUT_DIR = Path(__file__).resolve().parent
+OUT_DIR = Path(__file__).resolve().parents[1] / "cimxdsl" / "data"
 SEED = 0
+TRAIN_EXAMPLES = 300
+CALIBRATION_EXAMPLES = 64
 EPOCHS = 30
 BATCH = 32
 LR = 0.005
@@ -221,9 +227,21 @@ def onnx_predict(model: onnx.ModelProto, x):
 # ---------------------------------------------------------------- main
 
 
+def write_data(x_tr, x_te, y_tr, y_te) -> None:
+    """The test split and the first training images, each with the calibration images."""
+    calibration = x_tr[:CALIBRATION_EXAMPLES].astype(np.float32)
+    for name, x, y in (("test", x_te, y_te), ("train", x_tr[:TRAIN_EXAMPLES], y_tr[:TRAIN_EXAMPLES])):
+        path = OUT_DIR / f"digits_{name}.npz"
+        np.savez_compressed(path, inputs=x.astype(np.float32), labels=y.astype(np.int64), calibration=calibration)
+        print(f"wrote {path.name} ({len(y)} images, {path.stat().st_size} B)")
+
+
 def main():
     """Train, report accuracies, export and verify, write the artifacts."""
     x_tr, x_te, y_tr, y_te = load_data()
+    if "--data-only" in sys.argv[1:]:
+        write_data(x_tr, x_te, y_tr, y_te)
+        return
     rng = np.random.default_rng(SEED)
     params = init_params(rng)
     t0 = time.perf_counter()
@@ -242,15 +260,10 @@ def main():
     print(f"onnxruntime test accuracy {ort_acc:.4f}")
     assert np.array_equal(ort_pred, pred_te), "onnxruntime predictions differ from the NumPy model"
 
-    onnx_path, npz_path = OUT_DIR / "digits_cnn.onnx", OUT_DIR / "digits_test.npz"
+    onnx_path = OUT_DIR / "digits_cnn.onnx"
     onnx.save(model, onnx_path)
-    np.savez_compressed(
-        npz_path,
-        inputs=x_te.astype(np.float32),
-        labels=y_te.astype(np.int64),
-        calibration=x_tr[:64].astype(np.float32),
-    )
-    print(f"wrote {onnx_path.name} ({onnx_path.stat().st_size} B), {npz_path.name} ({npz_path.stat().st_size} B)")
+    print(f"wrote {onnx_path.name} ({onnx_path.stat().st_size} B)")
+    write_data(x_tr, x_te, y_tr, y_te)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 from cimxdsl.explore.results import ExploreResults
 from cimxdsl.explore.sweep import Sweep, SweepError, load_sweep
 
-__all__ = ["ExploreResults", "Sweep", "SweepError", "explore", "load_sweep"]
+__all__ = ["ExploreResults", "Sweep", "SweepError", "explore", "load_sweep", "write"]
 
 
 def explore(
@@ -66,8 +66,24 @@ def explore(
         run={**execution, "seconds": round(time.perf_counter() - start, 3)},
     )
     if out_dir is not None:
-        results.write(out_dir, plots=plots)
+        write(results, out_dir, plots=plots)
     return results
+
+
+def write(results: ExploreResults, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
+    """Write results.csv, results.json and (with `plots`) the PNG figures; returns the paths."""
+    written = results.write(out_dir)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise RuntimeError(
+                "plots need matplotlib: pip install 'cimxdsl[explore]' (or skip them with --no-plots)"
+            ) from None
+        from cimxdsl.explore.plots import write_plots
+
+        written.update(write_plots(results, Path(out_dir)))
+    return written
 
 
 class _CallableModule(types.ModuleType):

@@ -98,23 +98,13 @@ class ExploreResults:
             "run": self.run,
         }
 
-    def write(self, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
-        """Write results.csv, results.json and (with `plots`) the PNG figures; returns the paths."""
+    def write(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write results.csv and results.json; returns their paths (plots: `cimxdsl.explore.write`)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = {"csv": out / "results.csv", "json": out / "results.json"}
         written["csv"].write_text(self.csv())
         written["json"].write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        if plots:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise RuntimeError(
-                    "plots need matplotlib: pip install 'cimxdsl[explore]' (or skip them with --no-plots)"
-                ) from None
-            from cimxdsl.explore.plots import write_plots
-
-            written.update(write_plots(self, out))
         return written
 
     def table(self) -> str:

@@ -193,12 +193,10 @@ def read_dataset(path: Path, need_labels: bool = True) -> tuple[np.ndarray, np.n
 
 
 def model_input_shape(model: onnx.ModelProto) -> list[tuple[int, ...]]:
+    from cimxdsl.frontend.onnx_importer import input_shape
+
     initializers = {init.name for init in model.graph.initializer}
-    return [
-        tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim)
-        for i in model.graph.input
-        if i.name not in initializers
-    ]
+    return [input_shape(i) for i in model.graph.input if i.name not in initializers]
 
 
 def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:

@@ -5,7 +5,8 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     name = "digits-adc"            # optional: a title for the plots and results
     model = "digits"               # an ONNX file (relative to the sweep file) or "digits" (the demo CNN)
     data = "digits"                # an .npz with `inputs` and `labels` (optionally `calibration`) or "digits"
-    calibration = "calib.npz"      # optional; default: the data set's `calibration` array, else its first 64 inputs
+    calibration = "digits-train"   # optional: an .npz (its `calibration` array, else its `inputs`) or "digits-train";
+                                   # default: the data set's `calibration` array, else its first 64 inputs
     limit = 360                    # optional: only the first N examples of the data set
     mode = "int8"                  # optional: "int8" (default) or "exact"
     strategy = "list"              # optional: the scheduling strategy (asap, alap, list, round-robin)
@@ -42,12 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cimxdsl.data import DIGITS_MODEL, DIGITS_TEST, DIGITS_TRAIN
 from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.device.config import FIELD_NAMES, check_field, flatten
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-BUNDLED_MODELS = {"digits": EXAMPLES / "digits_cnn.onnx"}
-BUNDLED_DATA = {"digits": EXAMPLES / "digits_test.npz"}
+BUNDLED_MODELS = {"digits": DIGITS_MODEL}
+BUNDLED_DATA = {"digits": DIGITS_TEST, "digits-train": DIGITS_TRAIN}
 GRIDS = ("product", "each")
 MODES = ("int8", "exact")
 STRATEGIES = ("asap", "alap", "list", "round-robin")

@@ -27,8 +27,9 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from cimxdsl.dialects.utils import dense_attr, reassociation
+from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
-from cimxdsl.frontend.onnx_importer import OnnxImporter, OnnxImportError, attributes, conv_pads, load_model, sanitize
+from cimxdsl.frontend.onnx_importer import OnnxImporter, conv_pads, input_shape, load_model, sanitize
 from cimxdsl.interpreters import run
 
 INT8 = (-128, 127)
@@ -93,7 +94,7 @@ class IntegerImporter:
     def run(self) -> IntegerProgram:
         graph = self.model.graph
         inputs = [i for i in graph.input if i.name not in self.constants]
-        shapes = [tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim) for i in inputs]
+        shapes = [input_shape(i) for i in inputs]
         block = Block(arg_types=[TensorType(i32, s) for s in shapes])
         self.ir = IRBuilder(block, i32)
         for arg, info in zip(block.args, inputs, strict=True):
@@ -111,7 +112,7 @@ class IntegerImporter:
                 raise OnnxImportError(
                     f"the integer (PIM) import does not support '{node.op_type}' (node '{node.name}')"
                 )
-            value, e = handler(node, attributes(node))
+            value, e = handler(node, NodeAttributes(node))
             value.name_hint = sanitize(node.output[0])
             self.values[node.output[0]], self.exponents[node.output[0]] = value, e
         outputs = [softmax.get(o.name, o.name) for o in graph.output]
@@ -129,13 +130,13 @@ class IntegerImporter:
     def input(self, node, index: int = 0) -> tuple[SSAValue, int]:
         name = node.input[index]
         if name not in self.values:
-            raise OnnxImportError(f"{node.op_type} node '{node.name}': input '{name}' must come from the network")
+            raise node_error(node, f"input '{name}' must come from the network")
         return self.values[name], self.exponents[name]
 
     def weights(self, node, index: int, what: str) -> np.ndarray:
         name = node.input[index] if index < len(node.input) else ""
         if name not in self.constants:
-            raise OnnxImportError(f"{node.op_type} node '{node.name}': {what} must be a constant")
+            raise node_error(node, f"{what} must be a constant")
         return self.constants[name].astype(np.float64)
 
     def splat(self, value: int, shape) -> SSAValue:
@@ -174,12 +175,12 @@ class IntegerImporter:
     # -- handlers: (node, attributes) -> (value, exponent) -----------------------------------------
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
-        if attrs.get("group", 1) != 1:
-            raise OnnxImportError(f"Conv node '{node.name}': the integer (PIM) import supports groups = 1 only")
+        if attrs["group"] != 1:
+            raise node_error(node, "the integer (PIM) import supports groups = 1 only")
         weights = self.weights(node, 1, "the weights")
         codes, e_w = self.quantize_weights(weights)
         kernel = weights.shape[2:]
-        strides, dilations = list(attrs.get("strides", [1, 1])), list(attrs.get("dilations", [1, 1]))
+        strides, dilations = attrs["strides"], attrs["dilations"]
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, dilations)
         x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], 0)
         acc = self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations)
@@ -188,19 +189,19 @@ class IntegerImporter:
 
     def import_gemm(self, node, attrs):
         x, e_x = self.input(node)
-        if attrs.get("transA", 0):
-            raise OnnxImportError(f"Gemm node '{node.name}': transA is not supported by the integer import")
-        weights = self.weights(node, 1, "the weights") * attrs.get("alpha", 1.0)
-        weights = weights.T if attrs.get("transB", 0) else weights
+        if attrs["transA"]:
+            raise node_error(node, "transA is not supported by the integer import")
+        weights = self.weights(node, 1, "the weights") * attrs["alpha"]
+        weights = weights.T if attrs["transB"] else weights
         codes, e_w = self.quantize_weights(weights)
         acc = self.ir.matmul(x, self.ir.constant(codes, i32))
         bias = None
         if len(node.input) > 2 and node.input[2]:
-            bias = np.broadcast_to(self.weights(node, 2, "the bias") * attrs.get("beta", 1.0), shape_of(acc))[0]
+            bias = np.broadcast_to(self.weights(node, 2, "the bias") * attrs["beta"], shape_of(acc))[0]
         return self.requantize(acc, e_x + e_w, node.output[0], bias)
 
     def import_matmul(self, node, attrs):
-        return self.import_gemm(node, {})
+        return self.import_gemm(node, defaults("Gemm"))
 
     def import_relu(self, node, attrs):
         x, e = self.input(node)
@@ -214,9 +215,9 @@ class IntegerImporter:
 
     def import_maxpool(self, node, attrs):
         x, e = self.input(node)
-        kernel, strides = list(attrs["kernel_shape"]), list(attrs.get("strides", [1, 1]))
-        if attrs.get("ceil_mode", 0) or any(d != 1 for d in attrs.get("dilations", [1, 1])):
-            raise OnnxImportError(f"MaxPool node '{node.name}': ceil_mode and dilations are not supported here")
+        kernel, strides = attrs["kernel_shape"], attrs["strides"]
+        if attrs["ceil_mode"] or any(d != 1 for d in attrs["dilations"]):
+            raise node_error(node, "ceil_mode and dilations are not supported here")
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, [1, 1])
         x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], LOWEST)
         n, c, h, w = shape_of(x)
@@ -242,8 +243,7 @@ class IntegerImporter:
     def import_flatten(self, node, attrs):
         x, e = self.input(node)
         shape = shape_of(x)
-        axis = attrs.get("axis", 1)
-        axis = axis + len(shape) if axis < 0 else axis
+        axis = attrs.axis("axis", len(shape), end=True)
         groups = [list(range(axis)), list(range(axis, len(shape)))]
         result = TensorType(i32, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
         collapse = tensor.CollapseShapeOp.create(

@@ -20,18 +20,16 @@ import onnx.reference
 from onnx import helper, numpy_helper, shape_inference, version_converter
 from xdsl.dialects import arith, func, math, tosa
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i1, i32, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.utils import dense_attr
+from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 
 TARGET_OPSET = 17
 SHAPE_ONLY = {"Shape", "Size"}
 """Ops whose result depends only on the (static) shape of their input: folded to constants."""
-
-
-class OnnxImportError(ValueError):
-    """A model the importer cannot take; the message is one line."""
 
 
 def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) -> onnx.ModelProto:
@@ -53,6 +51,8 @@ def load_model(model: onnx.ModelProto | str | Path, batch: int | None = None) ->
             raise OnnxImportError(f"cannot convert the model from opset {opset} to {TARGET_OPSET}: {e}") from None
     if batch is not None:
         model = with_batch(model, batch)
+    for node in model.graph.node:
+        NodeAttributes(node)  # the attributes first: their errors say more than shape inference's
     try:
         return infer_shapes(model)
     except Exception as e:
@@ -78,13 +78,18 @@ def infer_shapes(model: onnx.ModelProto, large: int = 1024) -> onnx.ModelProto:
     )
     light = helper.make_model(light_graph, opset_imports=model.opset_import, ir_version=model.ir_version)
     light.functions.extend(model.functions)
-    inferred = shape_inference.infer_shapes(light, data_prop=True)
+    inferred = shape_inference.infer_shapes(light, strict_mode=True, data_prop=True)
     result = onnx.ModelProto()
     result.CopyFrom(model)
     for field in ("value_info", "output"):
         del getattr(result.graph, field)[:]
         getattr(result.graph, field).extend(getattr(inferred.graph, field))
     return result
+
+
+def input_shape(info: onnx.ValueInfoProto) -> tuple[int, ...]:
+    """The shape of a graph input as given (a symbolic dimension counts as 1)."""
+    return tuple(d.dim_value if d.HasField("dim_value") else 1 for d in info.type.tensor_type.shape.dim)
 
 
 def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
@@ -98,8 +103,29 @@ def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
     return model
 
 
-def attributes(node: onnx.NodeProto) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+def initializer_array(init: onnx.TensorProto) -> np.ndarray:
+    """An initializer's values; a payload that does not fit its type or dims is an import error."""
+    try:
+        return numpy_helper.to_array(init)
+    except Exception as e:  # onnx raises ValueError, TypeError or its own errors for bad payloads
+        dtype = onnx.TensorProto.DataType.Name(init.data_type)
+        message = f"initializer '{init.name}' does not hold a {list(init.dims)} {dtype} tensor"
+        raise OnnxImportError(f"{message}: {str(e).splitlines()[0]}") from None
+
+
+def verify_new_ops(node: onnx.NodeProto, last: Operation | None, block: Block) -> None:
+    """Verify the ops a node was translated to (those after `last`): a node whose inputs do not fit
+    together is an import error naming the node, not a verifier error on the whole module."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        try:
+            op.verify()
+        except VerifyException as e:
+            raise node_error(node, f"its inputs do not fit together ({str(e).splitlines()[0]})") from None
+        for result in op.results:
+            if isinstance(result.type, TensorType) and any(d < 0 for d in result.type.get_shape()):
+                raise node_error(node, f"its result would have a negative size ({result.type})")
+        op = op.next_op
 
 
 def np_to_onnx(dtype: np.dtype) -> int:
@@ -145,10 +171,14 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         conv = producers.get(node.input[0])
         if conv is None or conv.op_type != "Conv" or users.get(node.input[0]) != 1:
             continue
-        if conv.input[1] not in constants or not all(n in constants for n in node.input[1:5]):
+        operands = [conv.input[1], *node.input[1:5], *conv.input[2:3]]
+        if not all(n in constants for n in operands if n) or len(node.input) < 5:
             continue
+        channels = constants[conv.input[1]].shape[:1]
+        if any(constants[n].shape != channels for n in operands[1:] if n):
+            continue  # not per-channel vectors: left to the BatchNormalization import to report
         gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
-        scale = gamma / np.sqrt(var + attributes(node).get("epsilon", 1e-5))
+        scale = gamma / np.sqrt(var + NodeAttributes(node)["epsilon"])
         weights = constants[conv.input[1]].astype(np.float64)
         bias = constants[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
         weight_name, bias_name = f"{conv.name or conv.output[0]}_folded_w", f"{conv.name or conv.output[0]}_folded_b"
@@ -169,9 +199,7 @@ class OnnxImporter:
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
-        self.constants: dict[str, np.ndarray] = {
-            init.name: numpy_helper.to_array(init) for init in self.graph.initializer
-        }
+        self.constants: dict[str, np.ndarray] = {init.name: initializer_array(init) for init in self.graph.initializer}
         self.values: dict[str, SSAValue] = {}
         self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
@@ -207,7 +235,7 @@ class OnnxImporter:
             for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
                 self.constants[name] = value
             if node.op_type == "DequantizeLinear":
-                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), attributes(node).get("axis", 1))
+                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
             return
         if node.op_type in SHAPE_ONLY and node.input[0] in self.values:
             shape = shape_of(self.values[node.input[0]])
@@ -220,7 +248,9 @@ class OnnxImporter:
                 + ", ".join(sorted(HANDLERS))
             )
         self.ir.layer_name = sanitize(node.name or node.output[0])
-        results = handler(self, node, attributes(node))
+        last = self.ir.builder.insertion_point.block.last_op
+        results = handler(self, node, NodeAttributes(node))
+        verify_new_ops(node, last, self.ir.builder.insertion_point.block)
         for name, value in zip(node.output, results, strict=False):
             if name:
                 value.name_hint = sanitize(name)
@@ -242,12 +272,12 @@ class OnnxImporter:
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 
     def input(self, node: onnx.NodeProto, index: int) -> SSAValue:
-        return self.value(node.input[index], f"{node.op_type} node '{node.name}'")
+        return self.value(node.input[index], node_label(node))
 
     def constant(self, node: onnx.NodeProto, index: int, what: str) -> np.ndarray:
         name = node.input[index] if index < len(node.input) else ""
         if name not in self.constants:
-            raise OnnxImportError(f"{node.op_type} node '{node.name}': {what} must be a constant")
+            raise node_error(node, f"{what} must be a constant")
         return self.constants[name]
 
     def optional_constant(self, node: onnx.NodeProto, index: int) -> np.ndarray | None:
@@ -345,32 +375,38 @@ def matmul(im: OnnxImporter, lhs: SSAValue, rhs: SSAValue, node) -> SSAValue:
 
 def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     lhs = im.input(node, 0)
-    if attrs.get("transA", 0):
+    if attrs["transA"]:
         lhs = im.ir.transpose(lhs, (1, 0))
     weights = im.optional_constant(node, 1)
     if weights is not None:
-        weights = weights.T if attrs.get("transB", 0) else weights
-        rhs = im.ir.constant((weights * attrs.get("alpha", 1.0)).astype(np.float32))
+        weights = weights.T if attrs["transB"] else weights
+        rhs = im.ir.constant((weights * attrs["alpha"]).astype(np.float32))
     else:
         rhs = im.input(node, 1)
-        rhs = im.ir.transpose(rhs, (1, 0)) if attrs.get("transB", 0) else rhs
-        if attrs.get("alpha", 1.0) != 1.0:
+        rhs = im.ir.transpose(rhs, (1, 0)) if attrs["transB"] else rhs
+        if attrs["alpha"] != 1.0:
             rhs = im.ir.scalar_op(arith.MulfOp, rhs, attrs["alpha"])
     result = im.ir.matmul(lhs, rhs)
     if len(node.input) > 2 and node.input[2]:
         bias = im.input(node, 2)
-        if attrs.get("beta", 1.0) != 1.0:
+        if not broadcasts_to(shape_of(bias), shape_of(result)):
+            raise node_error(node, f"the bias {list(shape_of(bias))} does not broadcast to {list(shape_of(result))}")
+        if attrs["beta"] != 1.0:
             bias = im.ir.scalar_op(arith.MulfOp, bias, attrs["beta"])
         result = im.ir.binary(arith.AddfOp, result, bias)
     return [result]
 
 
+def broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether `shape` broadcasts to `target` in one direction (ONNX's unidirectional broadcasting)."""
+    return len(shape) <= len(target) and all(d in (1, t) for d, t in zip(reversed(shape), reversed(target)))
+
+
 def conv_pads(node, attrs, spatial: tuple[int, int], kernel, strides, dilations) -> list[int]:
     """ONNX pads [top, left, bottom, right], from `pads` or `auto_pad`."""
-    auto = attrs.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = attrs["auto_pad"]
     if auto in ("NOTSET", "VALID"):
-        return list(attrs.get("pads", [0, 0, 0, 0])) if auto == "NOTSET" else [0, 0, 0, 0]
+        return list(attrs["pads"]) if auto == "NOTSET" else [0, 0, 0, 0]
     pads = [0, 0, 0, 0]
     for axis in range(2):
         out = -(-spatial[axis] // strides[axis])
@@ -391,13 +427,19 @@ def import_conv(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValue) -> SSAValue:
     """An NCHW convolution with the node's padding, strides, dilations and groups."""
     if len(shape_of(image)) != 4:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D convolutions (NCHW) are supported")
+        raise node_error(node, "only 2-D convolutions (NCHW) are supported")
+    if len(shape_of(weights)) != 4:
+        raise node_error(node, f"the weights must be 4-d (F, C/group, KH, KW), got {list(shape_of(weights))}")
     f, c_group, kh, kw = shape_of(weights)
-    strides = list(attrs.get("strides", [1, 1]))
-    dilations = list(attrs.get("dilations", [1, 1]))
+    channels = shape_of(image)[1]
+    if channels != c_group * attrs["group"] or f % attrs["group"]:
+        raise node_error(
+            node, f"{channels} input channels and {f} filters of {c_group} channels do not fit group {attrs['group']}"
+        )
+    strides, dilations = attrs["strides"], attrs["dilations"]
     pads = conv_pads(node, attrs, shape_of(image)[2:], (kh, kw), strides, dilations)
     image = im.ir.pad(image, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]])
-    groups = attrs.get("group", 1)
+    groups = attrs["group"]
     if groups == 1:
         result = im.ir.conv(image, weights, strides, dilations)
     else:
@@ -432,8 +474,8 @@ def import_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def import_leaky_relu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    scaled = im.ir.scalar_op(arith.MulfOp, x, attrs.get("alpha", 0.01))
-    kind = arith.MaximumfOp if attrs.get("alpha", 0.01) <= 1 else arith.MinimumfOp
+    scaled = im.ir.scalar_op(arith.MulfOp, x, attrs["alpha"])
+    kind = arith.MaximumfOp if attrs["alpha"] <= 1 else arith.MinimumfOp
     return [im.ir.insert(kind(x, scaled))]
 
 
@@ -443,12 +485,12 @@ def import_clip(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     if any(name and name not in im.constants for name in bounds):
         for name, kind in zip(bounds, (arith.MaximumfOp, arith.MinimumfOp), strict=True):
             if name:
-                x = im.ir.binary(kind, x, im.value(name, f"Clip node '{node.name}'"))
+                x = im.ir.binary(kind, x, im.value(name, node_label(node)))
         return [x]
     limit = float(np.finfo(np.float32).max)
     low, high = im.optional_constant(node, 1), im.optional_constant(node, 2)
-    low = float(low) if low is not None else attrs.get("min", -limit)
-    high = float(high) if high is not None else attrs.get("max", limit)
+    low = float(low) if low is not None else attrs["min"] if attrs["min"] is not None else -limit
+    high = float(high) if high is not None else attrs["max"] if attrs["max"] is not None else limit
     return [im.ir.clamp(x, low, high)]
 
 
@@ -467,14 +509,13 @@ def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], l
     """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node; `ceil_mode`
     becomes extra bottom/right padding (which the pooling does not count)."""
     if len(shape_of(image)) != 4:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': only 2-D pooling (NCHW) is supported")
-    kernel = list(attrs["kernel_shape"])
-    strides = list(attrs.get("strides", [1, 1]))
-    if any(d != 1 for d in attrs.get("dilations", [1, 1])):
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': dilations are not supported")
+        raise node_error(node, "only 2-D pooling (NCHW) is supported")
+    kernel, strides = attrs["kernel_shape"], attrs["strides"]
+    if any(d != 1 for d in attrs["dilations"]):
+        raise node_error(node, "dilations are not supported")
     size = shape_of(image)[2:]
     pads = conv_pads(node, attrs, size, kernel, strides, [1, 1])
-    if attrs.get("ceil_mode", 0):
+    if attrs["ceil_mode"]:
         for axis in range(2):
             span = size[axis] + pads[axis] + pads[axis + 2] - kernel[axis]
             out = -(-span // strides[axis]) + 1
@@ -495,7 +536,7 @@ def import_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
     kernel, strides, pads = pool_geometry(node, attrs, image)
-    if attrs.get("count_include_pad", 0):
+    if attrs["count_include_pad"]:
         image = im.ir.pad(image, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]])
         pads = [0, 0, 0, 0]
     return [im.ir.pool(tosa.AvgPool2DOp, image, kernel, strides, pads)]
@@ -504,20 +545,22 @@ def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
     h, w = shape_of(image)[2:]
+    if h * w == 0:
+        raise node_error(node, "the image is empty")
     total = im.ir.reduce(tosa.ReduceSumOp, im.ir.reduce(tosa.ReduceSumOp, image, 2), 3)
     return [im.ir.scalar_op(arith.MulfOp, total, 1.0 / (h * w))]
 
 
 def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """`(x - mean) · gamma / sqrt(var + eps) + beta` per channel (inference mode)."""
-    if attrs.get("training_mode", 0):
-        raise OnnxImportError(f"BatchNormalization node '{node.name}': training mode is not supported")
+    if attrs["training_mode"]:
+        raise node_error(node, "training mode is not supported")
     x = im.input(node, 0)
     rank = len(shape_of(x))
     channels = shape_of(x)[1]
     shape = (1, channels) + (1,) * (rank - 2)
     gamma, beta, mean, var = (im.ir.reshape(im.input(node, i), shape) for i in range(1, 5))
-    deviation = im.ir.scalar_op(arith.AddfOp, var, attrs.get("epsilon", 1e-5))
+    deviation = im.ir.scalar_op(arith.AddfOp, var, attrs["epsilon"])
     scale = im.ir.binary(arith.DivfOp, gamma, im.ir.unary(math.SqrtOp, deviation))
     centered = im.ir.binary(arith.SubfOp, x, mean)
     return [im.ir.binary(arith.AddfOp, im.ir.binary(arith.MulfOp, centered, scale), beta)]
@@ -526,7 +569,7 @@ def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
     shape = im.shapes.get(node.output[0])
     if shape is None:
-        raise OnnxImportError(f"{node.op_type} node '{node.name}': the output shape is unknown")
+        raise node_error(node, "the output shape is unknown")
     return im.static_shape(node.output[0], shape)
 
 
@@ -537,25 +580,24 @@ def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_flatten(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
     shape = shape_of(x)
-    axis = attrs.get("axis", 1)
-    axis = axis + len(shape) if axis < 0 else axis
+    axis = attrs.axis("axis", len(shape), end=True)
     return [im.ir.reshape(x, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))]
 
 
 def import_transpose(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    permutation = attrs.get("perm", list(reversed(range(len(shape_of(x))))))
+    permutation = attrs.permutation("perm", len(shape_of(x)))
     return [im.ir.transpose(x, permutation)]
 
 
 def import_concat(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     values = [im.input(node, i) for i in range(len(node.input))]
-    return [im.ir.concat(values, attrs["axis"] % len(shape_of(values[0])))]
+    return [im.ir.concat(values, attrs.axis("axis", len(shape_of(values[0]))))]
 
 
 def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x = im.input(node, 0)
-    axis = attrs.get("axis", -1) % len(shape_of(x))
+    axis = attrs.axis("axis", len(shape_of(x)))
     shifted = im.ir.binary(arith.SubfOp, x, im.ir.reduce(tosa.ReduceMaxOp, x, axis))
     exponentials = im.ir.unary(math.ExpOp, shifted)
     return [im.ir.binary(arith.DivfOp, exponentials, im.ir.reduce(tosa.ReduceSumOp, exponentials, axis))]
@@ -566,9 +608,8 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    mode = attrs.get("mode", b"constant")
-    if (mode.decode() if isinstance(mode, bytes) else mode) != "constant":
-        raise OnnxImportError(f"Pad node '{node.name}': only constant padding is supported")
+    if attrs["mode"] != "constant":
+        raise node_error(node, "only constant padding is supported")
     pads = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)
@@ -584,9 +625,9 @@ def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     squares = im.ir.reshape(im.ir.binary(arith.MulfOp, x, x), (n, 1, c, h * w))
     padded = im.ir.pad(squares, [0, 0, (size - 1) // 2, 0], [0, 0, size // 2, 0])
     window_mean = im.ir.pool(tosa.AvgPool2DOp, padded, [size, 1], [1, 1], [0, 0, 0, 0])
-    scaled = im.ir.scalar_op(arith.MulfOp, im.ir.reshape(window_mean, (n, c, h, w)), attrs.get("alpha", 1e-4))
-    base = im.ir.scalar_op(arith.AddfOp, scaled, attrs.get("bias", 1.0))
-    return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs.get("beta", 0.75)))]
+    scaled = im.ir.scalar_op(arith.MulfOp, im.ir.reshape(window_mean, (n, c, h, w)), attrs["alpha"])
+    base = im.ir.scalar_op(arith.AddfOp, scaled, attrs["bias"])
+    return [im.ir.binary(arith.DivfOp, x, im.ir.scalar_op(math.PowFOp, base, attrs["beta"]))]
 
 
 # ---- quantized ONNX ops: integer tensors are held as float codes (exact for 8-bit values) ---------
@@ -649,14 +690,20 @@ def zero_point_dtype(im: OnnxImporter, node, index: int) -> np.dtype:
 def import_quantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     dtype = zero_point_dtype(im, node, 2)
     if dtype.kind not in "iu" or dtype.itemsize != 1:
-        raise OnnxImportError(f"QuantizeLinear node '{node.name}': only 8-bit integers are supported, not {dtype}")
+        raise node_error(node, f"only 8-bit integers are supported, not {dtype}")
     x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
-    return [quantize(im, x, scale, zero, dtype, attrs.get("axis", 1))]
+    return [quantize(im, x, scale, zero, dtype, quantization_axis(attrs, x, scale))]
 
 
 def import_dequantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
-    return [dequantize(im, x, scale, zero, attrs.get("axis", 1))]
+    return [dequantize(im, x, scale, zero, quantization_axis(attrs, x, scale))]
+
+
+def quantization_axis(attrs: NodeAttributes, x: SSAValue, scale: Parameter) -> int:
+    """The axis of per-axis scales (checked against the rank); per-tensor scales ignore it."""
+    count = scale.size if isinstance(scale, np.ndarray) else 1 if scale is None else int(np.prod(shape_of(scale)))
+    return attrs.axis("axis", len(shape_of(x))) if count > 1 else attrs["axis"]
 
 
 def along_axis(values, axis: int, rank: int) -> np.ndarray:

@@ -4,7 +4,7 @@ latency, energy and crossbar writes."""
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +12,7 @@ import onnx
 
 from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
-from cimxdsl.frontend.onnx_importer import OnnxImportError, with_batch
+from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape, with_batch
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.report import format_number, format_report, format_table
 
@@ -29,11 +29,7 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
 
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
     initializers = {init.name for init in model.graph.initializer}
-    return [
-        (i.name, tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim))
-        for i in model.graph.input
-        if i.name not in initializers
-    ]
+    return [(i.name, input_shape(i)) for i in model.graph.input if i.name not in initializers]
 
 
 def read_inputs(given: Sequence[str], names: list[tuple[str, tuple[int, ...]]], randomize: bool, seed: int) -> list:
@@ -81,8 +77,7 @@ def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progr
     """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set,
     both run on the whole set at once (the model compiled for that batch)."""
     inputs, labels = dataset_arrays(dataset)
-    progress.step("compiling for the data set")
-    batched = compile(model_path, batch=len(inputs), **compile_options)
+    batched = compile(model_path, batch=len(inputs), progress=stages(progress, "for the data set"), **compile_options)
     progress.step("simulating the data set")
     predictions = np.argmax(batched(inputs), axis=-1)
     progress.finish()
@@ -95,6 +90,12 @@ def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progr
         "crossbar_accuracy": float(np.mean(predictions == labels)),
         "top1_agreement": float(np.mean(predictions == float_predictions)),
     }
+
+
+def stages(progress: Progress, purpose: str = "") -> Callable[[str], None]:
+    """`compile`'s progress callback: the stage about to run, as a step of `STAGES`."""
+    label = f"compiling {purpose}".rstrip()
+    return lambda stage: progress.step(f"{label}: {stage}", STAGES.index(stage), len(STAGES))
 
 
 def format_layers(layers: list[dict]) -> str:
@@ -133,8 +134,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--report-json", metavar="FILE")
     options = parser.parse_args(args)
 
+    progress = Progress("stages")
+
     def body() -> None:
-        progress = Progress()
         if options.target == "pim":
             compile_pim_target(options)
             return
@@ -147,7 +149,7 @@ def main(args: Sequence[str] | None = None) -> None:
             strategy=options.strategy,
         )
         try:
-            model = compile(options.model, progress=progress.step, **compile_options)
+            model = compile(options.model, progress=stages(progress), **compile_options)
         except (CompileError, OnnxImportError, DeviceConfigError) as e:
             raise UserError(str(e)) from None
         progress.finish()
@@ -191,7 +193,10 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.output_dir:
             write_outputs(Path(options.output_dir), model, report, outputs)
 
-    run_reporting_errors("cim-compile", body)
+    try:
+        run_reporting_errors("cim-compile", body)
+    finally:
+        progress.finish()  # also when an error ends the run: the terminal gets its cursor back
 
 
 def compile_pim_target(options) -> None:

@@ -3,42 +3,10 @@ point (results.csv, results.json and PNG plots), serially, in local processes or
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cimxdsl.tools.cli import UserError, run_reporting_errors
-
-BAR_WIDTH = 24
-
-
-class ProgressLine:
-    """A progress bar on stderr: redrawn in place on a terminal, a line per tenth otherwise."""
-
-    def __init__(self, enabled: bool = True, stream=None):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self.start = time.perf_counter()
-        self.shown_tenth = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        filled = BAR_WIDTH * done // max(total, 1)
-        line = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} points  {self.elapsed():.1f} s"
-        if self.tty:
-            print(f"\r\033[K{line}", end="", file=self.stream, flush=True)
-        elif (tenth := 10 * done // max(total, 1)) > self.shown_tenth:
-            self.shown_tenth = tenth
-            print(line, file=self.stream, flush=True)
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
-    def finish(self) -> None:
-        if self.enabled and self.tty:
-            print("\r\033[K", end="", file=self.stream, flush=True)
+from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -52,7 +20,7 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        from cimxdsl.explore import SweepError, explore, load_sweep
+        from cimxdsl.explore import SweepError, explore, load_sweep, write
 
         if options.jobs < 1:
             raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
@@ -67,7 +35,7 @@ def main(args: Sequence[str] | None = None) -> None:
         except SweepError as e:
             raise located(e) from None
         out_dir = Path(options.output_dir or f"{Path(options.sweep).stem}-results")
-        progress = ProgressLine(enabled=not options.quiet)
+        progress = Progress("points", enabled=not options.quiet, lines=True)
         try:
             results = explore(sweep, jobs=options.jobs, scheduler=options.scheduler, progress=progress)
         except (SweepError, RuntimeError) as e:
@@ -75,7 +43,7 @@ def main(args: Sequence[str] | None = None) -> None:
         finally:
             progress.finish()
         try:
-            written = results.write(out_dir, plots=not options.no_plots)
+            written = write(results, out_dir, plots=not options.no_plots)
         except RuntimeError as e:
             raise UserError(str(e)) from None
         if not options.quiet:

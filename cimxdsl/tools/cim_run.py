@@ -94,6 +94,18 @@ def random_value(rng: np.random.Generator, t, bits: int):
     return rng.standard_normal(shape).astype(dtype)
 
 
+def save_results(path: str, names: list[str], inputs: list, outputs: list) -> None:
+    """An `.npz` of the results, named by their index (`result_0`, …), and of the inputs they came
+    from (`input_<argument>`)."""
+    arrays = {f"result_{i}": np.asarray(value) for i, value in enumerate(outputs)}
+    arrays.update({f"input_{name}": np.asarray(value) for name, value in zip(names, inputs, strict=True)})
+    try:
+        with open(path, "wb") as file:
+            np.savez(file, **arrays)
+    except OSError as e:
+        raise UserError(f"cannot write '{path}': {e.strerror}") from None
+
+
 def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-run", description=__doc__)
     parser.add_argument("file", help="an MLIR file at any level of the flow")
@@ -106,6 +118,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
     parser.add_argument("--report", action="store_true", help="print the device metrics")
     parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE.npz", help="write the results (result_0, …) and the inputs (input_NAME)"
+    )
     options = parser.parse_args(args)
 
     def body() -> None:
@@ -123,6 +138,8 @@ def main(args: Sequence[str] | None = None) -> None:
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
             for i, output in enumerate(result.outputs):
                 print(f"result {i}: {output!r}")
+        if options.output:
+            save_results(options.output, argument_names(module, options.entry), inputs, result.outputs)
         report = result.device.report()
         if options.report:
             print(format_report(report))

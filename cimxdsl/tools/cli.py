@@ -1,9 +1,13 @@
-"""Shared helpers for the command-line tools: one-line errors and a progress line."""
+"""Shared helpers for the command-line tools: one-line errors and progress bars."""
 
 import sys
+import time
 from collections.abc import Callable
 from typing import NoReturn
 
+import rich.console
+import rich.progress
+import rich.text
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
 
@@ -30,18 +34,72 @@ def run_reporting_errors(tool: str, body: Callable[[], object]) -> None:
         fail(tool, str(e))
 
 
+class RateColumn(rich.progress.ProgressColumn):
+    """Units finished per second (blank until there is a rate)."""
+
+    def __init__(self, unit: str):
+        super().__init__()
+        self.unit = unit or "steps"
+
+    def render(self, task: rich.progress.Task) -> rich.text.Text:
+        speed = task.finished_speed or task.speed
+        return rich.text.Text("" if speed is None else f"{speed:.2f} {self.unit}/s")
+
+
 class Progress:
-    """A one-line progress indicator on stderr (only when it is a terminal, unless forced)."""
+    """Progress on stderr. On a terminal: a `rich` bar with the count, rate, elapsed time and ETA,
+    redrawn in place and removed when done. Otherwise (a pipe, a CI log): with `lines`, one plain
+    line per tenth of the work; without, nothing."""
 
-    def __init__(self, enabled: bool | None = None):
-        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+    def __init__(self, unit: str = "", enabled: bool = True, lines: bool = False, stream=None):
+        self.stream = stream or sys.stderr
+        self.unit = unit
+        self.enabled = enabled
+        self.lines = lines
+        self.tty = self.stream.isatty()
+        self.start = time.perf_counter()
+        self.shown_tenth = -1
+        self.bar: rich.progress.Progress | None = None
+        self.task: rich.progress.TaskID | None = None
+        self.sized = False
 
-    def step(self, label: str, done: int | None = None, total: int | None = None) -> None:
+    def __call__(self, done: int, total: int) -> None:
+        """`done` of `total` units are finished (the callback form, as `explore(progress=...)`)."""
+        self.step("", done, total)
+
+    def step(self, label: str, done: int = 0, total: int | None = None) -> None:
         if not self.enabled:
             return
-        count = f" {done}/{total}" if total else ""
-        print(f"\r\033[K{label}{count}", end="", file=sys.stderr, flush=True)
+        if self.tty:
+            self.draw(label, done, total)
+        elif self.lines and total and (tenth := 10 * done // total) > self.shown_tenth:
+            self.shown_tenth = tenth
+            elapsed = time.perf_counter() - self.start
+            print(f"{label}{' ' if label else ''}{done}/{total} {self.unit}  {elapsed:.1f} s", file=self.stream)
+
+    def draw(self, label: str, done: int, total: int | None) -> None:
+        """Redraw the bar; a step of unknown size (total None) shows only a pulse and the time."""
+        sized = total is not None
+        if self.bar is not None and sized != self.sized:
+            self.finish()
+        if self.bar is None:
+            counts = (rich.progress.MofNCompleteColumn(), rich.progress.TextColumn(self.unit), RateColumn(self.unit))
+            times = (rich.progress.TextColumn("ETA"), rich.progress.TimeRemainingColumn())
+            self.bar = rich.progress.Progress(
+                rich.progress.TextColumn("{task.description}"),
+                rich.progress.BarColumn(),
+                *(counts if sized else ()),
+                rich.progress.TimeElapsedColumn(),
+                *(times if sized else ()),
+                console=rich.console.Console(file=self.stream, force_terminal=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(label, total=total)
+            self.sized = sized
+        self.bar.update(self.task, description=label, completed=done, total=total)
 
     def finish(self) -> None:
-        if self.enabled:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None

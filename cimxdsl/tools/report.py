@@ -1,4 +1,9 @@
-"""Text tables of the device metrics for the command-line tools."""
+"""Tables of the device metrics for the command-line tools (`rich` tables rendered as plain text)."""
+
+import io
+
+import rich.console
+import rich.table
 
 from cimxdsl.device import COMPONENTS
 
@@ -6,8 +11,16 @@ COLUMNS = ("writes", "cells_written", "mvms", "input_slices", "adc_conversions",
 
 
 def format_table(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
+    """`rows[0]` as the header over the other rows, numbers right-aligned, without colours, as wide
+    as its cells (never wrapped to a terminal's width)."""
+    table = rich.table.Table(box=None, pad_edge=False)
+    for name in rows[0]:
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in rows[1:]:
+        table.add_row(*row)
+    text = io.StringIO()
+    rich.console.Console(file=text, width=100_000, color_system=None, highlight=False).print(table)
+    return "\n".join(line.rstrip() for line in text.getvalue().splitlines())
 
 
 def format_number(value: float) -> str:

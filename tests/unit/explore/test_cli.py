@@ -1,6 +1,8 @@
 """`cim-explore`: results, plots and a progress line from a sweep file; one-line errors otherwise."""
 
 import csv
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -8,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cimxdsl.tools.cim_explore import ProgressLine, main
+from cimxdsl.tools.cim_explore import main
+from cimxdsl.tools.cli import Progress
 
 SWEEP = """\
 model = "digits"
@@ -48,7 +51,8 @@ def test_a_sweep_writes_results_plots_and_shows_progress(tmp_path):
     assert "4 points, 6 runs, 1 compiled programs, 0 failed" in out and "(processes)" in out
     assert "adc_bits=4, prog_noise=0.1" in out
     progress = [line for line in err.splitlines() if "points" in line]
-    assert progress and progress[-1].startswith("[" + "#" * 24 + "] 4/4 points")
+    assert progress and progress[-1].startswith("4/4 points  ") and progress[-1].endswith(" s")
+    assert "\r" not in err and "\033" not in err  # a pipe gets plain lines, no redrawing
 
 
 def test_default_output_directory_is_named_after_the_sweep(tmp_path, monkeypatch):
@@ -95,7 +99,7 @@ def test_bad_options_are_one_line_errors(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_progress_line_redraws_on_a_terminal_and_prints_tenths_otherwise():
+def test_progress_draws_a_bar_on_a_terminal_and_prints_tenths_otherwise():
     class Stream:
         def __init__(self, tty):
             self.text, self.tty = "", tty
@@ -110,19 +114,39 @@ def test_progress_line_redraws_on_a_terminal_and_prints_tenths_otherwise():
             pass
 
     plain = Stream(tty=False)
-    bar = ProgressLine(stream=plain)
+    bar = Progress("points", lines=True, stream=plain)
     for done in range(1, 21):
         bar(done, 20)
+    bar.finish()
     lines = plain.text.splitlines()
-    assert len(lines) == 11 and lines[-1].startswith("[########################] 20/20 points")
+    assert [line.split()[0] for line in lines] == ["1/20"] + [f"{2 * i}/20" for i in range(1, 11)]
+    assert "\033" not in plain.text and "\r" not in plain.text
+    silent = Stream(tty=False)
+    Progress("stages", stream=silent).step("compiling: tile", 3, 8)
+    assert silent.text == ""
     terminal = Stream(tty=True)
-    bar = ProgressLine(stream=terminal)
+    bar = Progress("points", stream=terminal)
     bar(1, 2)
     bar(2, 2)
     bar.finish()
-    assert terminal.text.count("\r\033[K") == 3 and "\n" not in terminal.text
+    shown = re.sub(r"\033\[[0-9;?]*[A-Za-z]", "", terminal.text)
+    assert "2/2 points" in shown and "ETA" in shown and "points/s" in shown
+    assert terminal.text.count("\r\033[2K") >= 2 and terminal.text.endswith("\033[2K")  # redrawn, then removed
 
 
-def test_the_console_script_is_installed():
+def test_the_installed_console_script_runs_a_sweep_and_reports_bad_input(tmp_path):
     script = shutil.which("cim-explore", path=str(Path(sys.executable).parent))
     assert script is not None
+    sweep = tmp_path / "one.toml"
+    sweep.write_text(SWEEP.replace("limit = 24", "limit = 8").replace("prog_noise = [0.0, 0.1]", ""))
+    process = subprocess.run([script, str(sweep), "--no-plots"], capture_output=True, text=True, cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert "2 points, 2 runs, 1 compiled programs, 0 failed" in process.stdout
+    with (tmp_path / "one-results" / "results.json").open() as file:
+        results = json.load(file)
+    assert [row["adc_bits"] for row in results["rows"]] == [0, 4] and results["sweep"]["images"] == 8
+    lossless = results["rows"][0]
+    assert lossless["status"] == "ok" and 0.0 <= lossless["accuracy"] <= 1.0
+    bad = subprocess.run([script, str(sweep), "--jobs", "-1"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr == "cim-explore: error: --jobs must be a positive integer, got -1\n"

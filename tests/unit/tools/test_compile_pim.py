@@ -1,0 +1,35 @@
+"""`cimxdsl.compile(..., target="pim")` takes the PIM geometry and the artifact directory."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cimxdsl
+from cimxdsl.api import CompileError, PimModel
+from tests.unit.frontend.models import small_cnn
+
+DIGITS = Path(__file__).resolve().parents[3] / "examples" / "digits_cnn.onnx"  # 22 crossbars of 128x128
+
+
+def test_pim_target_forwards_cores_crossbars_per_core_and_out_dir(tmp_path):
+    out = tmp_path / "artifacts"
+    compiled = cimxdsl.compile(DIGITS, target="pim", cores=12, crossbars_per_core=2, out_dir=out)
+    assert isinstance(compiled, PimModel) and compiled.directory == out
+    config = json.loads((out / "config.json").read_text())
+    assert config["core_cnt"] == 12
+    assert all(len(groups) <= 2 for groups in config["array_group_map"].values())
+    x = np.random.default_rng(0).random((1, 1, 8, 8)).astype(np.float32)
+    golden = compiled.program.dequantize(compiled.golden(x))[0]
+    np.testing.assert_array_equal(compiled(x), golden)
+
+
+def test_pim_geometry_that_cannot_hold_the_model_is_refused():
+    with pytest.raises(CompileError, match="3 cores x 2 crossbars per core hold only 6"):
+        cimxdsl.compile(DIGITS, target="pim", cores=3, crossbars_per_core=2)
+
+
+def test_pim_options_are_refused_on_the_memristor_target():
+    with pytest.raises(CompileError, match="options of target 'pim'"):
+        cimxdsl.compile(small_cnn(), cores=3)
