@@ -43,8 +43,10 @@ from cimxdsl.transforms.scheduling import (
     prepare_for_scheduling,
     restore_dominance,
     schedule_device,
+    StoredTile,
     schedule_makespan_ns,
 )
+from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
 from tests.unit.helpers import matmul_program
 
 PASSES = ("schedule-asap", "schedule-alap", "schedule-list", "schedule-round-robin")
@@ -567,11 +569,38 @@ def test_cost_model_follows_the_device_model():
     gemm, gemv = ops_of(module, GemmOp)[0], ops_of(module, GemvOp)[0]
     assert cost.mvm_ns(gemm) == 85.0  # seeds/001 §6.3: 6 fill cycles + 80 slices - 1, at 1 ns
     assert cost.write_ns(gemm) == pytest.approx(128 * config.write_ns_per_row)
-    assert cost.duration_ns(gemm, gemm.rhs) == 85.0
+    assert cost.duration_ns(gemm, StoredTile(gemm.rhs, transposed=False)) == 85.0
     assert cost.duration_ns(gemm, None) == pytest.approx(85.0 + 128 * config.write_ns_per_row)
     work = crossbar_work(gemv)  # M·v: the matrix is stored transposed (K×M), one input vector
-    assert (work.weights, work.rows, work.k, work.n) == (gemv.lhs, 1, 3, 6)
+    assert (work.weights, work.rows, work.k, work.n) == (StoredTile(gemv.lhs, transposed=True), 1, 3, 6)
     assert cost.mvm_ns(gemv) == 6 + 2 - 1
+
+
+def test_a_gemm_and_a_gemv_on_one_matrix_need_two_writes():
+    """`x·W` stores W, `W·v` stores Wᵀ: a crossbar holding one must be written for the other."""
+    module = parse(
+        f"""
+        func.func @main(%x: {T}, %w: {T}, %v: tensor<4xi32>) {{
+          %dev = cim.acquire_device {{availableCrossbarCount = 1 : i32}} -> !cim.deviceId
+          %c = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+          %p = cim.op.gemm %c, %x, %w : !cim.crossbarId, {T}, {T} -> {F}
+          %q = cim.op.gemv %c, %w, %v : !cim.crossbarId, {T}, tensor<4xi32> -> !cim.future<4xi32>
+          %r = cim.op.gemm %c, %x, %w : !cim.crossbarId, {T}, {T} -> {F}
+          cim.release_crossbar %c : !cim.crossbarId
+          cim.release_device %dev : !cim.deviceId
+          return
+        }}
+        """
+    )
+    cost = CrossbarCostModel(preset("cinnamon"))
+    p, q, r = ops_of(module, CimMatrixOp)
+    write = 4 * cost.config.write_ns_per_row
+    assert cost.duration_ns(q, crossbar_work(p).weights) == pytest.approx(write + cost.mvm_ns(q))
+    assert cost.duration_ns(r, crossbar_work(p).weights) == cost.mvm_ns(r)
+    in_order = [ScheduledOperation(op, p.crossbar_id, i, i) for i, op in enumerate((p, q, r))]
+    mvms = sum(cost.mvm_ns(op) for op in (p, q, r))
+    assert schedule_makespan_ns(in_order, cost) == pytest.approx(3 * write + mvms)  # W, Wᵀ, W again
+    assert makespan_lower_bound_ns([p, q, r], cost, 1) == pytest.approx(2 * write + mvms)  # two tiles
 
 
 def random_dag(seed: int) -> str:
