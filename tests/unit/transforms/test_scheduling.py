@@ -28,6 +28,7 @@ from cimxdsl.dialects.cim import (
     ReleaseCrossbarOp,
     ReleaseDeviceOp,
 )
+from cimxdsl.interpreters import run
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.scheduling import (
     AlapScheduler,
@@ -39,11 +40,11 @@ from cimxdsl.transforms.scheduling import (
     Schedule,
     ScheduledOperation,
     SchedulingStrategy,
+    StoredTile,
     crossbar_work,
     prepare_for_scheduling,
     restore_dominance,
     schedule_device,
-    StoredTile,
     schedule_makespan_ns,
 )
 from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
@@ -683,7 +684,6 @@ class Recording(SchedulingStrategy):
 def test_schedules_run_as_modelled_on_the_simulator():
     """A tiled layer through the real pipeline: every strategy gives the exact product, the simulator's
     latency is what the cost model says for that schedule, and the list schedule is the shortest."""
-    interpreters = pytest.importorskip("cimxdsl.interpreters")
     text = matmul_program(8, 10, 8)
     rng = np.random.default_rng(1)
     x, w = rng.integers(0, 4, (8, 10)), rng.integers(0, 4, (10, 8))
@@ -709,7 +709,7 @@ def test_schedules_run_as_modelled_on_the_simulator():
         schedule_device(device, record)
         module.verify()
         assert_dominance(module)
-        result = interpreters.run(module, [x, w], device="cinnamon")
+        result = run(module, [x, w], device="cinnamon")
         assert np.array_equal(result.outputs[0], x @ w)
         latency[name] = result.device.latency_ns
         assert latency[name] == pytest.approx(schedule_makespan_ns(recordings[0].result, cost)), name
