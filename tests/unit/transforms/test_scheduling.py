@@ -716,3 +716,72 @@ def test_schedules_run_as_modelled_on_the_simulator():
     assert latency["list"] == pytest.approx(recordings[0].inner.makespan_ns)
     assert latency["list"] <= min(latency.values())
     assert latency["list"] < latency["asap"]
+
+
+def distinct_layers(seed: int) -> tuple[str, list[np.ndarray]]:
+    """2–4 computes, each a gemm, a gemv or both on its own matrix, whose weights are all different
+    numbers, so that no two crossbar contents are equal by chance (the device skips such a write)."""
+    rng = np.random.default_rng(seed)
+    arguments, inputs, body, results = [], [], [], []
+    values = iter(rng.permutation(np.arange(-(2**15), 2**15)))
+
+    def argument(name: str, shape: tuple[int, ...], unique: bool) -> str:
+        size = int(np.prod(shape))
+        data = np.fromiter(values, np.int64, size) if unique else rng.integers(-(2**15), 2**15, size)
+        arguments.append(f"%{name}: tensor<{'x'.join(map(str, shape))}xi32>")
+        inputs.append(data.reshape(shape))
+        return f"%{name}"
+
+    for c in range(rng.integers(2, 5)):
+        rows, m, n = (int(d) for d in rng.integers(2, 40, 3))
+        w = argument(f"w{c}", (m, n), unique=True)
+        kinds = [["gemm"], ["gemv"], ["gemm", "gemv"]][rng.integers(3)]
+        ops, types = [], []
+        for kind in kinds:
+            if kind == "gemm":
+                x = argument(f"x{c}", (rows, m), unique=False)
+                types.append(f"tensor<{rows}x{n}xi32>")
+                ops.append(f"cinm.op.gemm {x}, {w} : (tensor<{rows}x{m}xi32>, tensor<{m}x{n}xi32>) -> {types[-1]}")
+            else:
+                v = argument(f"v{c}", (n,), unique=False)
+                types.append(f"tensor<{m}xi32>")
+                ops.append(f"cinm.op.gemv {w}, {v} : (tensor<{m}x{n}xi32>, tensor<{n}xi32>) -> {types[-1]}")
+        names = [f"%p{c}_{i}" for i in range(len(ops))]
+        body.append(
+            f"%h{c}:{len(ops)} = cinm.compute -> {', '.join(types)} {{\n"
+            + "".join(f"  {name} = {op}\n" for name, op in zip(names, ops, strict=True))
+            + f"  cinm.yield {', '.join(names)} : {', '.join(types)}\n}}"
+        )
+        results += [(f"%h{c}#{i}", t) for i, t in enumerate(types)]
+    text = (
+        f"func.func @main({', '.join(arguments)}) -> ({', '.join(t for _, t in results)}) {{\n"
+        + "\n".join(body)
+        + f"\nfunc.return {', '.join(r for r, _ in results)} : {', '.join(t for _, t in results)}\n}}"
+    )
+    return text, inputs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_strategy_beats_the_lower_bound_on_compiled_programs(seed: int):
+    """`makespan_lower_bound_ns` is a bound: every strategy's simulated latency of every layer, and of
+    the whole lowered program on the device's crossbars, is at least the bound of its cim ops."""
+    config = preset("cinnamon").replace(name="16-bit", weight_bits=16, input_bits=16)
+    cost = CrossbarCostModel(config)
+    text, inputs = distinct_layers(seed)
+    crossbars = [1, 3, 16][seed % 3]
+    tiled = str(apply(parse(text), f"tile{{rows=16 cols=8}},cinm-to-cim{{crossbars={crossbars}}}"))
+    for strategy in ("asap", "alap", "list", "round-robin"):
+        module = parse(tiled)
+        layers = [
+            [op for op in ops_of(module, CimMatrixOp) if op.crossbar_id.owner.device_id is device.device_id]
+            for device in ops_of(module, AcquireDeviceOp)
+        ]
+        whole = makespan_lower_bound_ns([op for layer in layers for op in layer], cost, config.crossbars)
+        apply(module, f'schedule-{strategy}{{device="cinnamon"}}' if strategy == "list" else f"schedule-{strategy}")
+        scheduled = run(module, inputs, config)
+        assert len(scheduled.layers) == len(layers)
+        for ops, layer in zip(layers, scheduled.layers, strict=True):
+            assert makespan_lower_bound_ns(ops, cost, crossbars) <= layer["latency_ns"] + 1e-6, strategy
+        lowered = run(apply(module, "cim-to-memristor,memristor-to-func"), inputs, config)
+        assert whole <= lowered.device.latency_ns + 1e-6, strategy
+        assert lowered.device.latency_ns >= sum(layer["latency_ns"] for layer in scheduled.layers) - 1e-6
