@@ -16,6 +16,8 @@ from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+import cimxdsl
+from cimxdsl.api import apply_passes
 from cimxdsl.device import preset
 from cimxdsl.dialects import get_all_dialects
 from cimxdsl.dialects.cim import (
@@ -29,7 +31,8 @@ from cimxdsl.dialects.cim import (
     ReleaseDeviceOp,
 )
 from cimxdsl.interpreters import run
-from cimxdsl.transforms import get_all_passes
+from cimxdsl.transforms import get_all_passes, schedule_list
+from cimxdsl.transforms.schedule_list import ScheduleListPass
 from cimxdsl.transforms.scheduling import (
     AlapScheduler,
     AsapScheduler,
@@ -48,6 +51,7 @@ from cimxdsl.transforms.scheduling import (
     schedule_makespan_ns,
 )
 from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
+from tests.unit.frontend.models import small_cnn
 from tests.unit.helpers import matmul_program
 
 PASSES = ("schedule-asap", "schedule-alap", "schedule-list", "schedule-round-robin")
@@ -785,3 +789,19 @@ def test_no_strategy_beats_the_lower_bound_on_compiled_programs(seed: int):
         lowered = run(apply(module, "cim-to-memristor,memristor-to-func"), inputs, config)
         assert whole <= lowered.device.latency_ns + 1e-6, strategy
         assert lowered.device.latency_ns >= sum(layer["latency_ns"] for layer in scheduled.layers) - 1e-6
+
+
+def test_the_list_pass_takes_the_device_as_an_object(monkeypatch):
+    """From Python the device reaches the pass as a `DeviceConfig` (no file, nothing loaded by name);
+    `cimxdsl.compile` passes its device so, and the pass prints as its option with the device's name."""
+    loaded: list[str] = []
+    monkeypatch.setattr(schedule_list, "load_device_config", lambda name: loaded.append(name) or preset(name))
+    one = preset("cinnamon").replace(name="one", crossbars=1)
+    with pytest.raises(PassFailedException, match="asks for 2 crossbars but device 'one' has 1"):
+        apply_passes(parse(SHARED), ScheduleListPass.for_device(one))
+    assert str(ScheduleListPass.for_device(one)) == 'schedule-list{device="one"}'
+    compiled = cimxdsl.compile(small_cnn(), device=one, strategy="list")
+    assert "cim.op.gemm" in compiled.mlir("schedule")
+    assert not loaded
+    apply(parse(SHARED), "schedule-list{device=cinnamon}")
+    assert set(loaded) == {"cinnamon"}  # the option loads a preset or a file, as for cim-opt
