@@ -7,7 +7,7 @@ Cost model (per cim op on one logical crossbar, from `cimxdsl.device`, the simul
 - MVM time = (pipeline_fill_cycles + input_slices · B − 1) · cycle_ns for B input rows (B = lhs rows of
   a gemm, 1 for a gemv), input_slices = ceil(input_bits / dac_bits), at least one cycle;
 - write time = K · write_ns_per_row, paid only if the crossbar does not hold that tile already (the
-  same SSA value in the same orientation), as `cim-to-memristor` writes a tile once.
+  same `StoredTile`: value and orientation), as `cim-to-memristor` writes a tile once.
 
 An op takes write (if needed) + MVM time on its crossbar, starting once its crossbar is free and its
 dependencies have finished (their barriers come first).
@@ -160,8 +160,8 @@ def _first_of_tiles(tops: list[tuple[int, int]], by_tile: dict[int, list[int]], 
 
 
 class _GraphWork:
-    """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than SSA
-    values), MVM and write times, and its rank (longest path to the end first, then graph order);
+    """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than a
+    `StoredTile`), MVM and write times, and its rank (longest path to the end first, then graph order);
     `by_rank` holds the nodes in rank order, `position` each node's index there."""
 
     def __init__(self, graph: DependencyGraph, cost: CrossbarCostModel):
