@@ -15,11 +15,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.model_zoo import MODELS
-from cimxdsl.api import apply_passes, device_file
+from cimxdsl.api import apply_passes
 from cimxdsl.device import Device, preset
 from cimxdsl.dialects import cim
 from cimxdsl.frontend.onnx_importer import import_onnx
 from cimxdsl.interpreters import run
+from cimxdsl.transforms.schedule_list import ScheduleListPass
 from cimxdsl.transforms.scheduling.critical_path import CrossbarCostModel, makespan_lower_bound_ns
 
 STRATEGIES = ("asap", "alap", "round-robin", "list")
@@ -58,7 +59,6 @@ def main() -> None:
     apply_passes(model, f"linalg-to-cinm,tile{{rows={rows} cols={cols}}}")
     x = np.random.default_rng(0).integers(-8, 8, (1, 3, args.size, args.size)).astype(np.float32)
     cost = CrossbarCostModel(config)
-    device_toml = device_file(config, config)
     print(f"{args.model} ({args.size}x{args.size}, width {args.width}) on cinnamon, 8-bit: latency / lower bound")
     print(f"{'crossbars':>9}  " + "  ".join(f"{s:>17}" for s in STRATEGIES))
     for crossbars in (1, 4, 16, 64):
@@ -67,7 +67,7 @@ def main() -> None:
             module = model.clone()
             apply_passes(module, f"cinm-to-cim{{crossbars={crossbars}}}")
             bounds = lower_bounds(module, cost, crossbars)
-            schedule = f"schedule-{strategy}" + (f'{{device="{device_toml}"}}' if strategy == "list" else "")
+            schedule = ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
             apply_passes(module, schedule)
             layers = run(module, [x], Device(config)).layers
             ratios = [layer["latency_ns"] / bound for layer, bound in zip(layers, bounds, strict=True)]

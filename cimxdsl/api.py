@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
@@ -31,6 +31,7 @@ from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms import get_all_passes
+from cimxdsl.transforms.schedule_list import ScheduleListPass
 
 FORMAT_VERSION = 1
 MODES = ("int8", "exact")
@@ -293,9 +294,7 @@ def compile(
         bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
         module = stage("quantize", lambda: quantize(module, samples, **bits))
     rows, columns = config.tile_shape
-    schedule = f"schedule-{strategy}"
-    if strategy == "list":
-        schedule += f'{{device="{device_file(device, config)}"}}'
+    schedule: str | ModulePass = ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
     for name, spec in (
         ("cinm", "linalg-to-cinm"),
         ("tile", f"tile{{rows={rows} cols={columns}}}"),
@@ -310,30 +309,15 @@ def compile(
     return CompiledModel(stages, config, options, notes, seconds)
 
 
-def device_file(device: str | Path | DeviceConfig, config: DeviceConfig) -> str | Path:
-    """A preset name or TOML file for pass options: a `DeviceConfig` object is written to one."""
-    if not isinstance(device, DeviceConfig):
-        return device
-    import hashlib
-    import tempfile
-
-    text = config.to_toml()
-    directory = Path(tempfile.gettempdir()) / "cimxdsl-devices"
-    directory.mkdir(exist_ok=True)
-    path = directory / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"  # one file per configuration
-    if not path.exists():  # written whole, then renamed: concurrent compiles never read half a file
-        handle, partial = tempfile.mkstemp(dir=directory, suffix=".part")
-        with open(handle, "w") as file:
-            file.write(text)
-        Path(partial).replace(path)
-    return path
-
-
-def apply_passes(module: ModuleOp, spec: str) -> ModuleOp:
+def apply_passes(module: ModuleOp, passes: str | ModulePass) -> ModuleOp:
+    """Apply a pass pipeline (text, as for cim-opt) or one pass object to `module` in place."""
     try:
-        PassPipeline.parse_spec(get_all_passes(), spec).apply(make_context(), module)
+        pipeline = (
+            PassPipeline.parse_spec(get_all_passes(), passes) if isinstance(passes, str) else PassPipeline((passes,))
+        )
+        pipeline.apply(make_context(), module)
     except (ValueError, KeyError) as e:
-        raise CompileError(f"cannot run '{spec}': {e}") from None
+        raise CompileError(f"cannot run '{passes}': {e}") from None
     return module
 
 

@@ -6,7 +6,8 @@ wraps ids beyond the device's crossbars).
 A `cim.op.gemm %x, %a, %b` becomes a fresh result tensor, `memristor.write_to_crossbar` of `b` and
 `memristor.gemm` into the result's buffer; the result tensor replaces the future. A
 `cim.op.gemv %x, %m, %v` (`m·v`) writes `mᵀ` so that `memristor.gevm` (`v·B` with B stored)
-computes `m·v`. A tile that already holds the same weights is not written again. A `cim.barrier`
+computes `m·v`. A tile that already holds the same weights in the same orientation (the same
+`StoredTile`) is not written again. A `cim.barrier`
 becomes `memristor.barrier` on the tile that computes its future.
 """
 
@@ -22,6 +23,7 @@ from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.scheduling import StoredTile, stored_tile
 
 
 def to_buffer(value: SSAValue) -> Operation:
@@ -45,8 +47,8 @@ class MemristorLowering:
 
     tile_index: dict[SSAValue, int] = field(default_factory=dict)
     """tile id value -> its index"""
-    held_weights: dict[int, SSAValue] = field(default_factory=dict)
-    """tile index -> the weights it holds"""
+    held_weights: dict[int, StoredTile] = field(default_factory=dict)
+    """tile index -> the weights it holds, as stored"""
     tile_computing: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """result tensor of a lowered crossbar op -> its tile id"""
 
@@ -91,14 +93,12 @@ class MemristorLowering:
         assert isinstance(future, cim.FutureType)
         result = bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
         new_ops: list[Operation] = [result]
-        if isinstance(op, cim.GemmOp):
-            inputs, weights, kind = op.lhs, op.rhs, memristor.GemmOp
-        else:
-            inputs, weights, kind = op.rhs, op.lhs, memristor.GevmOp
-        index = self.tile_index[tile]
-        if self.held_weights.get(index) is not weights:
-            self.held_weights[index] = weights
-            if kind is memristor.GevmOp:
+        inputs, kind = (op.lhs, memristor.GemmOp) if isinstance(op, cim.GemmOp) else (op.rhs, memristor.GevmOp)
+        index, needed = self.tile_index[tile], stored_tile(op)
+        if self.held_weights.get(index) != needed:
+            self.held_weights[index] = needed
+            weights = needed.value
+            if needed.transposed:
                 new_ops += transposed(weights)
                 weights = new_ops[-1].results[0]
             stored = to_buffer(weights)

@@ -1,7 +1,9 @@
 """`schedule-list`: critical-path list scheduling with the device model's latencies."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
@@ -19,14 +21,26 @@ class ScheduleListPass(CimSchedulePass):
     the end), on the crossbar where it finishes first (MVM cycles plus a weight write unless that
     crossbar holds the tile already), with barriers at the ops' finish times; a second plan that
     also reuses a crossbar holding the weights when the op still ends within 1.1× the lower bound is
-    kept when it is shorter (see `CriticalPathScheduler`). `device` is a preset name or a .toml file
-    (see `cimxdsl.device`); it also bounds `availableCrossbarCount`."""
+    kept when it is shorter (see `CriticalPathScheduler`). The device, a preset name or a .toml file
+    in the option `device` (see `cimxdsl.device`) or a `DeviceConfig` given to `for_device`, also
+    bounds `availableCrossbarCount`."""
 
     name = "schedule-list"
 
     device: str = "cinnamon"
+    device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
+    """The device as an object, from Python (`for_device`); not an option, it has no text form."""
+
+    @classmethod
+    def for_device(cls, config: DeviceConfig) -> ScheduleListPass:
+        """The pass for a device given as an object (no file): the option `device` is only its name."""
+        scheduler = cls(device=config.name)
+        object.__setattr__(scheduler, "device_config", config)
+        return scheduler
 
     def config(self) -> DeviceConfig:
+        if self.device_config is not None:
+            return self.device_config
         try:
             return load_device_config(self.device)
         except DeviceConfigError as err:

@@ -1,5 +1,6 @@
 """Scheduling of cim ops onto crossbars: the framework (graph, hooks, `apply_scheduling`, crossbar
-preparation, the pass base) and one module per strategy.
+preparation, the pass base), one module per strategy, and `residency` (what an op needs on its
+crossbar, shared with `cim-to-memristor`).
 
 Adding a strategy: subclass `SchedulingStrategy` in a new module (its `schedule(graph)` returns a
 `ScheduledOperation` per node) and add a tiny `CimSchedulePass` subclass in `transforms/`.
@@ -27,6 +28,7 @@ from cimxdsl.transforms.scheduling.framework import (
     restore_dominance,
     schedule_device,
 )
+from cimxdsl.transforms.scheduling.residency import StoredTile, stored_tile
 from cimxdsl.transforms.scheduling.round_robin import RoundRobinScheduler
 
 __all__ = [
@@ -43,10 +45,12 @@ __all__ = [
     "ScheduledOperation",
     "SchedulingHooks",
     "SchedulingStrategy",
+    "StoredTile",
     "apply_scheduling",
     "crossbar_work",
     "prepare_for_scheduling",
     "restore_dominance",
     "schedule_device",
     "schedule_makespan_ns",
+    "stored_tile",
 ]

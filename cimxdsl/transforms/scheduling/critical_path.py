@@ -2,12 +2,12 @@
 
 Cost model (per cim op on one logical crossbar, from `cimxdsl.device`, the simulator's own formulas):
 
-- the weight tile: `rhs` (K×N) of a gemm; of a gemv (M×K matrix · K-vector) the matrix `lhs`, stored
-  transposed (K×M) so that one input vector gives the M results;
+- the weight tile (`StoredTile`): `rhs` (K×N) of a gemm; of a gemv (M×K matrix · K-vector) the matrix
+  `lhs`, stored transposed (K×M) so that one input vector gives the M results;
 - MVM time = (pipeline_fill_cycles + input_slices · B − 1) · cycle_ns for B input rows (B = lhs rows of
   a gemm, 1 for a gemv), input_slices = ceil(input_bits / dac_bits), at least one cycle;
 - write time = K · write_ns_per_row, paid only if the crossbar does not hold that tile already (the
-  same SSA value), as `cim-to-memristor` writes a tile once.
+  same `StoredTile`: value and orientation), as `cim-to-memristor` writes a tile once.
 
 An op takes write (if needed) + MVM time on its crossbar, starting once its crossbar is free and its
 dependencies have finished (their barriers come first).
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.metrics import mvm_events, write_time_ns
-from cimxdsl.dialects.cim import FutureType, GemmOp, GemvOp
+from cimxdsl.dialects.cim import FutureType, GemmOp
 from cimxdsl.transforms.scheduling.framework import (
     DependencyGraph,
     DependencyNode,
@@ -34,31 +34,27 @@ from cimxdsl.transforms.scheduling.framework import (
     ScheduledOperation,
     SchedulingStrategy,
 )
+from cimxdsl.transforms.scheduling.residency import StoredTile, stored_tile
 
 
 @dataclass(frozen=True)
 class CrossbarWork:
-    """What a cim op asks of a crossbar: the weight tile (K×N, identified by its SSA value) and the
-    number of input rows it streams through it."""
+    """What a cim op asks of a crossbar: the weight tile (K×N as stored) and the number of input rows
+    it streams through it."""
 
-    weights: SSAValue
+    weights: StoredTile
     rows: int
     k: int
     n: int
 
 
 def crossbar_work(operation: Operation) -> CrossbarWork:
-    def shape(value: SSAValue) -> tuple[int, ...]:
-        assert isinstance(value.type, TensorType | FutureType)
-        return value.type.get_shape()
-
+    tile = stored_tile(operation)
+    rows = 1
     if isinstance(operation, GemmOp):
-        (rows, k), (_, n) = shape(operation.lhs), shape(operation.rhs)
-        return CrossbarWork(operation.rhs, rows, k, n)
-    if isinstance(operation, GemvOp):
-        m, k = shape(operation.lhs)
-        return CrossbarWork(operation.lhs, 1, k, m)
-    raise ValueError(f"no crossbar cost for '{operation.name}'")
+        assert isinstance(operation.lhs.type, TensorType | FutureType)
+        rows = operation.lhs.type.get_shape()[0]
+    return CrossbarWork(tile, rows, *tile.shape)
 
 
 @dataclass(frozen=True)
@@ -75,9 +71,9 @@ class CrossbarCostModel:
     def write_ns(self, operation: Operation) -> float:
         return write_time_ns(self.config, crossbar_work(operation).k)
 
-    def duration_ns(self, operation: Operation, held: SSAValue | None) -> float:
+    def duration_ns(self, operation: Operation, held: StoredTile | None) -> float:
         """Time on a crossbar that holds the tile `held` (None: nothing yet)."""
-        write = 0.0 if held is crossbar_work(operation).weights else self.write_ns(operation)
+        write = 0.0 if held == crossbar_work(operation).weights else self.write_ns(operation)
         return write + self.mvm_ns(operation)
 
 
@@ -87,7 +83,7 @@ def schedule_makespan_ns(schedule: Schedule[R], cost: CrossbarCostModel) -> floa
     (the host waits for those ops)."""
     now = 0.0
     free: dict[R, float] = {}
-    held: dict[R, SSAValue] = {}
+    held: dict[R, StoredTile] = {}
     finish: dict[Operation, float] = {}
     dispatches: defaultdict[int, list[ScheduledOperation[R]]] = defaultdict(list)
     barriers: defaultdict[int, list[ScheduledOperation[R]]] = defaultdict(list)
@@ -122,7 +118,7 @@ def makespan_lower_bound_ns(operations: Iterable[Operation], cost: CrossbarCostM
       equal ops on 16 crossbars take 3 ops' time, not 36/16.
 
     Dependencies are ignored (the bound stays valid, only less tight)."""
-    by_tile: dict[SSAValue, list[Operation]] = {}
+    by_tile: dict[StoredTile, list[Operation]] = {}
     for operation in operations:
         by_tile.setdefault(crossbar_work(operation).weights, []).append(operation)
     items: list[float] = []
@@ -164,13 +160,13 @@ def _first_of_tiles(tops: list[tuple[int, int]], by_tile: dict[int, list[int]], 
 
 
 class _GraphWork:
-    """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than SSA
-    values), MVM and write times, and its rank (longest path to the end first, then graph order);
+    """What the plans of a graph share: per node its weight tile (by number: cheaper to hash than a
+    `StoredTile`), MVM and write times, and its rank (longest path to the end first, then graph order);
     `by_rank` holds the nodes in rank order, `position` each node's index there."""
 
     def __init__(self, graph: DependencyGraph, cost: CrossbarCostModel):
         self.graph = graph
-        tiles: dict[SSAValue, int] = {}
+        tiles: dict[StoredTile, int] = {}
         self.weights = {node: tiles.setdefault(crossbar_work(node.operation).weights, len(tiles)) for node in graph}
         self.mvm = {node: cost.mvm_ns(node.operation) for node in graph}
         self.write = {node: cost.write_ns(node.operation) for node in graph}

@@ -46,6 +46,36 @@ func.func @lower(%a: tensor<6x3xi32>, %b: tensor<3x6xi32>, %m: tensor<5x3xi32>, 
 
 // -----
 
+// One square matrix, a gemm (stores W) then a gemv (stores Wᵀ) then a gemm again on one crossbar:
+// three different contents in turn, so three writes.
+func.func @gemm_and_gemv_on_one_matrix(%x: tensor<4x4xi32>, %w: tensor<4x4xi32>, %v: tensor<4xi32>) -> (tensor<4x4xi32>, tensor<4xi32>, tensor<4x4xi32>) {
+  %dev = cim.acquire_device {availableCrossbarCount = 1 : i32, isFullyScheduled = true} -> !cim.deviceId
+  %c = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+  %f0 = cim.op.gemm %c, %x, %w : !cim.crossbarId, tensor<4x4xi32>, tensor<4x4xi32> -> !cim.future<4x4xi32>
+  %t0 = cim.barrier %f0 : !cim.future<4x4xi32> -> tensor<4x4xi32>
+  %f1 = cim.op.gemv %c, %w, %v : !cim.crossbarId, tensor<4x4xi32>, tensor<4xi32> -> !cim.future<4xi32>
+  %t1 = cim.barrier %f1 : !cim.future<4xi32> -> tensor<4xi32>
+  %f2 = cim.op.gemm %c, %x, %w : !cim.crossbarId, tensor<4x4xi32>, tensor<4x4xi32> -> !cim.future<4x4xi32>
+  %t2 = cim.barrier %f2 : !cim.future<4x4xi32> -> tensor<4x4xi32>
+  cim.release_crossbar %c : !cim.crossbarId
+  cim.release_device %dev : !cim.deviceId
+  return %t0, %t1, %t2 : tensor<4x4xi32>, tensor<4xi32>, tensor<4x4xi32>
+}
+
+// CHECK-LABEL: func.func @gemm_and_gemv_on_one_matrix
+// CHECK:         %[[W0:.*]] = bufferization.to_buffer %w : tensor<4x4xi32> to memref<4x4xi32>
+// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W0]]
+// CHECK:         memristor.gemm
+// CHECK:         %[[WT:.*]] = linalg.transpose ins(%w:tensor<4x4xi32>)
+// CHECK-NEXT:    %[[W1:.*]] = bufferization.to_buffer %[[WT]] : tensor<4x4xi32> to memref<4x4xi32>
+// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W1]]
+// CHECK:         memristor.gevm
+// CHECK:         %[[W2:.*]] = bufferization.to_buffer %w : tensor<4x4xi32> to memref<4x4xi32>
+// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W2]]
+// CHECK:         memristor.gemm
+
+// -----
+
 func.func @future_argument(%f: !cim.future<6x6xi32>) -> tensor<6x6xi32> {
   %t = cim.barrier %f : !cim.future<6x6xi32> -> tensor<6x6xi32>
   return %t : tensor<6x6xi32>

@@ -52,6 +52,38 @@ def two_core_program() -> dict[int, list[dict]]:
     }
 
 
+CONSTANT = 100
+"""What core 1 of `three_core_program` sends."""
+
+
+def three_core_program(delay: int = 10) -> dict[int, list[dict]]:
+    """Core 0 computes y = x·W and sends it to core 2 early; core 1 sends [100, 100] to core 2 after
+    `delay` nops; core 2 receives from core 1 first, then from core 0, and stores y - [100, 100] at
+    global byte 12. Core 0's send waits (blocked) while core 2 stands at its recv from core 1."""
+    return {
+        0: [*two_core_program()[0][:-1], i("send", rd=1, rs1=1, core=2, size=8)],
+        1: [
+            setbw(),
+            *[i("nop")] * delay,
+            i("sldi", rd=0, imm=0),
+            i("lldi", rd=0, imm=CONSTANT, len=2),
+            i("send", rd=0, rs1=0, core=2, size=8),
+        ],
+        2: [
+            setbw(),
+            i("sldi", rd=0, imm=0),
+            i("sldi", rd=1, imm=16),
+            i("recv", rd=1, core=1, size=8),
+            i("recv", rd=0, core=0, size=8),
+            i("sldi", rd=2, imm=32),
+            i("vvsub", rd=2, rs1=0, rs2=1, len=2),
+            i("sldi", rd=28, imm=0),
+            i("sldi", rd=29, imm=12),
+            i("st", rd=28, rs1=2, size=8),
+        ],
+    }
+
+
 def expected(x: np.ndarray) -> np.ndarray:
     return np.maximum(x @ np.array(WEIGHTS) + 5, 0)
 

@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from cimxdsl.backend import ExecutionError, read_artifacts, validate
-from tests.unit.backend.handmade import expected, i, setbw, two_core_program, write
+from tests.unit.backend.handmade import (
+    CONSTANT,
+    WEIGHTS,
+    expected,
+    i,
+    setbw,
+    three_core_program,
+    two_core_program,
+    write,
+)
 
 X = np.array([[7, -3, 2], [-9, 1, 4]])
 
@@ -34,6 +43,15 @@ def test_transfers_between_two_cores_pair_up_in_order(tmp_path):
     program[1][-1] = i("st", rd=28, rs1=4, size=8)
     result = validate(read_artifacts(write(tmp_path, program)), [X[0]])
     np.testing.assert_array_equal(result.outputs[0], X[0][:2])
+
+
+def test_a_transfer_pairs_only_with_its_peer(tmp_path):
+    """Core 2 receives from core 1, then from core 0, while core 0 sends to it first (core 1 is
+    delayed): a send or recv paired with whichever core stands at a transfer would swap the two."""
+    program = three_core_program()
+    result = validate(read_artifacts(write(tmp_path, program, {0: [WEIGHTS]})), [X[0]])
+    np.testing.assert_array_equal(result.outputs[0], X[0] @ np.array(WEIGHTS) - CONSTANT)
+    assert result.per_core == {core: len(instructions) for core, instructions in program.items()}
 
 
 def test_deadlock_names_the_waiting_cores_and_instructions(tmp_path):

@@ -16,6 +16,8 @@ from xdsl.parser import Parser
 from xdsl.passes import PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+import cimxdsl
+from cimxdsl.api import apply_passes
 from cimxdsl.device import preset
 from cimxdsl.dialects import get_all_dialects
 from cimxdsl.dialects.cim import (
@@ -28,7 +30,9 @@ from cimxdsl.dialects.cim import (
     ReleaseCrossbarOp,
     ReleaseDeviceOp,
 )
-from cimxdsl.transforms import get_all_passes
+from cimxdsl.interpreters import run
+from cimxdsl.transforms import get_all_passes, schedule_list
+from cimxdsl.transforms.schedule_list import ScheduleListPass
 from cimxdsl.transforms.scheduling import (
     AlapScheduler,
     AsapScheduler,
@@ -39,12 +43,15 @@ from cimxdsl.transforms.scheduling import (
     Schedule,
     ScheduledOperation,
     SchedulingStrategy,
+    StoredTile,
     crossbar_work,
     prepare_for_scheduling,
     restore_dominance,
     schedule_device,
     schedule_makespan_ns,
 )
+from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
+from tests.unit.frontend.models import small_cnn
 from tests.unit.helpers import matmul_program
 
 PASSES = ("schedule-asap", "schedule-alap", "schedule-list", "schedule-round-robin")
@@ -567,11 +574,38 @@ def test_cost_model_follows_the_device_model():
     gemm, gemv = ops_of(module, GemmOp)[0], ops_of(module, GemvOp)[0]
     assert cost.mvm_ns(gemm) == 85.0  # seeds/001 §6.3: 6 fill cycles + 80 slices - 1, at 1 ns
     assert cost.write_ns(gemm) == pytest.approx(128 * config.write_ns_per_row)
-    assert cost.duration_ns(gemm, gemm.rhs) == 85.0
+    assert cost.duration_ns(gemm, StoredTile(gemm.rhs, transposed=False)) == 85.0
     assert cost.duration_ns(gemm, None) == pytest.approx(85.0 + 128 * config.write_ns_per_row)
     work = crossbar_work(gemv)  # M·v: the matrix is stored transposed (K×M), one input vector
-    assert (work.weights, work.rows, work.k, work.n) == (gemv.lhs, 1, 3, 6)
+    assert (work.weights, work.rows, work.k, work.n) == (StoredTile(gemv.lhs, transposed=True), 1, 3, 6)
     assert cost.mvm_ns(gemv) == 6 + 2 - 1
+
+
+def test_a_gemm_and_a_gemv_on_one_matrix_need_two_writes():
+    """`x·W` stores W, `W·v` stores Wᵀ: a crossbar holding one must be written for the other."""
+    module = parse(
+        f"""
+        func.func @main(%x: {T}, %w: {T}, %v: tensor<4xi32>) {{
+          %dev = cim.acquire_device {{availableCrossbarCount = 1 : i32}} -> !cim.deviceId
+          %c = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+          %p = cim.op.gemm %c, %x, %w : !cim.crossbarId, {T}, {T} -> {F}
+          %q = cim.op.gemv %c, %w, %v : !cim.crossbarId, {T}, tensor<4xi32> -> !cim.future<4xi32>
+          %r = cim.op.gemm %c, %x, %w : !cim.crossbarId, {T}, {T} -> {F}
+          cim.release_crossbar %c : !cim.crossbarId
+          cim.release_device %dev : !cim.deviceId
+          return
+        }}
+        """
+    )
+    cost = CrossbarCostModel(preset("cinnamon"))
+    p, q, r = ops_of(module, CimMatrixOp)
+    write = 4 * cost.config.write_ns_per_row
+    assert cost.duration_ns(q, crossbar_work(p).weights) == pytest.approx(write + cost.mvm_ns(q))
+    assert cost.duration_ns(r, crossbar_work(p).weights) == cost.mvm_ns(r)
+    in_order = [ScheduledOperation(op, p.crossbar_id, i, i) for i, op in enumerate((p, q, r))]
+    mvms = sum(cost.mvm_ns(op) for op in (p, q, r))
+    assert schedule_makespan_ns(in_order, cost) == pytest.approx(3 * write + mvms)  # W, Wᵀ, W again
+    assert makespan_lower_bound_ns([p, q, r], cost, 1) == pytest.approx(2 * write + mvms)  # two tiles
 
 
 def random_dag(seed: int) -> str:
@@ -654,7 +688,6 @@ class Recording(SchedulingStrategy):
 def test_schedules_run_as_modelled_on_the_simulator():
     """A tiled layer through the real pipeline: every strategy gives the exact product, the simulator's
     latency is what the cost model says for that schedule, and the list schedule is the shortest."""
-    interpreters = pytest.importorskip("cimxdsl.interpreters")
     text = matmul_program(8, 10, 8)
     rng = np.random.default_rng(1)
     x, w = rng.integers(0, 4, (8, 10)), rng.integers(0, 4, (10, 8))
@@ -680,10 +713,95 @@ def test_schedules_run_as_modelled_on_the_simulator():
         schedule_device(device, record)
         module.verify()
         assert_dominance(module)
-        result = interpreters.run(module, [x, w], device="cinnamon")
+        result = run(module, [x, w], device="cinnamon")
         assert np.array_equal(result.outputs[0], x @ w)
         latency[name] = result.device.latency_ns
         assert latency[name] == pytest.approx(schedule_makespan_ns(recordings[0].result, cost)), name
     assert latency["list"] == pytest.approx(recordings[0].inner.makespan_ns)
     assert latency["list"] <= min(latency.values())
     assert latency["list"] < latency["asap"]
+
+
+def distinct_layers(seed: int) -> tuple[str, list[np.ndarray]]:
+    """2–4 computes, each a gemm, a gemv or both on its own matrix, whose weights are all different
+    numbers, so that no two crossbar contents are equal by chance (the device skips such a write)."""
+    rng = np.random.default_rng(seed)
+    arguments, inputs, body, results = [], [], [], []
+    values = iter(rng.permutation(np.arange(-(2**15), 2**15)))
+
+    def argument(name: str, shape: tuple[int, ...], unique: bool) -> str:
+        size = int(np.prod(shape))
+        data = np.fromiter(values, np.int64, size) if unique else rng.integers(-(2**15), 2**15, size)
+        arguments.append(f"%{name}: tensor<{'x'.join(map(str, shape))}xi32>")
+        inputs.append(data.reshape(shape))
+        return f"%{name}"
+
+    for c in range(rng.integers(2, 5)):
+        rows, m, n = (int(d) for d in rng.integers(2, 40, 3))
+        w = argument(f"w{c}", (m, n), unique=True)
+        kinds = [["gemm"], ["gemv"], ["gemm", "gemv"]][rng.integers(3)]
+        ops, types = [], []
+        for kind in kinds:
+            if kind == "gemm":
+                x = argument(f"x{c}", (rows, m), unique=False)
+                types.append(f"tensor<{rows}x{n}xi32>")
+                ops.append(f"cinm.op.gemm {x}, {w} : (tensor<{rows}x{m}xi32>, tensor<{m}x{n}xi32>) -> {types[-1]}")
+            else:
+                v = argument(f"v{c}", (n,), unique=False)
+                types.append(f"tensor<{m}xi32>")
+                ops.append(f"cinm.op.gemv {w}, {v} : (tensor<{m}x{n}xi32>, tensor<{n}xi32>) -> {types[-1]}")
+        names = [f"%p{c}_{i}" for i in range(len(ops))]
+        body.append(
+            f"%h{c}:{len(ops)} = cinm.compute -> {', '.join(types)} {{\n"
+            + "".join(f"  {name} = {op}\n" for name, op in zip(names, ops, strict=True))
+            + f"  cinm.yield {', '.join(names)} : {', '.join(types)}\n}}"
+        )
+        results += [(f"%h{c}#{i}", t) for i, t in enumerate(types)]
+    text = (
+        f"func.func @main({', '.join(arguments)}) -> ({', '.join(t for _, t in results)}) {{\n"
+        + "\n".join(body)
+        + f"\nfunc.return {', '.join(r for r, _ in results)} : {', '.join(t for _, t in results)}\n}}"
+    )
+    return text, inputs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_strategy_beats_the_lower_bound_on_compiled_programs(seed: int):
+    """`makespan_lower_bound_ns` is a bound: every strategy's simulated latency of every layer, and of
+    the whole lowered program on the device's crossbars, is at least the bound of its cim ops."""
+    config = preset("cinnamon").replace(name="16-bit", weight_bits=16, input_bits=16)
+    cost = CrossbarCostModel(config)
+    text, inputs = distinct_layers(seed)
+    crossbars = [1, 3, 16][seed % 3]
+    tiled = str(apply(parse(text), f"tile{{rows=16 cols=8}},cinm-to-cim{{crossbars={crossbars}}}"))
+    for strategy in ("asap", "alap", "list", "round-robin"):
+        module = parse(tiled)
+        layers = [
+            [op for op in ops_of(module, CimMatrixOp) if op.crossbar_id.owner.device_id is device.device_id]
+            for device in ops_of(module, AcquireDeviceOp)
+        ]
+        whole = makespan_lower_bound_ns([op for layer in layers for op in layer], cost, config.crossbars)
+        apply(module, f'schedule-{strategy}{{device="cinnamon"}}' if strategy == "list" else f"schedule-{strategy}")
+        scheduled = run(module, inputs, config)
+        assert len(scheduled.layers) == len(layers)
+        for ops, layer in zip(layers, scheduled.layers, strict=True):
+            assert makespan_lower_bound_ns(ops, cost, crossbars) <= layer["latency_ns"] + 1e-6, strategy
+        lowered = run(apply(module, "cim-to-memristor,memristor-to-func"), inputs, config)
+        assert whole <= lowered.device.latency_ns + 1e-6, strategy
+        assert lowered.device.latency_ns >= sum(layer["latency_ns"] for layer in scheduled.layers) - 1e-6
+
+
+def test_the_list_pass_takes_the_device_as_an_object(monkeypatch):
+    """From Python the device reaches the pass as a `DeviceConfig` (no file, nothing loaded by name);
+    `cimxdsl.compile` passes its device so, and the pass prints as its option with the device's name."""
+    loaded: list[str] = []
+    monkeypatch.setattr(schedule_list, "load_device_config", lambda name: loaded.append(name) or preset(name))
+    one = preset("cinnamon").replace(name="one", crossbars=1)
+    with pytest.raises(PassFailedException, match="asks for 2 crossbars but device 'one' has 1"):
+        apply_passes(parse(SHARED), ScheduleListPass.for_device(one))
+    assert str(ScheduleListPass.for_device(one)) == 'schedule-list{device="one"}'
+    compiled = cimxdsl.compile(small_cnn(), device=one, strategy="list")
+    assert "cim.op.gemm" in compiled.mlir("schedule")
+    assert not loaded
+    apply(parse(SHARED), "schedule-list{device=cinnamon}")
+    assert set(loaded) == {"cinnamon"}  # the option loads a preset or a file, as for cim-opt
