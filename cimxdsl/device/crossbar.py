@@ -10,7 +10,8 @@ For a K×N integer weight tile W and input rows x:
   with a signed shift-and-add weight. `offset`: a row with a negative entry is sent as
   u = x + o, o = 2**(input_bits-1), a non-negative row as u = x, and o·Σ_k W_k is subtracted
   digitally with the nominal weights. `twos_complement`: the low input_bits-1 bits of the pattern in
-  digits, then the sign bit alone with weight -2**(input_bits-1) (+ for an unsigned row).
+  digits, then the sign bit alone in a pass of its own, sent at the DAC level it has within its digit
+  (2**p, p = (input_bits-1) mod dac_bits) and weighted -2**(input_bits-1-p) (+ for an unsigned row).
   `sign_magnitude`: the digits of max(x, 0), then those of max(-x, 0) subtracted (the second pass
   only for rows with a negative entry).
 - Per (plane p, weight slice j) each array's column sums go through the ADC, then shift-and-add:
@@ -393,12 +394,12 @@ def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> 
 
 @dataclass(frozen=True)
 class InputPlanes:
-    """Input rows as unsigned DAC digits: plane p is (source[p] >> shift[p]) & (2**bits[p] - 1),
-    weighted by scale[p] in the shift-and-add (and by -1 on `negative_rows` for the last plane when
+    """Input rows as unsigned DAC digits: plane p is (source[p] >> shift[p]) & mask[p], weighted by
+    scale[p] in the shift-and-add (and by -1 on `negative_rows` for the last plane when
     `flip_last`); `offsets` o per row are corrected digitally with the nominal weights."""
 
     sources: tuple[np.ndarray, ...]
-    planes: tuple[tuple[int, int, int], ...]  # (source, shift, bits)
+    planes: tuple[tuple[int, int, int], ...]  # (source, shift, mask)
     scale: np.ndarray
     negative_rows: np.ndarray
     offsets: np.ndarray
@@ -413,7 +414,7 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     none = np.zeros(x.shape[0], np.int64)
 
     def digits(source: int, width: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
-        return [((source, s, min(dac, width - s)), sign * 2.0**s) for s in range(0, width, dac)]
+        return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
 
     if config.input_encoding == "offset":
         offsets = np.where(negative, 2 ** (bits - 1), 0)
@@ -422,7 +423,9 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
         planes, sources, flip = digits(0, bits), (u,), False
     elif config.input_encoding == "twos_complement":
         u = x.astype(utype)  # the two's complement pattern of a signed row, the value of an unsigned one
-        planes, sources, flip, offsets = [*digits(0, bits - 1), ((0, bits - 1, 1), 2.0 ** (bits - 1))], (u,), True, none
+        p = (bits - 1) % dac  # the sign bit's place within its digit
+        sign_bit = ((0, bits - 1 - p, 2**p), 2.0 ** (bits - 1 - p))
+        planes, sources, flip, offsets = [*digits(0, bits - 1), sign_bit], (u,), True, none
     else:
         positive = np.maximum(x, 0).astype(utype)
         planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
@@ -443,9 +446,9 @@ def _column_sums(x: np.ndarray, g: np.ndarray, k: int, planes: InputPlanes, conf
     for start in range(0, x.shape[0], chunk):
         b = min(chunk, x.shape[0] - start)
         digits = np.empty((count, b, g.shape[0]), g.dtype)
-        for i, (source, shift, bits) in enumerate(planes.planes):
+        for i, (source, shift, mask) in enumerate(planes.planes):
             part = planes.sources[source][start : start + b] >> shift
-            np.bitwise_and(part, 2**bits - 1, out=digits[i], casting="unsafe")
+            np.bitwise_and(part, mask, out=digits[i], casting="unsafe")
         sums = digits.reshape(count * b, -1) @ g
         if g2 is not None:
             sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ g2)

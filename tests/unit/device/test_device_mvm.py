@@ -249,8 +249,10 @@ def reference_planes(x, config):
         return digits(x + offsets[:, None], bits), offsets
     if config.input_encoding == "twos_complement":
         u = x % 2**bits
-        sign_weight = np.where(negative, -(2 ** (bits - 1)), 2 ** (bits - 1))[:, None]  # + for an unsigned row
-        return [*digits(u & (2 ** (bits - 1) - 1), bits - 1), (u >> (bits - 1), sign_weight)], 0
+        # the sign bit alone, at its DAC level within its digit (2**p), weighs -2**(bits-1) (+ unsigned)
+        p = (bits - 1) % dac
+        sign_weight = np.where(negative, -(2 ** (bits - 1 - p)), 2 ** (bits - 1 - p))[:, None]
+        return [*digits(u & (2 ** (bits - 1) - 1), bits - 1), ((u >> (bits - 1)) * 2**p, sign_weight)], 0
     return [*digits(np.maximum(x, 0), bits), *digits(np.maximum(-x, 0), bits, -1)], 0
 
 
