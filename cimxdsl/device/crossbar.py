@@ -430,7 +430,7 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
         positive = np.maximum(x, 0).astype(utype)
         planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
         if negative.any():
-            sources = (positive, np.maximum(-x, 0).astype(utype))
+            sources = (positive, np.maximum(-x.astype(np.int64), 0).astype(utype))  # -(-128) overflows int8
             planes += digits(1, bits, -1.0)
     return InputPlanes(
         sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip

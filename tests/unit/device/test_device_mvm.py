@@ -470,6 +470,9 @@ def test_input_encodings_are_exact_without_adc_loss(input_encoding, dac_bits):
     x = np.vstack([rng.integers(-128, 128, (4, 128)), rng.integers(0, 256, (4, 128)), np.full((1, 128), -128)])
     w = rng.integers(-255, 256, (128, 32))
     np.testing.assert_array_equal(crossbar_matmul(x, w, config, fast_path=False), x @ w)
+    small = x[:4].astype(np.int8)  # the interpreter's int8 operands, -128 included
+    small[0, 0] = -128
+    np.testing.assert_array_equal(crossbar_matmul(small, w, config, fast_path=False), small.astype(np.int64) @ w)
 
 
 @pytest.mark.parametrize(
