@@ -128,9 +128,8 @@ def device_seed(base_seed: int, settings: tuple[tuple[str, Any], ...], seed_inde
 
 def is_random(config: DeviceConfig) -> bool:
     """Whether runs with different seeds can differ (programming/read noise or stuck cells)."""
-    return bool(
-        config.prog_noise or any(config.prog_noise_table) or config.read_noise or config.stuck_on_rate or config.stuck_off_rate
-    )
+    programming = config.prog_noise or any(config.prog_noise_table)
+    return bool(programming or config.read_noise or config.stuck_on_rate or config.stuck_off_rate)
 
 
 # ---- context --------------------------------------------------------------------------------------
