@@ -55,6 +55,10 @@ class CompiledModel:
     notes: list[str] = field(default_factory=list)
     """What the compiler decided that the user should know (e.g. the calibration fallback)."""
     compile_seconds: dict[str, float] = field(default_factory=dict)
+    calibration_inputs: list | None = field(default=None, repr=False)
+    """The quantization's calibration inputs: a static ADC range is calibrated on them."""
+    adc_spans: dict[tuple, dict] = field(default_factory=dict, repr=False)
+    """Static ADC spans per `DeviceConfig.calibration_key`, recorded when first needed."""
     last_run: RunResult | None = None
     last_inputs: list[np.ndarray] | None = None
     resident: Device | None = field(default=None, repr=False)
@@ -77,7 +81,22 @@ class CompiledModel:
         names = [a.name_hint for a in entry_function(module, "main").body.block.args]
         if len(inputs) != len(names):
             raise CompileError(f"the model takes {len(names)} inputs ({', '.join(map(str, names))}), got {len(inputs)}")
-        return run(module, [np.asarray(x, np.float32) for x in inputs], device or Device(self.device))
+        device = device or Device(self.device)
+        if device.config.static_adc and not device.adc_spans:
+            device.adc_spans = self.static_adc_spans(device.config)
+        return run(module, [np.asarray(x, np.float32) for x in inputs], device)
+
+    def static_adc_spans(self, config: DeviceConfig) -> dict:
+        """The spans of a static ADC range: the calibration inputs run once on the nominal device."""
+        key = config.calibration_key
+        if key not in self.adc_spans:
+            if self.calibration_inputs is None:
+                raise CompileError(f"device '{config.name}' has a static ADC range: compile with calibration data")
+            recorder = Device(config.nominal, calibrating=True)
+            for sample in self.calibration_inputs:
+                run(self.module("func"), [np.asarray(x, np.float32) for x in sample], recorder)
+            self.adc_spans[key] = recorder.adc_spans
+        return self.adc_spans[key]
 
     def __call__(self, *inputs: np.ndarray) -> np.ndarray | list[np.ndarray]:
         """Run the lowered program on the device; one output array, or a list of them. The device
@@ -306,7 +325,9 @@ def compile(
         module = stage(name, lambda spec=spec: apply_passes(module, spec))
     options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
     stages["func"] = module
-    return CompiledModel(stages, config, options, notes, seconds)
+    model = CompiledModel(stages, config, options, notes, seconds)
+    model.calibration_inputs = samples if mode == "int8" else None
+    return model
 
 
 def apply_passes(module: ModuleOp, passes: str | ModulePass) -> ModuleOp:

@@ -32,7 +32,10 @@ from typing import Any
 
 ENCODINGS = ("differential", "offset")
 SUBTRACTIONS = ("digital", "analog")
-ADC_RANGES = ("full", "calibrated")
+ADC_RANGES = ("full", "full_pow2", "calibrated", "static_array", "static_column")
+STATIC_RANGES = ("static_array", "static_column")
+INPUT_ENCODINGS = ("offset", "twos_complement", "sign_magnitude")
+PROG_NOISE_MODELS = ("proportional", "independent", "table")
 MAX_BITS = 32
 
 # TOML files may group keys in these tables; they are flattened before validation.
@@ -46,10 +49,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "adc_bits",
         "adc_range",
         "encoding",
+        "input_encoding",
         "subtraction",
     ),
     "noise": (
         "prog_noise",
+        "prog_noise_model",
+        "prog_noise_table",
         "read_noise",
         "stuck_on_rate",
         "stuck_off_rate",
@@ -85,8 +91,10 @@ def adc_energy_pj(power_mw: float, rate_gsps: float) -> float:
 class DeviceConfig:
     """Parameters of a crossbar accelerator (see the module docstring for units and conventions).
 
-    Noise model: `prog_noise` is the relative std of a cell's conductance, drawn when the cell is
-    written and frozen; `read_noise` the relative std of every cell's current at every read;
+    Noise model (docs/device-model.md): programming error is drawn when a cell is written and
+    frozen, by `prog_noise_model`: `proportional` g·(1 + prog_noise·N), `independent`
+    g + prog_noise·G_max·N on every cell, or `table` g + prog_noise_table[level]·G_max·N (one σ
+    per conductance level); `read_noise` the relative std of every cell's current at every read;
     `stuck_on_rate` / `stuck_off_rate` the fractions of cells stuck at the highest / lowest level;
     conductances drift as (drift_time_s / 1 s) ** -drift_nu.
     """
@@ -105,13 +113,22 @@ class DeviceConfig:
     dac_bits: int = 1
     adc_bits: int = 0
     adc_range: str = "full"
+    """`full`: the true largest column sum; `full_pow2`: that rounded up to a power of two;
+    `calibrated`: the largest sum of each read (idealised); `static_array` / `static_column`: a
+    span per array / per column fixed from a calibration set (see docs/device-model.md)."""
     encoding: str = "differential"
+    input_encoding: str = "offset"
+    """How signed inputs reach the unsigned DACs: `offset` (x + 2**(input_bits-1)),
+    `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
+    the positive and one for the negative entries)."""
     subtraction: str = "digital"
     """Where a differential pair is subtracted: `digital` after one ADC per array (seeds/001 §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
     two, of a signed sum)."""
     # noise
     prog_noise: float = 0.0
+    prog_noise_model: str = "proportional"
+    prog_noise_table: tuple[float, ...] = ()
     read_noise: float = 0.0
     stuck_on_rate: float = 0.0
     stuck_off_rate: float = 0.0
@@ -137,6 +154,13 @@ class DeviceConfig:
             raise DeviceConfigError(
                 "'stuck_on_rate' + 'stuck_off_rate' must be at most 1, "
                 f"got {self.stuck_on_rate} + {self.stuck_off_rate}"
+            )
+        table, levels = self.prog_noise_table, 2**self.cell_bits
+        if (self.prog_noise_model == "table") != bool(table) or (table and len(table) != levels):
+            raise DeviceConfigError(
+                f"'prog_noise_table' must list one σ per conductance level ({levels} for 'cell_bits'="
+                f"{self.cell_bits}) exactly when 'prog_noise_model' is 'table', got {list(table)} with "
+                f"'prog_noise_model'={self.prog_noise_model!r}"
             )
         if self.cells_per_weight > self.cols:
             raise DeviceConfigError(
@@ -176,13 +200,7 @@ class DeviceConfig:
         """All fields as a flat TOML document (round-trips through `from_toml`)."""
         lines = []
         for key, value in self.to_dict().items():
-            text = (
-                json.dumps(value)
-                if isinstance(value, str)
-                else str(value).lower()
-                if isinstance(value, bool)
-                else repr(value)
-            )
+            text = json.dumps(list(value) if isinstance(value, tuple) else value)
             lines.append(f"{key} = {text}")
         return "\n".join(lines) + "\n"
 
@@ -199,7 +217,12 @@ class DeviceConfig:
 
     @property
     def input_slices(self) -> int:
-        """Input slices sent over time per input row: ceil(input_bits / dac_bits)."""
+        """Input digits (DAC passes) sent over time per input row, by `input_encoding`:
+        offset ceil(input_bits / dac_bits); twos_complement ceil((input_bits - 1) / dac_bits) + 1
+        (the sign bit alone); sign_magnitude the same as offset per pass, two passes for a row with
+        a negative entry (`mvm_events` counts them)."""
+        if self.input_encoding == "twos_complement":
+            return -(-(self.input_bits - 1) // self.dac_bits) + 1
         return -(-self.input_bits // self.dac_bits)
 
     @property
@@ -223,6 +246,30 @@ class DeviceConfig:
         return self.rows * (2**self.dac_bits - 1) * (2**self.cell_bits - 1)
 
     @property
+    def static_adc(self) -> bool:
+        """Whether the ADC spans come from a calibration set (`static_array` / `static_column`)."""
+        return self.adc_range in STATIC_RANGES and not self.lossless_adc
+
+    @property
+    def nominal(self) -> DeviceConfig:
+        """This device without programming or read noise, stuck cells or drift: what a compiler
+        calibrates static ADC spans on."""
+        return self.replace(
+            prog_noise=0.0,
+            prog_noise_model="proportional",
+            prog_noise_table=(),
+            read_noise=0.0,
+            stuck_on_rate=0.0,
+            stuck_off_rate=0.0,
+            drift_nu=0.0,
+        )
+
+    @property
+    def calibration_key(self) -> tuple:
+        """The fields static ADC spans depend on: devices that agree on them share a calibration."""
+        return tuple(getattr(self, f) for f in CALIBRATION_FIELDS)
+
+    @property
     def lossless_adc(self) -> bool:
         return self.adc_bits == 0
 
@@ -230,7 +277,7 @@ class DeviceConfig:
     def noiseless(self) -> bool:
         """No programming or read noise, no stuck cells and no drift."""
         return (
-            self.prog_noise == 0
+            (self.prog_noise == 0 if self.prog_noise_model != "table" else not any(self.prog_noise_table))
             and self.read_noise == 0
             and self.stuck_on_rate == 0
             and self.stuck_off_rate == 0
@@ -248,8 +295,25 @@ _POSITIVE_INT = ("rows", "cols", "crossbars", "cores", "crossbars_per_core", "pi
 _BITS = ("weight_bits", "input_bits", "cell_bits", "dac_bits")
 _RATES = ("stuck_on_rate", "stuck_off_rate")
 _POSITIVE_FLOAT = ("cycle_ns", "drift_time_s")
-_CHOICES = {"adc_range": ADC_RANGES, "encoding": ENCODINGS, "subtraction": SUBTRACTIONS}
+_CHOICES = {
+    "adc_range": ADC_RANGES,
+    "encoding": ENCODINGS,
+    "input_encoding": INPUT_ENCODINGS,
+    "subtraction": SUBTRACTIONS,
+    "prog_noise_model": PROG_NOISE_MODELS,
+}
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(DeviceConfig))
+CALIBRATION_FIELDS = (
+    "rows",
+    "cols",
+    "weight_bits",
+    "input_bits",
+    "cell_bits",
+    "dac_bits",
+    "encoding",
+    "input_encoding",
+    "subtraction",
+)
 
 
 def _check_known(key: str) -> None:
@@ -298,6 +362,10 @@ def check_field(key: str, value: Any) -> Any:
         if not _is_int(value) or value < 0:
             raise bad("a non-negative integer")
         return int(value)
+    if key == "prog_noise_table":
+        if not isinstance(value, list | tuple) or not all(_is_number(v) and v >= 0 for v in value):
+            raise bad("a list of non-negative numbers (one σ per conductance level, in units of G_max)")
+        return tuple(float(v) for v in value)
     if not _is_number(value):
         raise bad("a number")
     if key in _RATES and not 0 <= value <= 1:
@@ -448,7 +516,7 @@ PRESETS: dict[str, DeviceConfig] = {
         input_bits=6,
         dac_bits=3,  # 6-bit inputs through 3-bit DACs
         adc_bits=6,
-        adc_range="calibrated",  # 6-bit ramp ADC, CALIBRATED range
+        adc_range="calibrated",  # 6-bit ramp ADC, CALIBRATED (per read here; deployable: static_array)
         encoding="differential",  # "balanced"
         crossbars=64,
         crossbars_per_core=64,  # not in the notes: a placeholder

@@ -1,4 +1,4 @@
-"""Bit-sliced crossbar MVM (seeds/001 §6.2), vectorised with NumPy.
+"""Bit-sliced crossbar MVM, vectorised with NumPy (conventions and sources: docs/device-model.md).
 
 For a K×N integer weight tile W and input rows x:
 
@@ -6,25 +6,31 @@ For a K×N integer weight tile W and input rows x:
   `offset`: one array holds V = W + c, with c = 0 for a tile without negative weights and
   c = 2**(weight_bits-1) otherwise. Each stored magnitude is cut into J = cells_per_weight slices of
   cell_bits bits on neighbouring columns (column n*J + j holds slice j of weight n).
-- Inputs, exact by offset binary with a digital correction: a row with a negative entry is sent as
-  u = x + o with o = 2**(input_bits-1), a non-negative row as u = x (o = 0). u is cut into
-  S = input_slices digits of dac_bits bits, sent one per cycle (digits are never negative, so the
-  analog column sums are never negative either).
-- Per (input slice s, weight slice j) each array's column sums go through the ADC, then
-  shift-and-add: y = Σ_s Σ_j 2**(s*dac_bits + j*cell_bits) ADC(d_s · G_j); the pair is subtracted
-  (with `subtraction = "analog"` the pair's sums are subtracted first and one signed ADC converts
-  the difference).
-- Digital correction with the nominal weights: x @ W = y - c·Σ_k x_k - o·Σ_k W_k - o·c·K.
+- Inputs (`input_encoding`) are sent as unsigned dac_bits-bit digits, one per cycle ("planes"), each
+  with a signed shift-and-add weight. `offset`: a row with a negative entry is sent as
+  u = x + o, o = 2**(input_bits-1), a non-negative row as u = x, and o·Σ_k W_k is subtracted
+  digitally with the nominal weights. `twos_complement`: the low input_bits-1 bits of the pattern in
+  digits, then the sign bit alone in a pass of its own, sent at the DAC level it has within its digit
+  (2**p, p = (input_bits-1) mod dac_bits) and weighted -2**(input_bits-1-p) (+ for an unsigned row).
+  `sign_magnitude`: the digits of max(x, 0), then those of max(-x, 0) subtracted (the second pass
+  only for rows with a negative entry).
+- Per (plane p, weight slice j) each array's column sums go through the ADC, then shift-and-add:
+  y = Σ_p Σ_j scale_p 2**(j*cell_bits) ADC(d_p · G_j); the pair is subtracted (with `subtraction =
+  "analog"` the pair's sums are subtracted first and one signed ADC converts the difference). The
+  weight offset is corrected digitally: x @ W = y - c·Σ_k x_k.
 
-ADC: an n-bit converter with a power-of-two step. Its span is [0, 2**m), m the bit width of the
-largest column sum it must convert: the theoretical maximum (rows × max DAC level × max cell level,
-MNSIM's fixed range) for `full`, the largest sum observed in that read (per input row and slice pair)
-for `calibrated`. Step = 2**max(0, m - n); a sum rounds to the nearest step and saturates at
-(2**n - 1) steps, so the ADC is exact once n >= m; n = 0 means lossless.
+ADC: an n-bit converter with L = 2**n - 1 steps above zero (signed: L = 2**(n-1) - 1 each side) over
+a span F: level = round_half_even(sum · L / F), saturated, read back as level · F / L. F is the
+largest possible column sum (`full`), that rounded up to a power of two (`full_pow2`, then
+F / L is the power-of-two step 2**max(0, m - n)), the largest sum of the read (`calibrated`,
+idealised), or a span per array or per column measured on a calibration set (`static_array`,
+`static_column`). A span below L is widened to L (step 1): noiseless sums are integers, so such an
+ADC is exact. n = 0 means lossless.
 
-Noise: programming error (relative, per cell, frozen in the `Tile`), stuck cells (highest / lowest
-level), power-law drift, and read noise: every cell's current gets an independent relative error at
-every read; the column's summed error is drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
+Noise: programming error per cell, frozen in the `Tile` (`prog_noise_model`: proportional,
+independent of the level, or a σ per level), stuck cells (highest / lowest level), power-law drift,
+and read noise: every cell's current gets an independent relative error at every read; the
+column's summed error is drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
 """
 
 from __future__ import annotations
@@ -50,8 +56,8 @@ class Tile:
     col_sums: np.ndarray  # Σ_k W[k, :], for the input-offset correction
     max_abs: int | float  # max |W|, bounds the exact product
     reads: np.ndarray | None = None
-    """The matrix the input digits multiply: the conductances, with a noiseless full-scale ADC's
-    scale and half step folded in (`_fold_adc`)."""
+    """The matrix the input digits multiply: the conductances, times a noiseless full-scale ADC's
+    integer step count L when that is exact (`_fold_adc`)."""
     max_sum: float = np.inf
     """The largest column sum a read can produce (inf with noise): bounds the ADC's input."""
 
@@ -105,9 +111,7 @@ def program_tile(
         rng = rng if rng is not None else np.random.default_rng(config.seed)
         if stuck is None:
             stuck = draw_stuck_cells(config, rng)
-        if config.prog_noise:
-            g *= 1 + config.prog_noise * rng.standard_normal(g.shape)
-            np.maximum(g, 0, out=g)
+        _programming_error(g, config, rng)
         if stuck is not None:
             k, n, arrays, j = g.shape
             cells = stuck[:k, :, : n * j].reshape(k, arrays, n, j).transpose(0, 2, 1, 3)
@@ -119,19 +123,34 @@ def program_tile(
     return Tile(w, g, offset, w.sum(axis=0), int(np.abs(w).max()), _fold_adc(g, config), max_sum)
 
 
+def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
+    """Add the programming error of `prog_noise_model` to nominal cell levels `g` in place:
+    proportional g·(1 + σN) clipped at 0; independent g + σ·G_max·N and table
+    g + σ[level]·G_max·N, clipped to [0, G_max] (G_max = 2**cell_bits - 1, the top level)."""
+    model, top = config.prog_noise_model, 2**config.cell_bits - 1
+    if model == "proportional":
+        if config.prog_noise:
+            g *= 1 + config.prog_noise * rng.standard_normal(g.shape)
+            np.maximum(g, 0, out=g)
+        return
+    if model == "independent" and not config.prog_noise:
+        return
+    sigma = config.prog_noise if model == "independent" else np.asarray(config.prog_noise_table)[g.astype(np.int64)]
+    g += sigma * top * rng.standard_normal(g.shape)
+    np.clip(g, 0, top, out=g)
+
+
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """`g`, or — for a noiseless full-scale ADC with a step above 1 and without analog subtraction —
-    `g` divided by the step (exact: a power of two) with an extra row of ½: a constant input digit of
-    1 against it adds the half step that rounds to the nearest level, so the product yields
-    sum ÷ step + ½ directly."""
-    full = config.adc_bits and config.adc_range == "full"
-    step = _full_scale_step(config, False)
-    if not (config.noiseless and full and not config.analog_subtraction and step > 1):
+    `g` scaled so that the product yields what the ADC rounds: sum ÷ step for `full_pow2` (exact: a
+    power of two), sum · L for `full` (exact while below the mantissa; the ADC then divides by F)."""
+    num, den = _full_scale_ratio(config, signed=False)
+    full = config.adc_bits and config.adc_range in ("full", "full_pow2")
+    if not (config.noiseless and full and not config.analog_subtraction and den > num):
         return g
-    reads = np.empty((g.shape[0] + 1, g.shape[1]), g.dtype)
-    np.multiply(g, g.dtype.type(1 / step), out=reads[:-1])
-    reads[-1] = 0.5
-    return reads
+    if num == 1:
+        return g * g.dtype.type(1 / den)
+    return g * g.dtype.type(num) if _ties_exact(config, g.dtype, num) else g
 
 
 def tile_mvm(
@@ -142,9 +161,11 @@ def tile_mvm(
     *,
     fast_path: bool = True,
     out: np.ndarray | None = None,
+    spans: np.ndarray | None = None,
 ) -> np.ndarray:
     """x @ W on a programmed tile for x of shape (B, K) or (K,); int64 for integer operands, or
-    cast into `out` (of the result's shape) when given.
+    cast into `out` (of the result's shape) when given. `spans`: the static ADC spans of the tile
+    (`observed_spans` over a calibration set), needed by a `static_*` ADC range.
 
     With `fast_path` an exact config computes the product directly (same result, much faster).
     """
@@ -159,7 +180,7 @@ def tile_mvm(
     else:
         if rng is None and config.read_noise:
             rng = np.random.default_rng(config.seed)
-        y = _sliced_product(rows, tile, config, rng)
+        y = _sliced_product(rows, tile, config, rng, spans)
     if out is not None:
         if y is not out_rows:
             out_rows[...] = y
@@ -181,54 +202,104 @@ def crossbar_matmul(
     return tile_mvm(program_tile(w, config, rng), x, config, rng, fast_path=fast_path)
 
 
-def adc_convert(sums: np.ndarray, config: DeviceConfig) -> np.ndarray:
-    """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring)."""
-    levels, step = _adc_levels(sums.copy(), config, signed=False)
-    return levels * step
+def adc_convert(sums: np.ndarray, config: DeviceConfig, spans: np.ndarray | None = None) -> np.ndarray:
+    """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring); `spans` of a
+    static range are per column, shaped (N, arrays, J)."""
+    levels, den, num = _adc_levels(sums.copy(), config, False, spans=spans)
+    return levels * den / num
 
 
-def signed_adc_convert(differences: np.ndarray, config: DeviceConfig) -> np.ndarray:
-    """ADC of a pair's column-sum differences shaped (S, B, N, J): a signed converter whose
-    2**n levels span [-2**m, 2**m), m as for `adc_convert`; exact once n > m."""
-    levels, step = _adc_levels(differences.copy(), config, signed=True)
-    return levels * step
+def signed_adc_convert(differences: np.ndarray, config: DeviceConfig, spans: np.ndarray | None = None) -> np.ndarray:
+    """ADC of a pair's column-sum differences shaped (S, B, N, J): a signed converter with
+    2**(n-1) - 1 levels each side of zero over [-F, F]; `spans` per column shaped (N, J)."""
+    levels, den, num = _adc_levels(differences.copy(), config, True, spans=spans)
+    return levels * den / num
 
 
 def _adc_levels(
-    sums: np.ndarray, config: DeviceConfig, signed: bool, folded: bool = False, max_sum: float = np.inf
-) -> tuple[np.ndarray, np.ndarray | float]:
-    """The ADC levels of `sums` (converted in place) and the step that scales them back: a scalar
-    for a full-scale ADC, per (S, B, J) read for a calibrated one. `folded` sums hold sum ÷ step + ½
-    already (the product computed them so, see `_sliced_product`). A clamp that no sum up to
-    `max_sum` (in magnitude) can reach is skipped."""
+    sums: np.ndarray,
+    config: DeviceConfig,
+    signed: bool,
+    folded: bool = False,
+    max_sum: float = np.inf,
+    spans: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | float, int]:
+    """The ADC levels of `sums` (converted in place), F' and L: a level reads back as level · F' / L,
+    F' a scalar for a full-scale ADC, per read or per column otherwise. `folded` sums hold sum · L
+    (or sum ÷ step when L = 1) already (`_fold_adc`). Rounds half to even (`np.rint`). A clamp that
+    no sum up to `max_sum` (in magnitude) can reach is skipped."""
     bits = config.adc_bits
     if bits == 0:
-        return sums, 1.0
-    if config.adc_range == "full":
-        step = _full_scale_step(config, signed)
-    else:
-        top = np.abs(sums) if signed else np.maximum(sums, 0)
-        span_bits = np.frexp(top.max(axis=(2, 3) if sums.ndim == 5 else 2, keepdims=True))[1]
-        step = np.exp2(np.maximum(span_bits + signed - bits, 0)).astype(sums.dtype)
-    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-    if np.ndim(step) == 0 and step == 1 and config.noiseless and not signed:
-        return sums, 1.0  # noiseless sums are integers below 2**bits: every level is exact
+        return sums, 1.0, 1
+    num, den = _adc_ratio(sums, config, signed, spans)
+    if np.ndim(den) == 0 and den == num and config.noiseless:
+        return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
+    if not _ties_exact(config, sums.dtype, num):
+        sums = sums.astype(np.float64)
     if not folded:
-        sums *= 1 / step
-        sums += 0.5
-    np.floor(sums, out=sums)
-    reachable = np.floor(max_sum / step + 0.5) if np.ndim(step) == 0 else np.inf
+        if num != 1:
+            sums *= num
+        sums /= den
+    elif num != 1:
+        sums /= den
+    np.rint(sums, out=sums)
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    reachable = np.rint(max_sum * num / den) if np.ndim(den) == 0 else np.inf
     if reachable > high:
         np.minimum(sums, high, out=sums)
     if (signed and -reachable < low) or not config.noiseless:
         np.maximum(sums, low, out=sums)
-    return sums, step
+    return sums, den, num
 
 
-def _full_scale_step(config: DeviceConfig, signed: bool) -> float:
-    """The step of a full-scale ADC: its 2**bits levels span [0, 2**m) (signed: [-2**m, 2**m)), m
-    the bit width of the largest possible column sum."""
-    return float(2 ** max(config.adc_full_scale.bit_length() + signed - config.adc_bits, 0))
+def _adc_ratio(
+    sums: np.ndarray, config: DeviceConfig, signed: bool, spans: np.ndarray | None
+) -> tuple[int, float | np.ndarray]:
+    """(L, F'): level = rint(sum · L / F'), with F' = max(F, L) the span (see the module docstring)."""
+    if config.adc_range in ("full", "full_pow2"):
+        return _full_scale_ratio(config, signed)
+    num = _adc_steps(config, signed)
+    if config.adc_range == "calibrated":  # per read: per (plane, row, weight slice)
+        top = np.abs(sums) if signed else np.maximum(sums, 0)
+        span = top.max(axis=2 if signed else (2, 3), keepdims=True)
+    else:
+        if spans is None:
+            raise ValueError(
+                f"the '{config.adc_range}' ADC range has no calibration for this weight tile: compile "
+                "with calibration data, or record spans with Device(calibrating=True)"
+            )
+        span = static_spans(spans, config)
+    return num, np.maximum(span, num).astype(np.float64)
+
+
+def static_spans(observed: np.ndarray, config: DeviceConfig) -> np.ndarray:
+    """The spans a static ADC uses from per-column maxima `observed` ((N, arrays, J), or (N, J) for
+    a pair subtracted before the ADC): each column's own (`static_column`), or the largest of its
+    physical array (`static_array`; a pair subtracted in analog shares one)."""
+    if config.adc_range == "static_column":
+        return observed
+    axes = (0, 1) if observed.ndim == 2 else (0, 2)
+    return observed.max(axis=axes, keepdims=True)
+
+
+def _adc_steps(config: DeviceConfig, signed: bool) -> int:
+    """L: the levels above zero of an n-bit ADC (signed: on each side)."""
+    return max(2 ** (config.adc_bits - 1) - 1, 1) if signed else 2**config.adc_bits - 1
+
+
+def _full_scale_ratio(config: DeviceConfig, signed: bool) -> tuple[int, float]:
+    """(L, F') of a `full` ADC (F the largest column sum) or a `full_pow2` one (L = 1 and F' the
+    power-of-two step 2**max(0, m - n), m the bit width of F, plus one when signed)."""
+    if config.adc_range == "full_pow2":
+        return 1, float(2 ** max(config.adc_full_scale.bit_length() + signed - config.adc_bits, 0))
+    num = _adc_steps(config, signed)
+    return num, float(max(config.adc_full_scale, num))
+
+
+def _ties_exact(config: DeviceConfig, dtype: np.dtype, num: int) -> bool:
+    """Whether rint(sum · L / F) decides its ties exactly in `dtype` for noiseless integer sums:
+    the quotient's rounding error stays below half the gap 1 / (2F) to a tie."""
+    return 4 * num * max(config.adc_full_scale, num) < 2 ** (np.finfo(dtype).nmant + 1)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -321,63 +392,140 @@ def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> 
     raise ValueError("the crossbar product may overflow int64")
 
 
-def _sliced_product(x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.random.Generator | None) -> np.ndarray:
+@dataclass(frozen=True)
+class InputPlanes:
+    """Input rows as unsigned DAC digits: plane p is (source[p] >> shift[p]) & mask[p], weighted by
+    scale[p] in the shift-and-add (and by -1 on `negative_rows` for the last plane when
+    `flip_last`); `offsets` o per row are corrected digitally with the nominal weights."""
+
+    sources: tuple[np.ndarray, ...]
+    planes: tuple[tuple[int, int, int], ...]  # (source, shift, mask)
+    scale: np.ndarray
+    negative_rows: np.ndarray
+    offsets: np.ndarray
+    flip_last: bool = False
+
+
+def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
+    """The digits `input_encoding` sends for integer rows `x` (module docstring)."""
+    bits, dac = config.input_bits, config.dac_bits
+    negative = (x < 0).any(axis=1) if x.size and x.min() < 0 else np.zeros(x.shape[0], bool)
+    utype = np.min_scalar_type(2**bits)
+    none = np.zeros(x.shape[0], np.int64)
+
+    def digits(source: int, width: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
+        return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
+
+    if config.input_encoding == "offset":
+        offsets = np.where(negative, 2 ** (bits - 1), 0)
+        u = x.astype(utype)  # u = x + o (modulo the dtype: exact, as u fits it)
+        u += offsets.astype(utype)[:, None]
+        planes, sources, flip = digits(0, bits), (u,), False
+    elif config.input_encoding == "twos_complement":
+        u = x.astype(utype)  # the two's complement pattern of a signed row, the value of an unsigned one
+        p = (bits - 1) % dac  # the sign bit's place within its digit
+        sign_bit = ((0, bits - 1 - p, 2**p), 2.0 ** (bits - 1 - p))
+        planes, sources, flip, offsets = [*digits(0, bits - 1), sign_bit], (u,), True, none
+    else:
+        positive = np.maximum(x, 0).astype(utype)
+        planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
+        if negative.any():
+            sources = (positive, np.maximum(-x.astype(np.int64), 0).astype(utype))  # -(-128) overflows int8
+            planes += digits(1, bits, -1.0)
+    return InputPlanes(
+        sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip
+    )
+
+
+def _column_sums(x: np.ndarray, g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig, rng):
+    """The analog column sums (P, b, N·arrays·J) of chunks of rows of `x` against `g`, with read
+    noise: yields (first row, sums)."""
+    count = len(planes.planes)
+    g2 = g * g if config.read_noise else None
+    chunk = max(1, CHUNK_BYTES // (4 * count * (k + g.shape[1])))
+    for start in range(0, x.shape[0], chunk):
+        b = min(chunk, x.shape[0] - start)
+        digits = np.empty((count, b, g.shape[0]), g.dtype)
+        for i, (source, shift, mask) in enumerate(planes.planes):
+            part = planes.sources[source][start : start + b] >> shift
+            np.bitwise_and(part, mask, out=digits[i], casting="unsafe")
+        sums = digits.reshape(count * b, -1) @ g
+        if g2 is not None:
+            sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ g2)
+            sums += sigma * rng.standard_normal(sums.shape)
+        yield start, sums.reshape(count, b, -1)
+
+
+def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarray:
+    """The largest magnitude each column's ADC sees for rows `x` (lossless, no read noise): per
+    (N, arrays, J), or per (N, J) for a pair subtracted before the ADC — what a static ADC range
+    is calibrated from."""
     k, n = tile.shape
-    slices, cells, arrays = config.input_slices, config.cells_per_weight, config.arrays_per_crossbar
+    x = np.asarray(x).reshape(-1, k)
+    _check_inputs(x, tile, config)
+    top = np.zeros((n, config.arrays_per_crossbar, config.cells_per_weight))
+    if config.analog_subtraction:
+        top = top[:, 0]
+    for _, sums in _column_sums(x, tile.conductance, k, input_planes(x, config), config.replace(read_noise=0), None):
+        sums = sums.reshape(*sums.shape[:2], n, config.arrays_per_crossbar, -1)
+        if config.analog_subtraction:
+            sums = sums[:, :, :, 0] - sums[:, :, :, 1]
+        np.maximum(top, np.abs(sums).max(axis=(0, 1)), out=top)
+    return top
+
+
+def _sliced_product(
+    x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.random.Generator | None, spans: np.ndarray | None
+) -> np.ndarray:
+    k, n = tile.shape
+    cells, arrays = config.cells_per_weight, config.arrays_per_crossbar
+    planes = input_planes(x, config)
     integral = config.noiseless  # analog sums are exact integers
-    span = config.adc_full_scale.bit_length() + 1 + slices * config.dac_bits + cells * config.cell_bits
+    span = config.adc_full_scale.bit_length() + 2 + config.input_slices * config.dac_bits + cells * config.cell_bits
     if integral and span > 62:
         raise ValueError(
             f"'{config.name}' is too wide for the bit-sliced model (int64 overflow); "
             "use the exact fast path or fewer bits"
         )
-    signed_rows = (x < 0).any(axis=1) if x.size and x.min() < 0 else np.zeros(x.shape[0], bool)
-    offsets = np.where(signed_rows, 2 ** (config.input_bits - 1), 0)
-    # u = x + o (modulo the dtype: exact, as u fits it)
-    u = x.astype(np.min_scalar_type(2**config.input_bits))
-    u += offsets.astype(u.dtype)[:, None]
-    g = tile.reads  # with a full-scale ADC's scale and half step folded in (`_fold_adc`)
-    g2 = g * g if config.read_noise else None
+    g = tile.reads  # with a full-scale ADC's step count folded in (`_fold_adc`)
     pair = config.analog_subtraction
-    full = config.adc_bits and config.adc_range == "full"
-    fold = g.shape[0] > k
+    fold = g is not tile.conductance
     # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
-    # array subtracted; with analog subtraction the pair is one signed read per cell slice; and of the
-    # input slices: 2**(s·dac_bits)
+    # array subtracted; with analog subtraction the pair is one signed read per cell slice
     cell_scale = 2.0 ** (config.cell_bits * np.arange(cells))
     coefficients = cell_scale if pair else (np.array([1.0, -1.0][:arrays])[:, None] * cell_scale).ravel()
-    slice_scale = 2.0 ** (config.dac_bits * np.arange(slices))
     # the shift-and-add is exact in the analog dtype while its bound stays below the mantissa
+    full = config.adc_bits and config.adc_range in ("full", "full_pow2")
     top = 2**config.adc_bits if full else 2 ** (config.adc_full_scale.bit_length() + 1)
-    bound = top * slice_scale.sum() * np.abs(coefficients).sum()
+    bound = top * np.abs(planes.scale).sum() * np.abs(coefficients).sum()
     exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
-    out = np.empty((x.shape[0], n), dtype)
-    chunk = max(1, CHUNK_BYTES // (4 * slices * (k + g.shape[1])))
-    for start in range(0, x.shape[0], chunk):
-        u_chunk = u[start : start + chunk]
-        b = u_chunk.shape[0]
-        digits = np.empty((slices, b, g.shape[0]), g.dtype)
-        for i in range(slices):
-            bits = u_chunk >> (config.dac_bits * i)
-            np.bitwise_and(bits, 2**config.dac_bits - 1, out=digits[i, :, :k], casting="unsafe")
-        digits[:, :, k:] = 1  # the folded half step
-        sums = digits.reshape(slices * b, -1) @ g
-        if g2 is not None:
-            sigma = config.read_noise * np.sqrt((digits * digits).reshape(slices * b, k) @ g2)
-            sums += sigma * rng.standard_normal(sums.shape)
-        sums = sums.reshape(slices, b, n, arrays, cells)
+    out = np.empty((x.shape[0], n), np.int64 if dtype is np.int64 else np.float64)
+    for start, sums in _column_sums(x, g, k, planes, config, rng):
+        b = sums.shape[1]
+        sums = sums.reshape(-1, b, n, arrays, cells)
         if pair:
-            levels, step = _adc_levels(sums[:, :, :, 0] - sums[:, :, :, 1], config, True, max_sum=tile.max_sum)
+            differences = sums[:, :, :, 0] - sums[:, :, :, 1]
+            levels, den, num = _adc_levels(differences, config, True, max_sum=tile.max_sum, spans=spans)
         else:
-            levels, step = _adc_levels(sums, config, signed=False, folded=fold, max_sum=tile.max_sum)
-        if np.ndim(step):  # a calibrated ADC: a step per read
-            levels *= step
-            step = 1.0
-        reads = levels.reshape(slices, -1).astype(dtype, copy=False)
-        combined = (slice_scale.astype(dtype) @ reads).reshape(b * n, -1)  # over input slices, then cells
-        out[start : start + b] = (combined @ coefficients.astype(dtype)).reshape(b, n) * dtype(step)
-    correction = offsets[:, None] * (tile.col_sums[None, :] + tile.weight_offset * k)
+            levels, den, num = _adc_levels(sums, config, False, folded=fold, max_sum=tile.max_sum, spans=spans)
+        if np.ndim(den):  # a step per read or per column
+            levels = levels * den / num
+            den, num = 1.0, 1
+        reads = levels.reshape(len(planes.planes), b, -1).astype(dtype, copy=False)
+        if planes.flip_last and planes.negative_rows[start : start + b].any():
+            reads[-1] *= np.where(planes.negative_rows[start : start + b], -1, 1).astype(dtype)[:, None]
+        combined = (planes.scale.astype(dtype) @ reads.reshape(len(planes.planes), -1)).reshape(b * n, -1)
+        result = (combined @ coefficients.astype(dtype)).reshape(b, n)
+        if den == num:
+            out[start : start + b] = result
+        elif out.dtype == np.int64:
+            out[start : start + b] = np.rint(result * np.float64(den) / num)
+        else:  # (result · F') / L: exact up to the division, so ties round as the exact value does
+            out[start : start + b] = result
+            out[start : start + b] *= den
+            out[start : start + b] /= num
+    correction = planes.offsets[:, None] * (tile.col_sums[None, :] + tile.weight_offset * k)
     if tile.weight_offset:
         correction += tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None]
     return np.rint(out).astype(np.int64) - correction

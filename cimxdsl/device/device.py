@@ -6,19 +6,24 @@ for its duration (write: K × write_ns_per_row; MVM: the pipeline cycles × cycl
 advances `now_ns` to the end of i's last operation, `sync()` to the end of all of them. The latency is
 the time the last operation ends.
 
+Static ADC ranges (`adc_range = "static_array"` / `"static_column"`): a device created with
+`calibrating=True` returns exact products and records, per weight tile (by its contents), the
+largest sum each column's ADC sees (`adc_spans`); a device given those spans converts with them.
+
 Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
 streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before).
 """
 
 from __future__ import annotations
 
+import hashlib
 import operator
 from pathlib import Path
 
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfig, load_device_config
-from cimxdsl.device.crossbar import Tile, draw_stuck_cells, program_tile, tile_mvm
+from cimxdsl.device.crossbar import Tile, draw_stuck_cells, observed_spans, program_tile, tile_mvm
 from cimxdsl.device.metrics import Metrics, energy_pj, mvm_events, write_events, write_time_ns
 
 _STUCK, _PROGRAM, _READ = 0, 1, 2
@@ -27,10 +32,19 @@ _STUCK, _PROGRAM, _READ = 0, 1, 2
 class Device:
     """Crossbar contents, timeline and metrics of one device, shared by the interpreter functions."""
 
-    def __init__(self, config: DeviceConfig | str | Path = "ideal"):
+    def __init__(
+        self,
+        config: DeviceConfig | str | Path = "ideal",
+        adc_spans: dict[bytes, np.ndarray] | None = None,
+        calibrating: bool = False,
+    ):
         self.config = load_device_config(config)
+        self.adc_spans: dict[bytes, np.ndarray] = {} if adc_spans is None else adc_spans
+        """Static ADC spans per weight tile (`tile_key`): per-column maxima of a calibration set."""
+        self.calibrating = calibrating
         count = self.config.crossbars
         self._tiles: list[Tile | None] = [None] * count
+        self._keys: list[bytes] = [b""] * count
         self._stuck: dict[int, np.ndarray | None] = {}
         self._ops_seen = np.zeros((count, 2), np.int64)  # writes, MVMs: keys of the noise streams
         self._metrics = Metrics(count)
@@ -47,6 +61,8 @@ class Device:
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._tiles[i] = tile
+        if self.config.static_adc:
+            self._keys[i] = tile_key(tile.weights)
         self._ops_seen[i, 0] += 1
         k, n = tile.shape
         events = write_events(self.config, k, n)
@@ -61,14 +77,29 @@ class Device:
         x = np.asarray(x)
         rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noise else None
         try:
-            result = tile_mvm(tile, x, self.config, rng, out=out)
+            result = self._product(i, tile, x, rng, out)
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._ops_seen[i, 1] += 1
         batch = 1 if x.ndim == 1 else x.shape[0]
-        events = mvm_events(self.config, batch, *tile.shape)
+        negative = None  # only sign-magnitude inputs cost more for rows with a negative entry
+        if self.config.input_encoding == "sign_magnitude" and x.size:
+            negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
+        events = mvm_events(self.config, batch, *tile.shape, negative)
         self._run(i, events, events["busy_cycles"] * self.config.cycle_ns)
         return result
+
+    def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None) -> np.ndarray:
+        """x @ W through the ADC; with a static range, the tile's calibrated spans (recorded while
+        `calibrating`, when the product is exact)."""
+        if not self.config.static_adc:
+            return tile_mvm(tile, x, self.config, rng, out=out)
+        key = self._keys[i]
+        if self.calibrating:
+            seen = observed_spans(tile, x, self.config)
+            self.adc_spans[key] = np.maximum(self.adc_spans.get(key, seen), seen)
+            return tile_mvm(tile, x, self.config.replace(adc_bits=0), rng, out=out)
+        return tile_mvm(tile, x, self.config, rng, out=out, spans=self.adc_spans.get(key))
 
     def barrier(self, xbar: int) -> float:
         """Wait for crossbar `xbar`'s last operation; returns the new host time."""
@@ -142,3 +173,9 @@ class Device:
         start = max(self.now_ns, float(self._free_at[xbar]))
         self._free_at[xbar] = start + duration_ns
         self._metrics.add(xbar, events, energy_pj(self.config, events), duration_ns)
+
+
+def tile_key(weights: np.ndarray) -> bytes:
+    """A key of a weight tile's contents (shape, dtype and values): where static ADC spans are kept."""
+    w = np.ascontiguousarray(weights)
+    return hashlib.blake2b(repr((w.shape, w.dtype.str)).encode() + w.tobytes(), digest_size=16).digest()

@@ -3,7 +3,8 @@
 Costs of one operation on a logical crossbar (S input slices, A physical arrays, J cells per weight):
 
 - write of a K×N tile: K·N·J·A cells; K × write_ns_per_row (the arrays of a pair in parallel);
-- MVM of B rows on a K×N tile: S·B input slices, S·B·A array reads, S·B·A·K DAC row activations and
+- MVM of B rows on a K×N tile (S by `input_encoding`, `DeviceConfig.input_slices`; sign-magnitude
+  rows with a negative entry take 2·S): S·B input slices, S·B·A array reads, S·B·A·K DAC row activations and
   S·B·A·N·J ADC conversions (only the columns the tile uses); the pipeline is busy for
   pipeline_fill_cycles + S·B - 1 cycles (0 for B = 0).
 
@@ -38,9 +39,12 @@ def write_time_ns(config: DeviceConfig, k: int) -> float:
     return k * config.write_ns_per_row
 
 
-def mvm_events(config: DeviceConfig, batch: int, k: int, n: int) -> dict[str, int]:
-    """Counters for one MVM of `batch` input rows on a k×n tile."""
+def mvm_events(config: DeviceConfig, batch: int, k: int, n: int, negative_rows: int | None = None) -> dict[str, int]:
+    """Counters for one MVM of `batch` input rows on a k×n tile, `negative_rows` of them with a
+    negative entry (None: all; only `sign_magnitude` inputs send those in a second pass)."""
     slices = config.input_slices * batch
+    if config.input_encoding == "sign_magnitude":
+        slices += config.input_slices * (batch if negative_rows is None else negative_rows)
     reads = slices * config.arrays_per_crossbar
     return {
         "mvms": 1,

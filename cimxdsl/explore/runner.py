@@ -128,7 +128,8 @@ def device_seed(base_seed: int, settings: tuple[tuple[str, Any], ...], seed_inde
 
 def is_random(config: DeviceConfig) -> bool:
     """Whether runs with different seeds can differ (programming/read noise or stuck cells)."""
-    return bool(config.prog_noise or config.read_noise or config.stuck_on_rate or config.stuck_off_rate)
+    programming = config.prog_noise or any(config.prog_noise_table)
+    return bool(programming or config.read_noise or config.stuck_on_rate or config.stuck_off_rate)
 
 
 # ---- context --------------------------------------------------------------------------------------
@@ -341,7 +342,7 @@ def compile_program(context: Context, key: tuple):
             # The list scheduler takes its device as a preset name or TOML path; give it the
             # reference device, so its crossbar count and latencies are the ones the program runs on.
             path = Path(tmp) / "device.toml"
-            path.write_text(device_toml(reference))
+            path.write_text(reference.to_toml())
             strategy = f'list{{device="{path}"}}'
         return compile_model(
             onnx.load_from_string(context.model),
@@ -351,12 +352,3 @@ def compile_program(context: Context, key: tuple):
             strategy=strategy,
             batch=len(context.inputs),
         )
-
-
-def device_toml(config: DeviceConfig) -> str:
-    """A flat TOML text that `DeviceConfig.from_toml` reads back as `config`."""
-
-    def value(v: Any) -> str:
-        return json.dumps(v) if isinstance(v, str) else repr(v)
-
-    return "".join(f"{k} = {value(v)}\n" for k, v in config.to_dict().items())

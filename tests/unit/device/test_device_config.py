@@ -99,6 +99,14 @@ BAD_CHANGES = [
     ({"cols": 4, "weight_bits": 16, "cell_bits": 2}, "'cols'"),
     ({"seed": -1}, "'seed'"),
     ({"name": ""}, "'name'"),
+    ({"adc_range": "pow2"}, "'adc_range' must be one of 'full', 'full_pow2', 'calibrated', 'static_array'"),
+    ({"input_encoding": "signed"}, "'input_encoding' must be one of 'offset', 'twos_complement', 'sign_magnitude'"),
+    ({"prog_noise_model": "gaussian"}, "'prog_noise_model' must be one of 'proportional', 'independent', 'table'"),
+    ({"prog_noise_table": [0.1, -0.1]}, "'prog_noise_table' must be a list of non-negative numbers"),
+    ({"prog_noise_table": 0.1}, "'prog_noise_table' must be a list"),
+    ({"prog_noise_model": "table"}, "'prog_noise_table' must list one σ per conductance level (4 for 'cell_bits'=2)"),
+    ({"prog_noise_model": "table", "prog_noise_table": [0.1, 0.1], "cell_bits": 2}, "'prog_noise_table' must list"),
+    ({"prog_noise_table": [0, 0.1, 0.1, 0.1], "cell_bits": 2}, "exactly when 'prog_noise_model' is 'table'"),
 ]
 
 
@@ -204,3 +212,43 @@ def test_groups_cover_every_field_once():
 def test_missing_toml_file(tmp_path):
     with pytest.raises(DeviceConfigError, match="cannot read"):
         load_device_config(str(tmp_path / "missing.toml"))
+
+
+def test_new_options_round_trip_through_toml(tmp_path):
+    c = preset("cinnamon").replace(
+        adc_bits=6,
+        adc_range="static_column",
+        input_encoding="sign_magnitude",
+        prog_noise_model="table",
+        prog_noise_table=[0, 0.01, 0.02, 0.005],
+    )
+    assert c.prog_noise_table == (0.0, 0.01, 0.02, 0.005) and not c.noiseless
+    path = tmp_path / "dev.toml"
+    path.write_text(c.to_toml())
+    assert DeviceConfig.from_toml(path) == c
+    grouped = tmp_path / "grouped.toml"
+    grouped.write_text(
+        'preset = "cinnamon"\n[precision]\nadc_bits = 6\nadc_range = "full_pow2"\ninput_encoding = "twos_complement"\n'
+        '[noise]\nprog_noise_model = "table"\nprog_noise_table = [0.0, 0.01, 0.02, 0.0]\n'
+    )
+    d = DeviceConfig.from_toml(grouped)
+    assert (d.adc_range, d.input_encoding, d.prog_noise_table) == ("full_pow2", "twos_complement", (0, 0.01, 0.02, 0))
+    assert preset("cinnamon").replace(prog_noise_model="table", prog_noise_table=[0] * 4).noiseless
+
+
+@pytest.mark.parametrize(
+    "encoding, input_bits, dac_bits, slices",
+    [
+        # offset: ceil(8 / D); twos_complement: the 7 low bits in D-bit digits, then the sign bit
+        ("offset", 8, 1, 8),
+        ("offset", 8, 2, 4),
+        ("offset", 8, 8, 1),
+        ("twos_complement", 8, 1, 8),
+        ("twos_complement", 8, 2, 5),
+        ("twos_complement", 8, 8, 2),
+        ("sign_magnitude", 8, 2, 4),
+    ],
+)
+def test_input_slices_by_encoding(encoding, input_bits, dac_bits, slices):
+    config = DeviceConfig(input_bits=input_bits, dac_bits=dac_bits, input_encoding=encoding)
+    assert config.input_slices == slices

@@ -1,0 +1,40 @@
+"""A static ADC range is calibrated at compile time, on the quantization's calibration inputs."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cimxdsl
+from cimxdsl.api import CompileError
+from cimxdsl.device import Device, preset
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+DIGITS = np.load(EXAMPLES / "digits_test.npz")
+IMAGES = 60
+
+
+def accuracy(model, device) -> float:
+    outputs = model.run(DIGITS["inputs"][:IMAGES], device=device).outputs[0]
+    return float(np.mean(np.argmax(outputs, axis=-1) == DIGITS["labels"][:IMAGES]))
+
+
+def test_static_ranges_are_calibrated_once_and_beat_the_full_range():
+    # 5-bit ADC on 128-row crossbars: the full range (1152) reads the digits CNN's small sums as noise,
+    # spans fixed from the calibration images keep it near its float accuracy.
+    base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5)
+    model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"], batch=IMAGES)
+    full = accuracy(model, Device(base))
+    static = {r: accuracy(model, Device(base.replace(adc_range=r))) for r in ("static_array", "static_column")}
+    assert full < 0.5
+    assert min(static.values()) > 0.9
+    (spans,) = model.adc_spans.values()  # one calibration serves both granularities
+    assert len(spans) == 3  # one entry per weight tile: conv1, conv2, fc
+
+
+def test_static_range_without_calibration_inputs_is_a_clear_error():
+    base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5)
+    model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"])
+    model.calibration_inputs = None  # as after cimxdsl.load
+    with pytest.raises(CompileError, match="static ADC range: compile with calibration data"):
+        model.run(DIGITS["inputs"][:1], device=Device(base.replace(adc_range="static_array")))
