@@ -1,4 +1,4 @@
-"""Instruction counts and compile time of the `pim` flow as the image grows (seeds/002 Fig. 5.2-5.4).
+"""Instruction counts and compile time of the `pim` flow as the image grows (Miotti 2025, Fig. 5.2-5.4).
 
 One 3×3 convolution, 4 input channels, 8 filters, zero padding 1, on square images 2…32 pixels wide,
 for crossbars of 3×3 (the thesis's small size, which forces splitting across cores) and 128×128.

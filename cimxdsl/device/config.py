@@ -13,7 +13,7 @@ Energy is counted per event (all in pJ):
 - `shift_add_pj`      the shift-and-add unit of one physical array for one array-cycle;
 - `write_pj_per_cell` programming one cell.
 
-ADC-energy convention (notes/device-parameters.md T4): energy per conversion = P / sample rate, as
+ADC-energy convention (Shafiee et al., ISAAC, ISCA 2016, Table 6; Ankit et al., PUMA, ASPLOS 2019): energy per conversion = P / sample rate, as
 ISAAC and PUMA count it (`adc_energy_pj`). MNSIM instead charges (bits + 2) / rate × P, 10× more for
 the same ADC; to model that convention, set `adc_pj` accordingly.
 """
@@ -122,7 +122,7 @@ class DeviceConfig:
     `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
     the positive and one for the negative entries)."""
     subtraction: str = "digital"
-    """Where a differential pair is subtracted: `digital` after one ADC per array (seeds/001 §6.2),
+    """Where a differential pair is subtracted: `digital` after one ADC per array (Reißmann 2024, §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
     two, of a signed sum)."""
     # noise
@@ -406,17 +406,30 @@ def flatten(data: Any) -> dict[str, Any]:
 
 
 # ---- presets ----------------------------------------------------------------------------------
-# Source keys refer to notes/device-parameters.md (T2, T4, T5 and its Sources list).
+# Sources of the figures below:
+#   [ISAAC]      A. Shafiee et al., "ISAAC: A Convolutional Neural Network Accelerator with In-Situ Analog
+#                Arithmetic in Crossbars", ISCA 2016 (Table 6: component power and area).
+#   [PUMA-paper] A. Ankit et al., "PUMA: A Programmable Ultra-efficient Memristor-based Accelerator for Machine
+#                Learning Inference", ASPLOS 2019.
+#   [PUMA-c]     PUMA's simulator, github.com/Aayush-Ankit/puma-simulator, include/constants.py and config.py;
+#                [ISS #63] is its issue 63.
+#   [MN-adc]     MNSIM 2.0, github.com/thu-nics/MNSIM-2.0, MNSIM/Hardware_Model/{ADC,DAC}.py (Zhu et al.,
+#                "MNSIM 2.0: A Behavior-Level Modeling Tool for Processing-In-Memory Architectures", TCAD 2023).
+#   [CS-cfg]     CrossSim, github.com/sandialabs/cross-sim, simulator/configs/{ISAAC,PRIME}.json.
+#   [PCOMP]      X. Sun et al., "PIMCOMP: A Universal Compilation Framework for Crossbar-based PIM DNN
+#                Accelerators", DAC 2023, and github.com/sunxt99/PIMCOMP-NN.
+#   [PRIME]      P. Chi et al., "PRIME: A Novel Processing-in-Memory Architecture for Neural Network
+#                Computation in ReRAM-based Main Memory", ISCA 2016.
 # fmt: off
-_ISAAC_CYCLE_NS = 100.0  # [PUMA-c] xbar_ip_lat 100 ns, ISAAC's 100 ns cycle [ISAAC] (T4, T5)
-_PUMA_WRITE_NS_PER_ROW = 351e3 / 32 / 128  # whole 128x128 crossbar in 351/32 us [PUMA-c] (T4)
-_PUMA_WRITE_PJ_PER_CELL = 676e3 / 32 / (128 * 128)  # 676/32 nJ per crossbar [PUMA-c] (T4)
+_ISAAC_CYCLE_NS = 100.0  # [PUMA-c] xbar_ip_lat 100 ns, ISAAC's 100 ns cycle [ISAAC]
+_PUMA_WRITE_NS_PER_ROW = 351e3 / 32 / 128  # whole 128x128 crossbar in 351/32 us [PUMA-c]
+_PUMA_WRITE_PJ_PER_CELL = 676e3 / 32 / (128 * 128)  # 676/32 nJ per crossbar [PUMA-c]
 _ISAAC_ENERGY = dict(
-    crossbar_read_pj=0.3 * _ISAAC_CYCLE_NS,  # 0.3 mW x 100 ns = 30 pJ [PUMA-c][ISAAC] (T4)
-    dac_pj=3.9e-3 * _ISAAC_CYCLE_NS,  # 1-bit DAC 3.9 uW x 100 ns = 0.39 pJ per row [PUMA-c] (T4)
-    adc_pj=adc_energy_pj(2.0, 1.28),  # 8-bit SAR 2.0 mW at 1.28 GS/s = 1.5625 pJ [PUMA-c] (T4)
-    sample_hold_pj=9.7e-6 * _ISAAC_CYCLE_NS,  # 9.7e-6 mW x 100 ns [PUMA-c] (T4)
-    shift_add_pj=0.05 * _ISAAC_CYCLE_NS,  # 0.05 mW x 100 ns = 5 pJ [PUMA-c] (T4)
+    crossbar_read_pj=0.3 * _ISAAC_CYCLE_NS,  # 0.3 mW x 100 ns = 30 pJ [PUMA-c][ISAAC]
+    dac_pj=3.9e-3 * _ISAAC_CYCLE_NS,  # 1-bit DAC 3.9 uW x 100 ns = 0.39 pJ per row [PUMA-c]
+    adc_pj=adc_energy_pj(2.0, 1.28),  # 8-bit SAR 2.0 mW at 1.28 GS/s = 1.5625 pJ [PUMA-c]
+    sample_hold_pj=9.7e-6 * _ISAAC_CYCLE_NS,  # 9.7e-6 mW x 100 ns [PUMA-c]
+    shift_add_pj=0.05 * _ISAAC_CYCLE_NS,  # 0.05 mW x 100 ns = 5 pJ [PUMA-c]
     write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,
 )
 
@@ -431,32 +444,32 @@ PRESETS: dict[str, DeviceConfig] = {
         dac_bits=32,
         adc_bits=0,
     ),
-    # The seeds' simulator (seeds/001 sec. 6.2-6.3).
+    # The simulator of F. Reißmann, "An MLIR-based compiler flow for memristive-crossbar accelerators", Bachelor's thesis, TU Dresden, 2024, sec. 6.2-6.3.
     "cinnamon": DeviceConfig(
         name="cinnamon",
         rows=128,
         cols=128,  # sec. 6.2: "a crossbar with size 128x128"
         crossbars=16,
-        crossbars_per_core=16,  # the Cinnamon runtime's fixed crossbars[16] (notes/cinnamon.md)
+        crossbars_per_core=16,  # the Cinnamon runtime's fixed crossbars[16] (its runtime/Memristor library)
         weight_bits=4,
         input_bits=4,  # sec. 6.3 benchmark: 4-bit values, "fit in two bit slices" (Fig. 6.1)
         cell_bits=2,
         dac_bits=2,  # sec. 6.2: 2-bit DACs and 2-bit memristors
-        adc_bits=0,  # the seeds' simulator returns exact results and gives no ADC resolution
+        adc_bits=0,  # the thesis' simulator returns exact results and gives no ADC resolution
         encoding="differential",  # sec. 6.2: two crossbars, differential encoding
         cycle_ns=1.0,
         pipeline_fill_cycles=6,  # sec. 6.3: 6 cycles of 1 ns fill, then one per slice
         write_ns_per_row=_PUMA_WRITE_NS_PER_ROW,  # sec. 6.3 gives no write latency; PUMA's [PUMA-c]
         # sec. 6.3: "about 1750 pJ" for the crossbars over 40 rows x 2 slices x 2 arrays (derived /160)
         crossbar_read_pj=1750 / 160,
-        # The seeds give no periphery energy: component powers from T4 held for the 1 ns cycle.
+        # The thesis gives no periphery energy: component powers of ISAAC/PUMA/MNSIM held for the 1 ns cycle.
         dac_pj=7.8e-3 * 1.0,  # MNSIM 2-bit DAC 7.8 uW x 1 ns [MN-adc]
         adc_pj=adc_energy_pj(2.0, 1.28),  # ISAAC's 8-bit SAR per conversion [PUMA-c]
         sample_hold_pj=9.7e-6 * 1.0,  # 9.7e-6 mW x 1 ns [PUMA-c]
         shift_add_pj=0.05 * 1.0,  # 0.05 mW x 1 ns [PUMA-c]
         write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,  # PUMA's [PUMA-c]
     ),
-    # ISAAC (ISCA'16): T5 [ISAAC][PCOMP][CS-cfg], energies T4 [PUMA-c].
+    # ISAAC (ISCA'16): [ISAAC][PCOMP][CS-cfg], energies [PUMA-c].
     "isaac": DeviceConfig(
         name="isaac",
         rows=128,
@@ -465,18 +478,18 @@ PRESETS: dict[str, DeviceConfig] = {
         weight_bits=16,
         input_bits=16,  # 16-bit weights in 8 slices
         dac_bits=1,
-        adc_bits=9,  # CrossSim ISAAC.json: 9 b (T2); ISAAC's 8 b relies on its weight-flip trick, not modelled
+        adc_bits=9,  # CrossSim ISAAC.json: 9 b; ISAAC's 8 b relies on its weight-flip trick, not modelled
         adc_range="full",
-        encoding="offset",  # CrossSim ISAAC.json: offset with a unit column [CS-cfg] (T2)
+        encoding="offset",  # CrossSim ISAAC.json: offset with a unit column [CS-cfg]
         cores=168,
         crossbars_per_core=96,
-        crossbars=168 * 96,  # 168 cores x 12x8 crossbars (T5)
+        crossbars=168 * 96,  # 168 cores x 12x8 crossbars
         cycle_ns=_ISAAC_CYCLE_NS,
         pipeline_fill_cycles=1,
         write_ns_per_row=_PUMA_WRITE_NS_PER_ROW,
         **_ISAAC_ENERGY,
     ),
-    # PUMA (ASPLOS'19): T2/T5 [PUMA-c][PUMA-paper]. PUMA puts the 8 slices of a 16-bit weight on 8
+    # PUMA (ASPLOS'19): [PUMA-c][PUMA-paper]. PUMA puts the 8 slices of a 16-bit weight on 8
     # crossbars; we put them on neighbouring columns, which counts the same cells and conversions.
     "puma": DeviceConfig(
         name="puma",
@@ -491,22 +504,22 @@ PRESETS: dict[str, DeviceConfig] = {
         encoding="offset",  # not stated in the notes; ISAAC's encoding assumed
         cores=138,
         crossbars_per_core=8 * 16,
-        crossbars=138 * 8 * 16,  # 138 cores x 8x16 crossbars (T5)
+        crossbars=138 * 8 * 16,  # 138 cores x 8x16 crossbars
         cycle_ns=_ISAAC_CYCLE_NS,
         pipeline_fill_cycles=1,
         write_ns_per_row=_PUMA_WRITE_NS_PER_ROW,
         **{
             **_ISAAC_ENERGY,
-            # xbar_ip_energy 170 pJ: the MVMU inner product without the ADC [PUMA-c][ISS #63] (T4);
+            # xbar_ip_energy 170 pJ: the MVMU inner product without the ADC [PUMA-c][ISS #63];
             # taken to include the DACs and sample-and-hold, which are therefore 0 here.
             "crossbar_read_pj": 170.0,
             "dac_pj": 0.0,
             "sample_hold_pj": 0.0,
-            # ADC 0.25 mW per bit x 8 bits = 2.0 mW at 1.28 GS/s [PUMA-c] (T4)
+            # ADC 0.25 mW per bit x 8 bits = 2.0 mW at 1.28 GS/s [PUMA-c]
             "adc_pj": adc_energy_pj(0.25 * 8, 1.28),
         },
     ),
-    # PRIME (ISCA'16): CrossSim PRIME.json [CS-cfg] (T2), T5 [PRIME].
+    # PRIME (ISCA'16): CrossSim PRIME.json [CS-cfg], [PRIME].
     "prime": DeviceConfig(
         name="prime",
         rows=256,
@@ -524,8 +537,8 @@ PRESETS: dict[str, DeviceConfig] = {
         pipeline_fill_cycles=1,  # not in the notes: ISAAC's cycle assumed
         write_ns_per_row=_PUMA_WRITE_NS_PER_ROW,  # not in the notes: PUMA's assumed
         crossbar_read_pj=_ISAAC_ENERGY["crossbar_read_pj"] * 4,  # ISAAC's per-cell energy x 4x cells (derived)
-        dac_pj=15.6e-3 * _ISAAC_CYCLE_NS,  # MNSIM 3-bit DAC 15.6 uW x 100 ns [MN-adc] (T4)
-        adc_pj=adc_energy_pj(1.26, 1.0),  # MNSIM 6-bit ADC 1.26 mW at 1 GS/s [MN-adc] (T4)
+        dac_pj=15.6e-3 * _ISAAC_CYCLE_NS,  # MNSIM 3-bit DAC 15.6 uW x 100 ns [MN-adc]
+        adc_pj=adc_energy_pj(1.26, 1.0),  # MNSIM 6-bit ADC 1.26 mW at 1 GS/s [MN-adc]
         sample_hold_pj=_ISAAC_ENERGY["sample_hold_pj"],
         shift_add_pj=_ISAAC_ENERGY["shift_add_pj"],
         write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,

@@ -208,7 +208,7 @@ class ApplyFiltersOp(ApplyFiltersBase):
     Overwrites `output` (`[H_out, W_out, C_out]`) with the result. `accumulator` holds one output
     pixel (`C_out` elements, the output's element type): every `mvmul` writes it, then a `vvadd`
     adds it to the output pixel, because crossbar results cannot accumulate in place
-    (seeds/002 Algorithm 4.2)."""
+    (Miotti 2025, Algorithm 4.2)."""
 
     name = "pim.apply_filters"
 

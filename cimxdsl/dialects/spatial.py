@@ -1,4 +1,4 @@
-"""The `spat` dialect: the spatial level of the RAPTOR flow (seeds/002 §4).
+"""The `spat` dialect: the spatial level of the RAPTOR flow (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4).
 
 A `spat.compute` is a virtual core. Its `[weights]` are the crossbar-sized matrices to be programmed
 into that core's crossbars; its `(inputs)` are the activations it receives. Inside its body,
@@ -182,7 +182,7 @@ class ApplyFiltersOp(ApplyFiltersBase):
         result[oy, ox, :] = Σ_k input[oy·sh - pad_top + ky·dh, ox·sw - pad_left + kx·dw, :] · W[k]
 
     over positions with an index >= 0 and an input pixel inside the image (padding is zero). The
-    rank-2 form `[rows, K] -> [rows, N]` with the default 1×1 geometry is a gemm (seeds/002 App. B).
+    rank-2 form `[rows, K] -> [rows, N]` with the default 1×1 geometry is a gemm (Miotti 2025, App. B).
     The result element type may be a wider integer than the input's (`i8 -> i32`)."""
 
     name = "spat.apply_filters"

@@ -101,8 +101,8 @@ class Axis:
 class CostModel:
     """How per-event ADC/DAC energies scale with their bit width (`fixed`: the base device's value).
 
-    `linear`: energy ∝ bits (PUMA scales ADC power linearly in bits, notes T4); `exponential`:
-    energy doubles per bit (a constant Walden figure of merit; MNSIM's DACs double per bit, T4). The
+    `linear`: energy ∝ bits (PUMA's simulator scales ADC power linearly in bits); `exponential`:
+    energy doubles per bit (a constant Walden figure of merit; MNSIM 2.0's DACs double per bit). The
     base device's `adc_pj`/`dac_pj` is the energy at the reference width. A lossless ADC
     (`adc_bits = 0`) is costed as the ADC that converts a full-scale column sum exactly.
     """

@@ -1,4 +1,4 @@
-"""`cinm-to-spatial`: RAPTOR's channel-wise lowering of convolutions and gemms.
+"""`cinm-to-spatial`: RAPTOR's channel-wise lowering of convolutions and gemms (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4).
 
 Every function holding `cinm.compute` ops is rewritten so that all its work happens in
 `spat.compute` ops. Activations are kept pixel-major (`[H, W, C]`, one image) and split along the
@@ -12,8 +12,8 @@ positions that never read an image pixel are skipped (weight skipping, `crossbar
 ordered by output tile, input tile and kernel position, are cut into `spat.compute`s of at most
 `crossbars-per-compute` crossbars; each applies `spat.apply_filters` per input tile (weight index
 -1 for the positions it does not hold), sums them with `spat.vadd`, and adds the partial sum of
-the same output tile from the previous compute (seeds/002 Listing 4.1). A gemm (`cinm.op.gemm %x,
-%W [plus %b]`) is the same with a 1×1 kernel (seeds/002 App. B).
+the same output tile from the previous compute (Miotti 2025, Listing 4.1). A gemm (`cinm.op.gemm %x,
+%W [plus %b]`) is the same with a 1×1 kernel (Miotti 2025, App. B).
 
 Each source op type has one handler (`HANDLERS`); the lowered form of every value is a `Lowered`
 (`spatial_values.py`). Host ops between layers become spatial vector ops appended to the compute producing each tile:

@@ -1,10 +1,10 @@
-"""`pim-bufferize`: local buffers inside `pim.core`s (seeds/002 §4.6, "Bufferization").
+"""`pim-bufferize`: local buffers inside `pim.core`s (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6, "Bufferization").
 
 Every tensor a core computes becomes a memref, i.e. a buffer of the core's local memory:
 `tensor.empty` becomes `memref.alloc`; `pim.load`, the spat vector, pooling, concat and channel ops
 and `pim.store` work on memrefs (a spat op on memrefs writes a fresh buffer); `spat.apply_filters`
 becomes `pim.apply_filters` with an output buffer and a one-pixel accumulation buffer (crossbar
-results cannot accumulate in place, seeds/002 Algorithm 4.2). Constants (immediates of the core)
+results cannot accumulate in place, Miotti 2025, Algorithm 4.2). Constants (immediates of the core)
 and the arith ops on them stay tensors, bridged with `bufferization.to_tensor`/`to_buffer`.
 """
 

@@ -1,4 +1,4 @@
-"""`spatial-to-pim`: assign `spat.compute`s to physical cores (seeds/002 §4.6).
+"""`spatial-to-pim`: assign `spat.compute`s to physical cores (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6).
 
 Computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each: with no more
 computes than cores each gets its own core; otherwise consecutive computes (in program order) are

@@ -1,4 +1,4 @@
-"""ALAP: Cinnamon's `AlapScheduler` (notes/cinnamon.md §5), the mirror image of ASAP."""
+"""ALAP: Cinnamon's `AlapScheduler` (Reißmann 2024, §3.4; Cinnamon's `Utils/Scheduling/Schedulers/Alap.h`), the mirror image of ASAP."""
 
 from __future__ import annotations
 

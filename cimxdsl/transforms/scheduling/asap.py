@@ -1,4 +1,4 @@
-"""ASAP: Cinnamon's `AsapScheduler` (notes/cinnamon.md §5)."""
+"""ASAP: Cinnamon's `AsapScheduler` (Reißmann 2024, §3.4; Cinnamon's `Utils/Scheduling/Schedulers/Asap.h`)."""
 
 from __future__ import annotations
 

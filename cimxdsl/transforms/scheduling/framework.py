@@ -3,7 +3,8 @@
 A *strategy* puts the nodes of a dependency graph into time steps and gives each a compute resource.
 `apply_scheduling` then rewrites the IR step by step: all dispatches of a step (moved, in schedule
 order, right after the last op it emitted; the very first dispatched op stays where it is), then the
-barriers of the ops whose barrier step it is. Four hooks make it generic (notes/cinnamon.md §5):
+barriers of the ops whose barrier step it is. Four hooks make it generic (as in the Cinnamon compiler's
+`include/cinm-mlir/Utils/Scheduling/Scheduling.h`; F. Reißmann, "An MLIR-based compiler flow for memristive-crossbar accelerators", Bachelor's thesis, TU Dresden, 2024, §3.4):
 
 - operation filter     `(op) -> bool`                     which ops are nodes of the graph
 - strategy             `(graph) -> Schedule[R]`           steps and resources
@@ -626,7 +627,7 @@ def check_schedulable(module: ModuleOp, pass_name: str) -> list[AcquireDeviceOp]
 
 
 def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
-    """Cinnamon's `prepareForScheduling` (notes/cinnamon.md §5), deterministic.
+    """Cinnamon's `prepareForScheduling` (its `Scheduling.h`), deterministic.
 
     1. Keep the first `cim.acquire_crossbar` of the device in program order (Cinnamon keeps the last
        one of MLIR's use list, which lists users newest first: the same op); redirect the others' uses

@@ -4,7 +4,7 @@
 // A 3x3 convolution (its zero padding folded from tensor.pad), 4 input channels, 2 filters, then
 // ReLU. With 3x3 crossbars the image splits into channel tiles 0:3 and 3:4 (host glue slices the
 // NCHW input into [H, W, C] tiles); the 18 crossbar matrices, ordered by input tile and kernel
-// position, make computes of at most 5, each adding the previous one's partial sum (seeds/002
+// position, make computes of at most 5, each adding the previous one's partial sum (Miotti 2025,
 // Listing 4.1). The ReLU runs in the compute that finishes the sum.
 func.func @conv(%x: tensor<1x4x4x4xi32>) -> tensor<1x2x4x4xi32> {
   %c0 = arith.constant 0 : i32
@@ -106,7 +106,7 @@ func.func @skipping(%x: tensor<1x2x1x1xi32>) -> tensor<1x4x1x1xi32> {
 
 // -----
 
-// A fully connected layer (seeds/002 App. B: the 1x1-kernel case, here on [rows, K] matrices)
+// A fully connected layer (Miotti 2025, App. B: the 1x1-kernel case, here on [rows, K] matrices)
 // with a bias, ReLU and requantization: the bias is sliced per output tile and passed in, splat
 // constants (shift, clamp) live in the computes, the output tiles are joined along axis 1.
 func.func @dense(%x: tensor<2x5xi32>) -> tensor<2x4xi32> {

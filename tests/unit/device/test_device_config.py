@@ -26,9 +26,9 @@ def test_cinnamon_preset_matches_seeds_section_6_2():
 @pytest.mark.parametrize(
     "name, rows, cell_bits, weight_bits, dac_bits, adc_bits",
     [
-        ("isaac", 128, 2, 16, 1, 9),  # notes T2 (CrossSim ISAAC.json: 9 b; ISAAC itself needs its flip trick for 8)
-        ("puma", 128, 2, 16, 1, 8),  # notes T2
-        ("prime", 256, 4, 8, 3, 6),  # notes T2 (CrossSim PRIME.json)
+        ("isaac", 128, 2, 16, 1, 9),  # CrossSim's configs/ISAAC.json: 9 b; ISAAC itself needs its flip trick for 8
+        ("puma", 128, 2, 16, 1, 8),  # PUMA's simulator, include/config.py
+        ("prime", 256, 4, 8, 3, 6),  # CrossSim's configs/PRIME.json
     ],
 )
 def test_hardware_presets_match_notes(name, rows, cell_bits, weight_bits, dac_bits, adc_bits):
@@ -50,7 +50,7 @@ def test_ideal_preset_is_exact():
 
 
 def test_isaac_adc_energy_follows_isaac_convention_not_mnsim():
-    # notes T4: 2.0 mW at 1.28 GS/s -> 1.56 pJ (P/rate); MNSIM's (bits+2)/rate x P is 15.6 pJ.
+    # ISAAC's 8-bit ADC: 2.0 mW at 1.28 GS/s -> 1.56 pJ (P/rate); MNSIM's (bits+2)/rate x P is 15.6 pJ.
     assert preset("isaac").adc_pj == pytest.approx(1.5625)
     mnsim = (8 + 2) / 1.28 * 2.0
     assert mnsim / adc_energy_pj(2.0, 1.28) == pytest.approx(10)

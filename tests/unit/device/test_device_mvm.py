@@ -257,7 +257,7 @@ def reference_planes(x, config):
 
 
 def reference_sliced_product(x, w, config):
-    """seeds/001 §6.2 read by read, in integers, for a `full` or `full_pow2` ADC: every (input pass,
+    """Reißmann 2024, §6.2 read by read, in integers, for a `full` or `full_pow2` ADC: every (input pass,
     array, weight slice) column sum is converted on its own — level = round_half_even(sum · L / F)
     saturated at 2**n - 1, with L = 2**n - 1 and F = max(rows · (2**dac - 1) · (2**cell - 1), L), or
     L = 1 and F the power-of-two step — then shift-and-add, the pair's difference, the read-back

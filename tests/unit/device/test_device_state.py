@@ -9,7 +9,7 @@ from cimxdsl.device import COMPONENTS, Device, DeviceConfig, preset
 
 
 def cinnamon_benchmark():
-    """seeds/001 §6.3: a 40×128 by 128×64 product of 4-bit unsigned values on one crossbar."""
+    """Reißmann 2024, §6.3: a 40×128 by 128×64 product of 4-bit unsigned values on one crossbar."""
     rng = np.random.default_rng(0)
     x, w = rng.integers(0, 16, (40, 128)), rng.integers(0, 16, (128, 64))
     dev = Device(preset("cinnamon"))
@@ -43,7 +43,7 @@ def test_seeds_benchmark_latency_is_write_then_85_cycles():
 
 
 def test_isaac_array_cycle_energy():
-    # notes T4: one 128-row array read with 1-bit inputs = crossbar 30 + 128 DACs 50 + ADC 200
+    # ISAAC's component table (Shafiee et al., ISCA 2016, Table 6): one 128-row array read with 1-bit inputs = crossbar 30 + 128 DACs 50 + ADC 200
     # (128 conversions) + shift-and-add 5 = 285 pJ, the ADC about 70 %.
     config = preset("isaac").replace(input_bits=1)
     rng = np.random.default_rng(1)

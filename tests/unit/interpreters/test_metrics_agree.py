@@ -21,7 +21,7 @@ COUNTERS = ("writes", "cells_written", "mvms", "input_slices", "adc_conversions"
 
 
 def test_seeds_benchmark_through_the_lowered_program():
-    """seeds/001 §6.3: a 40×128 by 128×64 product of 4-bit unsigned values on the Cinnamon device
+    """Reißmann 2024, §6.3: a 40×128 by 128×64 product of 4-bit unsigned values on the Cinnamon device
     writes 32768 cells, and its MVM takes 6 fill cycles + one per further input slice = 85."""
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 16, (40, 128)), rng.integers(0, 16, (128, 64))

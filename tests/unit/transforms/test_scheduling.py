@@ -572,7 +572,7 @@ def test_cost_model_follows_the_device_model():
     config = preset("cinnamon")
     cost = CrossbarCostModel(config)
     gemm, gemv = ops_of(module, GemmOp)[0], ops_of(module, GemvOp)[0]
-    assert cost.mvm_ns(gemm) == 85.0  # seeds/001 §6.3: 6 fill cycles + 80 slices - 1, at 1 ns
+    assert cost.mvm_ns(gemm) == 85.0  # Reißmann 2024, §6.3: 6 fill cycles + 80 slices - 1, at 1 ns
     assert cost.write_ns(gemm) == pytest.approx(128 * config.write_ns_per_row)
     assert cost.duration_ns(gemm, StoredTile(gemm.rhs, transposed=False)) == 85.0
     assert cost.duration_ns(gemm, None) == pytest.approx(85.0 + 128 * config.write_ns_per_row)
