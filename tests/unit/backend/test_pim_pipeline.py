@@ -12,7 +12,7 @@ from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_validate import main as cim_validate
 from tests.unit.helpers import apply, parse
-from tests.unit.pim.programs import ProgramBuilder, conv_program, gemm_program, interpret, resnet_program
+from tests.unit.spatial_programs import ProgramBuilder, conv_program, gemm_program, interpret, resnet_program
 
 
 def count(module, op_type) -> int:

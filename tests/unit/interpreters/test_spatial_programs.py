@@ -5,7 +5,7 @@ import pytest
 
 from cimxdsl.interpreters.host import conv2d_nchw_fchw
 from tests.unit.helpers import parse
-from tests.unit.pim.programs import dense, interpret
+from tests.unit.spatial_programs import dense, interpret
 
 
 def conv_as_spatial(image_shape, weights_shape, strides, pads, dilations) -> str:

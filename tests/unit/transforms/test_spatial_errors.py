@@ -6,7 +6,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.pipeline import compile_to_pim
 from tests.unit.helpers import apply, parse
-from tests.unit.pim.programs import ProgramBuilder, conv_program, interpret
+from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret
 
 
 def lower_error(text: str, spec: str = "cinm-to-spatial{xbar-size=4}") -> str:
