@@ -56,7 +56,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from cimxdsl.dialects.utils import is_accumulator_type, verify_yielded
+from cimxdsl.dialects.utils import element_type, is_accumulator_type, shape_of, verify_yielded
 
 NOTILE = "cinm.notile"
 """Unit attribute marking a cinm op the tiler must leave alone."""
@@ -124,16 +124,6 @@ class SimilarityMetricAttr(EnumAttribute[SimilarityMetric], SpacedOpaqueSyntaxAt
 @irdl_attr_definition
 class ElementwiseKindAttr(EnumAttribute[ElementwiseKind], SpacedOpaqueSyntaxAttribute):
     name = "cinm.elemwise_kind"
-
-
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_shape()
-
-
-def _element_type(value: SSAValue) -> Attribute:
-    assert isinstance(value.type, TensorType)
-    return value.type.element_type
 
 
 def verify_accumulator_type(op_name: str, operand_type: Attribute, result_type: Attribute) -> None:
@@ -299,12 +289,12 @@ class GemmOp(IRDLOperation):
         super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
 
     def verify_(self) -> None:
-        left, right, result = _shape(self.left), _shape(self.right), _shape(self.result)
+        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
         if len(left) != 2 or len(right) != 2 or len(result) != 2:
             raise VerifyException("'cinm.op.gemm' operands and result must be matrices (rank 2)")
-        if _element_type(self.left) != _element_type(self.right):
+        if element_type(self.left) != element_type(self.right):
             raise VerifyException("'cinm.op.gemm' left and right must have the same element type")
-        verify_accumulator_type(self.name, _element_type(self.left), _element_type(self.result))
+        verify_accumulator_type(self.name, element_type(self.left), element_type(self.result))
         if left[1] != right[0]:
             raise VerifyException(
                 f"'cinm.op.gemm' inner dimensions differ: left is {left[0]}x{left[1]}, right is {right[0]}x{right[1]}"
@@ -343,14 +333,14 @@ class GemvOp(IRDLOperation):
         super().__init__(operands=[left, right], result_types=[result_type])
 
     def verify_(self) -> None:
-        left, right, result = _shape(self.left), _shape(self.right), _shape(self.result)
+        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
         if len(left) != 2 or len(right) != 1:
             raise VerifyException("'cinm.op.gemv' left must be a matrix (rank 2) and right a vector (rank 1)")
         if len(result) != 1:
             raise VerifyException("'cinm.op.gemv' result must be a vector (rank 1)")
-        if _element_type(self.left) != _element_type(self.right):
+        if element_type(self.left) != element_type(self.right):
             raise VerifyException("'cinm.op.gemv' left and right must have the same element type")
-        verify_accumulator_type(self.name, _element_type(self.left), _element_type(self.result))
+        verify_accumulator_type(self.name, element_type(self.left), element_type(self.result))
         if left[1] != right[0]:
             raise VerifyException(
                 f"'cinm.op.gemv' inner dimensions differ: matrix is {left[0]}x{left[1]}, vector has {right[0]}"
@@ -424,7 +414,7 @@ class Im2colOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if len(shape) != 4:
             raise VerifyException(f"'cinm.op.im2col' input must be an NCHW image (rank 4), got rank {len(shape)}")
         geometry = [tuple(a.get_values()) for a in (self.kernel, self.strides, self.dilations)]
@@ -435,9 +425,9 @@ class Im2colOp(IRDLOperation):
             raise VerifyException(
                 f"'cinm.op.im2col' kernel {list(geometry[0])} does not fit the {shape[2]}x{shape[3]} image"
             )
-        if _shape(self.result) != expected or _element_type(self.result) != _element_type(self.input):
+        if shape_of(self.result) != expected or element_type(self.result) != element_type(self.input):
             raise VerifyException(
-                f"'cinm.op.im2col' result must be {expected[0]}x{expected[1]} of {_element_type(self.input)}, "
+                f"'cinm.op.im2col' result must be {expected[0]}x{expected[1]} of {element_type(self.input)}, "
                 f"got {self.result.type}"
             )
 
@@ -453,7 +443,7 @@ class ScaleOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def verify_scale(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         count = len(self.scale)
         if count == 1:
             return
@@ -499,12 +489,12 @@ class QuantizeOp(ScaleOp):
 
     def verify_(self) -> None:
         self.verify_scale()
-        if not isinstance(_element_type(self.result), IntegerType):
+        if not isinstance(element_type(self.result), IntegerType):
             raise VerifyException("'cinm.op.quantize' result must be a tensor of integers")
-        if _shape(self.result) != _shape(self.input):
+        if shape_of(self.result) != shape_of(self.input):
             raise VerifyException("'cinm.op.quantize' result must have the input's shape")
         bits = self.bits.value.data
-        width = _element_type(self.result).width.data
+        width = element_type(self.result).width.data
         if not 2 <= bits <= width:
             raise VerifyException(f"'cinm.op.quantize' bits must be in 2..{width}, got {bits}")
 
@@ -529,7 +519,7 @@ class DequantizeOp(ScaleOp):
 
     def verify_(self) -> None:
         self.verify_scale()
-        if _shape(self.result) != _shape(self.input):
+        if shape_of(self.result) != shape_of(self.input):
             raise VerifyException("'cinm.op.dequantize' result must have the input's shape")
 
 
@@ -621,9 +611,9 @@ class ElementwiseScalarOp(IRDLOperation):
     def verify_(self) -> None:
         if self.result.type != self.lhs.type:
             raise VerifyException(f"'{self.name}' result type must match lhs type {self.lhs.type}")
-        if self.rhs.type != _element_type(self.lhs):
+        if self.rhs.type != element_type(self.lhs):
             raise VerifyException(
-                f"'{self.name}' rhs must have the element type of lhs ({_element_type(self.lhs)}), got {self.rhs.type}"
+                f"'{self.name}' rhs must have the element type of lhs ({element_type(self.lhs)}), got {self.rhs.type}"
             )
 
     @classmethod
@@ -709,7 +699,7 @@ class ReduceOp(IRDLOperation):
     assembly_format = "$method `(` $input `)` attr-dict `:` type($input) `->` type($result)"
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if not shape:
             raise VerifyException("'cinm.op.reduce' input must have rank 1 or more")
         for d in self.dimensions.get_values():
@@ -717,13 +707,13 @@ class ReduceOp(IRDLOperation):
                 raise VerifyException(f"'cinm.op.reduce' dimension {d} is out of range for rank {len(shape)}")
         result_type = self.result.type
         result_element = result_type.element_type if isinstance(result_type, TensorType) else result_type
-        if result_element != _element_type(self.input):
+        if result_element != element_type(self.input):
             raise VerifyException(
                 f"'cinm.op.reduce' result element type {result_element} must match the input's "
-                f"{_element_type(self.input)}"
+                f"{element_type(self.input)}"
             )
         method = self.method.data
-        is_float = isinstance(_element_type(self.input), AnyFloat)
+        is_float = isinstance(element_type(self.input), AnyFloat)
         if method.endswith("f") and not is_float or method.endswith(("si", "ui")) and is_float:
             kind = "floats" if method.endswith("f") else "integers"
             raise VerifyException(f"'cinm.op.reduce' method '{method}' reduces {kind}, got {self.input.type}")
@@ -772,7 +762,7 @@ class TopKOp(IRDLOperation):
         values = self.result_values.type
         indices = self.result_indices.type
         assert isinstance(values, TensorType) and isinstance(indices, TensorType)
-        if values.element_type != _element_type(self.input):
+        if values.element_type != element_type(self.input):
             raise VerifyException("'cinm.op.topK' values must have the input's element type")
         if not isinstance(indices.element_type, IndexType):
             raise VerifyException("'cinm.op.topK' indices must be a tensor of index")
@@ -794,7 +784,7 @@ class SimSearchOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, metric: SimilarityMetric, k: int, left: SSAValue, right: SSAValue):
-        element = _element_type(left)
+        element = element_type(left)
         super().__init__(
             operands=[left, right],
             result_types=[TensorType(element, (DYNAMIC_INDEX,)), TensorType(IndexType(), (DYNAMIC_INDEX,))],
@@ -857,7 +847,7 @@ class PopCountOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def verify_(self) -> None:
-        if _element_type(self.left) != IntegerType(1):
+        if element_type(self.left) != IntegerType(1):
             raise VerifyException("'cinm.op.popCount' operand must be a tensor of i1")
 
 

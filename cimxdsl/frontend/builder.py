@@ -25,12 +25,7 @@ from xdsl.dialects.linalg.ops import BroadcastOp, Conv2DNchwFchwOp, MatmulOp, Tr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from cimxdsl.dialects.utils import dense_attr
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType)
-    return value.type.get_shape()
+from cimxdsl.dialects.utils import dense_attr, shape_of
 
 
 class IRBuilder:
