@@ -128,8 +128,9 @@ class CompiledModel:
         }
 
     def save(self, path: str | Path) -> None:
-        """Write a `.cimx` file: a zip of `manifest.json` (format version, device, options) and the
-        IR of every stage as text. No pickle."""
+        """Write a `.cimx` file: a zip of `manifest.json` (format version, device, options), the
+        IR of every stage as text and the calibration inputs (`calibration.npz`, which a static ADC
+        range is calibrated on). No pickle."""
         manifest = {
             "format": "cimxdsl-compiled-model",
             "version": FORMAT_VERSION,
@@ -142,6 +143,8 @@ class CompiledModel:
             archive.writestr("manifest.json", json.dumps(manifest, indent=2))
             for stage in self.stages:
                 archive.writestr(f"{stage}.mlir", self.mlir(stage))
+            if self.calibration_inputs is not None:
+                archive.writestr("calibration.npz", calibration_bytes(self.calibration_inputs))
 
 
 def load(path: str | Path) -> CompiledModel:
@@ -154,10 +157,30 @@ def load(path: str | Path) -> CompiledModel:
             if manifest.get("version") != FORMAT_VERSION:
                 raise CompileError(f"'{path}' has format version {manifest.get('version')}, expected {FORMAT_VERSION}")
             stages = {stage: archive.read(f"{stage}.mlir").decode() for stage in manifest["stages"]}
+            calibration = archive.read("calibration.npz") if "calibration.npz" in archive.namelist() else None
     except (OSError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
         raise CompileError(f"cannot read compiled model '{path}': {e}") from None
     device = DeviceConfig.from_dict(manifest["device"])
-    return CompiledModel(stages, device, manifest["options"], manifest.get("notes", []))
+    model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []))
+    model.calibration_inputs = None if calibration is None else calibration_from_bytes(calibration)
+    return model
+
+
+def calibration_bytes(samples: list) -> bytes:
+    """Calibration samples (each a list of input arrays) as the bytes of an `.npz` file."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"sample{i}_input{j}": x for i, sample in enumerate(samples) for j, x in enumerate(sample)})
+    return buffer.getvalue()
+
+
+def calibration_from_bytes(data: bytes) -> list:
+    """The samples `calibration_bytes` wrote, in order."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        keys = sorted(arrays.files, key=lambda k: tuple(int(n) for n in k.removeprefix("sample").split("_input")))
+        samples: dict[int, list] = {}
+        for key in keys:
+            samples.setdefault(int(key.removeprefix("sample").split("_input")[0]), []).append(arrays[key])
+    return [samples[i] for i in sorted(samples)]
 
 
 def calibration_samples(

@@ -35,6 +35,21 @@ def test_static_ranges_are_calibrated_once_and_beat_the_full_range():
 def test_static_range_without_calibration_inputs_is_a_clear_error():
     base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5)
     model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"])
-    model.calibration_inputs = None  # as after cimxdsl.load
+    model.calibration_inputs = None  # as a model compiled without calibration data
     with pytest.raises(CompileError, match="static ADC range: compile with calibration data"):
         model.run(DIGITS["inputs"][:1], device=Device(base.replace(adc_range="static_array")))
+
+
+def test_a_saved_model_keeps_its_calibration_inputs_for_static_ranges(tmp_path):
+    base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5)
+    model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"][:8], batch=4)
+    model.save(tmp_path / "m.cimx")
+    loaded = cimxdsl.load(tmp_path / "m.cimx")
+    assert len(loaded.calibration_inputs) == len(model.calibration_inputs)
+    for saved, original in zip(loaded.calibration_inputs, model.calibration_inputs, strict=True):
+        for a, b in zip(saved, original, strict=True):
+            np.testing.assert_array_equal(a, b)
+    device = base.replace(adc_range="static_column")
+    images = DIGITS["inputs"][:4]
+    expected = model.run(images, device=Device(device)).outputs[0]
+    np.testing.assert_array_equal(loaded.run(images, device=Device(device)).outputs[0], expected)
