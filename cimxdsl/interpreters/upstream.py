@@ -1,10 +1,12 @@
-"""Interpreter functions for the upstream ops cimxdsl adds (`dialects/upstream.py`).
+"""Interpreter functions for the upstream ops cimxdsl adds (`dialects/upstream.py`), and for
+`affine.for` with `iter_args` (the loop form of `tile`), which xDSL's own implementation lacks.
 
 The bodies of `linalg.map` and `tensor.generate` run once, on whole arrays: a scalar op of the
 body computes every element at once (host functions keep array values of scalar types).
 """
 
 import numpy as np
+from xdsl.dialects import affine
 from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.interpreter import (
@@ -59,3 +61,17 @@ class UpstreamFunctions(InterpreterFunctions):
         (value,) = interpreter.run_ssacfg_region(op.body, indices, "tensor.generate")
         dtype = numpy_dtype(result_type.element_type)
         return (np.broadcast_to(np.asarray(value, dtype), shape).copy(),)
+
+    @impl(affine.ForOp)
+    def run_for(self, interpreter: Interpreter, op: affine.ForOp, args: PythonValues):
+        lower = op.lowerBoundMap.data.eval(list(args[: len(op.lowerBoundOperands)]), [])[0]
+        upper_operands = args[len(op.lowerBoundOperands) : len(op.lowerBoundOperands) + len(op.upperBoundOperands)]
+        upper = op.upperBoundMap.data.eval(list(upper_operands), [])[0]
+        values = tuple(args[len(op.lowerBoundOperands) + len(op.upperBoundOperands) :])
+        for index in range(lower, upper, op.step.value.data):
+            values = tuple(interpreter.run_ssacfg_region(op.body, (index, *values), "affine.for"))
+        return values
+
+    @impl_terminator(affine.YieldOp)
+    def run_affine_yield(self, interpreter: Interpreter, op: affine.YieldOp, args: PythonValues):
+        return ReturnedValues(args), ()

@@ -10,6 +10,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "linalg-to-cinm": ("linalg_to_cinm", "LinalgToCinmPass"),
     "cinm-isolate-compute": ("cinm_isolate_compute", "CinmIsolateComputePass"),
     "tile": ("tile", "TilePass"),
+    "cinm-unroll-loops": ("cinm_unroll_loops", "CinmUnrollLoopsPass"),
     "cinm-to-cim": ("cinm_to_cim", "CinmToCimPass"),
     "schedule-asap": ("schedule_asap", "ScheduleAsapPass"),
     "schedule-alap": ("schedule_alap", "ScheduleAlapPass"),

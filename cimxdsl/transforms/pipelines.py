@@ -13,13 +13,15 @@ from cimxdsl.transforms.errors import pass_error
 class MemristorPipelinePass(ModulePass):
     """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, cinm-isolate-compute,
     tile, cinm-to-cim, schedule-<strategy>, cim-to-memristor, memristor-to-func`, for a device preset
-    or TOML file."""
+    or TOML file. With `tiling=loop`, products are tiled into loops (`tile{mode=loop}`) and
+    unrolled before the crossbar lowering (`cinm-unroll-loops`)."""
 
     name = "memristor"
 
     device: str = "cinnamon"
     crossbars: int = 16
     strategy: str = "list"
+    tiling: str = "unroll"
 
     def passes(self) -> str:
         schedule = f"schedule-{self.strategy}" + (f'{{device="{self.device}"}}' if self.strategy == "list" else "")
@@ -27,7 +29,8 @@ class MemristorPipelinePass(ModulePass):
             [
                 "linalg-to-cinm",
                 "cinm-isolate-compute",
-                f'tile{{device="{self.device}"}}',
+                f'tile{{device="{self.device}" mode={self.tiling}}}',
+                *(["cinm-unroll-loops"] if self.tiling == "loop" else []),
                 f"cinm-to-cim{{crossbars={self.crossbars}}}",
                 schedule,
                 "cim-to-memristor",

@@ -28,6 +28,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.tile_loops import tile_in_loops
 
 
 def ranges(size: int, step: int) -> list[tuple[int, int]]:
@@ -128,6 +129,15 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
     return tiled
 
 
+def needs_tiling(op: cinm.GemmOp | cinm.GemvOp, rows: int, columns: int) -> bool:
+    """Whether `op`, a product in a compute not marked `cinm.notile`, is larger than one crossbar."""
+    if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp):
+        return False
+    weights = op.right if isinstance(op, cinm.GemmOp) else op.left
+    k, n = weights.type.get_shape()[::-1] if isinstance(op, cinm.GemvOp) else weights.type.get_shape()
+    return k > rows or n > columns
+
+
 @dataclass
 class TileProducts(RewritePattern):
     rows: int
@@ -135,11 +145,7 @@ class TileProducts(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
-        if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp):
-            return
-        weights = op.right if isinstance(op, cinm.GemmOp) else op.left
-        k, n = weights.type.get_shape()[::-1] if isinstance(op, cinm.GemvOp) else weights.type.get_shape()
-        if k <= self.rows and n <= self.columns:
+        if not needs_tiling(op, self.rows, self.columns):
             return
         tile: Callable[..., TiledProduct] = tile_gemm if isinstance(op, cinm.GemmOp) else tile_gemv
         tiled = tile(op, self.rows, self.columns)
@@ -158,6 +164,9 @@ class TilePass(ModulePass):
     rows: int | None = None
     cols: int | None = None
     device: str | None = None
+    mode: str = "unroll"
+    """`unroll`: static tiles, as the crossbar flow needs; `loop`: `affine.for` nests shaped as
+    Cinnamon's `cinm-tiling` (`tile_loops.py`), unrolled later by `cinm-unroll-loops`."""
 
     def tile_shape(self) -> tuple[int, int]:
         try:
@@ -176,4 +185,11 @@ class TilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rows, columns = self.tile_shape()
-        PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
+        if self.mode == "unroll":
+            PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
+        elif self.mode == "loop":
+            for product in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp)]:
+                if needs_tiling(product, rows, columns):
+                    tile_in_loops(product, rows, columns)
+        else:
+            raise pass_error(self.name, f"option 'mode' must be 'unroll' or 'loop', got '{self.mode}'")
