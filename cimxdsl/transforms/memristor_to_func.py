@@ -1,14 +1,14 @@
 """`memristor-to-func`: call the crossbar runtime instead of using memristor ops.
 
-Each memristor op becomes `func.call @<library call name>` with its memrefs cast to fully dynamic
-memrefs, and a private declaration of the function is added to the module once.
+
+
 """
 
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -29,12 +29,14 @@ def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
 
 @dataclass(frozen=True)
 class MemristorToFuncPass(ModulePass):
-    """Lower memristor ops to calls of `memristor_*` runtime functions."""
+    """Lower memristor ops to calls of `memristor_*` runtime functions, declared (`nested`, as
+    Cinnamon declares them) at the top of the module."""
 
     name = "memristor-to-func"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         declared = {f.sym_name.data for f in op.body.block.ops if isinstance(f, func.FuncOp)}
+        place = InsertPoint.at_start(op.body.block)  # declarations first, in order of first use, as Cinnamon
         for inner in [o for o in op.walk() if isinstance(o, MemristorOp)]:
             new_ops: list[Operation] = []
             arguments: list[SSAValue] = []
@@ -46,5 +48,7 @@ class MemristorToFuncPass(ModulePass):
             Rewriter.replace_op(inner, [*new_ops, func.CallOp(callee, arguments, [])])
             if callee not in declared:
                 declaration = func.FuncOp.external(callee, [a.type for a in arguments], [])
-                Rewriter.insert_op(declaration, InsertPoint.at_end(op.body.block))
+                declaration.sym_visibility = StringAttr("nested")
+                Rewriter.insert_op(declaration, place)
+                place = InsertPoint.after(declaration)
                 declared.add(callee)

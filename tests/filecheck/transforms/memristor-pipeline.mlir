@@ -10,12 +10,12 @@ func.func @main(%a: tensor<300x200xi32>, %b: tensor<200x300xi32>) -> tensor<300x
   return %y : tensor<300x300xi32>
 }
 
+// CHECK-DAG:     func.func nested @memristor_write_to_crossbar_i32(i32, memref<?x?xi32>) -> ()
+// CHECK-DAG:     func.func nested @memristor_gemm_i32(i32, memref<?x?xi32>, memref<?x?xi32>) -> ()
+// CHECK-DAG:     func.func nested @memristor_barrier(i32) -> ()
 // CHECK-LABEL: func.func @main
 // CHECK-COUNT-6: func.call @memristor_write_to_crossbar_i32
 // CHECK-NOT:     func.call @memristor_write_to_crossbar_i32
-// CHECK:         func.func private @memristor_write_to_crossbar_i32(i32, memref<?x?xi32>) -> ()
-// CHECK-DAG:     func.func private @memristor_gemm_i32(i32, memref<?x?xi32>, memref<?x?xi32>) -> ()
-// CHECK-DAG:     func.func private @memristor_barrier(i32) -> ()
 // CHECK-NOT:     cinm.
 // CHECK-NOT:     cim.op
 

@@ -12,6 +12,13 @@ func.func @calls(%b: memref<3x6xi8>, %a: memref<6x3xi8>, %c: memref<6x6xi32>, %v
   return
 }
 
+// Each runtime function is declared once, nested, first in the module, in order of first use.
+// CHECK:      func.func nested @memristor_write_to_crossbar_i8(i32, memref<?x?xi8>) -> ()
+// CHECK-NEXT: func.func nested @memristor_gemm_i8_i32(i32, memref<?x?xi8>, memref<?x?xi32>) -> ()
+// CHECK-NEXT: func.func nested @memristor_barrier(i32) -> ()
+// CHECK-NEXT: func.func nested @memristor_write_to_crossbar_i32(i32, memref<?x?xi32>) -> ()
+// CHECK-NEXT: func.func nested @memristor_gevm_i32(i32, memref<?xi32>, memref<?xi32>) -> ()
+// CHECK-NEXT: func.func @calls
 // CHECK:      %[[B:.*]] = memref.cast %b : memref<3x6xi8> to memref<?x?xi8>
 // CHECK-NEXT: func.call @memristor_write_to_crossbar_i8(%t, %[[B]]) : (i32, memref<?x?xi8>) -> ()
 // CHECK-NEXT: %[[A:.*]] = memref.cast %a : memref<6x3xi8> to memref<?x?xi8>
@@ -22,10 +29,4 @@ func.func @calls(%b: memref<3x6xi8>, %a: memref<6x3xi8>, %c: memref<6x6xi32>, %v
 // CHECK:      func.call @memristor_gevm_i32(%t, %{{.*}}, %{{.*}}) : (i32, memref<?xi32>, memref<?xi32>) -> ()
 // CHECK:      func.call @memristor_gevm_i32
 // CHECK-NOT:  memristor.
-// Each runtime function is declared once, privately.
-// CHECK:      func.func private @memristor_write_to_crossbar_i8(i32, memref<?x?xi8>) -> ()
-// CHECK-NEXT: func.func private @memristor_gemm_i8_i32(i32, memref<?x?xi8>, memref<?x?xi32>) -> ()
-// CHECK-NEXT: func.func private @memristor_barrier(i32) -> ()
-// CHECK-NEXT: func.func private @memristor_write_to_crossbar_i32(i32, memref<?x?xi32>) -> ()
-// CHECK-NEXT: func.func private @memristor_gevm_i32(i32, memref<?xi32>, memref<?xi32>) -> ()
-// CHECK-NEXT: }
+// CHECK:      func.return
