@@ -34,12 +34,18 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Pim
 
+    def get_upmem():
+        from cimxdsl.dialects.upmem import Upmem
+
+        return Upmem
+
     return {
         "cinm": get_cinm,
         "cim": get_cim,
         "memristor": get_memristor,
         "spat": get_spat,
         "pim": get_pim,
+        "upmem": get_upmem,
     }
 
 

@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Span
 
 from cimxdsl.device import Device, DeviceConfigError
+from cimxdsl.dialects.upmem import names_platform
 from cimxdsl.interpreters import entry_function, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
@@ -135,6 +136,9 @@ def main(args: Sequence[str] | None = None) -> None:
             result = run(module, inputs, device, options.entry)
         except InterpretationError as e:  # one line naming the failing op and its place
             raise UserError(str(e).splitlines()[0]) from None
+        if names_platform(module):
+            print("note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
+                  f"not used; it runs on the crossbar device '{device.config.name}'")
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
             for i, output in enumerate(result.outputs):
                 print(f"result {i}: {output!r}")
