@@ -634,6 +634,15 @@ def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.binary(arith.DivfOp, exponentials, im.ir.reduce(tosa.ReduceSumOp, exponentials, axis))]
 
 
+def import_dropout(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Inference: the input, and a mask that keeps every element."""
+    x = im.input(node, 0)
+    training = node.input[2] if len(node.input) > 2 else ""
+    if training and (training not in im.constants or bool(im.constants[training])):
+        raise node_error(node, "only inference (training_mode a constant false) is supported")
+    return [x, im.ir.constant(np.ones(shape_of(x), bool), i1)]
+
+
 def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.input(node, 0)]
 
@@ -1133,7 +1142,7 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "Squeeze": import_reshape,
     "Unsqueeze": import_reshape,
     "Softmax": import_softmax,
-    "Dropout": import_identity,
+    "Dropout": import_dropout,
     "Identity": import_identity,
     "LRN": import_lrn,
     "Pad": import_pad,

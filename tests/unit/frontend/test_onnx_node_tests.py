@@ -28,7 +28,6 @@ UNSUPPORTED = {
     r"pool_.*dilations": "pooling with dilations",
     r"maxpool_with_argmax": "the argmax output",
     r"training_mode": "batch normalization in training mode",
-    r"dropout_default_mask": "the dropout mask output",
     r"quantizelinear_(blocked|e4m3|e5m2|float4|u?int(2|4|16))": "blocked and non-8-bit quantization",
     r"gather_elements|reduce_sum_square|split_to_sequence": "other ops (GatherElements, ReduceSumSquare, SplitToSequence)",
 }

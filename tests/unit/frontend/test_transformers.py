@@ -4,10 +4,14 @@ GPT-2-style causal decoder block (`models.transformer_block`) against onnxruntim
 import numpy as np
 import onnxruntime
 import pytest
+from xdsl.dialects import arith
+from xdsl.dialects.linalg.ops import MatmulOp
 
 import cimxdsl
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
+from cimxdsl.dialects.utils import shape_of
+from cimxdsl.frontend.onnx_importer import import_onnx
 from tests.unit.frontend.models import transformer_block
 
 VOCAB, SEQ = 40, 8
@@ -58,3 +62,12 @@ def test_token_ids_out_of_the_vocabulary_are_a_one_line_error():
     with pytest.raises(Exception, match=f"index {VOCAB} is out of range for dimension 0 of size {VOCAB}") as error:
         compiled(ids)
     assert "\n" not in str(error.value)
+
+
+def test_each_linear_layer_is_one_matmul_whose_rows_are_the_tokens():
+    module = import_onnx(transformer_block(False))
+    products = [op for op in module.walk() if isinstance(op, MatmulOp)]
+    assert len(products) == 6  # Q, K, V, output projection, two MLP layers
+    assert all(shape_of(op.inputs[0])[0] == SEQ and isinstance(op.inputs[1].owner, arith.ConstantOp) for op in products)
+    batched = [op for op in module.walk() if isinstance(op, BatchMatmulOp)]
+    assert [shape_of(op.result) for op in batched] == [(2, SEQ, SEQ), (2, SEQ, 8)]  # per head: Q·Kᵀ, P·V
