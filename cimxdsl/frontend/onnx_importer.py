@@ -247,7 +247,12 @@ class OnnxImporter:
         if node.op_type == "Constant" or (
             node.input and all(v is not None or not n for v, n in zip(inputs, node.input, strict=True))
         ):
-            for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
+            try:
+                values = evaluate_node(node, inputs, self.opset)
+            except Exception as e:  # the reference raises IndexError, ValueError, … for inputs that do not fit
+                message = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise node_error(node, f"its constant inputs cannot be evaluated ({message})") from None
+            for name, value in zip(node.output, values, strict=False):
                 self.constants[name] = value
             if node.op_type == "DequantizeLinear":
                 self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
@@ -855,19 +860,17 @@ def take(im: OnnxImporter, data: SSAValue, indices: SSAValue, axis: int) -> SSAV
     return im.ir.transpose(gathered, permutation)
 
 
-def reduce_axes(im: OnnxImporter, kind, x: SSAValue, axes, keepdims: bool) -> SSAValue:
-    """A `tosa.reduce_*` over each of `axes` (dimensions kept), then dropped unless `keepdims`."""
-    shape = shape_of(x)
-    for axis in sorted(axes):
+def reduce_axes(im: OnnxImporter, kind, x: SSAValue, axes) -> SSAValue:
+    """A `tosa.reduce_*` over each of `axes`, the dimensions kept (as 1)."""
+    for axis in axes:
         x = im.ir.reduce(kind, x, axis)
-    if not keepdims:
-        x = im.ir.reshape(x, [d for i, d in enumerate(shape) if i not in axes])
     return x
 
 
 def mean(im: OnnxImporter, x: SSAValue, axes) -> SSAValue:
+    """The mean over `axes`, the dimensions kept (as 1)."""
     count = int(np.prod([shape_of(x)[a] for a in axes]))
-    return im.ir.scalar_op(arith.MulfOp, reduce_axes(im, tosa.ReduceSumOp, x, axes, True), 1.0 / max(count, 1))
+    return im.ir.scalar_op(arith.MulfOp, reduce_axes(im, tosa.ReduceSumOp, x, axes), 1.0 / max(count, 1))
 
 
 def reduction_axes(im: OnnxImporter, node, attrs, rank: int) -> list[int] | None:
@@ -883,24 +886,24 @@ def reduction_axes(im: OnnxImporter, node, attrs, rank: int) -> list[int] | None
     return sorted({a % rank for a in axes})
 
 
-def reduction(kind) -> Callable:
+def reduction(reduce: Callable[[OnnxImporter, SSAValue, list[int]], SSAValue], empty: bool = True) -> Callable:
+    """A Reduce* node: `reduce(im, x, axes)` keeps the reduced dimensions, dropped unless `keepdims`;
+    `empty` tells whether a reduction over no elements is defined (a sum is, a maximum is not)."""
+
     def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
         x = im.input(node, 0)
-        axes = reduction_axes(im, node, attrs, len(shape_of(x)))
+        shape = shape_of(x)
+        axes = reduction_axes(im, node, attrs, len(shape))
         if axes is None:
             return [x]
-        if kind == "mean":
-            result = mean(im, x, axes)
-            return [result if attrs["keepdims"] else im.ir.reshape(result, reduced_shape(shape_of(x), axes))]
-        if any(shape_of(x)[a] == 0 for a in axes) and kind is tosa.ReduceMaxOp:
-            raise node_error(node, "the maximum of an empty set is not supported")
-        return [reduce_axes(im, kind, x, axes, attrs["keepdims"])]
+        if not empty and any(shape[a] == 0 for a in axes):
+            raise node_error(node, "a reduction over no elements is not supported")
+        result = reduce(im, x, axes)
+        return [
+            result if attrs["keepdims"] else im.ir.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
+        ]
 
     return handler
-
-
-def reduced_shape(shape, axes) -> list[int]:
-    return [d for i, d in enumerate(shape) if i not in axes]
 
 
 def import_layer_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -1155,9 +1158,9 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "Pow": import_pow,
     "Reciprocal": import_reciprocal,
     "Neg": import_neg,
-    "ReduceMean": reduction("mean"),
-    "ReduceSum": reduction(tosa.ReduceSumOp),
-    "ReduceMax": reduction(tosa.ReduceMaxOp),
+    "ReduceMean": reduction(mean),
+    "ReduceSum": reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceSumOp, x, axes)),
+    "ReduceMax": reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceMaxOp, x, axes), empty=False),
     "Where": import_where,
     "Equal": comparison("eq"),
     "Less": comparison("lt"),

@@ -4,6 +4,7 @@ GPT-2-style causal decoder block (`models.transformer_block`) against onnxruntim
 import numpy as np
 import onnxruntime
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import arith
 from xdsl.dialects.linalg.ops import MatmulOp
 
@@ -11,6 +12,7 @@ import cimxdsl
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import shape_of
+from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.frontend.onnx_importer import import_onnx
 from tests.unit.frontend.models import transformer_block
 
@@ -71,3 +73,16 @@ def test_each_linear_layer_is_one_matmul_whose_rows_are_the_tokens():
     assert all(shape_of(op.inputs[0])[0] == SEQ and isinstance(op.inputs[1].owner, arith.ConstantOp) for op in products)
     batched = [op for op in module.walk() if isinstance(op, BatchMatmulOp)]
     assert [shape_of(op.result) for op in batched] == [(2, SEQ, SEQ), (2, SEQ, 8)]  # per head: Q·Kᵀ, P·V
+
+
+@pytest.mark.parametrize("constant_table", [True, False], ids=["folded", "run-time table"])
+def test_constant_indices_out_of_range_are_an_import_error_naming_the_node(constant_table):
+    table = numpy_helper.from_array(np.zeros((4, 3), np.float32), "table")
+    ids = numpy_helper.from_array(np.array([1, -5]), "ids")
+    node = helper.make_node("Gather", ["table", "ids"], ["y"], name="lookup")
+    inputs = [] if constant_table else [helper.make_tensor_value_info("table", TensorProto.FLOAT, [4, 3])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]
+    graph = helper.make_graph([node], "g", inputs, outputs, [table, ids] if constant_table else [ids])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(OnnxImportError, match=r"^Gather node 'lookup': .*index -5 is out of (range|bounds) for axis 0"):
+        import_onnx(model)
