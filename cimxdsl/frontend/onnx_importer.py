@@ -490,9 +490,19 @@ def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValu
     return result
 
 
+INTEGER_OPS = {
+    arith.AddfOp: arith.AddiOp,
+    arith.SubfOp: arith.SubiOp,
+    arith.MulfOp: arith.MuliOp,
+    arith.DivfOp: arith.DivSIOp,
+}
+"""The integer op of each float op (int32/int64 tensors, as index arithmetic; division truncates)."""
+
+
 def elementwise(kind) -> Callable:
     def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        return [im.ir.binary(kind, im.input(node, 0), im.input(node, 1))]
+        lhs, rhs = im.input(node, 0), im.input(node, 1)
+        return [im.ir.binary(INTEGER_OPS[kind] if is_integer(lhs) else kind, lhs, rhs)]
 
     return handler
 

@@ -23,7 +23,7 @@ SUPPORTED = (
 # Variants outside what the importer supports, each with the reason.
 UNSUPPORTED = {
     r"(range|greater_equal|less_equal)_.*expanded": "function-expanded variants that use other ops (Or, Ceil, Loop)",
-    r"(add|sub|mul|div|clip|maxpool.*)_u?int(8|16|32|64)": "integer arithmetic (models compute in float)",
+    r"(add|sub|mul|div|clip|maxpool.*)_(u?int(8|16)|uint(32|64))": "8/16-bit and unsigned integer arithmetic",
     r"pool_(1d|3d)": "only 2-D pooling",
     r"pool_.*dilations": "pooling with dilations",
     r"maxpool_with_argmax": "the argmax output",
