@@ -14,6 +14,7 @@ from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import shape_of
 from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.frontend.onnx_importer import import_onnx
+from cimxdsl.tools.cim_compile import onnxruntime_outputs
 from tests.unit.frontend.models import transformer_block
 
 VOCAB, SEQ = 40, 8
@@ -86,3 +87,12 @@ def test_constant_indices_out_of_range_are_an_import_error_naming_the_node(const
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(OnnxImportError, match=r"^Gather node 'lookup': .*index -5 is out of (range|bounds) for axis 0"):
         import_onnx(model)
+
+
+def test_cim_compile_reference_takes_token_ids_given_as_floats():
+    """`cim-compile --compare` feeds onnxruntime the inputs it ran (floats): they are cast to the
+    model's int64 first."""
+    model = transformer_block(True)
+    ids = token_ids(np.random.default_rng(4))
+    (given,) = onnxruntime_outputs(model.SerializeToString(), {"ids": ids.astype(np.float32)})
+    np.testing.assert_array_equal(given, reference(model, ids))
