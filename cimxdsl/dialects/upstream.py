@@ -2,10 +2,11 @@
 
 Cinnamon's programs (LLVM 19/20 era) use `bufferization.to_memref` (since renamed `to_buffer`),
 the custom forms of `memref.cast` and `memref.copy` (xDSL prints both generically), `linalg.map`
-and `tensor.generate`. The dialects below are xDSL's `memref`, `bufferization`, `linalg` and
-`tensor` with these ops added or replaced; cimxdsl registers them in place of xDSL's (see
-`get_upstream_dialects`), without changing xDSL itself. Formats follow the MLIR dialect docs
-(https://mlir.llvm.org/docs/Dialects/).
+and `tensor.generate`; the ONNX importer emits `linalg.batch_matmul` (products of two run-time
+tensors, as attention's) and `tensor.gather` (embedding lookups). The dialects below are xDSL's
+`memref`, `bufferization`, `linalg` and `tensor` with these ops added or replaced; cimxdsl
+registers them in place of xDSL's (see `get_upstream_dialects`), without changing xDSL itself.
+Formats follow the MLIR dialect docs (https://mlir.llvm.org/docs/Dialects/).
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import bufferization, memref, tensor
-from xdsl.dialects.builtin import IndexType, MemRefType, ShapedType, TensorType, UnrankedMemRefType
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ShapedType,
+    TensorType,
+    UnitAttr,
+    UnrankedMemRefType,
+    i64,
+)
 from xdsl.dialects.linalg import Linalg as UpstreamLinalg
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
@@ -22,7 +33,9 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     opt_result_def,
+    prop_def,
     region_def,
     result_def,
     traits_def,
@@ -264,10 +277,156 @@ class GenerateOp(IRDLOperation):
         if arguments != [IndexType()] * result.get_num_dims():
             raise VerifyException(f"'tensor.generate' body must take {result.get_num_dims()} index arguments")
         terminator = self.body.block.last_op
-        if not isinstance(terminator, tensor.YieldOp) or [v.type for v in terminator.operands] != [
-            result.element_type
-        ]:
+        if not isinstance(terminator, tensor.YieldOp) or [v.type for v in terminator.operands] != [result.element_type]:
             raise VerifyException(f"'tensor.generate' body must yield one {result.element_type}")
+
+
+@irdl_op_definition
+class BatchMatmulOp(IRDLOperation):
+    """`linalg.batch_matmul ins(%a, %b : tensor<BxMxK>, tensor<BxKxN>) outs(%c : tensor<BxMxN>)`:
+    `c[b] + a[b]·b[b]` for every batch entry `b`.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/Linalg/#linalgbatch_matmul-linalgbatchmatmulop)."""
+
+    name = "linalg.batch_matmul"
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    init = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, init: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs, init], result_types=[SSAValue.get(init).type])
+
+    def verify_(self) -> None:
+        (a, b, c) = (v.type.get_shape() for v in (self.lhs, self.rhs, self.init))  # type: ignore[union-attr]
+        if len(a) != 3 or len(b) != 3 or len(c) != 3:
+            raise VerifyException("'linalg.batch_matmul' operands must have rank 3 (batch, rows, columns)")
+        if a[0] != b[0] or a[2] != b[1] or c != (a[0], a[1], b[2]):
+            raise VerifyException(
+                f"'linalg.batch_matmul' shapes do not fit: {'x'.join(map(str, a))} times "
+                f"{'x'.join(map(str, b))} into {'x'.join(map(str, c))}"
+            )
+        if self.result.type != self.init.type:
+            raise VerifyException("'linalg.batch_matmul' result must have the init's type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BatchMatmulOp:
+        inputs = _parse_typed_operands(parser, "ins")
+        outputs = _parse_typed_operands(parser, "outs")
+        if len(inputs) != 2 or len(outputs) != 1:
+            parser.raise_error("'linalg.batch_matmul' takes two inputs and one output")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        op = cls(*(parser.resolve_operand(v, t) for v, t in [*inputs, *outputs]))
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_typed_operands(printer, "ins", [self.lhs, self.rhs])
+        _print_typed_operands(printer, "outs", [self.init])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """`tensor.gather %source[%indices] gather_dims([0]) : (tensor<VxD>, tensor<Sx1xi64>) -> tensor<Sx1xD>`:
+    the slices of `source` at the coordinates in the last dimension of `indices` (along
+    `gather_dims`); the gathered dimensions are kept as 1 or dropped from the result.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/TensorOps/#tensorgather-tensorgatherop)."""
+
+    name = "tensor.gather"
+
+    source = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    gather_dims = prop_def(DenseArrayBase)
+    unique = opt_prop_def(UnitAttr)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        source: SSAValue | Operation,
+        indices: SSAValue | Operation,
+        gather_dims: Sequence[int],
+        result_type: Attribute,
+    ):
+        super().__init__(
+            operands=[source, indices],
+            result_types=[result_type],
+            properties={"gather_dims": DenseArrayBase.from_list(i64, gather_dims)},
+        )
+
+    def verify_(self) -> None:
+        source, indices = self.source.type.get_shape(), self.indices.type.get_shape()  # type: ignore[union-attr]
+        dims = list(self.gather_dims.get_values())
+        if not isinstance(self.indices.type.element_type, IntegerType | IndexType):  # type: ignore[union-attr]
+            raise VerifyException("'tensor.gather' indices must be integers")
+        if not indices or indices[-1] != len(dims):
+            raise VerifyException(
+                f"'tensor.gather' indices must end in a dimension of {len(dims)} (one per gather dim)"
+            )
+        if dims != sorted(set(dims)) or any(not 0 <= d < len(source) for d in dims):
+            raise VerifyException(f"'tensor.gather' gather_dims {dims} must be increasing dimensions of the source")
+        kept = [1 if i in dims else d for i, d in enumerate(source)]
+        dropped = [d for i, d in enumerate(source) if i not in dims]
+        shape = self.result.type.get_shape()  # type: ignore[union-attr]
+        if shape not in (tuple(indices[:-1]) + tuple(kept), tuple(indices[:-1]) + tuple(dropped)):
+            raise VerifyException(f"'tensor.gather' result shape {list(shape)} does not fit the source and indices")
+        if self.result.type.element_type != self.source.type.element_type:  # type: ignore[union-attr]
+            raise VerifyException("'tensor.gather' result must have the source's element type")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GatherOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        indices = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        parser.parse_keyword("gather_dims")
+        parser.parse_punctuation("(")
+        dims = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+        parser.parse_punctuation(")")
+        unique = parser.parse_optional_keyword("unique") is not None
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parser.parse_punctuation("(")
+        source_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        indices_type = parser.parse_type()
+        parser.parse_punctuation(")")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        op = cls(
+            parser.resolve_operand(source, source_type),
+            parser.resolve_operand(indices, indices_type),
+            dims,
+            result_type,
+        )
+        if unique:
+            op.unique = UnitAttr()
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string("[")
+        printer.print_operand(self.indices)
+        printer.print_string("] gather_dims([" + ", ".join(map(str, self.gather_dims.get_values())) + "])")
+        if self.unique is not None:
+            printer.print_string(" unique")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([self.source.type, self.indices.type], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
 
 
 def _replacing(dialect: Dialect, ops: Sequence[type[IRDLOperation]]) -> Dialect:
@@ -279,5 +438,5 @@ def _replacing(dialect: Dialect, ops: Sequence[type[IRDLOperation]]) -> Dialect:
 
 MemRef = _replacing(memref.MemRef, [CastOp, CopyOp])
 Bufferization = _replacing(bufferization.Bufferization, [ToMemrefOp])
-Linalg = _replacing(UpstreamLinalg, [MapOp])
-Tensor = _replacing(tensor.Tensor, [GenerateOp])
+Linalg = _replacing(UpstreamLinalg, [MapOp, BatchMatmulOp])
+Tensor = _replacing(tensor.Tensor, [GenerateOp, GatherOp])

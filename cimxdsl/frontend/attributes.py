@@ -96,6 +96,7 @@ WINDOW = {
 CONV = {**WINDOW, "kernel_shape": integers(None, length=2, low=1), "group": integer(1, low=1)}
 POOL = {**WINDOW, "ceil_mode": flag(), "storage_order": flag()}
 AXIS = {"axis": integer(1)}
+REDUCE = {"axes": integers(None), "keepdims": flag(1), "noop_with_empty_axes": flag(0)}
 
 EXPECTED: dict[str, dict[str, Expect]] = {
     "Conv": CONV,
@@ -113,6 +114,15 @@ EXPECTED: dict[str, dict[str, Expect]] = {
     "Transpose": {"perm": integers(None)},
     "Pad": {"mode": string("constant", "constant", "reflect", "edge", "wrap")},
     "LRN": {"size": integer(low=1), "alpha": number(1e-4), "beta": number(0.75), "bias": number(1.0)},
+    "Gather": {"axis": integer(0)},
+    "LayerNormalization": {"axis": integer(-1), "epsilon": number(1e-5, low=0), "stash_type": integer(1)},
+    "Gelu": {"approximate": string("none", "none", "tanh")},
+    "ReduceMean": REDUCE,
+    "ReduceSum": REDUCE,
+    "ReduceMax": REDUCE,
+    "Cast": {"to": integer(), "saturate": flag(1)},
+    "Split": {"axis": integer(0), "split": integers(None, low=0), "num_outputs": integer(None, low=1)},
+    "Trilu": {"upper": flag(1)},
     "QuantizeLinear": AXIS,
     "DequantizeLinear": AXIS,
 }

@@ -5,7 +5,7 @@ host work becomes `arith`/`math` element-wise ops on tensors, `tosa` pooling, cl
 reductions, and `tensor`/`linalg` data movement.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.builder import Builder
@@ -18,13 +18,16 @@ from xdsl.dialects.builtin import (
     IntegerType,
     TensorType,
     f32,
+    i1,
     i32,
     i64,
 )
-from xdsl.dialects.linalg.ops import BroadcastOp, Conv2DNchwFchwOp, MatmulOp, TransposeOp
+from xdsl.dialects.linalg.ops import BroadcastOp, Conv2DNchwFchwOp, MatmulOp, SelectOp, TransposeOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from cimxdsl.dialects.upstream import BatchMatmulOp, GatherOp, MapOp
 from cimxdsl.dialects.utils import dense_attr, shape_of
 
 
@@ -98,8 +101,12 @@ class IRBuilder:
         shape[axis] = sum(shape_of(v)[axis] for v in values)
         return self.insert(tensor.ConcatOp(values, axis, TensorType(values[0].type.element_type, shape)))
 
-    def slice(self, value: SSAValue, offsets: Sequence[int], sizes: Sequence[int]) -> SSAValue:
-        return self.insert(tensor.ExtractSliceOp.from_static_parameters(value, offsets, sizes))
+    def slice(
+        self, value: SSAValue, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int] | None = None
+    ) -> SSAValue:
+        if tuple(sizes) == shape_of(value) and not any(offsets):
+            return value
+        return self.insert(tensor.ExtractSliceOp.from_static_parameters(value, offsets, sizes, strides))
 
     # arithmetic -----------------------------------------------------------------------------------
     def binary(self, kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> SSAValue:
@@ -190,3 +197,40 @@ class IRBuilder:
             )
         )
         return self.transpose(pooled, (0, 3, 1, 2))
+
+    # comparisons and selection ----------------------------------------------------------------------
+    def map(self, make: Callable[..., Operation], inputs: Sequence[SSAValue], element: Attribute) -> SSAValue:
+        """`linalg.map` of the scalar op `make(*elements)` over same-shaped tensors (for the `arith`
+        comparisons and casts, which xDSL defines on scalars only)."""
+        block = Block(arg_types=[v.type.element_type for v in inputs])
+        inner = make(*block.args)
+        block.add_ops([inner, LinalgYieldOp(inner.results[0])])
+        return self.insert(MapOp(inputs, self.empty(shape_of(inputs[0]), element), Region(block)))
+
+    def compare(self, lhs: SSAValue, rhs: SSAValue, predicate: str) -> SSAValue:
+        """An element-wise comparison (`arith.cmpi`, or `arith.cmpf` ordered except `ne`) after
+        broadcasting; i1 result."""
+        shape = np.broadcast_shapes(shape_of(lhs), shape_of(rhs))
+        lhs, rhs = self.broadcast(lhs, shape), self.broadcast(rhs, shape)
+        if isinstance(lhs.type.element_type, IntegerType):
+            return self.map(lambda a, b: arith.CmpiOp(a, b, predicate), [lhs, rhs], i1)
+        predicate = "une" if predicate == "ne" else "o" + predicate
+        return self.map(lambda a, b: arith.CmpfOp(a, b, predicate), [lhs, rhs], i1)
+
+    def select(self, condition: SSAValue, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """`linalg.select` of tensors after broadcasting all three to a common shape."""
+        shape = np.broadcast_shapes(shape_of(condition), shape_of(lhs), shape_of(rhs))
+        operands = [self.broadcast(v, shape) for v in (condition, lhs, rhs)]
+        return self.insert(SelectOp(operands, [self.empty(shape, lhs.type.element_type)]))
+
+    def batch_matmul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """`linalg.batch_matmul` of (B, M, K) and (B, K, N): a product of two run-time tensors."""
+        (b, m, _), (_, _, n) = shape_of(lhs), shape_of(rhs)
+        return self.named(self.insert(BatchMatmulOp(lhs, rhs, self.empty((b, m, n), lhs.type.element_type))))
+
+    def gather(self, table: SSAValue, indices: SSAValue) -> SSAValue:
+        """`table[indices]` along its first dimension (`tensor.gather`, the gathered dimension dropped)."""
+        shape = (*shape_of(indices), *shape_of(table)[1:])
+        column = self.reshape(indices, (*shape_of(indices), 1))
+        result = TensorType(table.type.element_type, shape)
+        return self.insert(GatherOp(table, column, [0], result))

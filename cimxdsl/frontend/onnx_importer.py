@@ -19,11 +19,21 @@ import onnx.defs
 import onnx.reference
 from onnx import helper, numpy_helper, shape_inference, version_converter
 from xdsl.dialects import arith, func, math, tosa
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, f32, i1, i32, i64
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    f32,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import dense_attr
+from cimxdsl.dialects.utils import dense_array, dense_attr
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 
@@ -209,6 +219,11 @@ class OnnxImporter:
     # -- the graph ---------------------------------------------------------------------------------
     def run(self) -> ModuleOp:
         inputs = [i for i in self.graph.input if i.name not in self.constants]
+        for info in inputs:
+            kind = info.type.WhichOneof("value")
+            if kind != "tensor_type":
+                what = (kind or "undefined").removesuffix("_type")
+                raise OnnxImportError(f"input '{info.name}' is of {what} type; only tensor inputs are supported")
         input_types = [
             TensorType(
                 element_type(i.name, i.type.tensor_type.elem_type), self.static_shape(i.name, i.type.tensor_type.shape)
@@ -232,7 +247,12 @@ class OnnxImporter:
         if node.op_type == "Constant" or (
             node.input and all(v is not None or not n for v, n in zip(inputs, node.input, strict=True))
         ):
-            for name, value in zip(node.output, evaluate_node(node, inputs, self.opset), strict=False):
+            try:
+                values = evaluate_node(node, inputs, self.opset)
+            except Exception as e:  # the reference raises IndexError, ValueError, … for inputs that do not fit
+                message = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise node_error(node, f"its constant inputs cannot be evaluated ({message})") from None
+            for name, value in zip(node.output, values, strict=False):
                 self.constants[name] = value
             if node.op_type == "DequantizeLinear":
                 self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
@@ -343,34 +363,50 @@ def import_matmul(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def matmul(im: OnnxImporter, lhs: SSAValue, rhs: SSAValue, node) -> SSAValue:
-    """NumPy `matmul` semantics with 2-d `linalg.matmul`s: an (..., K) × (K, N) product folds the
-    leading dimensions into rows; batched right operands give one product per batch entry."""
+    """NumPy `matmul` semantics. A constant right operand is a linear layer: an (..., K) × (K, N)
+    product folds the leading dimensions into the rows of one `linalg.matmul` (the tokens are the
+    rows), a batched constant gives one per batch entry. Two run-time operands (attention's Q·Kᵀ
+    and P·V) become one `linalg.batch_matmul`, computed on the host."""
     left, right = shape_of(lhs), shape_of(rhs)
     vector_left, vector_right = len(left) == 1, len(right) == 1
     if vector_left:
         lhs, left = im.ir.reshape(lhs, (1, left[0])), (1, left[0])
     if vector_right:
         rhs, right = im.ir.reshape(rhs, (right[0], 1)), (right[0], 1)
-    if len(right) == 2:
+    weights = constant_array(rhs)
+    batch = tuple(np.broadcast_shapes(left[:-2], right[:-2]))
+    shape = (*batch, left[-2], right[-1])
+    count = int(np.prod(batch))
+    if weights is not None and len(right) == 2:
         rows = int(np.prod(left[:-1]))
         product = im.ir.matmul(im.ir.reshape(lhs, (rows, left[-1])), rhs)
         shape = (*left[:-1], right[1])
     else:
-        batch = np.broadcast_shapes(left[:-2], right[:-2])
-        lhs = im.ir.reshape(im.ir.broadcast(lhs, (*batch, *left[-2:])), (int(np.prod(batch)), *left[-2:]))
-        rhs = im.ir.reshape(im.ir.broadcast(rhs, (*batch, *right[-2:])), (int(np.prod(batch)), *right[-2:]))
-        products = []
-        for b in range(int(np.prod(batch))):
-            a = im.ir.reshape(im.ir.slice(lhs, [b, 0, 0], [1, *left[-2:]]), left[-2:])
-            w = im.ir.reshape(im.ir.slice(rhs, [b, 0, 0], [1, *right[-2:]]), right[-2:])
-            products.append(im.ir.reshape(im.ir.matmul(a, w), (1, left[-2], right[-1])))
-        product = im.ir.concat(products, 0)
-        shape = (*batch, left[-2], right[-1])
+        lhs = im.ir.reshape(im.ir.broadcast(lhs, (*batch, *left[-2:])), (count, *left[-2:]))
+        if weights is None:
+            rhs = im.ir.reshape(im.ir.broadcast(rhs, (*batch, *right[-2:])), (count, *right[-2:]))
+            product = im.ir.batch_matmul(lhs, rhs)
+        else:
+            matrices = np.broadcast_to(weights, (*batch, *right[-2:])).reshape(count, *right[-2:])
+            products = []
+            for b in range(count):
+                a = im.ir.reshape(im.ir.slice(lhs, [b, 0, 0], [1, *left[-2:]]), left[-2:])
+                w = im.ir.constant(matrices[b], rhs.type.element_type)
+                products.append(im.ir.reshape(im.ir.matmul(a, w), (1, left[-2], right[-1])))
+            product = im.ir.concat(products, 0)
     if vector_left:
         shape = shape[:-2] + shape[-1:]
     if vector_right:
         shape = shape[:-1]
     return im.ir.reshape(product, shape)
+
+
+def constant_array(value: SSAValue) -> np.ndarray | None:
+    """The values of an `arith.constant` tensor (None for a run-time value)."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_array(owner.value)
+    return None
 
 
 def import_gemm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -454,9 +490,19 @@ def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValu
     return result
 
 
+INTEGER_OPS = {
+    arith.AddfOp: arith.AddiOp,
+    arith.SubfOp: arith.SubiOp,
+    arith.MulfOp: arith.MuliOp,
+    arith.DivfOp: arith.DivSIOp,
+}
+"""The integer op of each float op (int32/int64 tensors, as index arithmetic; division truncates)."""
+
+
 def elementwise(kind) -> Callable:
     def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        return [im.ir.binary(kind, im.input(node, 0), im.input(node, 1))]
+        lhs, rhs = im.input(node, 0), im.input(node, 1)
+        return [im.ir.binary(INTEGER_OPS[kind] if is_integer(lhs) else kind, lhs, rhs)]
 
     return handler
 
@@ -603,6 +649,15 @@ def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.binary(arith.DivfOp, exponentials, im.ir.reduce(tosa.ReduceSumOp, exponentials, axis))]
 
 
+def import_dropout(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Inference: the input, and a mask that keeps every element."""
+    x = im.input(node, 0)
+    training = node.input[2] if len(node.input) > 2 else ""
+    if training and (training not in im.constants or bool(im.constants[training])):
+        raise node_error(node, "only inference (training_mode a constant false) is supported")
+    return [x, im.ir.constant(np.ones(shape_of(x), bool), i1)]
+
+
 def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.input(node, 0)]
 
@@ -610,11 +665,18 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     if attrs["mode"] != "constant":
         raise node_error(node, "only constant padding is supported")
-    pads = [int(p) for p in im.constant(node, 1, "pads")]
+    given = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)
     rank = len(shape_of(x))
-    return [im.ir.pad(x, pads[:rank], pads[rank:], float(value) if value is not None else 0.0)]
+    axes = im.optional_constant(node, 3)
+    axes = list(range(rank)) if axes is None else [int(a) % rank for a in np.ravel(axes)]
+    if len(given) != 2 * len(axes):
+        raise node_error(node, f"pads must have 2 entries per padded axis ({2 * len(axes)}), got {len(given)}")
+    low, high = [0] * rank, [0] * rank
+    for i, axis in enumerate(axes):
+        low[axis], high[axis] = given[i], given[i + len(axes)]
+    return [im.ir.pad(x, low, high, float(value) if value is not None else 0.0)]
 
 
 def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -762,6 +824,306 @@ def import_conv_integer(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [convolution(im, node, attrs, integer_operand(im, node, 0, 2, 1), integer_operand(im, node, 1, 3, 0))]
 
 
+# ---- transformer ops: embeddings, normalization, activations, masks -------------------------------
+
+
+def is_integer(value: SSAValue) -> bool:
+    return isinstance(value.type.element_type, IntegerType)
+
+
+def import_gather(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`data` indexed along `axis` (embedding lookups): negative indices count from the end; constant
+    indices are checked here, run-time ones when the gather runs (an index out of range is an error)."""
+    data = im.input(node, 0)
+    shape = shape_of(data)
+    axis = attrs.axis("axis", len(shape))
+    size = shape[axis]
+    constant = im.optional_constant(node, 1)
+    if constant is not None:
+        indices = np.asarray(constant).astype(np.int64)
+        if indices.size and (indices.min() < -size or indices.max() >= size):
+            bad = int(indices[(indices < -size) | (indices >= size)].flat[0])
+            raise node_error(node, f"index {bad} is out of range for axis {axis} of size {size}")
+        index_value = im.ir.constant(np.where(indices < 0, indices + size, indices), i64)
+    else:
+        index_value = im.input(node, 1)
+        if not is_integer(index_value):
+            raise node_error(node, "the indices must be integers")
+        negative = im.ir.compare(
+            index_value, im.ir.splat(0, shape_of(index_value), index_value.type.element_type), "slt"
+        )
+        wrapped = im.ir.binary(
+            arith.AddiOp, index_value, im.ir.splat(size, shape_of(index_value), index_value.type.element_type)
+        )
+        index_value = im.ir.select(negative, wrapped, index_value)
+    return [take(im, data, index_value, axis)]
+
+
+def take(im: OnnxImporter, data: SSAValue, indices: SSAValue, axis: int) -> SSAValue:
+    """`np.take(data, indices, axis)` for indices in range: the axis is moved first for the gather."""
+    rank = len(shape_of(data))
+    order = [axis, *(d for d in range(rank) if d != axis)]
+    gathered = im.ir.gather(im.ir.transpose(data, order), indices)
+    count = len(shape_of(indices))
+    # gathered is (*indices, *data without axis): put the index dimensions back at `axis`
+    permutation = [*range(count, count + axis), *range(count), *range(count + axis, count + rank - 1)]
+    return im.ir.transpose(gathered, permutation)
+
+
+def reduce_axes(im: OnnxImporter, kind, x: SSAValue, axes) -> SSAValue:
+    """A `tosa.reduce_*` over each of `axes`, the dimensions kept (as 1)."""
+    for axis in axes:
+        x = im.ir.reduce(kind, x, axis)
+    return x
+
+
+def mean(im: OnnxImporter, x: SSAValue, axes) -> SSAValue:
+    """The mean over `axes`, the dimensions kept (as 1)."""
+    count = int(np.prod([shape_of(x)[a] for a in axes]))
+    return im.ir.scalar_op(arith.MulfOp, reduce_axes(im, tosa.ReduceSumOp, x, axes), 1.0 / max(count, 1))
+
+
+def reduction_axes(im: OnnxImporter, node, attrs, rank: int) -> list[int] | None:
+    """The axes of a Reduce* node (an attribute before opset 18, or ReduceSum's since 13, else an
+    input); None when empty axes mean "no reduction"."""
+    axes = attrs["axes"]
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        axes = [int(a) for a in np.ravel(im.constant(node, 1, "axes"))]
+    if not axes:
+        return None if attrs["noop_with_empty_axes"] else list(range(rank))
+    if any(not -rank <= a < rank for a in axes):
+        raise node_error(node, f"axes {list(axes)} must be in [{-rank}, {rank - 1}]")
+    return sorted({a % rank for a in axes})
+
+
+def reduction(reduce: Callable[[OnnxImporter, SSAValue, list[int]], SSAValue], empty: bool = True) -> Callable:
+    """A Reduce* node: `reduce(im, x, axes)` keeps the reduced dimensions, dropped unless `keepdims`;
+    `empty` tells whether a reduction over no elements is defined (a sum is, a maximum is not)."""
+
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        x = im.input(node, 0)
+        shape = shape_of(x)
+        axes = reduction_axes(im, node, attrs, len(shape))
+        if axes is None:
+            return [x]
+        if not empty and any(shape[a] == 0 for a in axes):
+            raise node_error(node, "a reduction over no elements is not supported")
+        result = reduce(im, x, axes)
+        return [
+            result if attrs["keepdims"] else im.ir.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
+        ]
+
+    return handler
+
+
+def import_layer_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`(x - mean) / sqrt(var + eps) · scale + bias` over the axes from `axis` on; also the mean and
+    the inverse standard deviation (the optional outputs)."""
+    x = im.input(node, 0)
+    rank = len(shape_of(x))
+    axes = list(range(attrs.axis("axis", rank), rank))
+    centered = im.ir.binary(arith.SubfOp, x, mean_value := mean(im, x, axes))
+    variance = mean(im, im.ir.binary(arith.MulfOp, centered, centered), axes)
+    deviation = im.ir.unary(math.SqrtOp, im.ir.scalar_op(arith.AddfOp, variance, attrs["epsilon"]))
+    inverse = im.ir.insert(arith.DivfOp(im.ir.splat(1.0, shape_of(deviation)), deviation))
+    result = im.ir.binary(arith.MulfOp, im.ir.binary(arith.MulfOp, centered, inverse), im.input(node, 1))
+    if len(node.input) > 2 and node.input[2]:
+        result = im.ir.binary(arith.AddfOp, result, im.input(node, 2))
+    return [result, mean_value, inverse]
+
+
+def import_gelu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`x/2 · (1 + erf(x/√2))`, or with `approximate="tanh"` `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`."""
+    x = im.input(node, 0)
+    if attrs["approximate"] == "tanh":
+        cube = im.ir.binary(arith.MulfOp, im.ir.binary(arith.MulfOp, x, x), x)
+        inner = im.ir.binary(arith.AddfOp, x, im.ir.scalar_op(arith.MulfOp, cube, 0.044715))
+        curve = im.ir.unary(math.TanhOp, im.ir.scalar_op(arith.MulfOp, inner, float(np.sqrt(2 / np.pi))))
+    else:
+        curve = im.ir.unary(math.ErfOp, im.ir.scalar_op(arith.MulfOp, x, float(1 / np.sqrt(2))))
+    half = im.ir.scalar_op(arith.MulfOp, x, 0.5)
+    return [im.ir.binary(arith.MulfOp, half, im.ir.scalar_op(arith.AddfOp, curve, 1.0))]
+
+
+def float_input(im: OnnxImporter, node, index: int) -> SSAValue:
+    value = im.input(node, index)
+    if is_integer(value):
+        raise node_error(node, "integer operands are not supported (models compute in float)")
+    return value
+
+
+def import_pow(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    base, exponent = float_input(im, node, 0), im.input(node, 1)
+    if is_integer(exponent):
+        exponent = convert(im, exponent, f32)
+    return [im.ir.binary(math.PowFOp, base, exponent)]
+
+
+def import_reciprocal(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = float_input(im, node, 0)
+    return [im.ir.insert(arith.DivfOp(im.ir.splat(1.0, shape_of(x)), x))]
+
+
+def import_neg(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    if is_integer(x):
+        return [im.ir.insert(arith.SubiOp(im.ir.splat(0, shape_of(x), x.type.element_type), x))]
+    return [im.ir.unary(arith.NegfOp, x)]
+
+
+def float_unary(kind) -> Callable:
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        return [im.ir.unary(kind, float_input(im, node, 0))]
+
+    return handler
+
+
+def import_where(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.select(im.input(node, 0), im.input(node, 1), im.input(node, 2))]
+
+
+def comparison(predicate: str) -> Callable:
+    """Equal (`eq`), Less (`lt`), Greater (`gt`), …: signed for integers, ordered for floats."""
+
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        lhs, rhs = im.input(node, 0), im.input(node, 1)
+        if lhs.type.element_type != rhs.type.element_type:
+            raise node_error(node, f"the operands differ in type ({lhs.type.element_type}, {rhs.type.element_type})")
+        signed = "s" + predicate if predicate != "eq" and is_integer(lhs) else predicate
+        return [im.ir.compare(lhs, rhs, signed)]
+
+    return handler
+
+
+def variadic(kind) -> Callable:
+    """Max/Min of any number of float inputs, with broadcasting."""
+
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        result = float_input(im, node, 0)
+        for index in range(1, len(node.input)):
+            result = im.ir.binary(kind, result, float_input(im, node, index))
+        return [result]
+
+    return handler
+
+
+def import_expand(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    target = [int(d) for d in np.ravel(im.constant(node, 1, "the shape"))]
+    try:
+        shape = np.broadcast_shapes(shape_of(x), tuple(target))
+    except ValueError:
+        raise node_error(node, f"{list(shape_of(x))} does not broadcast to {target}") from None
+    return [im.ir.broadcast(x, shape)]
+
+
+CAST_TYPES = {
+    onnx.TensorProto.FLOAT: f32,
+    onnx.TensorProto.DOUBLE: f32,
+    onnx.TensorProto.FLOAT16: f32,
+    onnx.TensorProto.INT64: i64,
+    onnx.TensorProto.INT32: i32,
+    onnx.TensorProto.BOOL: i1,
+}
+"""What Cast converts to (floats are computed in f32)."""
+
+
+def import_cast(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    if attrs["to"] not in CAST_TYPES:
+        raise node_error(node, f"casting to {onnx.TensorProto.DataType.Name(attrs['to'])} is not supported")
+    return [convert(im, x, CAST_TYPES[attrs["to"]])]
+
+
+def import_cast_like(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [convert(im, im.input(node, 0), im.input(node, 1).type.element_type)]
+
+
+def convert(im: OnnxImporter, x: SSAValue, target: Attribute) -> SSAValue:
+    """`x` as `target` elements: floats truncate towards zero, booleans are 0/1, non-zero is true."""
+    source = x.type.element_type
+    if source == target:
+        return x
+    if target == i1:
+        return im.ir.compare(x, im.ir.splat(0, shape_of(x), source), "ne")
+    if target == f32:
+        kind = arith.UIToFPOp if source == i1 else arith.SIToFPOp
+    elif source == f32:
+        kind = arith.FPToSIOp
+    elif source.width.data > target.width.data:
+        kind = arith.TruncIOp
+    else:
+        kind = arith.ExtUIOp if source == i1 else arith.ExtSIOp
+    return im.ir.map(lambda element: kind(element, target), [x], target)
+
+
+def import_slice(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Constant starts, ends, axes and steps; negative steps read the elements in reverse (a gather)."""
+    x = im.input(node, 0)
+    shape = shape_of(x)
+    rank = len(shape)
+    starts, ends = (np.ravel(im.constant(node, i, name)).astype(np.int64) for i, name in ((1, "starts"), (2, "ends")))
+    axes = im.optional_constant(node, 3)
+    axes = np.arange(len(starts)) if axes is None else np.ravel(axes).astype(np.int64)
+    steps = im.optional_constant(node, 4)
+    steps = np.ones(len(starts), np.int64) if steps is None else np.ravel(steps).astype(np.int64)
+    if not len(starts) == len(ends) == len(axes) == len(steps) or any(not -rank <= a < rank for a in axes):
+        raise node_error(node, "starts, ends, axes and steps must have one entry per sliced axis")
+    if (steps == 0).any():
+        raise node_error(node, "steps must not be 0")
+    ranges = [range(d) for d in shape]
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        ranges[axis % rank] = range(shape[axis % rank])[slice(int(start), int(end), int(step))]
+    forward = [r if r.step > 0 else r[::-1] for r in ranges]
+    offsets = [r.start if len(r) else 0 for r in forward]
+    x = im.ir.slice(x, offsets, [len(r) for r in forward], [r.step if len(r) > 1 else 1 for r in forward])
+    for axis, r in enumerate(ranges):
+        if r.step < 0 and len(r) > 1:
+            x = take(im, x, im.ir.constant(np.arange(len(r) - 1, -1, -1), i64), axis)
+    return [x]
+
+
+def import_split(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = im.input(node, 0)
+    axis = attrs.axis("axis", len(shape_of(x)))
+    size = shape_of(x)[axis]
+    given = im.constant(node, 1, "split") if len(node.input) > 1 and node.input[1] else None
+    if given is None and attrs["split"] is not None:
+        given = np.array(attrs["split"])
+    if given is not None:
+        sizes = [int(s) for s in np.ravel(given)]
+    else:
+        parts = attrs["num_outputs"] or len(node.output)
+        chunk = -(-size // parts)
+        sizes = [min(chunk, size - i * chunk) for i in range(parts)]
+    if sum(sizes) != size or any(s < 0 for s in sizes):
+        raise node_error(node, f"the parts {sizes} do not add up to the axis size {size}")
+    outputs, offset = [], 0
+    for part in sizes:
+        offsets, extents = [0] * len(shape_of(x)), list(shape_of(x))
+        offsets[axis], extents[axis] = offset, part
+        outputs.append(im.ir.slice(x, offsets, extents))
+        offset += part
+    return outputs
+
+
+def import_trilu(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """The upper (or lower) triangle of the last two dimensions, from diagonal `k` on; the rest 0."""
+    x = im.input(node, 0)
+    k = im.optional_constant(node, 1)
+    k = 0 if k is None else int(np.ravel(k)[0])
+    rows, cols = shape_of(x)[-2:]
+    ones = np.ones((rows, cols), bool)
+    mask = np.triu(ones, k) if attrs["upper"] else np.tril(ones, k)
+    zeros = im.ir.splat(0, shape_of(x), x.type.element_type)
+    return [im.ir.select(im.ir.constant(mask, i1), x, zeros)]
+
+
+def constant_only(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Ops whose result shape depends on input values: supported only when those are constant."""
+    raise node_error(node, "its inputs must be constants (the result's shape must be known when compiling)")
+
+
 HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue]]] = {
     "QuantizeLinear": import_quantize_linear,
     "DequantizeLinear": import_dequantize_linear,
@@ -793,10 +1155,38 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "Squeeze": import_reshape,
     "Unsqueeze": import_reshape,
     "Softmax": import_softmax,
-    "Dropout": import_identity,
+    "Dropout": import_dropout,
     "Identity": import_identity,
     "LRN": import_lrn,
     "Pad": import_pad,
+    "Gather": import_gather,
+    "LayerNormalization": import_layer_norm,
+    "Gelu": import_gelu,
+    "Erf": float_unary(math.ErfOp),
+    "Exp": float_unary(math.ExpOp),
+    "Sqrt": float_unary(math.SqrtOp),
+    "Pow": import_pow,
+    "Reciprocal": import_reciprocal,
+    "Neg": import_neg,
+    "ReduceMean": reduction(mean),
+    "ReduceSum": reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceSumOp, x, axes)),
+    "ReduceMax": reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceMaxOp, x, axes), empty=False),
+    "Where": import_where,
+    "Equal": comparison("eq"),
+    "Less": comparison("lt"),
+    "Greater": comparison("gt"),
+    "LessOrEqual": comparison("le"),
+    "GreaterOrEqual": comparison("ge"),
+    "Max": variadic(arith.MaximumfOp),
+    "Min": variadic(arith.MinimumfOp),
+    "Expand": import_expand,
+    "Cast": import_cast,
+    "CastLike": import_cast_like,
+    "Slice": import_slice,
+    "Split": import_split,
+    "Trilu": import_trilu,
+    "Range": constant_only,
+    "ConstantOfShape": constant_only,
 }
 
 

@@ -1,7 +1,5 @@
 """Interpreter functions for `cinm`: exact NumPy results (this level is device-agnostic)."""
 
-import math
-
 import numpy as np
 from xdsl.interpreter import (
     Interpreter,
@@ -16,13 +14,8 @@ from xdsl.interpreter import (
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.dialects.utils import dense_array
-from cimxdsl.interpreters.host import divide, im2col
+from cimxdsl.interpreters.host import divide, erf, im2col
 from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
-
-
-def erf(x):
-    """The Gauss error function, element by element (NumPy has none)."""
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.result_type(x, np.float32))
 
 
 def round_half_away(x):
@@ -50,6 +43,8 @@ _UNARY = {
     ElementwiseKind.TANH: np.tanh,
     ElementwiseKind.ERF: erf,
 }
+
+
 def unsigned(reduce):
     """`reduce` on integers read as unsigned (two's complement bits), cast back to their type."""
 

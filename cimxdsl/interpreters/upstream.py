@@ -20,7 +20,7 @@ from xdsl.interpreter import (
 )
 
 from cimxdsl.dialects import upstream
-from cimxdsl.interpreters.values import numpy_dtype
+from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
 
 
 @register_impls
@@ -75,3 +75,25 @@ class UpstreamFunctions(InterpreterFunctions):
     @impl_terminator(affine.YieldOp)
     def run_affine_yield(self, interpreter: Interpreter, op: affine.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
+
+    @impl(upstream.BatchMatmulOp)
+    def run_batch_matmul(self, interpreter: Interpreter, op: upstream.BatchMatmulOp, args: PythonValues):
+        a, b, c = args
+        return (c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)),)
+
+    @impl(upstream.GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: upstream.GatherOp, args: PythonValues):
+        source, indices = np.asarray(args[0]), np.asarray(args[1]).astype(np.int64)
+        dims = list(op.gather_dims.get_values())
+        for j, dim in enumerate(dims):
+            outside = (indices[..., j] < 0) | (indices[..., j] >= source.shape[dim])
+            if outside.any():
+                index = int(indices[..., j][outside].flat[0])
+                raise interpretation_error(
+                    op, f"index {index} is out of range for dimension {dim} of size {source.shape[dim]}"
+                )
+        front = np.moveaxis(source, dims, list(range(len(dims))))
+        gathered = front[tuple(indices[..., j] for j in range(len(dims)))]
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        return (np.ascontiguousarray(gathered).reshape(result_type.get_shape()),)

@@ -24,7 +24,9 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
     import onnxruntime
 
     session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    return session.run(None, inputs)
+    types = {i.name: i.type.removeprefix("tensor(").removesuffix(")") for i in session.get_inputs()}
+    numpy_types = {"float": "float32", "double": "float64"}  # onnxruntime's names; the others are NumPy's
+    return session.run(None, {n: np.asarray(x).astype(numpy_types.get(types[n], types[n])) for n, x in inputs.items()})
 
 
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.interpreters import run
+from cimxdsl.interpreters.host import erf
 from tests.unit.helpers import parse
 from tests.unit.interpreters.programs import run_main
 
@@ -473,3 +474,41 @@ def test_writes_through_a_buffer_of_a_tensor_are_seen_through_the_tensor():
         0,
     )
     np.testing.assert_array_equal(out, [5, 0])
+
+
+def test_erf_is_within_1e_14_of_math_erf_on_a_dense_grid():
+    grid = np.concatenate([np.linspace(-7, 7, 200_001), [-np.inf, np.inf, 0.0, -0.0, 2.0, -2.0]])
+    expected = np.array([math.erf(x) for x in grid])
+    np.testing.assert_allclose(erf(grid), expected, rtol=0, atol=1e-14)
+    assert erf(np.float32([0.5])).dtype == np.float32 and np.isnan(erf(np.array([np.nan])))[0]
+
+
+def test_math_erf_runs_on_tensors():
+    x = np.array([-1.5, -0.25, 0.0, 0.75, 3.0], np.float32)
+    t = "tensor<5xf32>"
+    (out,) = run_main(f"%x: {t}", f"%r = math.erf %x : {t}\nfunc.return %r : {t}", t, x)
+    np.testing.assert_allclose(out, [math.erf(v) for v in x], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("predicate", "reference"),
+    [("oeq", lambda x, y: x == y), ("une", lambda x, y: not x == y), ("olt", lambda x, y: x < y)],
+)
+def test_cmpf_in_a_map_treats_nan_as_unordered(predicate, reference):
+    a, b = np.float32([1.0, np.nan, 2.0, -3.0]), np.float32([1.0, 1.0, 3.0, -4.0])
+    t, r = "tensor<4xf32>", "tensor<4xi1>"
+    body = (
+        f"%e = tensor.empty() : {r}\n"
+        f"%m = linalg.map ins(%a, %b : {t}, {t}) outs(%e : {r}) (%x: f32, %y: f32) {{\n"
+        f"  %c = arith.cmpf {predicate}, %x, %y : f32\n  linalg.yield %c : i1\n}}\nfunc.return %m : {r}"
+    )
+    (out,) = run_main(f"%a: {t}, %b: {t}", body, r, a, b)
+    np.testing.assert_array_equal(out, [reference(float(x), float(y)) for x, y in zip(a, b, strict=True)])
+
+
+def test_linalg_select_picks_per_element():
+    cond, a, b = np.array([True, False, True]), np.float32([1, 2, 3]), np.float32([-1, -2, -3])
+    t, c = "tensor<3xf32>", "tensor<3xi1>"
+    body = f"%r = linalg.select ins(%c, %a, %b : {c}, {t}, {t}) outs(%a : {t}) -> {t}\nfunc.return %r : {t}"
+    (out,) = run_main(f"%c: {c}, %a: {t}, %b: {t}", body, t, cond, a, b)
+    np.testing.assert_array_equal(out, [1, -2, 3])

@@ -1,6 +1,8 @@
 """Interpreter functions of the upstream ops cimxdsl adds (`dialects/upstream.py`), against NumPy."""
 
 import numpy as np
+import pytest
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.interpreters import run
 from tests.unit.helpers import parse
@@ -71,3 +73,30 @@ def test_to_memref_cast_copy_and_map_on_buffers():
     m = np.full((2, 3), 99, np.int32)
     (out,) = run(parse(BUFFERS), [t, m]).outputs
     np.testing.assert_array_equal(out, 1 - t)
+
+
+PRODUCTS = """
+func.func @main(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>, %t: tensor<6x3xf32>, %i: tensor<2x2x1xi64>)
+    -> (tensor<2x3x5xf32>, tensor<2x2x3xf32>) {
+  %c = tensor.empty() : tensor<2x3x5xf32>
+  %p = linalg.batch_matmul ins(%a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32>) outs(%c : tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %g = tensor.gather %t[%i] gather_dims([0]) unique : (tensor<6x3xf32>, tensor<2x2x1xi64>) -> tensor<2x2x3xf32>
+  func.return %p, %g : tensor<2x3x5xf32>, tensor<2x2x3xf32>
+}
+"""
+
+
+def test_batch_matmul_and_gather():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((2, 4, 5)).astype(np.float32)
+    table, rows = rng.standard_normal((6, 3)).astype(np.float32), np.array([[[5], [0]], [[2], [2]]])
+    product, gathered = run(parse(PRODUCTS), [a, b, table, rows]).outputs
+    np.testing.assert_allclose(product, np.einsum("bmk,bkn->bmn", a, b), rtol=1e-5)
+    np.testing.assert_array_equal(gathered, table[rows[..., 0]])
+
+
+def test_gather_out_of_range_names_the_op_and_the_index():
+    rows = np.array([[[6], [0]], [[2], [2]]])
+    with pytest.raises(InterpretationError) as error:
+        run(parse(PRODUCTS), [np.zeros((2, 3, 4)), np.zeros((2, 4, 5)), np.zeros((6, 3)), rows])
+    assert str(error.value).splitlines()[0] == "'tensor.gather': index 6 is out of range for dimension 0 of size 6"

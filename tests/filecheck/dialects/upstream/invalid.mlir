@@ -54,3 +54,27 @@ func.func @generate_yield(%n: index) {
   func.return
 }
 // CHECK: 'tensor.generate' body must yield one index
+
+// -----
+
+func.func @batch_matmul_shapes(%a: tensor<2x3x4xf32>, %b: tensor<2x5x6xf32>, %c: tensor<2x3x6xf32>) {
+  %p = linalg.batch_matmul ins(%a, %b : tensor<2x3x4xf32>, tensor<2x5x6xf32>) outs(%c : tensor<2x3x6xf32>) -> tensor<2x3x6xf32>
+  func.return
+}
+// CHECK: 'linalg.batch_matmul' shapes do not fit: 2x3x4 times 2x5x6 into 2x3x6
+
+// -----
+
+func.func @gather_result(%t: tensor<10x8xf32>, %i: tensor<3x1xi64>) {
+  %g = tensor.gather %t[%i] gather_dims([0]) : (tensor<10x8xf32>, tensor<3x1xi64>) -> tensor<3x9xf32>
+  func.return
+}
+// CHECK: 'tensor.gather' result shape [3, 9] does not fit the source and indices
+
+// -----
+
+func.func @gather_coordinates(%t: tensor<10x8xf32>, %i: tensor<3x2xi64>) {
+  %g = tensor.gather %t[%i] gather_dims([0]) : (tensor<10x8xf32>, tensor<3x2xi64>) -> tensor<3x8xf32>
+  func.return
+}
+// CHECK: 'tensor.gather' indices must end in a dimension of 1 (one per gather dim)

@@ -70,3 +70,18 @@ func.func @generate(%n: index) -> tensor<?x3xindex> {
 // CHECK-NEXT:      %s = arith.addi %i, %j : index
 // CHECK-NEXT:      tensor.yield %s : index
 // CHECK-NEXT:    } : tensor<?x3xindex>
+
+// -----
+
+// Products of two run-time tensors and embedding lookups, as the ONNX importer emits them.
+func.func @products(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>, %c: tensor<2x3x5xf32>, %t: tensor<10x8xf32>, %i: tensor<2x3x1xi64>) {
+  %p = linalg.batch_matmul ins(%a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32>) outs(%c : tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %g = tensor.gather %t[%i] gather_dims([0]) : (tensor<10x8xf32>, tensor<2x3x1xi64>) -> tensor<2x3x1x8xf32>
+  %h = tensor.gather %t[%i] gather_dims([0]) unique : (tensor<10x8xf32>, tensor<2x3x1xi64>) -> tensor<2x3x8xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @products
+// CHECK-NEXT:    %p = linalg.batch_matmul ins(%a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32>) outs(%c : tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+// CHECK-NEXT:    %g = tensor.gather %t[%i] gather_dims([0]) : (tensor<10x8xf32>, tensor<2x3x1xi64>) -> tensor<2x3x1x8xf32>
+// CHECK-NEXT:    %h = tensor.gather %t[%i] gather_dims([0]) unique : (tensor<10x8xf32>, tensor<2x3x1xi64>) -> tensor<2x3x8xf32>
