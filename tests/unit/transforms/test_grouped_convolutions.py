@@ -74,6 +74,8 @@ def test_a_shufflenet_unit_matches_onnxruntime_at_every_stage():
     scheduled = compiled.module("schedule")
     acquired = sum(1 for op in scheduled.walk() if op.name == "cim.acquire_crossbar")
     assert products == 3 + 12 + 3  # a product per group of each convolution
+    gemms = [op for op in compiled.module("cinm").walk() if op.name == "cinm.op.gemm"]
+    assert all(gemm.operands[1].owner.name == "arith.constant" for gemm in gemms)  # groups' weights folded
     assert acquired == products  # each device: one crossbar per product, not `crossbars` of them
 
 
