@@ -60,15 +60,18 @@ def main() -> None:
         if args.target == "pim":
             compile_pim(name, model, calibration, args)
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         compiled = cimxdsl.compile(
             model, device=args.device, mode=args.mode, calibration=calibration if args.mode == "int8" else None
         )
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
         tiles = sum(1 for op in compiled.module("tile").walk() if op.name in ("cinm.op.gemm", "cinm.op.gemv"))
         stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in compiled.compile_seconds.items())
         memory = peak_memory_mib()
-        print(f"{name}: {total:.1f} s total ({stages}); {tiles} crossbar tiles; peak memory {memory:.0f} MiB")
+        print(
+            f"{name}: {total:.1f} s total, {cpu:.1f} s CPU ({stages}); {tiles} crossbar tiles;"
+            f" peak memory {memory:.0f} MiB"
+        )
 
 
 def light_names() -> list[str]:
