@@ -1,8 +1,11 @@
-"""Compile time per stage of ResNet-18/50- and VGG-19-shaped models (224×224, random weights)
-through `-p memristor` (with the number of crossbar tiles) or `-p pim` (with the crossbars, cores
-and instructions), and the peak memory (issue 7). Run one model per process for its own peak.
+"""Compile time per stage of ResNet-18/50-, VGG-19- and MobileNetV2-shaped models (224×224, random
+weights) and of onnx's light architectures (`light:shufflenet`, …, or `light` for all of them, as
+shipped: `--size`/`--width` do not apply) through `-p memristor` (with the number of crossbar tiles)
+or `-p pim` (with the crossbars, cores and instructions), and the peak memory (issue 7). Run one
+model per process for its own peak.
 
-    python benchmarks/compile_time.py [resnet18 resnet50 vgg19] [--size 224] [--width 64] [--mode int8|exact]
+    python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
+        [--size 224] [--width 64] [--mode int8|exact]
     python benchmarks/compile_time.py resnet18 --target pim [--cores 256]
 """
 
@@ -14,12 +17,25 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
+
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+"""onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""
+
+
+def model_named(name: str, size: int, width: int) -> onnx.ModelProto:
+    if name.startswith("light:"):
+        return onnx.load(str(LIGHT / f"light_{name.removeprefix('light:')}.onnx"))
+    if name == "mobilenetv2":
+        return MODELS[name](size=size, width=width // 2)  # its stem has half ResNet's channels
+    return MODELS[name](size=size, width=width)
 
 
 def peak_memory_mib() -> float:
@@ -36,21 +52,30 @@ def main() -> None:
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
     parser.add_argument("--cores", type=int, default=256, help="PIM cores offered (the program uses what it needs)")
     args = parser.parse_args()
-    for name in args.models:
-        model = MODELS[name](size=args.size, width=args.width)
-        calibration = np.random.default_rng(0).normal(size=(2, 3, args.size, args.size)).astype(np.float32)
+    names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
+    for name in names:
+        model = model_named(name, args.size, args.width)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        calibration = np.random.default_rng(0).normal(size=(2, *shape[1:])).astype(np.float32)
         if args.target == "pim":
             compile_pim(name, model, calibration, args)
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         compiled = cimxdsl.compile(
             model, device=args.device, mode=args.mode, calibration=calibration if args.mode == "int8" else None
         )
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
         tiles = sum(1 for op in compiled.module("tile").walk() if op.name in ("cinm.op.gemm", "cinm.op.gemv"))
         stages = ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in compiled.compile_seconds.items())
         memory = peak_memory_mib()
-        print(f"{name}: {total:.1f} s total ({stages}); {tiles} crossbar tiles; peak memory {memory:.0f} MiB")
+        print(
+            f"{name}: {total:.1f} s total, {cpu:.1f} s CPU ({stages}); {tiles} crossbar tiles;"
+            f" peak memory {memory:.0f} MiB"
+        )
+
+
+def light_names() -> list[str]:
+    return [f"light:{p.stem.removeprefix('light_')}" for p in LIGHT.glob("light_*.onnx")]
 
 
 def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:

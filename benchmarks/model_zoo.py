@@ -1,5 +1,6 @@
-"""ResNet-18/50- and VGG-19-shaped ONNX graphs from random weights, built with `onnx.helper`
-(conv + batch norm + ReLU, max/global-average pooling, residual adds, a classifier)."""
+"""ResNet-18/50-, VGG-19- and MobileNetV2-shaped ONNX graphs from random weights, built with
+`onnx.helper` (conv + batch norm + ReLU, grouped and depthwise convolutions, max/global-average
+pooling, residual adds, a classifier)."""
 
 import numpy as np
 import onnx
@@ -27,9 +28,9 @@ class GraphBuilder:
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
-    def conv_bn(self, x: str, cin: int, cout: int, k: int, stride: int = 1, relu: bool = True) -> str:
-        w = self.weight((cout, cin, k, k), np.sqrt(2.0 / (cin * k * k)))
-        y = self.node("Conv", [x, w], pads=[k // 2] * 4, strides=[stride, stride])
+    def conv_bn(self, x: str, cin: int, cout: int, k: int, stride: int = 1, relu: bool = True, group: int = 1) -> str:
+        w = self.weight((cout, cin // group, k, k), np.sqrt(2.0 * group / (cin * k * k)))
+        y = self.node("Conv", [x, w], pads=[k // 2] * 4, strides=[stride, stride], group=group)
         gamma, variance = (self.initializer(np.abs(self.rng.normal(1, 0.1, cout))) for _ in range(2))
         beta, mean = self.weight((cout,), 0.1), self.weight((cout,), 0.1)
         y = self.node("BatchNormalization", [y, gamma, beta, mean, variance])
@@ -106,3 +107,40 @@ def vgg19(size: int = 224, width: int = 64, classes: int = 1000, seed: int = 0) 
 
 
 MODELS = {"resnet18": lambda **kw: resnet(18, **kw), "resnet50": lambda **kw: resnet(50, **kw), "vgg19": vgg19}
+
+
+def mobilenet_v2(size: int = 224, width: int = 32, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV2 (Sandler et al., "MobileNetV2: Inverted Residuals and Linear Bottlenecks", 2018,
+    Table 2): a 3×3 stem, 17 inverted residual blocks (1×1 expansion by 6, depthwise 3×3, linear 1×1
+    projection; a residual add where shapes allow) and a 1×1 convolution to 1280 channels before the
+    classifier; ReLU stands for ReLU6. Channels scaled by `width / 32` (32 is the stem's width)."""
+    g = GraphBuilder(seed)
+
+    def channels(c: int) -> int:
+        return max(1, c * width // 32)
+
+    x, cin = g.conv_bn("x", 3, channels(32), 3, stride=2), channels(32)
+    for expansion, c, repeats, first_stride in [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]:
+        cout = channels(c)
+        for block in range(repeats):
+            stride = first_stride if block == 0 else 1
+            hidden = cin * expansion
+            y = g.conv_bn(x, cin, hidden, 1) if expansion != 1 else x
+            y = g.conv_bn(y, hidden, hidden, 3, stride, group=hidden)  # depthwise
+            y = g.conv_bn(y, hidden, cout, 1, relu=False)
+            x = g.node("Add", [x, y]) if stride == 1 and cin == cout else y
+            cin = cout
+    last = max(channels(1280), 1280)
+    x = g.conv_bn(x, cin, last, 1)
+    return g.model(g.classifier(x, last, classes), size, classes)
+
+
+MODELS["mobilenetv2"] = mobilenet_v2

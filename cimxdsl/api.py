@@ -10,11 +10,13 @@ m.save("model.cimx"); cimxdsl.load("model.cimx")
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -327,30 +329,54 @@ def compile(
         module = work()
         seconds[name] = time.perf_counter() - start
         stages[name] = module.clone()
+        freeze()
         return module
 
-    onnx_model = load_model(to_onnx(model, example_input), batch)
-    module = stage("import", lambda: import_onnx(onnx_model))
-    if mode == "int8":
-        samples = calibration_samples(calibration, onnx_model, notes)
-        bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
-        module = stage("quantize", lambda: quantize(module, samples, **bits))
-    rows, columns = config.tile_shape
-    schedule: str | ModulePass = ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
-    for name, spec in (
-        ("cinm", "linalg-to-cinm"),
-        ("tile", f"tile{{rows={rows} cols={columns}}}"),
-        ("cim", f"cinm-to-cim{{crossbars={crossbars}}}"),
-        ("schedule", schedule),
-        ("memristor", "cim-to-memristor"),
-        ("func", "memristor-to-func"),
-    ):
-        module = stage(name, lambda spec=spec: apply_passes(module, spec))
+    with stages_frozen() as freeze:
+        onnx_model = load_model(to_onnx(model, example_input), batch)
+        module = stage("import", lambda: import_onnx(onnx_model))
+        if mode == "int8":
+            samples = calibration_samples(calibration, onnx_model, notes)
+            bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
+            module = stage("quantize", lambda: quantize(module, samples, **bits))
+        rows, columns = config.tile_shape
+        schedule: str | ModulePass = (
+            ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
+        )
+        for name, spec in (
+            ("cinm", "linalg-to-cinm"),
+            ("tile", f"tile{{rows={rows} cols={columns}}}"),
+            ("cim", f"cinm-to-cim{{crossbars={crossbars}}}"),
+            ("schedule", schedule),
+            ("memristor", "cim-to-memristor"),
+            ("func", "memristor-to-func"),
+        ):
+            module = stage(name, lambda spec=spec: apply_passes(module, spec))
     options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
     stages["func"] = module
     model = CompiledModel(stages, config, options, notes, seconds)
     model.calibration_inputs = samples if mode == "int8" else None
     return model
+
+
+@contextmanager
+def stages_frozen() -> Iterator[Callable[[], None]]:
+    """Yields a function to call after each stage: it moves every object alive into the permanent
+    generation of Python's cyclic collector (`gc.freeze`), so that full collections no longer walk
+    the IR of every finished stage again; within a stage a full collection comes every 100 middle
+    ones instead of every 10. The collector took a third of ShuffleNet's compile time otherwise.
+    All is unfrozen and the thresholds restored at the end; nothing changes if the caller had
+    frozen objects already."""
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], 100))
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def apply_passes(module: ModuleOp, passes: str | ModulePass) -> ModuleOp:

@@ -4,12 +4,13 @@
 `linalg.matmul ins(%a, %b) outs(%c)` computes `a·b + c`; it becomes `cinm.op.gemm %a, %b` when `%c`
 is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise.
 `linalg.conv_2d_nchw_fchw` becomes `cinm.op.im2col` of the image, a gemm with the FCHW weights as
-a `(C·KH·KW) × F` matrix (folded when the weights are a constant), and the reshape of the product
-back to NCHW. Other ops are left alone.
+a `(C·KH·KW) × F` matrix (folded when the weights are a constant or a slice of one, as a group's
+are), and the reshape of the product back to NCHW. Other ops are left alone.
 """
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import (
@@ -61,16 +62,32 @@ def wrap_in_compute(rewriter: PatternRewriter, matched: Operation, body_ops: lis
     rewriter.replace(matched, cinm.ComputeOp([result.type], Region(body)))
 
 
+def constant_array(value: SSAValue) -> np.ndarray | None:
+    """The values of `value` when it is a dense constant or a static unit-stride slice of one (a
+    group's weights of a grouped convolution), else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
+        return dense_array(owner.value)
+    if not isinstance(owner, tensor.ExtractSliceOp) or owner.offsets or owner.sizes or owner.strides:
+        return None
+    source = constant_array(owner.source)
+    if source is None or any(stride != 1 for stride in owner.static_strides.get_values()):
+        return None
+    window = zip(owner.static_offsets.get_values(), owner.static_sizes.get_values(), strict=True)
+    return source[tuple(slice(offset, offset + size) for offset, size in window)].reshape(owner.result.type.get_shape())
+
+
 def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operation) -> tuple[list[Operation], SSAValue]:
     """FCHW weights as the `(C·KH·KW) × F` matrix a crossbar holds: a new constant (inserted before
-    `before`) when they are a constant, else ops computing it inside the compute."""
+    `before`) when they are a constant or a slice of one, else ops computing it inside the compute.
+    A slice left unused is erased."""
     weights_type = weights.type
     assert isinstance(weights_type, TensorType)
     f, c, kh, kw = weights_type.get_shape()
     element = weights_type.element_type
-    owner = weights.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, DenseIntOrFPElementsAttr):
-        constant = arith.ConstantOp(dense_attr(dense_array(owner.value).reshape(f, c * kh * kw).T, element))
+    values = constant_array(weights)
+    if values is not None:
+        constant = arith.ConstantOp(dense_attr(values.reshape(f, c * kh * kw).T, element))
         rewriter.insert(constant, InsertPoint.before(before))
         return [], constant.result
     collapsed = tensor.CollapseShapeOp.create(
@@ -117,6 +134,8 @@ class ConvToCinm(RewritePattern):
         if not is_zero(init):
             body.append(cinm.AddOp(nchw.results[0], init))
         wrap_in_compute(rewriter, op, body)
+        if not matrix_ops and isinstance(weights.owner, tensor.ExtractSliceOp) and not weights.uses:
+            rewriter.erase_op(weights.owner)
 
 
 @dataclass(frozen=True)

@@ -636,7 +636,11 @@ def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
        with users other than the device's cim ops are the roots, in program order of the barriers;
        then, in program order, cim ops whose future is unused or used by another device's cim op.
     3. Create `cim.acquire_crossbar`s right after the device (each new one before the previous new
-       ones) and their releases before `cim.release_device` until `availableCrossbarCount` exist.
+       ones) and their releases before `cim.release_device` until `availableCrossbarCount` exist,
+       or as many as the device has cim ops if that is fewer: every strategy places an op on the
+       first of the crossbars nothing distinguishes, so more would stay unused (and
+       `cim-to-memristor` drops unused ones); a depthwise convolution's thousand one-tile devices
+       would otherwise carry 16 acquires and releases each.
     """
     block = device.parent_block()
     assert block is not None
@@ -677,7 +681,7 @@ def prepare_for_scheduling(device: AcquireDeviceOp) -> PreparedDevice:
             roots[op.result] = None
 
     crossbars: list[SSAValue] = [saved.crossbar_id]
-    count = device.available_crossbar_count.value.data
+    count = min(device.available_crossbar_count.value.data, max(1, len(cim_ops)))
     while len(crossbars) < count:
         acquire = AcquireCrossbarOp(device.device_id)
         Rewriter.insert_op(acquire, InsertPoint.after(device))

@@ -498,6 +498,8 @@ def test_preparation_keeps_the_first_crossbar_and_orders_resources_like_cinnamon
           %y = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
           %f = cim.op.gemm %y, %a, %a : !cim.crossbarId, {T}, {T} -> {F}
           %t = cim.barrier %f : {F} -> {T}
+          %g = cim.op.gemm %y, %a, %a : !cim.crossbarId, {T}, {T} -> {F}
+          %h = cim.op.gemm %x, %a, %a : !cim.crossbarId, {T}, {T} -> {F}
           cim.release_crossbar %x : !cim.crossbarId
           cim.release_crossbar %y : !cim.crossbarId
           cim.release_device %dev : !cim.deviceId
@@ -516,7 +518,27 @@ def test_preparation_keeps_the_first_crossbar_and_orders_resources_like_cinnamon
     assert [op.name for op in prepared.releases][-1] == ReleaseDeviceOp.name
     assert [r.crossbar_id.owner for r in ops_of(module, ReleaseCrossbarOp)] == [x, new1, new2]
     assert not ops_of(module, BarrierOp)
-    assert [root.name_hint for root in prepared.roots] == ["f"]
+    assert [root.name_hint for root in prepared.roots] == ["f", "g", "h"]
+
+
+def test_preparation_acquires_no_more_crossbars_than_the_device_has_products():
+    module = parse(
+        f"""
+        func.func @main(%a: {T}) -> {T} {{
+          %dev = cim.acquire_device {{availableCrossbarCount = 16 : i32}} -> !cim.deviceId
+          %x = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+          %f = cim.op.gemm %x, %a, %a : !cim.crossbarId, {T}, {T} -> {F}
+          %g = cim.op.gemm %x, %a, %a : !cim.crossbarId, {T}, {T} -> {F}
+          %t = cim.barrier %f : {F} -> {T}
+          cim.release_crossbar %x : !cim.crossbarId
+          cim.release_device %dev : !cim.deviceId
+          return %t : {T}
+        }}
+        """
+    )
+    prepared = prepare_for_scheduling(ops_of(module, AcquireDeviceOp)[0])
+    assert len(prepared.crossbars) == len(ops_of(module, AcquireCrossbarOp)) == 2
+    assert len(ops_of(module, ReleaseCrossbarOp)) == 2
 
 
 # ---- errors -------------------------------------------------------------------------------------
