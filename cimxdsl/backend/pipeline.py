@@ -29,8 +29,9 @@ def compile_to_pim(
     device: str = "",
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
-    on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report: instruction counts per op type, core and crossbar
-    utilization, memory, IR sizes and compile time per stage. Raises `PassFailedException` with a
+    on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
+    instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
+    per stage. Raises `PassFailedException` with a
     one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
     passes = pim_passes(xbar_size, cores, crossbars_per_core, device)

@@ -102,7 +102,8 @@ class IntegerImporter:
         self.constants = constants
         self.values: dict[str, SSAValue] = {}
         self.exponents: dict[str, int] = {}
-        self.shapes = {info.name: info.type.tensor_type.shape for info in [*model.graph.value_info, *model.graph.output]}
+        typed = [*model.graph.value_info, *model.graph.output]
+        self.shapes = {info.name: info.type.tensor_type.shape for info in typed}
         self.shuffles: dict[str, tuple[str, np.ndarray]] = {}
         """A channel split `[N, G, C/G, H, W]` (or its transpose) awaiting the reshape that merges
         it back: the source image and the source channel of each split channel."""

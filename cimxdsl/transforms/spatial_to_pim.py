@@ -258,8 +258,8 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
 @dataclass(frozen=True)
 class SpatialToPimPass(ModulePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
-    16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between cores and global-memory loads and
-    stores for the host's values."""
+    16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
+    cores and global-memory loads and stores for the host's values."""
 
     name = "spatial-to-pim"
 

@@ -11,6 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cimxdsl
 from benchmarks.model_zoo import GraphBuilder
 from cimxdsl.api import CompileError
+from cimxdsl.tools.cim_compile import main as cim_compile
 
 
 class Graph(GraphBuilder):
@@ -117,3 +118,12 @@ def test_real_network_ops_compile_with_no_core_count_and_validate_exactly(build,
 def test_a_model_too_large_for_the_chip_names_the_crossbars_and_the_largest_layer():
     with pytest.raises(CompileError, match=r"needs \d+ crossbars \(largest layer: .*, \d+ crossbars\).* hold only 4"):
         cimxdsl.compile(shufflenet_mobilenet(), target="pim", cores=2, crossbars_per_core=2)
+
+
+def test_cim_compile_target_pim_needs_no_flags(tmp_path, capsys):
+    path = tmp_path / "model.onnx"
+    onnx.save(shufflenet_mobilenet(), str(path))
+    cim_compile([str(path), "--target", "pim", "--random-inputs", "-o", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert "no --cores given: using as many cores as the model needs" in out
+    assert "instruction-level execution equals the interpreted integer program" in out
