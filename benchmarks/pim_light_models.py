@@ -5,7 +5,7 @@ ZFNet-512, Inception v1/v2, DenseNet-121, ShuffleNet) through the PIM flow: inte
 The light models hold every weight as `ConstantOfShape(shape)`; `light_model` replaces those by
 random initializers (He-scaled, seeded) so the layers compute something non-trivial.
 
-    python -m benchmarks.pim_light_models [names...] [--crossbars-per-core N] [--no-validate]
+    python -m benchmarks.pim_light_models [names...] [--crossbars-per-core N] [--size S] [--no-validate]
 """
 
 from __future__ import annotations
@@ -34,10 +34,18 @@ NAMES = [
 ]
 
 
-def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
-    """The light model `name` with its `ConstantOfShape` weights replaced by random initializers."""
+def light_model(name: str, seed: int = 0, size: int | None = None) -> onnx.ModelProto:
+    """The light model `name` with its `ConstantOfShape` weights replaced by random initializers,
+    for `size` × `size` images if given (for the models whose layers allow it)."""
     model = onnx.load(str(LIGHT / f"light_{name}.onnx"))
     graph = model.graph
+    if size is not None:
+        produced = {o for node in graph.node for o in node.output}
+        for info in graph.input:
+            dims = info.type.tensor_type.shape.dim
+            if info.name not in produced and len(dims) == 4:
+                dims[2].dim_value = dims[3].dim_value = size
+        del graph.value_info[:]
     rng = np.random.default_rng(seed)
     shapes = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     weights = []
@@ -59,13 +67,13 @@ def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def run(name: str, crossbars_per_core: int, validate_artifacts: bool) -> dict:
+def run(name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.backend.pipeline import compile_to_pim
     from cimxdsl.frontend.integer import import_integer
     from cimxdsl.interpreters import run as interpret
 
-    model = light_model(name)
+    model = light_model(name, size=size)
     weights = {init.name for init in model.graph.initializer}
     image = next(i for i in model.graph.input if i.name not in weights)
     shape = [d.dim_value or 1 for d in image.type.tensor_type.shape.dim]
@@ -96,9 +104,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("names", nargs="*", default=NAMES)
     parser.add_argument("--crossbars-per-core", type=int, default=64)
     parser.add_argument("--no-validate", action="store_true")
+    parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
     options = parser.parse_args(argv)
     for name in options.names:
-        print(run(name, options.crossbars_per_core, not options.no_validate), flush=True)
+        print(run(name, options.crossbars_per_core, not options.no_validate, options.size), flush=True)
 
 
 if __name__ == "__main__":

@@ -86,9 +86,10 @@ class IntegerProgram:
         values = []
         for q, e, softmax in zip(outputs, self.output_exponents, self.softmax_outputs, strict=True):
             y = np.asarray(q, np.float64) * 2.0**e
-            if softmax:
-                y = np.exp(y - y.max(axis=-1, keepdims=True))
-                y /= y.sum(axis=-1, keepdims=True)
+            if softmax:  # over all axes but the batch (`IntegerImporter.final_softmax`)
+                axes = tuple(range(1, y.ndim))
+                y = np.exp(y - y.max(axis=axes, keepdims=True))
+                y /= y.sum(axis=axes, keepdims=True)
             values.append(y.astype(np.float32))
         return values
 
@@ -123,6 +124,7 @@ class IntegerImporter:
             if all(name in self.constants for name in node.output if name):
                 continue  # folded by the float import
             if node.op_type == "Softmax":
+                self.final_softmax(node)
                 softmax[node.output[0]] = node.input[0]
                 continue
             if node.input and node.input[0] in softmax:
@@ -154,6 +156,12 @@ class IntegerImporter:
         )
 
     static_shape = OnnxImporter.static_shape
+
+    def final_softmax(self, node: onnx.NodeProto) -> None:
+        """Check that a Softmax (left to the host) is over all axes but the batch."""
+        shape = shape_of(self.input(node)[0])
+        if int(np.prod(shape[1:])) != shape[NodeAttributes(node).axis("axis", len(shape))]:
+            raise node_error(node, "a final Softmax must be over the classes (all axes but the batch)")
 
     def before_softmax(self, node: onnx.NodeProto, softmax: dict[str, str]) -> onnx.NodeProto:
         """A reshape after the final Softmax, applied to the Softmax's input instead (the host applies

@@ -10,6 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from benchmarks.model_zoo import GraphBuilder
+from benchmarks.pim_light_models import light_model
 from cimxdsl.api import CompileError
 from cimxdsl.tools.cim_compile import main as cim_compile
 
@@ -127,3 +128,17 @@ def test_cim_compile_target_pim_needs_no_flags(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "no --cores given: using as many cores as the model needs" in out
     assert "instruction-level execution equals the interpreted integer program" in out
+
+
+def test_light_squeezenet_from_the_onnx_wheel_validates_exactly(tmp_path):
+    """The real SqueezeNet 1.0 architecture (Concat of fire modules, ConstantOfShape weights, a
+    Reshape after the Softmax) at 32×32, on 16-crossbar cores."""
+    model = light_model("squeezenet", size=32)
+    x = np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    compiled = cimxdsl.compile(model, target="pim", calibration=x, crossbars_per_core=16, out_dir=tmp_path)
+    assert compiled.report()["cores_used"] > 1
+    probabilities = compiled(x)
+    assert probabilities.shape == (1, 1000, 1, 1) and np.isclose(probabilities.sum(), 1.0, atol=1e-4)
+    (golden,) = compiled.golden(x)
+    assert np.ptp(golden) > 0
+    np.testing.assert_array_equal(compiled.last_result.outputs[0].reshape(golden.shape), golden)
