@@ -277,6 +277,19 @@ class IntegerImporter:
         x, e = self.input(node)
         return self.ir.insert(arith.MaxSIOp(x, self.splat(0, shape_of(x)))), e
 
+    def import_clip(self, node, attrs):
+        """A clamp to constant bounds (ReLU6), rounded to the input's steps."""
+        x, e = self.input(node)
+        low, high = (
+            self.constants.get(node.input[i]) if i < len(node.input) and node.input[i] else attrs[key]
+            for i, key in ((1, "min"), (2, "max"))
+        )
+        if low is not None:
+            x = self.ir.insert(arith.MaxSIOp(x, self.splat(int(np.clip(np.ceil(low / 2.0**e), *INT8)), shape_of(x))))
+        if high is not None:
+            x = self.ir.insert(arith.MinSIOp(x, self.splat(int(np.clip(np.floor(high / 2.0**e), *INT8)), shape_of(x))))
+        return x, e
+
     def aligned(self, node, names: Sequence[str]) -> tuple[list[SSAValue], int]:
         """The network inputs `names` of `node` shifted to one exponent: the output's, or the largest
         input exponent (so that only right shifts occur)."""

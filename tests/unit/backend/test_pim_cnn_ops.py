@@ -73,11 +73,11 @@ def inception_densenet(classes: int = 6) -> onnx.ModelProto:
 
 
 def shufflenet_mobilenet(classes: int = 5) -> onnx.ModelProto:
-    """A grouped 1×1 convolution, a channel shuffle (Reshape, Transpose, Reshape), a depthwise 3×3
+    """A grouped 1×1 convolution with a clip, a channel shuffle (Reshape, Transpose, Reshape), a depthwise 3×3
     convolution with stride 2, a residual Add, global average pooling and Flatten."""
     g = Graph(2)
     x = g.node("Relu", [g.conv("x", 4, 8, 3)])
-    y = g.node("Relu", [g.conv(x, 8, 12, 1, group=4)])
+    y = g.node("Clip", [g.conv(x, 8, 12, 1, group=4), g.constant(0.0), g.constant(0.5)])  # a ReLU6, scaled
     y = g.node("Reshape", [y, g.constant(np.array([1, 4, 3, 8, 8]), np.int64)])
     y = g.node("Transpose", [y], perm=[0, 2, 1, 3, 4])
     y = g.node("Reshape", [y, g.constant(np.array([1, 12, 8, 8]), np.int64)])
