@@ -73,8 +73,9 @@ def inception_densenet(classes: int = 6) -> onnx.ModelProto:
 
 
 def shufflenet_mobilenet(classes: int = 5) -> onnx.ModelProto:
-    """A grouped 1×1 convolution with a clip, a channel shuffle (Reshape, Transpose, Reshape), a depthwise 3×3
-    convolution with stride 2, a residual Add, global average pooling and Flatten."""
+    """A grouped 1×1 convolution with a clip, a channel shuffle (Reshape, Transpose, Reshape), a
+    depthwise 3×3 convolution with stride 2, a channel Concat then a residual Sum, global average
+    pooling and Flatten."""
     g = Graph(2)
     x = g.node("Relu", [g.conv("x", 4, 8, 3)])
     y = g.node("Clip", [g.conv(x, 8, 12, 1, group=4), g.constant(0.0), g.constant(0.5)])  # a ReLU6, scaled
@@ -84,9 +85,10 @@ def shufflenet_mobilenet(classes: int = 5) -> onnx.ModelProto:
     y = g.conv(y, 12, 12, 3, group=12, strides=[2, 2])  # depthwise, 4x4
     y = g.conv(y, 12, 8, 1, group=4)
     s = g.node("AveragePool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2], count_include_pad=1)
-    x = g.node("Relu", [g.node("Add", [y, s])])
+    x = g.node("Relu", [g.node("Concat", [y, s], axis=1)])  # 16 channels: tiles of 8 and 8 channels
+    x = g.node("Relu", [g.node("Sum", [x, g.conv(x, 16, 16, 1)])])  # added to a conv's (regular) tiles
     x = g.node("Flatten", [g.node("GlobalAveragePool", [x])])
-    weights = g.constant(g.rng.normal(0, 0.3, (8, classes)))
+    weights = g.constant(g.rng.normal(0, 0.3, (16, classes)))
     return g.image_model(g.node("MatMul", [x, weights]), (1, 4, 8, 8), classes)
 
 
