@@ -273,7 +273,7 @@ def compile_pim(
     try:
         report = compile_to_pim(
             program.module.clone(),
-            cores=cores or config.cores,
+            cores=cores if cores is not None else 0,  # no core count given: as many as the model needs
             crossbars_per_core=crossbars_per_core or config.crossbars_per_core,
             xbar_size=config.rows,
             out_dir=directory,

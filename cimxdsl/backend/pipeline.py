@@ -29,8 +29,9 @@ def compile_to_pim(
     device: str = "",
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
-    and report: instruction counts per op type, core and crossbar
-    utilization, memory, IR sizes and compile time per stage. Raises `PassFailedException` with a
+    on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
+    instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
+    per stage. Raises `PassFailedException` with a
     one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
     passes = pim_passes(xbar_size, cores, crossbars_per_core, device)
@@ -60,10 +61,11 @@ def compile_to_pim(
     used = len(artifacts.cores)
     return {
         "xbar_size": passes[1].xbar_size,  # pyright: ignore[reportAttributeAccessIssue]
-        "cores": cores_given,
+        "cores": cores_given or used,
+        "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,
         "cores_used": used,
-        "core_utilization": used / cores_given,
+        "core_utilization": used / (cores_given or used) if used else 0.0,
         "crossbars_used": sum(crossbars),
         "crossbars_per_core_used": crossbars,
         "crossbar_utilization": sum(crossbars) / (used * per_core) if used else 0.0,

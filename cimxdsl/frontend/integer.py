@@ -29,11 +29,22 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from cimxdsl.dialects.utils import dense_attr, reassociation
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
-from cimxdsl.frontend.onnx_importer import OnnxImporter, conv_pads, input_shape, load_model, sanitize
+from cimxdsl.frontend.onnx_importer import (
+    OnnxImporter,
+    conv_pads,
+    input_shape,
+    load_model,
+    output_shape,
+    pool_geometry,
+    sanitize,
+)
 from cimxdsl.interpreters import run
 
 INT8 = (-128, 127)
 LOWEST = -(2**31)
+RESHAPES = ("Reshape", "Flatten", "Identity", "Dropout")
+MULTIPLIER_BITS = 14
+"""Fraction bits of the integer multiplier of an average pooling's `1 / count`."""
 
 
 def exponent(peak: float) -> int:
@@ -44,14 +55,15 @@ def exponent(peak: float) -> int:
 class PeakRecorder(Interpreter.Listener):
     """The largest magnitude every named value reaches while the float program runs."""
 
-    def __init__(self, names: dict[SSAValue, str]):
-        self.names = names
+    def __init__(self, values: dict[str, SSAValue]):
+        self.names: dict[SSAValue, list[str]] = {}
+        for name, value in values.items():  # one value may have several names (Identity, Dropout)
+            self.names.setdefault(value, []).append(name)
         self.peaks: dict[str, float] = {}
 
     def did_interpret_op(self, op: Operation, results) -> None:
         for value, result in zip(op.results, results, strict=False):
-            name = self.names.get(value)
-            if name is not None:
+            for name in self.names.get(value, ()):
                 self.peaks[name] = max(self.peaks.get(name, 0.0), float(np.max(np.abs(result))))
 
 
@@ -74,9 +86,10 @@ class IntegerProgram:
         values = []
         for q, e, softmax in zip(outputs, self.output_exponents, self.softmax_outputs, strict=True):
             y = np.asarray(q, np.float64) * 2.0**e
-            if softmax:
-                y = np.exp(y - y.max(axis=-1, keepdims=True))
-                y /= y.sum(axis=-1, keepdims=True)
+            if softmax:  # over all axes but the batch (`IntegerImporter.final_softmax`)
+                axes = tuple(range(1, y.ndim))
+                y = np.exp(y - y.max(axis=axes, keepdims=True))
+                y /= y.sum(axis=axes, keepdims=True)
             values.append(y.astype(np.float32))
         return values
 
@@ -90,6 +103,11 @@ class IntegerImporter:
         self.constants = constants
         self.values: dict[str, SSAValue] = {}
         self.exponents: dict[str, int] = {}
+        typed = [*model.graph.value_info, *model.graph.output]
+        self.shapes = {info.name: info.type.tensor_type.shape for info in typed}
+        self.shuffles: dict[str, tuple[str, np.ndarray]] = {}
+        """A channel split `[N, G, C/G, H, W]` (or its transpose) awaiting the reshape that merges
+        it back: the source image and the source channel of each split channel."""
 
     def run(self) -> IntegerProgram:
         graph = self.model.graph
@@ -103,19 +121,30 @@ class IntegerImporter:
             self.exponents[info.name] = exponent(self.peaks.get(info.name, 1.0))
         softmax: dict[str, str] = {}
         for node in graph.node:
+            if all(name in self.constants for name in node.output if name):
+                continue  # folded by the float import
             if node.op_type == "Softmax":
+                self.final_softmax(node)
                 softmax[node.output[0]] = node.input[0]
                 continue
+            if node.input and node.input[0] in softmax:
+                node = self.before_softmax(node, softmax)
             self.ir.layer_name = sanitize(node.name or node.output[0])
             handler = getattr(self, f"import_{node.op_type.lower()}", None)
             if handler is None:
                 raise OnnxImportError(
                     f"the integer (PIM) import does not support '{node.op_type}' (node '{node.name}')"
                 )
-            value, e = handler(node, NodeAttributes(node))
+            lowered = handler(node, NodeAttributes(node))
+            if lowered is None:
+                continue  # a partial channel shuffle (`self.shuffles`)
+            value, e = lowered
             value.name_hint = sanitize(node.output[0])
             self.values[node.output[0]], self.exponents[node.output[0]] = value, e
         outputs = [softmax.get(o.name, o.name) for o in graph.output]
+        for name in outputs:
+            if name in self.shuffles:
+                raise OnnxImportError(f"the graph output '{name}' is a partial channel shuffle")
         results = [self.values[name] for name in outputs]
         self.ir.builder.insert(func.ReturnOp(*results))
         function = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
@@ -126,9 +155,32 @@ class IntegerImporter:
             [o.name in softmax for o in graph.output],
         )
 
+    static_shape = OnnxImporter.static_shape
+
+    def final_softmax(self, node: onnx.NodeProto) -> None:
+        """Check that a Softmax (left to the host) is over all axes but the batch."""
+        shape = shape_of(self.input(node)[0])
+        if int(np.prod(shape[1:])) != shape[NodeAttributes(node).axis("axis", len(shape))]:
+            raise node_error(node, "a final Softmax must be over the classes (all axes but the batch)")
+
+    def before_softmax(self, node: onnx.NodeProto, softmax: dict[str, str]) -> onnx.NodeProto:
+        """A reshape after the final Softmax, applied to the Softmax's input instead (the host applies
+        the Softmax on the last axis after dequantizing)."""
+        if node.op_type not in RESHAPES:
+            raise node_error(node, "a Softmax is supported only at the end of the network (then reshapes only)")
+        moved = onnx.NodeProto()
+        moved.CopyFrom(node)
+        moved.input[0] = softmax[node.input[0]]
+        moved.output[0] = f"{node.output[0]}.before_softmax"
+        self.shapes[moved.output[0]] = self.shapes[node.output[0]]
+        softmax[node.output[0]] = moved.output[0]
+        return moved
+
     # -- helpers -----------------------------------------------------------------------------------
     def input(self, node, index: int = 0) -> tuple[SSAValue, int]:
         name = node.input[index]
+        if name in self.shuffles:
+            raise node_error(node, f"input '{name}' is a partial channel shuffle (Reshape, Transpose, Reshape)")
         if name not in self.values:
             raise node_error(node, f"input '{name}' must come from the network")
         return self.values[name], self.exponents[name]
@@ -158,13 +210,17 @@ class IntegerImporter:
         """Add the bias (and the rounding half step) at `e_acc`, shift to the output's exponent, clamp."""
         e_out = max(exponent(self.peaks[name]), e_acc)
         shift = e_out - e_acc
-        offset = np.zeros(shape_of(acc)[1]) if bias is None else np.rint(bias / 2.0**e_acc)
+        shape = shape_of(acc)
+        if bias is not None and bias.ndim == 1:
+            bias = bias.reshape((1, -1) + (1,) * (len(shape) - 2))  # per channel
+        offset = np.zeros(shape) if bias is None else np.broadcast_to(np.rint(bias / 2.0**e_acc), shape)
         if shift > 0:
             offset = offset + 2 ** (shift - 1)
         if offset.any():
-            shape = shape_of(acc)
-            full = np.broadcast_to(offset.reshape((1, -1) + (1,) * (len(shape) - 2)), shape)
-            acc = self.ir.insert(arith.AddiOp(acc, self.ir.constant(full.astype(np.int64), i32)))
+            full = np.ascontiguousarray(offset, np.int64)
+            if np.all(full == full.flat[0]):
+                full = np.full(shape, full.flat[0], np.int64)
+            acc = self.ir.insert(arith.AddiOp(acc, self.ir.constant(full, i32)))
         return self.clamp(self.shift(acc, shift)), e_out
 
     @staticmethod
@@ -175,10 +231,9 @@ class IntegerImporter:
     # -- handlers: (node, attributes) -> (value, exponent) -----------------------------------------
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
-        if attrs["group"] != 1:
-            raise node_error(node, "the integer (PIM) import supports groups = 1 only")
         weights = self.weights(node, 1, "the weights")
         codes, e_w = self.quantize_weights(weights)
+        codes = self.ungrouped(node, codes, attrs["group"], shape_of(x)[1])
         kernel = weights.shape[2:]
         strides, dilations = attrs["strides"], attrs["dilations"]
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, dilations)
@@ -186,6 +241,21 @@ class IntegerImporter:
         acc = self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations)
         bias = self.weights(node, 2, "the bias") if len(node.input) > 2 and node.input[2] else None
         return self.requantize(acc, e_x + e_w, node.output[0], bias)
+
+    @staticmethod
+    def ungrouped(node, codes: np.ndarray, groups: int, channels: int) -> np.ndarray:
+        """The `[F, C, KH, KW]` weights of a grouped convolution: zero outside the groups' blocks."""
+        filters, per_group_channels = codes.shape[:2]
+        if channels != per_group_channels * groups or filters % groups:
+            raise node_error(node, f"{channels} channels and {filters} filters do not fit group {groups}")
+        if groups == 1:
+            return codes
+        dense = np.zeros((filters, channels, *codes.shape[2:]), codes.dtype)
+        per_group_filters = filters // groups
+        for g in range(groups):
+            f, c = g * per_group_filters, g * per_group_channels
+            dense[f : f + per_group_filters, c : c + per_group_channels] = codes[f : f + per_group_filters]
+        return dense
 
     def import_gemm(self, node, attrs):
         x, e_x = self.input(node)
@@ -207,19 +277,123 @@ class IntegerImporter:
         x, e = self.input(node)
         return self.ir.insert(arith.MaxSIOp(x, self.splat(0, shape_of(x)))), e
 
-    def import_add(self, node, attrs):
-        (a, e_a), (b, e_b) = self.input(node, 0), self.input(node, 1)
-        e_out = max(exponent(self.peaks[node.output[0]]), e_a, e_b)  # only right shifts
-        total = self.ir.insert(arith.AddiOp(self.shift(a, e_out - e_a), self.shift(b, e_out - e_b)))
+    def import_clip(self, node, attrs):
+        """A clamp to constant bounds (ReLU6), rounded to the input's steps."""
+        x, e = self.input(node)
+        low, high = (
+            self.constants.get(node.input[i]) if i < len(node.input) and node.input[i] else attrs[key]
+            for i, key in ((1, "min"), (2, "max"))
+        )
+        if low is not None:
+            x = self.ir.insert(arith.MaxSIOp(x, self.splat(int(np.clip(np.ceil(low / 2.0**e), *INT8)), shape_of(x))))
+        if high is not None:
+            x = self.ir.insert(arith.MinSIOp(x, self.splat(int(np.clip(np.floor(high / 2.0**e), *INT8)), shape_of(x))))
+        return x, e
+
+    def aligned(self, node, names: Sequence[str]) -> tuple[list[SSAValue], int]:
+        """The network inputs `names` of `node` shifted to one exponent: the output's, or the largest
+        input exponent (so that only right shifts occur)."""
+        operands = [self.input(node, list(node.input).index(n)) for n in names]
+        e_out = max([exponent(self.peaks[node.output[0]]), *(e for _, e in operands)])
+        return [self.shift(v, e_out - e) for v, e in operands], e_out
+
+    def import_sum(self, node, attrs):
+        network = [n for n in node.input if n not in self.constants]
+        values, e_out = self.aligned(node, network)
+        total = values[0]
+        for value in values[1:]:
+            total = self.ir.insert(arith.AddiOp(total, value))
+        constant = sum((self.constants[n].astype(np.float64) for n in node.input if n in self.constants), 0.0)
+        if np.any(constant):
+            shape = shape_of(total)
+            offset = np.broadcast_to(np.rint(np.asarray(constant) / 2.0**e_out), shape).astype(np.int64)
+            total = self.ir.insert(arith.AddiOp(total, self.ir.constant(offset, i32)))
         return self.clamp(total), e_out
+
+    import_add = import_sum
+
+    def import_mul(self, node, attrs):
+        """A product with a constant (broadcast over the image): codes times codes, requantized."""
+        network = [i for i, n in enumerate(node.input) if n not in self.constants]
+        if len(network) != 1:
+            raise node_error(node, "the integer (PIM) import multiplies by constants only")
+        x, e_x = self.input(node, network[0])
+        factor = self.constants[node.input[1 - network[0]]].astype(np.float64)
+        return self.affine(node, x, e_x, factor, None)
+
+    def import_batchnormalization(self, node, attrs):
+        x, e_x = self.input(node)
+        gamma, beta, mean, var = (self.weights(node, i, "the statistics") for i in range(1, 5))
+        scale = gamma / np.sqrt(var + attrs["epsilon"])
+        shape = (1, -1) + (1,) * (len(shape_of(x)) - 2)
+        return self.affine(node, x, e_x, scale.reshape(shape), (beta - mean * scale).reshape(shape))
+
+    def affine(self, node, x: SSAValue, e_x: int, factor: np.ndarray, shift: np.ndarray | None):
+        """`x · factor + shift` with constant (broadcast) `factor` and `shift`."""
+        shape = shape_of(x)
+        codes, e_f = self.quantize_weights(np.broadcast_to(factor, shape))
+        acc = self.ir.insert(arith.MuliOp(x, self.ir.constant(codes, i32)))
+        bias = None if shift is None else np.broadcast_to(shift, shape)
+        return self.requantize(acc, e_x + e_f, node.output[0], bias)
+
+    def import_concat(self, node, attrs):
+        x = self.values.get(node.input[0])
+        rank = len(shape_of(x)) if x is not None else 4
+        if attrs.axis("axis", rank) != 1:
+            raise node_error(node, "the integer (PIM) import concatenates along the channels (axis 1) only")
+        values, e_out = self.aligned(node, list(node.input))
+        return self.ir.concat(values, 1), e_out
+
+    def import_averagepool(self, node, attrs):
+        """A sum over each window (a depthwise convolution with weights 1), times `2^s / count`,
+        rounded and shifted to the output's exponent."""
+        x, e_x = self.input(node)
+        kernel, strides, pads = pool_geometry(node, attrs, x)
+        n, c, h, w = shape_of(x)
+        x = self.ir.pad(x, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]], 0)
+        ones = np.zeros((c, c, *kernel), np.int64)
+        ones[np.arange(c), np.arange(c)] = 1
+        total = self.ir.conv(x, self.ir.constant(ones, i32), strides, [1, 1])
+        inside = np.pad(np.ones((1, 1, h, w)), ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
+        if attrs["count_include_pad"]:
+            inside = np.ones_like(inside)
+        counts = window_sums(inside, kernel, strides)
+        multiplier = np.rint(2.0**MULTIPLIER_BITS / counts).astype(np.int64)
+        full = np.broadcast_to(multiplier, shape_of(total))
+        acc = self.ir.insert(arith.MuliOp(total, self.ir.constant(np.ascontiguousarray(full), i32)))
+        return self.requantize(acc, e_x - MULTIPLIER_BITS, node.output[0], None)
+
+    def import_lrn(self, node, attrs):
+        """Approximated by the power of two closest to the calibrated ratio of output to input peaks:
+        the codes stay, the exponent moves."""
+        x, e_x = self.input(node)
+        ratio = self.peaks[node.output[0]] / max(self.peaks[node.input[0]], 1e-30)
+        return x, e_x + int(np.rint(np.log2(max(ratio, 1e-30))))
+
+    def import_reshape(self, node, attrs):
+        if node.input[0] in self.shuffles:
+            return self.channel_shuffle(node)
+        x, e = self.input(node)
+        source, target = shape_of(x), output_shape(self, node)
+        if len(target) == 2 and target[0] == source[0]:
+            return self.flatten(x, 1), e
+        if len(source) == 4 and len(target) == 5 and target[1] * target[2] == source[1] and target[3:] == source[2:]:
+            self.shuffles[node.output[0]] = (node.input[0], np.arange(source[1]).reshape(target[1:3]))
+            return None
+        return self.ir.reshape(x, target), e
+
+    def import_transpose(self, node, attrs):
+        name = node.input[0]
+        if name not in self.shuffles or tuple(attrs["perm"]) != (0, 2, 1, 3, 4):
+            raise node_error(node, "the integer (PIM) import transposes only within a channel shuffle")
+        source, channels = self.shuffles[name]
+        self.shuffles[node.output[0]] = (source, channels.T)
+        return None
 
     def import_maxpool(self, node, attrs):
         x, e = self.input(node)
-        kernel, strides = attrs["kernel_shape"], attrs["strides"]
-        if attrs["ceil_mode"] or any(d != 1 for d in attrs["dilations"]):
-            raise node_error(node, "ceil_mode and dilations are not supported here")
-        pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, [1, 1])
-        x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], LOWEST)
+        kernel, strides, pads = pool_geometry(node, attrs, x)
+        x = self.ir.pad(x, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]], LOWEST)
         n, c, h, w = shape_of(x)
         out = (n, c, (h - kernel[0]) // strides[0] + 1, (w - kernel[1]) // strides[1] + 1)
         lowest = self.ir.insert(arith.ConstantOp(IntegerAttr(LOWEST, i32)))
@@ -242,19 +416,38 @@ class IntegerImporter:
 
     def import_flatten(self, node, attrs):
         x, e = self.input(node)
+        return self.flatten(x, attrs.axis("axis", len(shape_of(x)), end=True)), e
+
+    def flatten(self, x: SSAValue, axis: int) -> SSAValue:
         shape = shape_of(x)
-        axis = attrs.axis("axis", len(shape), end=True)
         groups = [list(range(axis)), list(range(axis, len(shape)))]
         result = TensorType(i32, (int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))))
         collapse = tensor.CollapseShapeOp.create(
             operands=[x], result_types=[result], properties={"reassociation": reassociation(groups)}
         )
-        return self.ir.insert(collapse), e
+        return self.ir.insert(collapse)
+
+    def channel_shuffle(self, node):
+        """The merge of a split (and transposed) channel axis: a 1×1 convolution with a permutation."""
+        source, channels = self.shuffles[node.input[0]]
+        x, e = self.values[source], self.exponents[source]
+        order = channels.reshape(-1)
+        if output_shape(self, node) != shape_of(x):
+            raise node_error(node, "a channel shuffle must give back the image's shape")
+        permutation = np.zeros((len(order), len(order), 1, 1), np.int64)
+        permutation[np.arange(len(order)), order] = 1
+        return self.ir.conv(x, self.ir.constant(permutation, i32), [1, 1], [1, 1]), e
 
     def import_identity(self, node, attrs):
         return self.input(node)
 
     import_dropout = import_identity
+
+
+def window_sums(image: np.ndarray, kernel: Sequence[int], strides: Sequence[int]) -> np.ndarray:
+    """The sum of each pooling window of a `[1, 1, H, W]` array (no padding)."""
+    windows = np.lib.stride_tricks.sliding_window_view(image, tuple(kernel), axis=(2, 3))
+    return windows[:, :, :: strides[0], :: strides[1]].sum(axis=(-2, -1))
 
 
 def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[np.ndarray]]) -> IntegerProgram:
@@ -263,7 +456,7 @@ def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[
     onnx_model = load_model(model)
     importer = OnnxImporter(onnx_model)  # folds batch norms into the convolutions
     float_module = importer.run()
-    recorder = PeakRecorder({value: name for name, value in importer.values.items()})
+    recorder = PeakRecorder(importer.values)
     names = [i.name for i in onnx_model.graph.input if i.name not in importer.constants]
     for inputs in calibration:
         run(float_module, list(inputs), "ideal", listeners=[recorder])

@@ -117,7 +117,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-compile", description=__doc__)
     parser.add_argument("model", help="an ONNX model")
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
-    parser.add_argument("--cores", type=int, help="PIM cores (--target pim; default: the device's)")
+    parser.add_argument(
+        "--cores", type=int, help="PIM cores (--target pim; default: as many as the model needs for its crossbars)"
+    )
     parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the device's)")
     parser.add_argument("--device", default="cinnamon", help="a device preset or TOML file (default: cinnamon)")
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
@@ -231,6 +233,9 @@ def compile_pim_target(options) -> None:
         f"--expect {model.directory}/expected_0.npy)"
     )
     show_outputs(options, report["notes"], names, inputs, outputs, report)
+    if report["cores_as_needed"]:
+        per_core = report["crossbars_per_core"]
+        print(f"no --cores given: using as many cores as the model needs ({per_core} crossbars each)")
     print(
         f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
         f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"

@@ -22,7 +22,9 @@ ReLU (`arith.maxsi` with 0) `spat.vrelu`; other `arith.maxsi`/`addi`/`subi`/`mul
 tiles; `linalg.pooling_nchw_max` `spat.maxpool`; `tosa.reduce_sum` over axes 2 and 3 followed by
 `arith.floordivsi` (or `arith.divsi` on non-negative values) by H·W `spat.global_avgpool`;
 `tosa.clamp` (integers) a maximum and a minimum; `tensor.collapse_shape`/`tensor.reshape` of
-`[1, C, 1, 1]` to `[1, C]` (flatten) and `tensor.concat` along the channels only relabel tiles.
+`[1, C, 1, 1]` to `[1, C]` (flatten) and `tensor.concat` along the channels only relabel tiles
+(an element-wise op on operands tiled differently moves them to regular tiles through crossbars
+holding the identity matrix).
 Host ops on constants only are folded (with the interpreter functions). Splat constants are
 materialized in the computes; other constants become function-level constants passed as inputs.
 Function inputs are converted to `[H, W, C]` tiles by host glue (`linalg.transpose`,
@@ -428,6 +430,19 @@ class FunctionLowering:
             out.tiles.append(partial[j])
         return out
 
+    def retiled(self, value: Tiled) -> Tiled:
+        """`value` in tiles of `xbar-size` channels, moved by crossbars holding the identity matrix."""
+        channels = value.bounds[-1][1]
+        if value.bounds == channel_bounds(channels, self.tile):
+            return value
+        size = (value.layout.height, value.layout.width)
+        identity = np.eye(channels, dtype=np.int64)
+        out = self.lower_filters(
+            "channel retiling", value, identity, (1, 1), FilterGeometry(), size, value.layout, value.element
+        )
+        out.logical, out.nonneg = value.logical, value.nonneg
+        return out
+
     def weight_constant(self, block: np.ndarray, element: Attribute, origin: str) -> SSAValue:
         op = arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element))
         op.attributes[ORIGIN] = StringAttr(origin)
@@ -457,10 +472,13 @@ class FunctionLowering:
                     raise fail(f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor", op)
             elif not isinstance(operand, Tiled):
                 raise fail("unsupported operand", op)
+        tiles = {tuple(o.bounds) for o in operands if isinstance(o, Tiled)}
+        if len(tiles) > 1:  # e.g. a concatenation's tiles added to a convolution's
+            operands = [self.retiled(o) if isinstance(o, Tiled) else o for o in operands]
         first = next(o for o in operands if isinstance(o, Tiled))
         assert isinstance(first, Tiled)
         for other in operands:
-            if isinstance(other, Tiled) and (other.bounds != first.bounds or other.layout != first.layout):
+            if isinstance(other, Tiled) and other.layout != first.layout:
                 raise fail("operands are tiled differently", op)
         lhs, rhs = operands
         if kind in _COMMUTATIVE and isinstance(lhs, Constant):

@@ -1,6 +1,7 @@
 """`spatial-to-pim`: assign `spat.compute`s to physical cores (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6).
 
-Computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each: with no more
+Computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
+consecutive computes fill each core in turn, taking as many cores as that needs): with no more
 computes than cores each gets its own core; otherwise consecutive computes (in program order) are
 grouped with as few crossbars per core as still fits, and if contiguous groups cannot fit, computes
 are packed first-fit. A program needing more crossbars than the cores hold is an error that says how
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -32,6 +33,7 @@ from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements
+from cimxdsl.transforms.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.errors import pass_error
 
 DEFAULT_CORES = 16
@@ -53,8 +55,10 @@ def contiguous_groups(weights: list[int], capacity: int) -> list[int]:
     return groups
 
 
-def assign_cores(weights: list[int], cores: int, per_core: int) -> list[int]:
-    """The core of each compute, given the crossbars each one holds."""
+def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: str = "") -> list[int]:
+    """The core of each compute, given the crossbars each one holds; `cores = 0` takes as many cores
+    as consecutive computes filling each core need. `largest_layer` describes the layer with the
+    most crossbars, for the error when the program does not fit."""
     total = sum(weights)
     largest = max(weights, default=0)
     if largest > per_core:
@@ -62,9 +66,12 @@ def assign_cores(weights: list[int], cores: int, per_core: int) -> list[int]:
             f"a spat.compute holds {largest} crossbars, more than the {per_core} of a core: lower it with "
             f"cinm-to-spatial{{crossbars-per-compute={per_core}}}"
         )
+    if cores == 0:
+        return contiguous_groups(weights, per_core)
     if total > cores * per_core:
+        layer = f" (largest layer: {largest_layer})" if largest_layer else ""
         raise fail(
-            f"the program needs {total} crossbars, but {cores} core{'s' if cores != 1 else ''} x {per_core} "
+            f"the program needs {total} crossbars{layer}, but {cores} core{'s' if cores != 1 else ''} x {per_core} "
             f"crossbars per core hold only {cores * per_core}: use at least {-(-total // per_core)} cores"
         )
     if len(weights) <= cores:
@@ -111,7 +118,8 @@ class PimLowering:
     def run(self) -> None:
         block = self.function.body.block
         computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
-        assignment = assign_cores([len(c.weights) for c in computes], self.cores, self.per_core)
+        weights = [len(c.weights) for c in computes]
+        assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
         order = sorted(set(assignment), key=assignment.index)
         builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
         for compute, core in zip(computes, assignment, strict=True):
@@ -217,6 +225,21 @@ class PimLowering:
         self.output_buffers[result] = (alloc, to_tensor)
 
 
+def largest_layer(computes: list[spat.ComputeOp]) -> str:
+    """`name (N crossbars)` of the layer with the most crossbars, from the weights' `origin`."""
+    per_layer: dict[str, int] = {}
+    for compute in computes:
+        for weight in compute.weights:
+            origin = weight.owner.attributes.get(ORIGIN) if isinstance(weight.owner, Operation) else None
+            if isinstance(origin, StringAttr):
+                name = origin.data.split(":")[0]
+                per_layer[name] = per_layer.get(name, 0) + 1
+    if not per_layer:
+        return ""
+    name = max(per_layer, key=lambda n: per_layer[n])
+    return f"{name}, {per_layer[name]} crossbars"
+
+
 def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[int, int]:
     default_cores, default_per_core = DEFAULT_CORES, DEFAULT_CROSSBARS_PER_CORE
     if device:
@@ -227,16 +250,16 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
         default_cores, default_per_core = config.cores, config.crossbars_per_core
     cores = cores if cores is not None else default_cores
     per_core = per_core if per_core is not None else default_per_core
-    if cores < 1 or per_core < 1:
-        raise fail("cores and crossbars-per-core must be positive")
+    if cores < 0 or per_core < 1:
+        raise fail("cores must be positive (0: as many as needed) and crossbars-per-core positive")
     return cores, per_core
 
 
 @dataclass(frozen=True)
 class SpatialToPimPass(ModulePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
-    16 and 16, or the `device` preset's), with channels between cores and global-memory loads and
-    stores for the host's values."""
+    16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
+    cores and global-memory loads and stores for the host's values."""
 
     name = "spatial-to-pim"
 

@@ -4,8 +4,11 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
 
-from cimxdsl.frontend.integer import exponent, import_integer
+from cimxdsl.frontend.attributes import OnnxImportError
+from cimxdsl.frontend.integer import exponent, import_integer, window_sums
 from cimxdsl.interpreters import run
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -28,3 +31,24 @@ def test_integer_digits_model_agrees_with_float():
     agreement = np.mean([np.argmax(a) == np.argmax(b) for a, b in zip(ours, reference, strict=True)])
     assert agreement >= 0.95
     assert all(v.dtype == np.dtype("int32") for v in program.quantize([images[0][None]]))
+
+
+def test_window_sums_count_the_pixels_inside_the_image():
+    inside = np.pad(np.ones((1, 1, 4, 4)), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    counts = window_sums(inside, (3, 3), (1, 1))[0, 0]
+    assert counts.shape == (4, 4)
+    assert counts[0, 0] == counts[3, 3] == 4 and counts[0, 1] == counts[2, 0] == 6 and counts[1, 2] == 9
+
+
+def test_a_softmax_over_pixels_is_refused():
+    w = numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Softmax", ["c"], ["y"], axis=1)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 2, 2))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 2, 2, 2))],
+        [w],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(OnnxImportError, match="final Softmax must be over the classes"):
+        import_integer(model, [[np.ones((1, 3, 2, 2), np.float32)]])

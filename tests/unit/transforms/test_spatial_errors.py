@@ -22,7 +22,8 @@ def test_a_model_too_large_for_the_cores_says_how_many_crossbars_it_needs():
     with pytest.raises(PassFailedException) as error:
         compile_to_pim(module, cores=2, crossbars_per_core=5, xbar_size=3)
     assert str(error.value) == (
-        "spatial-to-pim: the program needs 54 crossbars, but 2 cores x 5 crossbars per core hold only 10: "
+        "spatial-to-pim: the program needs 54 crossbars (largest layer: conv9, 54 crossbars), but 2 cores x 5 "
+        "crossbars per core hold only 10: "
         "use at least 11 cores"
     )
 
