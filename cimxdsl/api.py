@@ -281,6 +281,10 @@ def compile_pim(
     except PassFailedException as e:
         raise CompileError(str(e)) from None
     report["compile_time_s"] = {"import and calibrate": import_seconds, **report["compile_time_s"]}
+    if report["cores_as_needed"]:
+        notes.append(
+            f"no core count given: using as many cores as the model needs ({report['crossbars_per_core']} crossbars each)"
+        )
     report["notes"] = notes
     return PimModel(program, directory, report)
 

@@ -233,9 +233,6 @@ def compile_pim_target(options) -> None:
         f"--expect {model.directory}/expected_0.npy)"
     )
     show_outputs(options, report["notes"], names, inputs, outputs, report)
-    if report["cores_as_needed"]:
-        per_core = report["crossbars_per_core"]
-        print(f"no --cores given: using as many cores as the model needs ({per_core} crossbars each)")
     print(
         f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
         f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"

@@ -128,7 +128,7 @@ def test_cim_compile_target_pim_needs_no_flags(tmp_path, capsys):
     onnx.save(shufflenet_mobilenet(), str(path))
     cim_compile([str(path), "--target", "pim", "--random-inputs", "-o", str(tmp_path / "out")])
     out = capsys.readouterr().out
-    assert "no --cores given: using as many cores as the model needs" in out
+    assert "note: no core count given: using as many cores as the model needs" in out
     assert "instruction-level execution equals the interpreted integer program" in out
 
 
