@@ -27,12 +27,14 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms import get_all_passes
+from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.schedule_list import ScheduleListPass
 
 FORMAT_VERSION = 1
@@ -303,10 +305,12 @@ def compile(
     cores: int | None = None,
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
+    placement: str = "host",
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
+    `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
     `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`)."""
     if target == "pim":
         return compile_pim(to_onnx(model, example_input), device, calibration, cores, crossbars_per_core, out_dir)
@@ -316,6 +320,8 @@ def compile(
         raise CompileError("cores, crossbars_per_core and out_dir are options of target 'pim'")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+    if placement not in PLACEMENTS:
+        raise CompileError(f"unknown placement '{placement}' (placements: {', '.join(PLACEMENTS)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     if mode == "exact" and not config.exact:
         raise CompileError(f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not")
@@ -348,7 +354,7 @@ def compile(
             ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
         )
         for name, spec in (
-            ("cinm", "linalg-to-cinm"),
+            ("cinm", LinalgToCinmPass.for_device(config, placement=placement)),
             ("tile", f"tile{{rows={rows} cols={columns}}}"),
             ("cim", f"cinm-to-cim{{crossbars={crossbars}}}"),
             ("schedule", schedule),
@@ -356,7 +362,14 @@ def compile(
             ("func", "memristor-to-func"),
         ):
             module = stage(name, lambda spec=spec: apply_passes(module, spec))
-    options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
+    options = {
+        "target": target,
+        "mode": mode,
+        "crossbars": crossbars,
+        "strategy": strategy,
+        "batch": batch,
+        "placement": placement,
+    }
     stages["func"] = module
     model = CompiledModel(stages, config, options, notes, seconds)
     model.calibration_inputs = samples if mode == "int8" else None

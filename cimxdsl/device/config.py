@@ -11,7 +11,12 @@ Energy is counted per event (all in pJ):
 - `adc_pj`            one ADC conversion (one column of one physical array, one input slice);
 - `sample_hold_pj`    one sample-and-hold, also per conversion;
 - `shift_add_pj`      the shift-and-add unit of one physical array for one array-cycle;
-- `write_pj_per_cell` programming one cell.
+- `write_pj_per_cell` programming one cell;
+- `digital_pj_per_mac` one int8 multiply-accumulate of the digital unit.
+
+The digital unit computes, next to the crossbars, the products a compiler leaves on the host (the
+run-time products of attention under `placement=host`): `digital_macs_per_ns` MACs per ns,
+`digital_pj_per_mac` each.
 
 ADC-energy convention (Shafiee et al., ISAAC, ISCA 2016, Table 6; Ankit et al., PUMA, ASPLOS 2019): energy per conversion = P / sample rate, as
 ISAAC and PUMA count it (`adc_energy_pj`). MNSIM instead charges (bits + 2) / rate × P, 10× more for
@@ -63,7 +68,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "drift_time_s",
         "seed",
     ),
-    "timing": ("cycle_ns", "pipeline_fill_cycles", "write_ns_per_row"),
+    "timing": ("cycle_ns", "pipeline_fill_cycles", "write_ns_per_row", "digital_macs_per_ns"),
     "energy": (
         "crossbar_read_pj",
         "dac_pj",
@@ -71,8 +76,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "sample_hold_pj",
         "shift_add_pj",
         "write_pj_per_cell",
+        "digital_pj_per_mac",
     ),
 }
+
+
+_DIGITAL_MACS_PER_NS = 64.0
+"""An 8×8 int8 MAC array (NVDLA's `nv_small` configuration, NVDLA hardware architecture
+documentation, nvdla.org) at an assumed 1 GHz."""
+_DIGITAL_PJ_PER_MAC = 0.2 + 0.03
+"""An 8-bit integer multiply (0.2 pJ) and add (0.03 pJ) at 45 nm: M. Horowitz, "Computing's
+energy problem (and what we can do about it)", ISSCC 2014, Fig. 1.1.9."""
 
 
 class DeviceConfigError(ValueError):
@@ -139,6 +153,7 @@ class DeviceConfig:
     cycle_ns: float = 1.0
     pipeline_fill_cycles: int = 1
     write_ns_per_row: float = 0.0
+    digital_macs_per_ns: float = _DIGITAL_MACS_PER_NS
     # energy (pJ per event)
     crossbar_read_pj: float = 0.0
     dac_pj: float = 0.0
@@ -146,6 +161,7 @@ class DeviceConfig:
     sample_hold_pj: float = 0.0
     shift_add_pj: float = 0.0
     write_pj_per_cell: float = 0.0
+    digital_pj_per_mac: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -294,7 +310,7 @@ class DeviceConfig:
 _POSITIVE_INT = ("rows", "cols", "crossbars", "cores", "crossbars_per_core", "pipeline_fill_cycles")
 _BITS = ("weight_bits", "input_bits", "cell_bits", "dac_bits")
 _RATES = ("stuck_on_rate", "stuck_off_rate")
-_POSITIVE_FLOAT = ("cycle_ns", "drift_time_s")
+_POSITIVE_FLOAT = ("cycle_ns", "drift_time_s", "digital_macs_per_ns")
 _CHOICES = {
     "adc_range": ADC_RANGES,
     "encoding": ENCODINGS,
@@ -431,6 +447,7 @@ _ISAAC_ENERGY = dict(
     sample_hold_pj=9.7e-6 * _ISAAC_CYCLE_NS,  # 9.7e-6 mW x 100 ns [PUMA-c]
     shift_add_pj=0.05 * _ISAAC_CYCLE_NS,  # 0.05 mW x 100 ns = 5 pJ [PUMA-c]
     write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,
+    digital_pj_per_mac=_DIGITAL_PJ_PER_MAC,
 )
 
 PRESETS: dict[str, DeviceConfig] = {
@@ -468,6 +485,7 @@ PRESETS: dict[str, DeviceConfig] = {
         sample_hold_pj=9.7e-6 * 1.0,  # 9.7e-6 mW x 1 ns [PUMA-c]
         shift_add_pj=0.05 * 1.0,  # 0.05 mW x 1 ns [PUMA-c]
         write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,  # PUMA's [PUMA-c]
+        digital_pj_per_mac=_DIGITAL_PJ_PER_MAC,
     ),
     # ISAAC (ISCA'16): [ISAAC][PCOMP][CS-cfg], energies [PUMA-c].
     "isaac": DeviceConfig(
@@ -542,6 +560,7 @@ PRESETS: dict[str, DeviceConfig] = {
         sample_hold_pj=_ISAAC_ENERGY["sample_hold_pj"],
         shift_add_pj=_ISAAC_ENERGY["shift_add_pj"],
         write_pj_per_cell=_PUMA_WRITE_PJ_PER_CELL,
+        digital_pj_per_mac=_DIGITAL_PJ_PER_MAC,
     ),
 }
 # fmt: on

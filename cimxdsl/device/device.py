@@ -4,7 +4,7 @@ Timeline: the host issues operations at time `now_ns` without waiting (they retu
 An operation on crossbar i starts at max(now_ns, the end of i's previous operation) and keeps i busy
 for its duration (write: K × write_ns_per_row; MVM: the pipeline cycles × cycle_ns). `barrier(i)`
 advances `now_ns` to the end of i's last operation, `sync()` to the end of all of them. The latency is
-the time the last operation ends.
+the time the last operation ends. The digital unit computes for the host: the host waits for it.
 
 Static ADC ranges (`adc_range = "static_array"` / `"static_column"`): a device created with
 `calibrating=True` returns exact products and records, per weight tile (by its contents), the
@@ -24,7 +24,15 @@ import numpy as np
 
 from cimxdsl.device.config import DeviceConfig, load_device_config
 from cimxdsl.device.crossbar import Tile, draw_stuck_cells, observed_spans, program_tile, tile_mvm
-from cimxdsl.device.metrics import Metrics, energy_pj, mvm_events, write_events, write_time_ns
+from cimxdsl.device.metrics import (
+    Metrics,
+    digital_events,
+    digital_time_ns,
+    energy_pj,
+    mvm_events,
+    write_events,
+    write_time_ns,
+)
 
 _STUCK, _PROGRAM, _READ = 0, 1, 2
 
@@ -88,6 +96,14 @@ class Device:
         events = mvm_events(self.config, batch, *tile.shape, negative)
         self._run(i, events, events["busy_cycles"] * self.config.cycle_ns)
         return result
+
+    def digital(self, m: int, k: int, n: int) -> None:
+        """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
+        host waits for it."""
+        events = digital_events(m, k, n)
+        duration = digital_time_ns(self.config, events["digital_macs"])
+        self._metrics.add(Metrics.DIGITAL, events, energy_pj(self.config, events), duration)
+        self.now_ns += duration
 
     def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None) -> np.ndarray:
         """x @ W through the ADC; with a static range, the tile's calibrated spans (recorded while

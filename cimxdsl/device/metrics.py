@@ -6,7 +6,8 @@ Costs of one operation on a logical crossbar (S input slices, A physical arrays,
 - MVM of B rows on a K×N tile (S by `input_encoding`, `DeviceConfig.input_slices`; sign-magnitude
   rows with a negative entry take 2·S): S·B input slices, S·B·A array reads, S·B·A·K DAC row activations and
   S·B·A·N·J ADC conversions (only the columns the tile uses); the pipeline is busy for
-  pipeline_fill_cycles + S·B - 1 cycles (0 for B = 0).
+  pipeline_fill_cycles + S·B - 1 cycles (0 for B = 0);
+- a product of M×K by K×N on the digital unit: M·K·N MACs, M·K·N / digital_macs_per_ns ns.
 
 Energy per component (pJ) = events × the config's per-event energy (see `config.py`).
 """
@@ -26,8 +27,9 @@ COUNTERS = (
     "dac_activations",
     "adc_conversions",
     "busy_cycles",
+    "digital_macs",
 )
-COMPONENTS = ("crossbar", "dac", "adc", "sample_hold", "shift_add", "write")
+COMPONENTS = ("crossbar", "dac", "adc", "sample_hold", "shift_add", "write", "digital")
 
 
 def write_events(config: DeviceConfig, k: int, n: int) -> dict[str, int]:
@@ -56,6 +58,15 @@ def mvm_events(config: DeviceConfig, batch: int, k: int, n: int, negative_rows: 
     }
 
 
+def digital_events(m: int, k: int, n: int) -> dict[str, int]:
+    """Counters for an M×K by K×N product on the digital unit."""
+    return {"digital_macs": m * k * n}
+
+
+def digital_time_ns(config: DeviceConfig, macs: int) -> float:
+    return macs / config.digital_macs_per_ns
+
+
 def energy_pj(config: DeviceConfig, events: dict[str, int]) -> dict[str, float]:
     """Energy by component of the given event counts."""
     conversions = events.get("adc_conversions", 0)
@@ -67,16 +78,20 @@ def energy_pj(config: DeviceConfig, events: dict[str, int]) -> dict[str, float]:
         "sample_hold": conversions * config.sample_hold_pj,
         "shift_add": reads * config.shift_add_pj,
         "write": events.get("cells_written", 0) * config.write_pj_per_cell,
+        "digital": events.get("digital_macs", 0) * config.digital_pj_per_mac,
     }
 
 
 class Metrics:
-    """Counters, busy time and energy per crossbar (NumPy arrays, one row per crossbar)."""
+    """Counters, busy time and energy per crossbar (NumPy arrays, one row per crossbar, and a last
+    row, `DIGITAL`, for the digital unit)."""
+
+    DIGITAL = -1
 
     def __init__(self, crossbars: int):
-        self.counts = np.zeros((crossbars, len(COUNTERS)), np.int64)
-        self.energy = np.zeros((crossbars, len(COMPONENTS)))
-        self.busy_ns = np.zeros(crossbars)
+        self.counts = np.zeros((crossbars + 1, len(COUNTERS)), np.int64)
+        self.energy = np.zeros((crossbars + 1, len(COMPONENTS)))
+        self.busy_ns = np.zeros(crossbars + 1)
 
     def add(self, xbar: int, events: dict[str, int], energy: dict[str, float], busy_ns: float) -> None:
         for key, value in events.items():
@@ -91,7 +106,7 @@ class Metrics:
 
     def used(self) -> list[int]:
         """Crossbars with at least one write or MVM."""
-        return [int(i) for i in np.flatnonzero(self.counts.any(axis=1))]
+        return [int(i) for i in np.flatnonzero(self.counts[: self.DIGITAL].any(axis=1))]
 
     def crossbar(self, xbar: int) -> dict:
         return _summary(self.counts[xbar], self.energy[xbar], self.busy_ns[xbar])

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -60,6 +61,9 @@ from cimxdsl.dialects.utils import element_type, is_accumulator_type, shape_of, 
 
 NOTILE = "cinm.notile"
 """Unit attribute marking a cinm op the tiler must leave alone."""
+PLACEMENT = "cimxdsl.placement"
+"""On a `cinm.compute` of run-time products (and the device it becomes): where they run, `host`
+(the digital unit) or `crossbar`."""
 
 
 class ScanMethod(StrEnum):
@@ -189,6 +193,17 @@ class ComputeOp(IRDLOperation):
             printer.print_list([r.type for r in self.results], printer.print_attribute)
         printer.print_string(" ")
         printer.print_region(self.body)
+
+
+def placement(op: Operation | None) -> str | None:
+    """The `cimxdsl.placement` of `op` (None when it has none)."""
+    attr = None if op is None else op.attributes.get(PLACEMENT)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def on_host(op: Operation) -> bool:
+    """Whether `op` is in a compute placed on the host's digital unit."""
+    return placement(enclosing_compute(op)) == "host"
 
 
 def enclosing_compute(op: Operation) -> ComputeOp | None:

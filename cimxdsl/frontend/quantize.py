@@ -8,8 +8,10 @@ product for the crossbars:
     y   = dequantize(x_q · W_q, s_x · s_w)    back to float on the host
 
 Activations that are never negative (after ReLU) use unsigned codes (0 … 2^bits - 1), others
-symmetric signed codes. `calibrate` runs the float program on sample inputs and records the range
-of every product's input.
+symmetric signed codes. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
+and P·V) quantizes both with per-tensor scales: the left as an activation, the right, which a
+crossbar would hold, as symmetric weight codes. `calibrate` runs the float program on sample inputs
+and records the range of every product's inputs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import dense_array, dense_attr
 from cimxdsl.frontend.onnx_importer import SCALES_ATTRIBUTE
 from cimxdsl.interpreters import run
@@ -46,14 +49,15 @@ class Range:
 
 
 class RangeRecorder(Interpreter.Listener):
-    """Records the input range of every quantizable product while the float program runs."""
+    """Records the range of the inputs of every quantizable product while the float program runs:
+    the first input of a product with constant weights, both of a run-time product."""
 
     def __init__(self, products: Sequence[Operation]):
-        self.ranges = {op: Range() for op in products}
+        self.ranges = {op: tuple(Range() for _ in range(2 if isinstance(op, BatchMatmulOp) else 1)) for op in products}
 
     def will_interpret_op(self, op: Operation, args) -> None:
-        if op in self.ranges:
-            self.ranges[op].update(np.asarray(args[0]))
+        for seen, values in zip(self.ranges.get(op, ()), args):
+            seen.update(np.asarray(values))
 
 
 def weights_of(op: Product) -> np.ndarray | None:
@@ -63,12 +67,16 @@ def weights_of(op: Product) -> np.ndarray | None:
     return None
 
 
-def quantizable(module: ModuleOp) -> list[Product]:
-    return [op for op in module.walk() if isinstance(op, Product) and weights_of(op) is not None]
+def quantizable(module: ModuleOp) -> list[Operation]:
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, BatchMatmulOp) or (isinstance(op, Product) and weights_of(op) is not None)
+    ]
 
 
-def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[Operation, Range]:
-    """Run the float program on each sample (a list of inputs) and return every product's input range."""
+def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[Operation, tuple[Range, ...]]:
+    """Run the float program on each sample (a list of inputs) and return every product's input ranges."""
     recorder = RangeRecorder(quantizable(module))
     for inputs in samples:
         run(module, list(inputs), "ideal", listeners=[recorder])
@@ -156,6 +164,33 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
     Rewriter.replace_op(op, new_ops, [result])
 
 
+def quantize_runtime_product(op: BatchMatmulOp, seen: tuple[Range, Range], weight_bits: int, input_bits: int) -> None:
+    """Replace `op` by the integer product of its quantized operands, dequantized (→ + its `outs`)."""
+    (left_scale, left_signed), (right_scale, _) = (
+        activation_scale(seen[0], input_bits),
+        activation_scale(Range(-max(abs(seen[1].low), abs(seen[1].high)), 0.0), weight_bits),
+    )
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    codes = [
+        cinm.QuantizeOp(value, dense_attr(np.array([scale]), f32), TensorType(i32, value.type.get_shape()), bits, signed)
+        for value, scale, bits, signed in (
+            (op.lhs, left_scale, input_bits, left_signed),
+            (op.rhs, right_scale, weight_bits, True),
+        )
+    ]
+    zeros = tensor.EmptyOp([], TensorType(i32, result_type.get_shape()))
+    product = BatchMatmulOp(codes[0].result, codes[1].result, zeros.tensor)
+    product.result.name_hint = op.result.name_hint
+    dequantized = cinm.DequantizeOp(product.result, dense_attr(np.array([left_scale * right_scale]), f32), result_type)
+    new_ops: list[Operation] = [*codes, zeros, product, dequantized]
+    result: SSAValue = dequantized.result
+    if not is_fresh(op.init):
+        new_ops.append(add := arith.AddfOp(result, op.init))
+        result = add.result
+    Rewriter.replace_op(op, new_ops, [result])
+
+
 def is_fresh(value: SSAValue) -> bool:
     return isinstance(value.owner, tensor.EmptyOp)
 
@@ -169,8 +204,11 @@ def quantize(
     """Quantize every product with constant weights in place, calibrated on `samples`."""
     ranges = calibrate(module, samples)
     for op, seen in ranges.items():
-        if not np.isfinite(seen.low):
-            raise ValueError(f"calibration never reached the product '{op.res[0].name_hint or op.name}'")
-        quantize_product(op, seen, weight_bits, input_bits)
+        if not np.isfinite(seen[0].low):
+            raise ValueError(f"calibration never reached the product '{op.results[0].name_hint or op.name}'")
+        if isinstance(op, BatchMatmulOp):
+            quantize_runtime_product(op, seen, weight_bits, input_bits)  # type: ignore[arg-type]
+        else:
+            quantize_product(op, seen[0], weight_bits, input_bits)
     module.verify()
     return module

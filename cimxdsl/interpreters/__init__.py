@@ -49,7 +49,7 @@ def build_interpreter(
     runtime = device if isinstance(device, CrossbarRuntime) else CrossbarRuntime(device)
     for functions in (
         HostFunctions(),
-        CinmFunctions(),
+        CinmFunctions(runtime),
         CimFunctions(runtime),
         MemristorFunctions(runtime),
         SpatialFunctions(),

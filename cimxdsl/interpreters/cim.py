@@ -6,6 +6,7 @@ import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from cimxdsl.dialects import cim
+from cimxdsl.dialects.cinm import placement
 from cimxdsl.interpreters.runtime import CrossbarRuntime, Future
 from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
 
@@ -17,7 +18,7 @@ class CimFunctions(InterpreterFunctions):
 
     @impl(cim.AcquireDeviceOp)
     def run_acquire_device(self, interpreter: Interpreter, op: cim.AcquireDeviceOp, args: PythonValues):
-        self.runtime.begin_layer((op.device_id.name_hint or "layer").removesuffix("_dev"))
+        self.runtime.begin_layer((op.device_id.name_hint or "layer").removesuffix("_dev"), placement(op))
         return (self.runtime.device,)
 
     @impl(cim.ReleaseDeviceOp)

@@ -1,4 +1,8 @@
-"""Interpreter functions for `cinm`: exact NumPy results (this level is device-agnostic)."""
+"""Interpreter functions for `cinm`: exact NumPy results (this level is device-agnostic). A compute
+placed on the host (`cimxdsl.placement = "host"`) is a layer of the digital unit: with a runtime,
+its gemms are counted there."""
+
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.interpreter import (
@@ -15,6 +19,7 @@ from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.dialects.utils import dense_array
 from cimxdsl.interpreters.host import divide, erf, im2col
+from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
 
 
@@ -82,7 +87,11 @@ def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndar
 
 
 @register_impls
+@dataclass
 class CinmFunctions(InterpreterFunctions):
+    runtime: CrossbarRuntime | None = None
+    """Where products placed on the host are counted (none: they are not)."""
+
     run_add = impl(cinm.AddOp)(elementwise(np.add))
     run_sub = impl(cinm.SubOp)(elementwise(np.subtract))
     run_mul = impl(cinm.MulOp)(elementwise(np.multiply))
@@ -94,7 +103,12 @@ class CinmFunctions(InterpreterFunctions):
 
     @impl(cinm.ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: cinm.ComputeOp, args: PythonValues):
-        return interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
+        if self.runtime is None or cinm.placement(op) != "host":
+            return interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
+        self.runtime.begin_layer(op.results[0].name_hint or "layer", "host")
+        results = interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
+        self.runtime.end_layer()
+        return results
 
     @impl_terminator(cinm.YieldOp)
     def run_yield(self, interpreter: Interpreter, op: cinm.YieldOp, args: PythonValues):
@@ -104,6 +118,8 @@ class CinmFunctions(InterpreterFunctions):
     def run_gemm(self, interpreter: Interpreter, op: cinm.GemmOp, args: PythonValues):
         dtype = numpy_dtype(op.result.type.element_type)
         result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
+        if self.runtime is not None and cinm.on_host(op):
+            self.runtime.device.digital(*np.shape(args[0]), np.shape(args[1])[-1])
         return (result + args[2] if op.bias is not None else result,)
 
     @impl(cinm.GemvOp)

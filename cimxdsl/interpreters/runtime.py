@@ -26,7 +26,7 @@ class CrossbarRuntime:
     stay resident as long as the device has crossbars to spare."""
     layers: list[dict] = field(default_factory=list)
     """name and metrics of every device acquisition so far"""
-    _layer_start: tuple[str, dict, float] | None = None
+    _layer_start: tuple[str, str | None, dict, float] | None = None
 
     def __post_init__(self):
         self.free = list(range(self.device.config.crossbars))
@@ -35,20 +35,21 @@ class CrossbarRuntime:
         """The crossbar of a tile id: tiles beyond the device's crossbars wrap around."""
         return tile % self.device.config.crossbars
 
-    def begin_layer(self, name: str) -> None:
-        self._layer_start = (name, self.device.report(per_crossbar=False)["total"], self.device.now_ns)
+    def begin_layer(self, name: str, placement: str | None = None) -> None:
+        """Start recording a layer; one of run-time products records where it runs (`placement`)."""
+        self._layer_start = (name, placement, self.device.report(per_crossbar=False)["total"], self.device.now_ns)
 
     def end_layer(self) -> None:
         """Wait for the layer's crossbars and record what it added to the metrics."""
         if self._layer_start is None:
             return
-        name, before, start_ns = self._layer_start
+        name, placement, before, start_ns = self._layer_start
         self.device.sync()
         after = self.device.report(per_crossbar=False)["total"]
         metrics = {key: after[key] - before[key] for key in after if key != "energy_pj"}
         metrics["energy_pj"] = {c: after["energy_pj"][c] - before["energy_pj"][c] for c in after["energy_pj"]}
         metrics["latency_ns"] = self.device.now_ns - start_ns
-        self.layers.append({"layer": name, **metrics})
+        self.layers.append({"layer": name, **({"placement": placement} if placement else {}), **metrics})
         self._layer_start = None
 
     def acquire(self) -> int | None:

@@ -5,7 +5,8 @@ the matching releases. Matrix products become `cim.op.gemm`/`cim.op.gemv` return
 product that feeds another product takes the future directly, anything else waits for it with
 `cim.barrier`. A bias and the element-wise ops of a tiled layer (partial-sum additions) become
 host arithmetic on the barrier results; `cinm.op.im2col` stays, as host data movement. The
-yielded values replace the compute's results.
+yielded values replace the compute's results. A compute placed on the host (`cimxdsl.placement =
+"host"`, see `linalg-to-cinm`) stays; a placed compute's device carries its placement.
 """
 
 from dataclasses import dataclass
@@ -57,7 +58,12 @@ class ComputeToCim(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter):
+        where = cinm.placement(op)
+        if where == "host":
+            return
         device = cim.AcquireDeviceOp(self.crossbars)
+        if where is not None:
+            device.attributes[cinm.PLACEMENT] = op.attributes[cinm.PLACEMENT]
         if op.results and op.results[0].name_hint:
             device.device_id.name_hint = f"{op.results[0].name_hint}_dev"
         crossbar = cim.AcquireCrossbarOp(device)

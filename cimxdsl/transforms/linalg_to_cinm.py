@@ -5,10 +5,15 @@
 is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise.
 `linalg.conv_2d_nchw_fchw` becomes `cinm.op.im2col` of the image, a gemm with the FCHW weights as
 a `(C·KH·KW) × F` matrix (folded when the weights are a constant or a slice of one, as a group's
-are), and the reshape of the product back to NCHW. Other ops are left alone.
+are), and the reshape of the product back to NCHW. `linalg.batch_matmul` (a product of two run-time
+tensors: attention's Q·Kᵀ and P·V) becomes one compute of a gemm per batch entry (head), placed by
+the option `placement` (`cimxdsl.device.placement`): `host` (the digital unit; later passes leave
+the compute alone), `crossbar` (its right operand is written into crossbars, as any gemm's), or
+`auto` (per product, the cheaper on `device`). The compute carries the decision as the attribute
+`cimxdsl.placement`. Other ops are left alone.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
@@ -19,6 +24,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
     i64,
 )
@@ -35,8 +41,14 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.placement import PLACEMENTS, placement_of
 from cimxdsl.dialects import cinm
-from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
+from cimxdsl.dialects.upstream import BatchMatmulOp
+from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
+from cimxdsl.transforms.device_option import DeviceOption
+from cimxdsl.transforms.errors import pass_error
+
 
 
 def is_zero(value: SSAValue) -> bool:
@@ -55,11 +67,13 @@ def is_zero(value: SSAValue) -> bool:
     return False
 
 
-def wrap_in_compute(rewriter: PatternRewriter, matched: Operation, body_ops: list[Operation]) -> None:
+def wrap_in_compute(rewriter: PatternRewriter, matched: Operation, body_ops: list[Operation]) -> cinm.ComputeOp:
     """Replace `matched` by a `cinm.compute` of `body_ops` yielding the last op's result."""
     result = body_ops[-1].results[0]
     body = Block([*body_ops, cinm.YieldOp(result)])
-    rewriter.replace(matched, cinm.ComputeOp([result.type], Region(body)))
+    compute = cinm.ComputeOp([result.type], Region(body))
+    rewriter.replace(matched, compute)
+    return compute
 
 
 def constant_array(value: SSAValue) -> np.ndarray | None:
@@ -138,13 +152,60 @@ class ConvToCinm(RewritePattern):
             rewriter.erase_op(weights.owner)
 
 
+@dataclass
+class BatchMatmulToCinm(RewritePattern):
+    """`linalg.batch_matmul` → one compute of a gemm per batch entry, placed by `policy`."""
+
+    policy: str
+    device: DeviceConfig
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BatchMatmulOp, rewriter: PatternRewriter):
+        if isinstance(op.parent_op(), cinm.ComputeOp):
+            return
+        (batch, m, k), (_, _, n) = shape_of(op.lhs), shape_of(op.rhs)
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        bias = None if is_zero(op.init) else op.init
+        body: list[Operation] = []
+        products = []
+        for b in range(batch):
+
+            def entry(value: SSAValue, rows: int, cols: int) -> SSAValue:
+                element = TensorType(value.type.element_type, (rows, cols))
+                body.append(tensor.ExtractSliceOp(value, [b, 0, 0], [1, rows, cols], [1, 1, 1], element))
+                return body[-1].results[0]
+
+            plus = None if bias is None else entry(bias, m, n)
+            product_type = TensorType(result_type.element_type, (m, n))
+            product = cinm.GemmOp(entry(op.lhs, m, k), entry(op.rhs, k, n), plus, product_type)
+            body.append(product)
+            products.append(product.result)
+        rows = tensor.ConcatOp(products, 0, TensorType(result_type.element_type, (batch * m, n)))
+        expand = ExpandShapeOp(rows.result, [], reassociation([[0, 1], [2]]), (batch, m, n), result_type)
+        compute = wrap_in_compute(rewriter, op, [*body, rows, expand])
+        compute.results[0].name_hint = op.result.name_hint
+        compute.attributes[cinm.PLACEMENT] = StringAttr(placement_of(self.policy, self.device, m, k, n))
+
+
 @dataclass(frozen=True)
-class LinalgToCinmPass(ModulePass):
-    """Offload `linalg.matmul` to `cinm.op.gemm`, each in its own `cinm.compute`."""
+class LinalgToCinmPass(DeviceOption, ModulePass):
+    """Offload `linalg.matmul` to `cinm.op.gemm`, each in its own `cinm.compute`; products of two
+    run-time tensors (`linalg.batch_matmul`) placed by `placement` (`host`, `crossbar`, or `auto`:
+    the cheaper on `device`, a preset name or TOML file)."""
 
     name = "linalg-to-cinm"
 
+    placement: str = "host"
+    device: str = "ideal"
+    device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
+    """The device as an object, from Python (`for_device`); not an option, it has no text form."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.placement not in PLACEMENTS:
+            choices = ", ".join(PLACEMENTS)
+            raise pass_error(self.name, f"option 'placement' must be one of {choices}, got '{self.placement}'")
+        patterns = [MatmulToCinm(), ConvToCinm(), BatchMatmulToCinm(self.placement, self.config())]
         PatternRewriteWalker(
-            GreedyRewritePatternApplier([MatmulToCinm(), ConvToCinm()], dce_enabled=False), apply_recursively=False
+            GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
         ).rewrite_module(op)

@@ -7,15 +7,16 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
-from cimxdsl.device.config import DeviceConfig, DeviceConfigError, load_device_config
+from cimxdsl.device.config import DeviceConfig
 from cimxdsl.dialects.cim import AcquireDeviceOp
+from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.scheduling import CimSchedulePass, CriticalPathScheduler, CrossbarCostModel
 from cimxdsl.transforms.scheduling.framework import describe
 
 
 @dataclass(frozen=True)
-class ScheduleListPass(CimSchedulePass):
+class ScheduleListPass(DeviceOption, CimSchedulePass):
     """Schedules every device's cim ops by list scheduling on real latencies: among the ready ops the
     one that can start first (then one whose weights a free crossbar holds, then the longest path to
     the end), on the crossbar where it finishes first (MVM cycles plus a weight write unless that
@@ -30,21 +31,6 @@ class ScheduleListPass(CimSchedulePass):
     device: str = "cinnamon"
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
-
-    @classmethod
-    def for_device(cls, config: DeviceConfig) -> ScheduleListPass:
-        """The pass for a device given as an object (no file): the option `device` is only its name."""
-        scheduler = cls(device=config.name)
-        object.__setattr__(scheduler, "device_config", config)
-        return scheduler
-
-    def config(self) -> DeviceConfig:
-        if self.device_config is not None:
-            return self.device_config
-        try:
-            return load_device_config(self.device)
-        except DeviceConfigError as err:
-            raise pass_error(self.name, str(err)) from None
 
     def check_options(self) -> None:
         self.config()

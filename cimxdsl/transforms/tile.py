@@ -130,8 +130,9 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
 
 
 def needs_tiling(op: cinm.GemmOp | cinm.GemvOp, rows: int, columns: int) -> bool:
-    """Whether `op`, a product in a compute not marked `cinm.notile`, is larger than one crossbar."""
-    if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp):
+    """Whether `op`, a product in a compute not marked `cinm.notile` nor placed on the host, is
+    larger than one crossbar."""
+    if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp) or cinm.on_host(op):
         return False
     weights = op.right if isinstance(op, cinm.GemmOp) else op.left
     k, n = weights.type.get_shape()[::-1] if isinstance(op, cinm.GemvOp) else weights.type.get_shape()

@@ -31,7 +31,7 @@ from cimxdsl.dialects.cim import (
     ReleaseDeviceOp,
 )
 from cimxdsl.interpreters import run
-from cimxdsl.transforms import get_all_passes, schedule_list
+from cimxdsl.transforms import device_option, get_all_passes
 from cimxdsl.transforms.schedule_list import ScheduleListPass
 from cimxdsl.transforms.scheduling import (
     AlapScheduler,
@@ -817,7 +817,7 @@ def test_the_list_pass_takes_the_device_as_an_object(monkeypatch):
     """From Python the device reaches the pass as a `DeviceConfig` (no file, nothing loaded by name);
     `cimxdsl.compile` passes its device so, and the pass prints as its option with the device's name."""
     loaded: list[str] = []
-    monkeypatch.setattr(schedule_list, "load_device_config", lambda name: loaded.append(name) or preset(name))
+    monkeypatch.setattr(device_option, "load_device_config", lambda name: loaded.append(name) or preset(name))
     one = preset("cinnamon").replace(name="one", crossbars=1)
     with pytest.raises(PassFailedException, match="asks for 2 crossbars but device 'one' has 1"):
         apply_passes(parse(SHARED), ScheduleListPass.for_device(one))
