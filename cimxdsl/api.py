@@ -128,6 +128,7 @@ class CompiledModel:
             "latency_ns": report["latency_ns"],
             "total": report["total"],
             "layers": layers,
+            "runtime_products": runtime_products(layers),
             "crossbars": report.get("crossbars", {}),
         }
 
@@ -149,6 +150,22 @@ class CompiledModel:
                 archive.writestr(f"{stage}.mlir", self.mlir(stage))
             if self.calibration_inputs is not None:
                 archive.writestr("calibration.npz", calibration_bytes(self.calibration_inputs))
+
+
+def runtime_products(layers: list[dict]) -> dict:
+    """Where the products of two run-time tensors ran (the layers with a `placement`) and the
+    crossbar writes they caused."""
+    placed = [layer for layer in layers if "placement" in layer]
+    return {
+        "products": [
+            {key: layer[key] for key in ("layer", "placement", "writes", "cells_written", "digital_macs")}
+            for layer in placed
+        ],
+        "host": sum(layer["placement"] == "host" for layer in placed),
+        "crossbar": sum(layer["placement"] == "crossbar" for layer in placed),
+        "writes": sum(layer["writes"] for layer in placed),
+        "cells_written": sum(layer["cells_written"] for layer in placed),
+    }
 
 
 def load(path: str | Path) -> CompiledModel:
@@ -251,6 +268,24 @@ class PimModel:
         return report
 
 
+def pim_unsupported(model: onnx.ModelProto) -> str | None:
+    """Why the PIM flow cannot take `model` yet, naming the first node: a LayerNormalization, or a
+    MatMul/Gemm of two run-time tensors (attention's Q·Kᵀ and P·V). Run-time: not an initializer,
+    a Constant, or computed from those alone."""
+    constant = {init.name for init in model.graph.initializer} | {""}
+    for node in model.graph.node:
+        if node.op_type == "LayerNormalization":
+            return f"--target pim does not support LayerNormalization yet (node '{node.name}'); use --target memristor"
+        if node.op_type in ("MatMul", "Gemm") and not {node.input[0], node.input[1]} & constant:
+            return (
+                f"--target pim does not support {node.op_type} of two run-time tensors (attention) yet "
+                f"(node '{node.name}'); use --target memristor"
+            )
+        if all(name in constant for name in node.input):
+            constant.update(node.output)
+    return None
+
+
 def compile_pim(
     model: onnx.ModelProto | str | Path,
     device: str | Path | DeviceConfig = "ideal",
@@ -268,6 +303,9 @@ def compile_pim(
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     notes: list[str] = []
     onnx_model = load_model(model)
+    unsupported = pim_unsupported(onnx_model)
+    if unsupported:
+        raise CompileError(unsupported)
     start = time.perf_counter()
     program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes))
     import_seconds = time.perf_counter() - start

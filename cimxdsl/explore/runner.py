@@ -1,8 +1,8 @@
 """Points of a sweep and their evaluation.
 
 A sweep expands into `Point`s (settings of the swept device fields). Points that agree on the fields
-that shape the compiled program (`COMPILE_FIELDS`: quantization bits and tiling) share one program:
-it is compiled once per process for the whole data set (`batch = len(data set)`) and every point of
+that shape the compiled program (`COMPILE_FIELDS`: quantization bits, tiling, placement) share one
+program: it is compiled once per process for the whole data set (`batch = len(data set)`) and every point of
 the group runs it on its own `Device`. Each (point, seed index) gets a device seed derived from the
 base seed, the point's settings and the seed index alone, so results do not depend on the order or
 the place (process, Dask worker) in which points run.
@@ -26,7 +26,14 @@ import numpy as np
 import onnx
 
 from cimxdsl.device import COMPONENTS, Device, DeviceConfig
-from cimxdsl.explore.sweep import COMPILE_FIELDS, CostModel, Sweep, SweepError
+from cimxdsl.explore.sweep import (
+    COMPILE_FIELDS,
+    CostModel,
+    Sweep,
+    SweepError,
+    default_setting,
+    device_settings,
+)
 
 CALIBRATION_EXAMPLES = 64
 COUNTS = ("writes", "cells_written", "mvms", "input_slices", "array_reads", "dac_activations", "adc_conversions")
@@ -78,13 +85,14 @@ class Context:
     cost: CostModel
     seeds: int
     seed: int
+    placement: str = "host"
 
 
 # ---- points -------------------------------------------------------------------------------------
 def expand_points(sweep: Sweep) -> list[Point]:
     """The sweep's points: the product of the axes, or each axis alone from the base device
     (identical configurations merged)."""
-    base = {f: getattr(sweep.base, f) for f in sweep.swept_fields}
+    base = {f: default_setting(sweep, f) for f in sweep.swept_fields}
     found: dict[tuple, tuple[list[str], str]] = {}
     if sweep.grid == "product":
         for steps in itertools.product(*(range(len(axis)) for axis in sweep.axes)):
@@ -106,13 +114,14 @@ def expand_points(sweep: Sweep) -> list[Point]:
     programs: dict[tuple, int] = {}
     points = []
     for index, (settings, (axes, label)) in enumerate(found.items()):
-        program = programs.setdefault(compile_key(sweep.base, dict(settings)), len(programs))
+        program = programs.setdefault(compile_key(sweep, dict(settings)), len(programs))
         points.append(Point(index, settings, tuple(axes), program, label))
     return points
 
 
-def compile_key(base: DeviceConfig, settings: dict[str, Any]) -> tuple:
-    return tuple(settings.get(f, getattr(base, f)) for f in COMPILE_FIELDS)
+def compile_key(owner: Sweep | Context, settings: dict[str, Any]) -> tuple:
+    """The `COMPILE_FIELDS` of a point (`owner`'s defaults where no axis sets them)."""
+    return tuple(settings.get(f, default_setting(owner, f)) for f in COMPILE_FIELDS)
 
 
 def format_value(value: Any) -> str:
@@ -154,7 +163,7 @@ def prepare_context(sweep: Sweep) -> Context:
     digest = hashlib.sha256(model)
     for array in (inputs, labels, calibration):
         digest.update(np.ascontiguousarray(array).tobytes())
-    digest.update(json.dumps([sweep.mode, sweep.strategy, sweep.base.to_dict()]).encode())
+    digest.update(json.dumps([sweep.mode, sweep.strategy, sweep.placement, sweep.base.to_dict()]).encode())
     return Context(
         token=digest.hexdigest()[:16],
         model=model,
@@ -168,6 +177,7 @@ def prepare_context(sweep: Sweep) -> Context:
         cost=sweep.cost,
         seeds=sweep.seeds,
         seed=sweep.seed,
+        placement=sweep.placement,
     )
 
 
@@ -231,7 +241,7 @@ def float_predictions(model: onnx.ModelProto, inputs: np.ndarray) -> np.ndarray:
 # ---- evaluation -----------------------------------------------------------------------------------
 def point_config(context: Context, point: Point) -> DeviceConfig:
     """The base device with the point's settings (validated) and the sweep's cost model applied."""
-    config = context.base.replace(**point.values)
+    config = context.base.replace(**device_settings(point.values))
     return context.cost.apply(config, context.base)
 
 
@@ -246,7 +256,7 @@ def evaluate_point(context: Context, point: Point) -> list[dict]:
     for seed_index in range(context.seeds if is_random(config) else 1):
         seed = device_seed(context.seed, point.settings, seed_index)
         try:
-            model = compiled_program(context, compile_key(context.base, point.values))
+            model = compiled_program(context, compile_key(context, point.values))
             run = model.run(context.inputs, device=Device(config.replace(seed=seed)))
             rows.append(result_row(context, point, seed_index, seed, run))
         except Exception as e:
@@ -335,7 +345,8 @@ def compile_program(context: Context, key: tuple):
     compile fields (so the program does not depend on which point of the group came first)."""
     from cimxdsl.api import compile as compile_model
 
-    reference = context.base.replace(**dict(zip(COMPILE_FIELDS, key, strict=True)))
+    fields = dict(zip(COMPILE_FIELDS, key, strict=True))
+    reference = context.base.replace(**device_settings(fields))
     with tempfile.TemporaryDirectory(prefix="cimx-explore-") as tmp:
         strategy = context.strategy
         if strategy == "list":
@@ -351,4 +362,5 @@ def compile_program(context: Context, key: tuple):
             mode=context.mode,
             strategy=strategy,
             batch=len(context.inputs),
+            placement=fields["placement"],
         )

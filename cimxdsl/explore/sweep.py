@@ -10,6 +10,7 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     limit = 360                    # optional: only the first N examples of the data set
     mode = "int8"                  # optional: "int8" (default) or "exact"
     strategy = "list"              # optional: the scheduling strategy (asap, alap, list, round-robin)
+    placement = "host"             # optional: where products of two run-time tensors run (host, crossbar, auto)
     grid = "product"               # "product": every combination of the axes; "each": one axis at a time
     seeds = 5                      # runs (seeds) per point with random non-idealities; others run once
     seed = 0                       # base seed; each (point, seed index) derives its own device seed
@@ -18,7 +19,7 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     preset = "cinnamon"            # or: file = "my_device.toml"
     weight_bits = 8
 
-    [axes]                         # any DeviceConfig field (except name and seed): the values to try
+    [axes]                         # any DeviceConfig field (except name and seed) or `placement`: the values to try
     adc_bits = [4, 6, 8]
     adc_range = ["full", "calibrated"]
 
@@ -46,6 +47,7 @@ from typing import Any
 from cimxdsl.data import DIGITS_MODEL, DIGITS_TEST, DIGITS_TRAIN
 from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.device.config import FIELD_NAMES, check_field, flatten
+from cimxdsl.device.placement import PLACEMENTS
 
 BUNDLED_MODELS = {"digits": DIGITS_MODEL}
 BUNDLED_DATA = {"digits": DIGITS_TEST, "digits-train": DIGITS_TRAIN}
@@ -53,10 +55,12 @@ GRIDS = ("product", "each")
 MODES = ("int8", "exact")
 STRATEGIES = ("asap", "alap", "list", "round-robin")
 SCALINGS = ("fixed", "linear", "exponential")
-SWEEPABLE = tuple(f for f in FIELD_NAMES if f not in ("name", "seed"))
-COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars")
-"""Fields that change the compiled program (quantization bits and tiling); the rest only change how
-the device computes, so points that agree on these share one compiled program."""
+COMPILE_OPTIONS: dict[str, tuple[str, ...]] = {"placement": PLACEMENTS}
+"""Axes that are options of the compiler, not device fields (their default: the sweep's key)."""
+SWEEPABLE = (*(f for f in FIELD_NAMES if f not in ("name", "seed")), *COMPILE_OPTIONS)
+COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars", *COMPILE_OPTIONS)
+"""Fields that change the compiled program (quantization bits, tiling, placement); the rest only
+change how the device computes, so points that agree on these share one compiled program."""
 TOP_KEYS = (
     "name",
     "model",
@@ -65,6 +69,7 @@ TOP_KEYS = (
     "limit",
     "mode",
     "strategy",
+    "placement",
     "grid",
     "seeds",
     "seed",
@@ -146,10 +151,22 @@ class Sweep:
     base: DeviceConfig
     axes: tuple[Axis, ...]
     cost: CostModel = field(default_factory=CostModel)
+    placement: str = "host"
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
         return tuple(f for axis in self.axes for f in axis.fields)
+
+
+def default_setting(owner: Any, name: str) -> Any:
+    """The value of a field no axis sets: the compile option of `owner` (a sweep or a run's
+    context), else the field of its base device."""
+    return getattr(owner, name) if name in COMPILE_OPTIONS else getattr(owner.base, name)
+
+
+def device_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings that are device fields (not compile options)."""
+    return {f: v for f, v in settings.items() if f not in COMPILE_OPTIONS}
 
 
 def load_sweep(spec: dict | str | Path | Sweep) -> Sweep:
@@ -191,6 +208,7 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
         limit=positive_int(data, "limit", None),
         mode=choice(data, "mode", MODES, "int8"),
         strategy=choice(data, "strategy", STRATEGIES, "list"),
+        placement=choice(data, "placement", PLACEMENTS, "host"),
         grid=choice(data, "grid", GRIDS, "product"),
         seeds=positive_int(data, "seeds", 1),
         seed=non_negative_int(data, "seed", 0),
@@ -257,6 +275,12 @@ def axis_values(where: str, field_name: str, values: Any) -> list:
         raise SweepError(f"axis '{where}' is not a device parameter{did_you_mean(field_name, SWEEPABLE)}")
     if not isinstance(values, list) or not values:
         raise SweepError(f"axis '{where}' must be a non-empty list of values, got {values!r}")
+    if field_name in COMPILE_OPTIONS:
+        choices = COMPILE_OPTIONS[field_name]
+        for i, value in enumerate(values):
+            if value not in choices:
+                raise SweepError(f"axis '{where}' value {i + 1}: must be one of {', '.join(choices)}, got {value!r}")
+        return list(values)
     checked = []
     for i, value in enumerate(values):
         try:

@@ -12,11 +12,12 @@ import onnx
 
 from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
+from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape, with_batch
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.report import format_number, format_report, format_table
 
-LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "latency_ns")
+LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "digital_macs", "latency_ns")
 
 
 def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -101,16 +102,26 @@ def stages(progress: Progress, purpose: str = "") -> Callable[[str], None]:
 
 
 def format_layers(layers: list[dict]) -> str:
-    rows = [["layer", *LAYER_COLUMNS, "energy_pj"]]
+    """The per-layer table; a product of two run-time tensors shows where it ran (`placement`)."""
+    rows = [["layer", "placement", *LAYER_COLUMNS, "energy_pj"]]
     for layer in layers:
         rows.append(
             [
                 layer["layer"],
+                layer.get("placement", ""),
                 *(format_number(layer[c]) for c in LAYER_COLUMNS),
                 format_number(layer["energy_pj"]["total"]),
             ]
         )
     return format_table(rows)
+
+
+def format_runtime_products(summary: dict) -> str:
+    """One line: where the products of two run-time tensors ran and the writes they caused."""
+    return (
+        f"run-time products (attention): {summary['host']} on the host, {summary['crossbar']} on crossbars; "
+        f"crossbar writes they caused per inference: {summary['writes']} ({summary['cells_written']} cells)"
+    )
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -125,6 +136,13 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
     parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
     parser.add_argument("--strategy", default="list", choices=["asap", "alap", "list", "round-robin"])
+    parser.add_argument(
+        "--placement",
+        default="host",
+        choices=PLACEMENTS,
+        help="where products of two run-time tensors (attention) run: the digital unit (host), crossbars "
+        "written at run time, or the cheaper by the device's cost (auto); default: host",
+    )
     parser.add_argument("--calibrate", metavar="INPUTS.npz", help="calibration inputs for quantization")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
@@ -151,6 +169,7 @@ def main(args: Sequence[str] | None = None) -> None:
             mode=options.mode,
             crossbars=options.crossbars,
             strategy=options.strategy,
+            placement=options.placement,
         )
         try:
             model = compile(options.model, progress=stages(progress), **compile_options)
@@ -192,6 +211,8 @@ def main(args: Sequence[str] | None = None) -> None:
             )
         )
         print(format_layers(report["layers"]))
+        if report["runtime_products"]["products"]:
+            print(format_runtime_products(report["runtime_products"]))
         if options.report_json:
             Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
         if options.output_dir:

@@ -14,7 +14,8 @@ class MemristorPipelinePass(ModulePass):
     """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, cinm-isolate-compute,
     tile, cinm-to-cim, schedule-<strategy>, cim-to-memristor, memristor-to-func`, for a device preset
     or TOML file. With `tiling=loop`, products are tiled into loops (`tile{mode=loop}`) and
-    unrolled before the crossbar lowering (`cinm-unroll-loops`)."""
+    unrolled before the crossbar lowering (`cinm-unroll-loops`). `placement` places the products
+    of two run-time tensors (`linalg-to-cinm`: `host`, `crossbar` or `auto`)."""
 
     name = "memristor"
 
@@ -22,12 +23,13 @@ class MemristorPipelinePass(ModulePass):
     crossbars: int = 16
     strategy: str = "list"
     tiling: str = "unroll"
+    placement: str = "host"
 
     def passes(self) -> str:
         schedule = f"schedule-{self.strategy}" + (f'{{device="{self.device}"}}' if self.strategy == "list" else "")
         return ",".join(
             [
-                "linalg-to-cinm",
+                f'linalg-to-cinm{{placement={self.placement} device="{self.device}"}}',
                 "cinm-isolate-compute",
                 f'tile{{device="{self.device}" mode={self.tiling}}}',
                 *(["cinm-unroll-loops"] if self.tiling == "loop" else []),

@@ -89,7 +89,7 @@ def test_a_reused_program_gives_what_a_fresh_compile_for_that_device_gives():
     assert row["status"] == "ok"
     assert row["accuracy"] == np.mean(outputs.argmax(-1) == context.labels)
     assert row["agreement"] == np.mean(outputs.argmax(-1) == context.reference)
-    assert compile_key(sweep.base, point.values) == (8, 8, 128, 128, 2, 16)
+    assert compile_key(sweep, point.values) == (8, 8, 128, 128, 2, 16, "host")
 
 
 # ---- results ---------------------------------------------------------------------------------------
