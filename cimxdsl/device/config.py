@@ -86,7 +86,7 @@ _DIGITAL_MACS_PER_NS = 64.0
 documentation, nvdla.org) at an assumed 1 GHz."""
 _DIGITAL_PJ_PER_MAC = 0.2 + 0.03
 """An 8-bit integer multiply (0.2 pJ) and add (0.03 pJ) at 45 nm: M. Horowitz, "Computing's
-energy problem (and what we can do about it)", ISSCC 2014, Fig. 1.1.9."""
+energy problem (and what we can do about it)", ISSCC 2014."""
 
 
 class DeviceConfigError(ValueError):

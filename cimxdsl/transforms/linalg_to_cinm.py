@@ -50,7 +50,6 @@ from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.errors import pass_error
 
 
-
 def is_zero(value: SSAValue) -> bool:
     """Whether `value` is known to be all zeros (`tensor.empty` counts as zeros, as in the interpreter)."""
     owner = value.owner
@@ -152,6 +151,15 @@ class ConvToCinm(RewritePattern):
             rewriter.erase_op(weights.owner)
 
 
+def batch_entry(value: SSAValue, index: int) -> tensor.ExtractSliceOp:
+    """Entry `index` of a (B, R, C) tensor, as an R × C tensor."""
+    value_type = value.type
+    assert isinstance(value_type, TensorType)
+    _, rows, cols = value_type.get_shape()
+    entry_type = TensorType(value_type.element_type, (rows, cols))
+    return tensor.ExtractSliceOp(value, [index, 0, 0], [1, rows, cols], [1, 1, 1], entry_type)
+
+
 @dataclass
 class BatchMatmulToCinm(RewritePattern):
     """`linalg.batch_matmul` → one compute of a gemm per batch entry, placed by `policy`."""
@@ -170,16 +178,11 @@ class BatchMatmulToCinm(RewritePattern):
         body: list[Operation] = []
         products = []
         for b in range(batch):
-
-            def entry(value: SSAValue, rows: int, cols: int) -> SSAValue:
-                element = TensorType(value.type.element_type, (rows, cols))
-                body.append(tensor.ExtractSliceOp(value, [b, 0, 0], [1, rows, cols], [1, 1, 1], element))
-                return body[-1].results[0]
-
-            plus = None if bias is None else entry(bias, m, n)
+            operands = [batch_entry(value, b) for value in (op.lhs, op.rhs, *([] if bias is None else [bias]))]
             product_type = TensorType(result_type.element_type, (m, n))
-            product = cinm.GemmOp(entry(op.lhs, m, k), entry(op.rhs, k, n), plus, product_type)
-            body.append(product)
+            plus = operands[2].result if bias is not None else None
+            product = cinm.GemmOp(operands[0].result, operands[1].result, plus, product_type)
+            body += [*operands, product]
             products.append(product.result)
         rows = tensor.ConcatOp(products, 0, TensorType(result_type.element_type, (batch * m, n)))
         expand = ExpandShapeOp(rows.result, [], reassociation([[0, 1], [2]]), (batch, m, n), result_type)

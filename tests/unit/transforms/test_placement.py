@@ -12,13 +12,13 @@ import pytest
 from onnx import TensorProto, helper
 
 import cimxdsl
-from cimxdsl.api import CompileError
+from cimxdsl.api import CompileError, apply_passes
 from cimxdsl.device import Device, preset
 from cimxdsl.device.placement import cheaper_placement, crossbar_cost, host_cost
 from cimxdsl.dialects import cinm
 from cimxdsl.frontend.onnx_importer import import_onnx
 from cimxdsl.interpreters import run
-from cimxdsl.parsing import make_context
+from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from tests.unit.frontend.models import transformer_block
 from tests.unit.frontend.test_transformers import reference, token_ids
@@ -200,3 +200,25 @@ def test_the_pim_target_names_attention_and_layer_norm_in_one_line(tmp_path, mod
     result = cim_compile(str(path), "--target", "pim", "--random-inputs")
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [f"cim-compile: error: {message}; use --target memristor"]
+
+
+BIASED = """
+func.func @main(%a: tensor<3x2x4xf32>, %b: tensor<3x4x5xf32>, %c: tensor<3x2x5xf32>) -> tensor<3x2x5xf32> {
+  %s = linalg.batch_matmul ins(%a, %b : tensor<3x2x4xf32>, tensor<3x4x5xf32>) outs(%c : tensor<3x2x5xf32>) -> tensor<3x2x5xf32>
+  return %s : tensor<3x2x5xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("placement", ["host", "crossbar"])
+def test_a_batch_matmul_onto_a_non_zero_init_adds_it_per_entry(placement):
+    """`outs` that is not zero is each gemm's `plus`; the lowered program on a device computes
+    a·b + c per batch entry (NumPy's reference)."""
+    rng = np.random.default_rng(9)
+    a, b, c = (rng.standard_normal(shape).astype(np.float32) for shape in ((3, 2, 4), (3, 4, 5), (3, 2, 5)))
+    module = parse_module_text(BIASED, "<biased>")
+    apply_passes(module, f"memristor{{device=ideal placement={placement}}}")
+    result = run(module, [a, b, c], "ideal")
+    np.testing.assert_allclose(result.outputs[0], a @ b + c, rtol=1e-6, atol=1e-6)
+    assert result.device.report()["total"]["writes"] == (3 if placement == "crossbar" else 0)
+    assert result.device.report()["total"]["digital_macs"] == (0 if placement == "crossbar" else 3 * 2 * 4 * 5)
