@@ -5,9 +5,11 @@ written into crossbar tiles before the product, then read as any crossbar produc
 (`cheaper_placement`): the crossbar when its energy-delay product (latency × energy) is strictly
 below the digital unit's, else the host.
 
-The crossbar estimate: the K×N operand in tiles of `tile_shape`, each written (K·N·J·A cells, K ×
-`write_ns_per_row`) and read with M rows; the tiles spread over the device's crossbars, so the
-latency is the rounds of `crossbars` tiles times one full tile's write and read.
+Costs are of a whole batch of B products (attention's heads): the host does B·M·K·N MACs in a row;
+for the crossbars each K×N operand is cut in tiles of `tile_shape`, each written (K·N·J·A cells, K ×
+`write_ns_per_row`) and read with M rows, the energy of all of them counted, and the tiles of the
+batch spread over the device's crossbars, so the latency is the rounds of `crossbars` tiles times
+one full tile's write and read.
 """
 
 from __future__ import annotations
@@ -30,32 +32,32 @@ class Cost:
         return self.latency_ns * self.energy_pj
 
 
-def host_cost(config: DeviceConfig, m: int, k: int, n: int) -> Cost:
-    macs = m * k * n
+def host_cost(config: DeviceConfig, m: int, k: int, n: int, batch: int = 1) -> Cost:
+    macs = batch * m * k * n
     return Cost(digital_time_ns(config, macs), macs * config.digital_pj_per_mac)
 
 
-def crossbar_cost(config: DeviceConfig, m: int, k: int, n: int) -> Cost:
+def crossbar_cost(config: DeviceConfig, m: int, k: int, n: int, batch: int = 1) -> Cost:
     rows, cols = config.tile_shape
     energy, tiles = 0.0, 0
     for tile_k in (min(rows, k - start) for start in range(0, k, rows)):
         for tile_n in (min(cols, n - start) for start in range(0, n, cols)):
             events = write_events(config, tile_k, tile_n) | mvm_events(config, m, tile_k, tile_n)
-            energy += sum(energy_pj(config, events).values())
-            tiles += 1
+            energy += batch * sum(energy_pj(config, events).values())
+            tiles += batch
     full = mvm_events(config, m, min(rows, k), min(cols, n))["busy_cycles"] * config.cycle_ns
     rounds = -(-tiles // config.crossbars)
     return Cost(rounds * (write_time_ns(config, min(rows, k)) + full), energy)
 
 
-def cheaper_placement(config: DeviceConfig, m: int, k: int, n: int) -> str:
+def cheaper_placement(config: DeviceConfig, m: int, k: int, n: int, batch: int = 1) -> str:
     """`crossbar` if its energy-delay product is strictly the lower, else `host`."""
-    crossbar, host = crossbar_cost(config, m, k, n), host_cost(config, m, k, n)
+    crossbar, host = crossbar_cost(config, m, k, n, batch), host_cost(config, m, k, n, batch)
     return "crossbar" if crossbar.energy_delay < host.energy_delay else "host"
 
 
-def placement_of(policy: str, config: DeviceConfig, m: int, k: int, n: int) -> str:
-    """Where a product of `policy` (`PLACEMENTS`) runs: `host` or `crossbar`."""
+def placement_of(policy: str, config: DeviceConfig, m: int, k: int, n: int, batch: int = 1) -> str:
+    """Where a batch of products of `policy` (`PLACEMENTS`) runs: `host` or `crossbar`."""
     if policy not in PLACEMENTS:
         raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, got {policy!r}")
-    return cheaper_placement(config, m, k, n) if policy == "auto" else policy
+    return cheaper_placement(config, m, k, n, batch) if policy == "auto" else policy

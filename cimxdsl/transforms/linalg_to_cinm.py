@@ -188,7 +188,7 @@ class BatchMatmulToCinm(RewritePattern):
         expand = ExpandShapeOp(rows.result, [], reassociation([[0, 1], [2]]), (batch, m, n), result_type)
         compute = wrap_in_compute(rewriter, op, [*body, rows, expand])
         compute.results[0].name_hint = op.result.name_hint
-        compute.attributes[cinm.PLACEMENT] = StringAttr(placement_of(self.policy, self.device, m, k, n))
+        compute.attributes[cinm.PLACEMENT] = StringAttr(placement_of(self.policy, self.device, m, k, n, batch))
 
 
 @dataclass(frozen=True)

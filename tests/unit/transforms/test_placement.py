@@ -92,27 +92,30 @@ def test_auto_follows_the_write_cost_of_the_device():
 
 
 def test_the_cost_model_counts_what_the_device_counts():
-    """The crossbar estimate of an M×K by K×N product is the energy the device model reports for
-    writing its tiles and reading M rows; the host's is M·K·N MACs at the device's figures."""
+    """The crossbar estimate of 3 heads of an M×K by K×N product is the energy and the latency the
+    device model reports for writing their tiles on separate crossbars and reading M rows; the
+    host's is 3·M·K·N MACs at the device's figures, one after another."""
     config = preset("cinnamon").replace(digital_macs_per_ns=4.0)
-    m, k, n = 5, 200, 70  # two row tiles (128 + 72) × two column tiles (64 + 6)
+    heads, m, k, n = 3, 5, 200, 70  # per head: two row tiles (128 + 72) × two column tiles (64 + 6)
     device = Device(config)
     rows, cols = config.tile_shape
     crossbar = 0
-    for k0 in range(0, k, rows):
-        for n0 in range(0, n, cols):
-            weights = np.ones((min(rows, k - k0), min(cols, n - n0)), np.int64)
-            device.write(crossbar, weights)
-            device.mvm(crossbar, np.ones((m, weights.shape[0]), np.int64))
-            crossbar += 1
-    assert crossbar == 4
-    total = device.report()["total"]["energy_pj"]["total"]
-    assert crossbar_cost(config, m, k, n).energy_pj == pytest.approx(total)
-    host = host_cost(config, m, k, n)
-    assert host.latency_ns == m * k * n / 4.0
-    assert host.energy_pj == pytest.approx(m * k * n * (0.2 + 0.03))  # Horowitz, ISSCC 2014: 8-bit mult + add
-    assert cheaper_placement(config, m, k, n) == "host"
-    assert cheaper_placement(config.replace(digital_pj_per_mac=1e6), m, k, n) == "crossbar"
+    for _ in range(heads):
+        for k0 in range(0, k, rows):
+            for n0 in range(0, n, cols):
+                weights = np.ones((min(rows, k - k0), min(cols, n - n0)), np.int64)
+                device.write(crossbar, weights)
+                device.mvm(crossbar, np.ones((m, weights.shape[0]), np.int64))
+                crossbar += 1
+    assert crossbar == 12 <= config.crossbars
+    estimate = crossbar_cost(config, m, k, n, heads)
+    assert estimate.energy_pj == pytest.approx(device.report()["total"]["energy_pj"]["total"])
+    assert estimate.latency_ns == pytest.approx(device.latency_ns)
+    host = host_cost(config, m, k, n, heads)
+    assert host.latency_ns == heads * m * k * n / 4.0
+    assert host.energy_pj == pytest.approx(heads * m * k * n * (0.2 + 0.03))  # Horowitz, ISSCC 2014: 8-bit mult + add
+    assert cheaper_placement(config, m, k, n, heads) == "host"
+    assert cheaper_placement(config.replace(digital_pj_per_mac=1e6), m, k, n, heads) == "crossbar"
 
 
 @pytest.mark.parametrize("placement", ["host", "crossbar"])
