@@ -27,14 +27,15 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
+    packing: str = "kernel",
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
     on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
     instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
-    per stage. Raises `PassFailedException` with a
+    per stage; `packing` is `cinm-to-spatial`'s. Raises `PassFailedException` with a
     one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
-    passes = pim_passes(xbar_size, cores, crossbars_per_core, device)
+    passes = pim_passes(xbar_size, cores, crossbars_per_core, device, packing)
     cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}
@@ -59,8 +60,11 @@ def compile_to_pim(
     crossbars = [len(core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
+    size: int = passes[1].xbar_size  # pyright: ignore[reportAttributeAccessIssue]
+    cells = sum(group.weights.size for core in artifacts.cores for group in core.groups)
     return {
-        "xbar_size": passes[1].xbar_size,  # pyright: ignore[reportAttributeAccessIssue]
+        "xbar_size": size,
+        "packing": packing,
         "cores": cores_given or used,
         "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,
@@ -69,6 +73,7 @@ def compile_to_pim(
         "crossbars_used": sum(crossbars),
         "crossbars_per_core_used": crossbars,
         "crossbar_utilization": sum(crossbars) / (used * per_core) if used else 0.0,
+        "cell_utilization": cells / (sum(crossbars) * size * size) if sum(crossbars) else 0.0,
         "instruction_counts": counts,
         "instructions": sum(counts.values()),
         "instructions_per_core": [len(core.instructions) for core in artifacts.cores],

@@ -63,9 +63,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.crossbar_ops import (
     GEOMETRY_FORMAT,
+    IM2COL_FORMAT,
     ApplyFiltersBase,
     FilterGeometry,
     HoldsCrossbarWeights,
+    Im2col,
     SpatTensor,
     TensorSemanticsEffect,
     WindowOp,
@@ -183,7 +185,12 @@ class ApplyFiltersOp(ApplyFiltersBase):
 
     over positions with an index >= 0 and an input pixel inside the image (padding is zero). The
     rank-2 form `[rows, K] -> [rows, N]` with the default 1×1 geometry is a gemm (Miotti 2025, App. B).
-    The result element type may be a wider integer than the input's (`i8 -> i32`)."""
+    The result element type may be a wider integer than the input's (`i8 -> i32`).
+
+    With `im2col [p0, p1, ...] offset o`, the input pixels at those kernel positions are unrolled
+    into one vector `u` per output pixel (position-major, zeros for padding) and `weightIndices`
+    lists matrices `W_0, W_1, ...` holding its consecutive rows from row `o` on:
+    `result[oy, ox, :] = u[o : o + Σ rows] · [W_0; W_1; ...]`."""
 
     name = "spat.apply_filters"
 
@@ -191,7 +198,10 @@ class ApplyFiltersOp(ApplyFiltersBase):
     result = result_def(SpatTensor)
 
     traits = traits_def(TensorSemanticsEffect())
-    assembly_format = f"$input `weights` $weightIndices {GEOMETRY_FORMAT} attr-dict `:` type($input) `->` type($result)"
+    assembly_format = (
+        f"$input `weights` $weightIndices {GEOMETRY_FORMAT} {IM2COL_FORMAT} attr-dict `:` type($input) `->` "
+        "type($result)"
+    )
 
     def __init__(
         self,
@@ -199,11 +209,16 @@ class ApplyFiltersOp(ApplyFiltersBase):
         weight_indices: Sequence[int],
         result_type: Attribute,
         geometry: FilterGeometry = FilterGeometry(),
+        packing: Im2col | None = None,
     ):
         super().__init__(
             operands=[input],
             result_types=[result_type],
-            properties={"weightIndices": i64_array(weight_indices), **self.geometry_properties(geometry)},
+            properties={
+                "weightIndices": i64_array(weight_indices),
+                **self.geometry_properties(geometry),
+                **(packing.properties() if packing is not None else {}),
+            },
         )
 
     def verify_(self) -> None:

@@ -26,12 +26,13 @@ def pim_passes(
     cores: int | None,
     crossbars_per_core: int | None,
     device: str = "",
+    packing: str = "kernel",
 ) -> list[ModulePass]:
     cores, per_core = pim_geometry(device, cores, crossbars_per_core)
     size, _ = crossbar_geometry(device or "ideal", xbar_size, per_core)
     return [
         LinalgToCinmPass(),
-        CinmToSpatialPass(xbar_size=size, crossbars_per_compute=per_core, device=device or "ideal"),
+        CinmToSpatialPass(xbar_size=size, crossbars_per_compute=per_core, device=device or "ideal", packing=packing),
         SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
         PimBufferizePass(),
         PimCodegenPass(),
@@ -49,7 +50,8 @@ class PimPipelinePass(ModulePass):
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
+    packing: str = "kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for p in pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, self.device):
+        for p in pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, self.device, self.packing):
             p.apply(ctx, op)
