@@ -13,6 +13,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.backend.artifacts import ArtifactError, write_artifacts
 from cimxdsl.backend.emit import artifacts_of
 from cimxdsl.transforms.pim_pipeline import pim_passes
+from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
 from cimxdsl.transforms.spatial_to_pim import pim_geometry
 
 
@@ -28,21 +29,27 @@ def compile_to_pim(
     out_dir: str | Path | None = None,
     device: str = "",
     packing: str = "kernel",
+    mapping: str = "none",
+    mapping_budget: float = 10.0,
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
     on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
     instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
-    per stage; `packing` is `cinm-to-spatial`'s. Raises `PassFailedException` with a
+    per stage; `packing` is `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within
+    `mapping_budget` seconds) `spatial-mapping`'s strategy. Raises `PassFailedException` with a
     one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
-    passes = pim_passes(xbar_size, cores, crossbars_per_core, device, packing)
+    passes = pim_passes(xbar_size, cores, crossbars_per_core, device, packing, mapping, mapping_budget)
     cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}
     start = time.perf_counter()
+    summaries: list[str] = []
     for p in passes[:-1]:
         begin = time.perf_counter()
         p.apply(ctx, module)
+        if p.name == SpatialMappingPass.name:
+            summaries = mapping_summaries(module)
         times[p.name] = time.perf_counter() - begin
         ir_ops[p.name] = count_ops(module)
     begin = time.perf_counter()
@@ -65,6 +72,7 @@ def compile_to_pim(
     return {
         "xbar_size": size,
         "packing": packing,
+        "mapping": "; ".join(summaries) if summaries else "none",
         "cores": cores_given or used,
         "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,

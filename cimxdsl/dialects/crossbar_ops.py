@@ -289,7 +289,8 @@ class ApplyFiltersBase(WindowOp):
                     if in_channels is not None
                     else f"Nx{out_channels} (rows x output channels)"
                 )
-                raise VerifyException(f"'{self.name}' weight {index} must be {expected}, got {'x'.join(map(str, shape))}")
+                got = "x".join(map(str, shape))
+                raise VerifyException(f"'{self.name}' weight {index} must be {expected}, got {got}")
             if element_type(weights[index]) != element_type(input_value):
                 raise VerifyException(
                     f"'{self.name}' weight {index} element type {element_type(weights[index])} differs from the "

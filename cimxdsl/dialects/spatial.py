@@ -503,6 +503,43 @@ class ConcatOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class ExtractRowsOp(IRDLOperation):
+    """Rows `offset ..< offset + n` of `input` along its first axis (image rows of `[H, W, C]`,
+    matrix rows of `[rows, K]`), `n` the result's row count: the band of an activation that one
+    replica of a compute reads (rows are contiguous in memory, so no data moves)."""
+
+    name = "spat.extract_rows"
+
+    offset = prop_def(IntegerAttr.constr(type=i64))
+    input = operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "$input `offset` $offset attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, offset: int, rows: int):
+        input_type = SSAValue.get(input).type
+        assert isinstance(input_type, TensorType | MemRefType)
+        shape = (rows, *input_type.get_shape()[1:])
+        super().__init__(
+            operands=[input],
+            result_types=[type(input_type)(input_type.element_type, shape)],
+            properties={"offset": IntegerAttr(offset, i64)},
+        )
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.input, self.result)
+        source, result = static_shape(self, "input", self.input), static_shape(self, "result", self.result)
+        offset = self.offset.value.data
+        if element_type(self.input) != element_type(self.result) or source[1:] != result[1:]:
+            raise VerifyException("'spat.extract_rows' result must keep the input's element type and trailing shape")
+        if offset < 0 or offset + result[0] > source[0]:
+            raise VerifyException(
+                f"'spat.extract_rows' rows {offset}:{offset + result[0]} exceed the input's {source[0]} rows"
+            )
+
+
 # ----------------------------------------------------------------------------------------------
 # Channels
 # ----------------------------------------------------------------------------------------------
@@ -584,6 +621,7 @@ Spatial = Dialect(
         AvgPoolOp,
         GlobalAvgPoolOp,
         ConcatOp,
+        ExtractRowsOp,
         ChannelNewOp,
         ChannelSendOp,
         ChannelReceiveOp,

@@ -228,6 +228,11 @@ class SpatialFunctions(InterpreterFunctions):
     def run_concat(self, interpreter: Interpreter, op: spat.ConcatOp, args: PythonValues):
         return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
 
+    @impl(spat.ExtractRowsOp)
+    def run_extract_rows(self, interpreter: Interpreter, op: spat.ExtractRowsOp, args: PythonValues):
+        offset, rows = op.offset.value.data, op.result.type.get_shape()[0]
+        return (np.array(np.asarray(args[0])[offset : offset + rows]),)
+
     @impl(spat.ChannelNewOp)
     def run_channel_new(self, interpreter: Interpreter, op: spat.ChannelNewOp, args: PythonValues):
         return (Channel(),)

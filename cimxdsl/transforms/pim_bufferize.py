@@ -26,6 +26,7 @@ _SPATIAL_OPS = (
     spat.PoolOp,
     spat.GlobalAvgPoolOp,
     spat.ConcatOp,
+    spat.ExtractRowsOp,
     spat.ChannelSendOp,
     spat.ChannelReceiveOp,
 )

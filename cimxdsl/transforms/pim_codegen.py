@@ -239,6 +239,9 @@ class CoreCodegen:
             self.global_avg_pool(op)
         elif isinstance(op, spat.ConcatOp):
             self.concat(op)
+        elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
+            row = num_elements(shape_of(op.input)[1:])
+            self.local[op.result] = self.address(op.input) + op.offset.value.data * row * self.bytes
         elif isinstance(op, spat.ChannelSendOp):
             self.send(op)
         elif isinstance(op, spat.ChannelReceiveOp):
@@ -450,7 +453,8 @@ def patch_runs(
         element = (iy * width + ix) * channels + start - p * channels if inside else None
         if runs:
             last_start, last_end, last = runs[-1]
-            contiguous = last is None if element is None else last is not None and last + last_end - last_start == element
+            follows = last is not None and element is not None and last + last_end - last_start == element
+            contiguous = follows or (last is None and element is None)
             if last_end == start and contiguous:
                 runs[-1] = (last_start, end, last)
                 continue

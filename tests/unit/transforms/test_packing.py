@@ -19,27 +19,36 @@ from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret,
 PACKINGS = ["kernel", "im2col"]
 
 
-def lower(text: str, x: np.ndarray, packing: str, xbar: int, per_compute: int, cores: int, per_core: int, out_dir):
-    """Lower and check every level against the host result; (golden, weight shapes, artifacts)."""
+def lower_checked(text: str, x: np.ndarray, stages: list[str], out_dir) -> tuple:
+    """Lower through `stages` (the first one `cinm-to-spatial`), checking every level against the
+    host (integer) program and the artifacts with the validator: (golden, the crossbar matrices'
+    shapes after the first stage, the artifacts, the final module)."""
     module = parse(text)
     (golden,) = interpret(module, [x])
     shapes = []
-    for stage in (
+    for stage in stages:
+        apply(module, stage)
+        if stage is stages[0]:
+            computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+            shapes = [w.type.get_shape() for c in computes for w in c.weights]
+        (result,) = interpret(module, [x])
+        np.testing.assert_array_equal(result, golden, err_msg=f"after {stage}")
+    write_program(module, out_dir)
+    artifacts = read_artifacts(out_dir)
+    (validated,) = validate(artifacts, [x]).outputs
+    np.testing.assert_array_equal(validated, golden, err_msg="validator")
+    return golden, shapes, artifacts, module
+
+
+def lower(text: str, x: np.ndarray, packing: str, xbar: int, per_compute: int, cores: int, per_core: int, out_dir):
+    """(golden, weight shapes, artifacts) of the flow with `packing`."""
+    stages = [
         f"cinm-to-spatial{{xbar-size={xbar} crossbars-per-compute={per_compute} packing={packing}}}",
         f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core}}}",
         "pim-bufferize",
         "pim-codegen",
-    ):
-        apply(module, stage)
-        if stage.startswith("cinm-to-spatial"):
-            computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
-            shapes = [w.type.get_shape() for c in computes for w in c.weights]
-        (result,) = interpret(module, [x])
-        np.testing.assert_array_equal(result, golden, err_msg=f"{packing}: after {stage}")
-    write_program(module, out_dir)
-    artifacts = read_artifacts(out_dir)
-    (validated,) = validate(artifacts, [x]).outputs
-    np.testing.assert_array_equal(validated, golden, err_msg=f"{packing}: validator")
+    ]
+    golden, shapes, artifacts, _ = lower_checked(text, x, stages, out_dir)
     return golden, shapes, artifacts
 
 

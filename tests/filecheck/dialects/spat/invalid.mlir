@@ -434,3 +434,15 @@ spat.compute [%w] () : [tensor<9x3xi8>] () -> {
   spat.yield
 }
 // CHECK: 'spat.apply_filters' weight 0 must be Nx2 (rows x output channels), got 9x3
+
+// -----
+
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 4 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
+// CHECK: 'spat.extract_rows' rows 4:7 exceed the input's 6 rows
+
+// -----
+
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 0 : tensor<6x4x2xi32> -> tensor<3x4x3xi32>
+// CHECK: 'spat.extract_rows' result must keep the input's element type and trailing shape

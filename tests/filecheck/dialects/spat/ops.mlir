@@ -198,3 +198,11 @@ spat.channel_send %v to %ch : tensor<4x4x2xi32>
 // CHECK-NEXT: %z = spat.apply_filters %in weights [2] kernel [3, 3] pads [1, 1, 1, 1] im2col [4, 5, 7] offset 1 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
 
 // GENERIC:      "spat.apply_filters"(%in) <{weightIndices = array<i64: 2>, kernelShape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, im2col = array<i64: 4, 5, 7>, im2colOffset = 1 : i64, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}>
+
+// -----
+
+// A band of rows (a view: no data moves).
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
+
+// CHECK: %band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
