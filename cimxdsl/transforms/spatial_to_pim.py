@@ -1,6 +1,7 @@
 """`spatial-to-pim`: assign `spat.compute`s to physical cores (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6).
 
-Computes carrying a `core` attribute (from `spatial-mapping`) go to that core. Otherwise computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
+Computes carrying a `core` attribute (from `spatial-mapping`) go to that core. Otherwise
+computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
 consecutive computes fill each core in turn, taking as many cores as that needs): with no more
 computes than cores each gets its own core; otherwise consecutive computes (in program order) are
 grouped with as few crossbars per core as still fits, and if contiguous groups cannot fit, computes
