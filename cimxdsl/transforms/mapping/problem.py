@@ -66,6 +66,7 @@ class Mapping:
 def place(problem: MappingProblem, replicas: list[int]) -> Mapping | None:
     """Replicas onto cores, largest load first onto the least loaded core with room that holds no
     other replica of the same compute (LPT); None when they do not fit."""
+    replicas = [int(r) for r in replicas]
     if not problem.fits(replicas):
         return None
     loads = [0.0] * problem.cores

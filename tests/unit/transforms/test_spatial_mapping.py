@@ -83,6 +83,8 @@ def test_greedy_balances_and_place_respects_cores_and_budget():
     assert mapping.bottleneck < 900
     assert place(problem, [5, 1, 1]) is None  # 5 copies of 4 crossbars need 5 distinct cores of 4
     assert place(problem, [9, 1, 1]) is None  # over the budget
+    # The genetic search's NumPy genes come back as Python ints (they size IR types).
+    assert all(type(r) is int for r in place(problem, np.array([2, 1, 1])).replicas)
 
 
 def test_bands_and_their_window_rows():
