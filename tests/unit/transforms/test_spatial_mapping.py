@@ -5,6 +5,7 @@ import numpy as np
 import onnx
 import pytest
 
+from cimxdsl.api import compile_pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.tools.cim_compile import main as cim_compile
@@ -117,3 +118,14 @@ def test_cim_compile_rejects_a_negative_mapping_budget(tmp_path, capsys):
     assert exit_info.value.code != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "budget" in err[0]
+
+
+def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
+    model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
+    calibration = np.random.default_rng(3).standard_normal((4, 4, 8, 8)).astype(np.float32)
+    compiled = compile_pim(model, calibration=calibration, cores=6, out_dir=tmp_path, packing="im2col", mapping="greedy")
+    x = np.random.default_rng(9).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    compiled(x)
+    np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
+    report = compiled.report()
+    assert report["mapping"].startswith("greedy mapping on 6 cores") and report["cores_used"] <= 6
