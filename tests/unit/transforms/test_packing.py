@@ -11,7 +11,7 @@ from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.pim_codegen import patch_runs
-from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
+from tests.unit.backend.test_pim_cnn_ops import inception_densenet, shufflenet_mobilenet
 from tests.unit.backend.test_pim_pipeline import reference_conv_relu
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret, resnet_program
@@ -100,13 +100,17 @@ def test_residual_network_validates(packing, tmp_path):
     assert {"lmv", "vvmax", "vavg", "send", "recv"} <= set(artifacts.instruction_counts())
 
 
-def test_depthwise_and_grouped_model_validates_with_im2col(tmp_path):
-    model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
-    calibration = np.random.default_rng(3).standard_normal((4, 4, 8, 8)).astype(np.float32)
+@pytest.mark.parametrize("build", [shufflenet_mobilenet, inception_densenet], ids=["depthwise-grouped", "flatten-gemm"])
+def test_real_network_ops_validate_with_im2col(build, tmp_path):
+    """Depthwise and grouped convolutions; a gemm on a flattened 2×2×20 image (a whole-image kernel:
+    its 4 positions × 20 channels unrolled into 80 rows of one crossbar)."""
+    model = onnx.ModelProto.FromString(build().SerializeToString())
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    calibration = np.random.default_rng(3).standard_normal((4, *shape[1:])).astype(np.float32)
     reports = {}
     for packing in PACKINGS:
         compiled = compile_pim(model, calibration=calibration, out_dir=tmp_path / packing, packing=packing)
-        x = np.random.default_rng(8).standard_normal((1, 4, 8, 8)).astype(np.float32)
+        x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
         compiled(x)
         np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
         reports[packing] = compiled.report()
