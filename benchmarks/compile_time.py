@@ -6,7 +6,8 @@ model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
         [--size 224] [--width 64] [--mode int8|exact]
-    python benchmarks/compile_time.py resnet18 --target pim [--cores 256]
+    python benchmarks/compile_time.py resnet18 --target pim [--cores 256] [--packing kernel|im2col]
+        [--mapping none|greedy|ga] [--crossbars-per-core N]
 """
 
 import argparse
@@ -51,6 +52,9 @@ def main() -> None:
     parser.add_argument("--device", default="ideal")
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
     parser.add_argument("--cores", type=int, default=256, help="PIM cores offered (the program uses what it needs)")
+    parser.add_argument("--crossbars-per-core", type=int, help="PIM crossbars per core (default: the device's)")
+    parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
+    parser.add_argument("--mapping", default="none", choices=["none", "greedy", "ga"])
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
@@ -81,15 +85,28 @@ def light_names() -> list[str]:
 def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     with tempfile.TemporaryDirectory(prefix="cimxdsl-bench-") as out:
         start = time.perf_counter()
-        report = cimxdsl.api.compile_pim(model, args.device, calibration, cores=args.cores, out_dir=out).report()
+        report = cimxdsl.api.compile_pim(
+            model,
+            args.device,
+            calibration,
+            cores=args.cores,
+            crossbars_per_core=args.crossbars_per_core,
+            out_dir=out,
+            packing=args.packing,
+            mapping=args.mapping,
+        ).report()
         total = time.perf_counter() - start
     stages = ", ".join(
         f"{stage} {seconds:.1f}" for stage, seconds in report["compile_time_s"].items() if stage != "total"
     )
     print(
-        f"{name} (pim): {total:.1f} s total ({stages}); {report['crossbars_used']} crossbars on"
-        f" {report['cores_used']} cores, {report['instructions']} instructions; peak memory {peak_memory_mib():.0f} MiB"
+        f"{name} (pim, {args.packing} packing): {total:.1f} s total ({stages}); {report['crossbars_used']} crossbars"
+        f" ({report['cell_utilization']:.1%} of their cells used) on {report['cores_used']} cores,"
+        f" {report['instructions']} instructions, busiest core {max(report['instructions_per_core'])};"
+        f" peak memory {peak_memory_mib():.0f} MiB"
     )
+    if report["mapping"] != "none":
+        print(f"  mapping: {report['mapping']}")
 
 
 if __name__ == "__main__":

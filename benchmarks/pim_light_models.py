@@ -67,7 +67,9 @@ def light_model(name: str, seed: int = 0, size: int | None = None) -> onnx.Model
     return model
 
 
-def run(name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None) -> dict:
+def run(
+    name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None, packing: str = "kernel"
+) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.backend.pipeline import compile_to_pim
     from cimxdsl.frontend.integer import import_integer
@@ -85,9 +87,9 @@ def run(name: str, crossbars_per_core: int, validate_artifacts: bool, size: int 
         row["import_s"] = time.perf_counter() - start
         with tempfile.TemporaryDirectory() as out:
             begin = time.perf_counter()
-            report = compile_to_pim(program.module.clone(), 0, crossbars_per_core, out_dir=out)
+            report = compile_to_pim(program.module.clone(), 0, crossbars_per_core, out_dir=out, packing=packing)
             row["compile_s"] = time.perf_counter() - begin
-            row |= {k: report[k] for k in ("cores_used", "crossbars_used", "instructions")}
+            row |= {k: report[k] for k in ("cores_used", "crossbars_used", "cell_utilization", "instructions")}
             if validate_artifacts:
                 (q,) = program.quantize([x])
                 (golden,) = interpret(program.module, [q], "ideal").outputs
@@ -105,9 +107,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--crossbars-per-core", type=int, default=64)
     parser.add_argument("--no-validate", action="store_true")
     parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
+    parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
     options = parser.parse_args(argv)
     for name in options.names:
-        print(run(name, options.crossbars_per_core, not options.no_validate, options.size), flush=True)
+        print(run(name, options.crossbars_per_core, not options.no_validate, options.size, options.packing), flush=True)
 
 
 if __name__ == "__main__":

@@ -293,9 +293,14 @@ def compile_pim(
     cores: int | None = None,
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
+    packing: str = "kernel",
+    mapping: str = "none",
+    mapping_budget: float = 10.0,
 ) -> PimModel:
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
-    instructions for a device's cores and crossbars."""
+    instructions for a device's cores and crossbars (`packing`: `kernel` or `im2col`, see
+    `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget` seconds, see
+    `spatial-mapping`)."""
     import tempfile
 
     from cimxdsl.backend.pipeline import compile_to_pim
@@ -317,6 +322,9 @@ def compile_pim(
             crossbars_per_core=crossbars_per_core or config.crossbars_per_core,
             xbar_size=config.rows,
             out_dir=directory,
+            packing=packing,
+            mapping=mapping,
+            mapping_budget=mapping_budget,
         )
     except PassFailedException as e:
         raise CompileError(str(e)) from None

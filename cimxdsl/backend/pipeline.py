@@ -13,6 +13,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.backend.artifacts import ArtifactError, write_artifacts
 from cimxdsl.backend.emit import artifacts_of
 from cimxdsl.transforms.pim_pipeline import pim_passes
+from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
 from cimxdsl.transforms.spatial_to_pim import pim_geometry
 
 
@@ -27,21 +28,28 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
+    packing: str = "kernel",
+    mapping: str = "none",
+    mapping_budget: float = 10.0,
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
     on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
     instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
-    per stage. Raises `PassFailedException` with a
+    per stage; `packing` is `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within
+    `mapping_budget` seconds) `spatial-mapping`'s strategy. Raises `PassFailedException` with a
     one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
-    passes = pim_passes(xbar_size, cores, crossbars_per_core, device)
+    passes = pim_passes(xbar_size, cores, crossbars_per_core, device, packing, mapping, mapping_budget)
     cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}
     start = time.perf_counter()
+    summaries: list[str] = []
     for p in passes[:-1]:
         begin = time.perf_counter()
         p.apply(ctx, module)
+        if p.name == SpatialMappingPass.name:
+            summaries = mapping_summaries(module)
         times[p.name] = time.perf_counter() - begin
         ir_ops[p.name] = count_ops(module)
     begin = time.perf_counter()
@@ -59,8 +67,12 @@ def compile_to_pim(
     crossbars = [len(core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
+    size: int = passes[1].xbar_size  # pyright: ignore[reportAttributeAccessIssue]
+    cells = sum(group.weights.size for core in artifacts.cores for group in core.groups)
     return {
-        "xbar_size": passes[1].xbar_size,  # pyright: ignore[reportAttributeAccessIssue]
+        "xbar_size": size,
+        "packing": packing,
+        "mapping": "; ".join(summaries) if summaries else "none",
         "cores": cores_given or used,
         "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,
@@ -69,6 +81,7 @@ def compile_to_pim(
         "crossbars_used": sum(crossbars),
         "crossbars_per_core_used": crossbars,
         "crossbar_utilization": sum(crossbars) / (used * per_core) if used else 0.0,
+        "cell_utilization": cells / (sum(crossbars) * size * size) if sum(crossbars) else 0.0,
         "instruction_counts": counts,
         "instructions": sum(counts.values()),
         "instructions_per_core": [len(core.instructions) for core in artifacts.cores],

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, TensorType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation, base, prop_def
+from xdsl.irdl import IRDLOperation, base, opt_prop_def, prop_def
 from xdsl.traits import MemoryEffect, OpTrait
 from xdsl.utils.exceptions import VerifyException
 
@@ -158,14 +158,44 @@ class WindowOp(IRDLOperation):
             )
 
 
+IM2COL_FORMAT = "(`im2col` $im2col^)? (`offset` $im2colOffset^)?"
+"""Assembly of the im2col packing properties (printed only in that form)."""
+
+
+@dataclass(frozen=True)
+class Im2col:
+    """The im2col packing of an apply_filters: for every output pixel, the channels of the input
+    pixels at kernel `positions` are unrolled into one vector (position-major, zeros for padding);
+    the crossbar matrices hold its consecutive rows from row `offset` on (ISAAC, Shafiee et al.,
+    2016; PIMCOMP, Sun et al., 2023)."""
+
+    positions: tuple[int, ...]
+    offset: int = 0
+
+    def properties(self) -> dict[str, Attribute]:
+        offset = {"im2colOffset": IntegerAttr(self.offset, i64)} if self.offset else {}
+        return {"im2col": i64_array(self.positions), **offset}
+
+
 class ApplyFiltersBase(WindowOp):
-    """Base of `spat.apply_filters` and `pim.apply_filters`: weight indices + kernel geometry."""
+    """Base of `spat.apply_filters` and `pim.apply_filters`: weight indices + kernel geometry, and
+    optionally the im2col packing (`im2col` positions and row `offset`)."""
 
     weight_indices = prop_def(DenseArrayBase.constr(i64), prop_name="weightIndices")
+    im2col = opt_prop_def(DenseArrayBase.constr(i64))
+    im2col_offset = opt_prop_def(IntegerAttr.constr(type=i64), prop_name="im2colOffset")
 
     def weight_index_list(self) -> tuple[int, ...]:
-        """One entry per kernel position (row-major); -1 marks a skipped position."""
+        """Kernel packing: one entry per kernel position (row-major), -1 marks a skipped position.
+        im2col packing: the matrices holding consecutive rows of the unrolled vector."""
         return tuple(self.weight_indices.get_values())
+
+    def packing(self) -> Im2col | None:
+        """The im2col packing, or None for one matrix per kernel position."""
+        if self.im2col is None:
+            return None
+        offset = self.im2col_offset.value.data if self.im2col_offset is not None else 0
+        return Im2col(tuple(self.im2col.get_values()), offset)
 
     def verify_filters(self, input_value: SSAValue, output_value: SSAValue) -> None:
         geometry = self.verify_geometry()
@@ -182,6 +212,11 @@ class ApplyFiltersBase(WindowOp):
                 f"'{self.name}' output element type {element_type(output_value)} cannot hold products of "
                 f"{element_type(input_value)} (it must be the same type or a wider integer)"
             )
+        packing = self.packing()
+        if packing is not None:
+            self.verify_im2col(packing, geometry, input_value, len(input_shape), input_shape[-1], output_shape[-1])
+            self.verify_output_pixels(geometry, input_shape, output_shape)
+            return
         self.verify_weight_indices(geometry)
         if len(input_shape) == 2:
             if not geometry.is_pointwise():
@@ -209,11 +244,35 @@ class ApplyFiltersBase(WindowOp):
         if all(i == -1 for i in indices):
             raise VerifyException(f"'{self.name}' skips every kernel position; at least one weight index must be >= 0")
 
-    def verify_weights(self, input_value: SSAValue, in_channels: int, out_channels: int) -> None:
+    def verify_im2col(
+        self, packing: Im2col, geometry: FilterGeometry, input_value: SSAValue, rank: int, in_channels: int, out: int
+    ) -> None:
+        positions = geometry.kernel[0] * geometry.kernel[1]
+        if rank != 3:
+            raise VerifyException(f"'{self.name}' im2col packing needs an [H, W, C] input")
+        if not packing.positions or len(set(packing.positions)) != len(packing.positions):
+            raise VerifyException(f"'{self.name}' im2col positions must be distinct, and at least one")
+        if any(not 0 <= p < positions for p in packing.positions):
+            raise VerifyException(f"'{self.name}' im2col positions must lie in [0, {positions})")
+        indices = self.weight_index_list()
+        if not indices or any(i < 0 for i in indices):
+            raise VerifyException(f"'{self.name}' im2col packing needs at least one weight index, all >= 0")
+        shapes = self.verify_weights(input_value, None, out)
+        rows = sum(shape[0] for shape in shapes)
+        unrolled = len(packing.positions) * in_channels
+        if packing.offset < 0 or packing.offset + rows > unrolled:
+            raise VerifyException(
+                f"'{self.name}' im2col rows {packing.offset}:{packing.offset + rows} exceed the {unrolled} rows of "
+                f"{len(packing.positions)} positions x {in_channels} channels"
+            )
+
+    def verify_weights(self, input_value: SSAValue, in_channels: int | None, out_channels: int) -> list[tuple]:
+        """Checks the selected matrices (`in_channels` rows unless None) and returns their shapes."""
         holder = enclosing_weights(self)
         if holder is None:
             raise VerifyException(f"'{self.name}' must be inside a 'spat.compute' or 'pim.core' that holds its weights")
         holder_op, weights = holder
+        shapes = []
         for index in self.weight_index_list():
             if index < 0:
                 continue
@@ -223,13 +282,19 @@ class ApplyFiltersBase(WindowOp):
                     f"'{holder_op.name}' holds {len(weights)} weights"
                 )
             shape = static_shape(self, f"weight {index}", weights[index])
-            if shape != (in_channels, out_channels):
-                raise VerifyException(
-                    f"'{self.name}' weight {index} must be {in_channels}x{out_channels} "
-                    f"(input channels x output channels), got {'x'.join(map(str, shape))}"
+            rows = in_channels if in_channels is not None else shape[0]
+            if shape != (rows, out_channels):
+                expected = (
+                    f"{in_channels}x{out_channels} (input channels x output channels)"
+                    if in_channels is not None
+                    else f"Nx{out_channels} (rows x output channels)"
                 )
+                got = "x".join(map(str, shape))
+                raise VerifyException(f"'{self.name}' weight {index} must be {expected}, got {got}")
             if element_type(weights[index]) != element_type(input_value):
                 raise VerifyException(
                     f"'{self.name}' weight {index} element type {element_type(weights[index])} differs from the "
                     f"input's {element_type(input_value)}"
                 )
+            shapes.append(shape)
+        return shapes

@@ -39,9 +39,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.crossbar_ops import (
     GEOMETRY_FORMAT,
+    IM2COL_FORMAT,
     ApplyFiltersBase,
     FilterGeometry,
     HoldsCrossbarWeights,
+    Im2col,
     SpatTensor,
 )
 from cimxdsl.dialects.utils import element_type, i64_array, num_elements, static_shape
@@ -218,7 +220,8 @@ class ApplyFiltersOp(ApplyFiltersBase):
 
     assembly_format = (
         "`ins` `(` $input `:` type($input) `)` `outs` `(` $output `:` type($output) `)` "
-        f"`accum` `(` $accumulator `:` type($accumulator) `)` `weights` $weightIndices {GEOMETRY_FORMAT} attr-dict"
+        f"`accum` `(` $accumulator `:` type($accumulator) `)` `weights` $weightIndices {GEOMETRY_FORMAT} "
+        f"{IM2COL_FORMAT} attr-dict"
     )
 
     def __init__(
@@ -228,12 +231,14 @@ class ApplyFiltersOp(ApplyFiltersBase):
         accumulator: SSAValue | Operation,
         weight_indices: Sequence[int],
         geometry: FilterGeometry = FilterGeometry(),
+        packing: Im2col | None = None,
     ):
         super().__init__(
             operands=[input, output, accumulator],
             properties={
                 "weightIndices": i64_array(weight_indices),
                 **self.geometry_properties(geometry),
+                **(packing.properties() if packing is not None else {}),
             },
         )
 

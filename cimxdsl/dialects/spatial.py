@@ -63,9 +63,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.crossbar_ops import (
     GEOMETRY_FORMAT,
+    IM2COL_FORMAT,
     ApplyFiltersBase,
     FilterGeometry,
     HoldsCrossbarWeights,
+    Im2col,
     SpatTensor,
     TensorSemanticsEffect,
     WindowOp,
@@ -183,7 +185,12 @@ class ApplyFiltersOp(ApplyFiltersBase):
 
     over positions with an index >= 0 and an input pixel inside the image (padding is zero). The
     rank-2 form `[rows, K] -> [rows, N]` with the default 1×1 geometry is a gemm (Miotti 2025, App. B).
-    The result element type may be a wider integer than the input's (`i8 -> i32`)."""
+    The result element type may be a wider integer than the input's (`i8 -> i32`).
+
+    With `im2col [p0, p1, ...] offset o`, the input pixels at those kernel positions are unrolled
+    into one vector `u` per output pixel (position-major, zeros for padding) and `weightIndices`
+    lists matrices `W_0, W_1, ...` holding its consecutive rows from row `o` on:
+    `result[oy, ox, :] = u[o : o + Σ rows] · [W_0; W_1; ...]`."""
 
     name = "spat.apply_filters"
 
@@ -191,7 +198,10 @@ class ApplyFiltersOp(ApplyFiltersBase):
     result = result_def(SpatTensor)
 
     traits = traits_def(TensorSemanticsEffect())
-    assembly_format = f"$input `weights` $weightIndices {GEOMETRY_FORMAT} attr-dict `:` type($input) `->` type($result)"
+    assembly_format = (
+        f"$input `weights` $weightIndices {GEOMETRY_FORMAT} {IM2COL_FORMAT} attr-dict `:` type($input) `->` "
+        "type($result)"
+    )
 
     def __init__(
         self,
@@ -199,11 +209,16 @@ class ApplyFiltersOp(ApplyFiltersBase):
         weight_indices: Sequence[int],
         result_type: Attribute,
         geometry: FilterGeometry = FilterGeometry(),
+        packing: Im2col | None = None,
     ):
         super().__init__(
             operands=[input],
             result_types=[result_type],
-            properties={"weightIndices": i64_array(weight_indices), **self.geometry_properties(geometry)},
+            properties={
+                "weightIndices": i64_array(weight_indices),
+                **self.geometry_properties(geometry),
+                **(packing.properties() if packing is not None else {}),
+            },
         )
 
     def verify_(self) -> None:
@@ -488,6 +503,43 @@ class ConcatOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class ExtractRowsOp(IRDLOperation):
+    """Rows `offset ..< offset + n` of `input` along its first axis (image rows of `[H, W, C]`,
+    matrix rows of `[rows, K]`), `n` the result's row count: the band of an activation that one
+    replica of a compute reads (rows are contiguous in memory, so no data moves)."""
+
+    name = "spat.extract_rows"
+
+    offset = prop_def(IntegerAttr.constr(type=i64))
+    input = operand_def(SpatTensor)
+    result = result_def(SpatTensor)
+
+    traits = traits_def(TensorSemanticsEffect())
+    assembly_format = "$input `offset` $offset attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, offset: int, rows: int):
+        input_type = SSAValue.get(input).type
+        assert isinstance(input_type, TensorType | MemRefType)
+        shape = (rows, *input_type.get_shape()[1:])
+        super().__init__(
+            operands=[input],
+            result_types=[type(input_type)(input_type.element_type, shape)],
+            properties={"offset": IntegerAttr(offset, i64)},
+        )
+
+    def verify_(self) -> None:
+        verify_same_kind(self, self.input, self.result)
+        source, result = static_shape(self, "input", self.input), static_shape(self, "result", self.result)
+        offset = self.offset.value.data
+        if element_type(self.input) != element_type(self.result) or source[1:] != result[1:]:
+            raise VerifyException("'spat.extract_rows' result must keep the input's element type and trailing shape")
+        if offset < 0 or offset + result[0] > source[0]:
+            raise VerifyException(
+                f"'spat.extract_rows' rows {offset}:{offset + result[0]} exceed the input's {source[0]} rows"
+            )
+
+
 # ----------------------------------------------------------------------------------------------
 # Channels
 # ----------------------------------------------------------------------------------------------
@@ -569,6 +621,7 @@ Spatial = Dialect(
         AvgPoolOp,
         GlobalAvgPoolOp,
         ConcatOp,
+        ExtractRowsOp,
         ChannelNewOp,
         ChannelSendOp,
         ChannelReceiveOp,

@@ -22,7 +22,7 @@ from xdsl.ir import Block, Operation
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, ExecutionError, Machine
-from cimxdsl.interpreters.spatial import apply_filters, enclosing_weight_values, op_error, selected_weights
+from cimxdsl.interpreters.spatial import enclosing_weight_values, filters_result, op_error
 from cimxdsl.interpreters.values import numpy_dtype
 
 
@@ -174,8 +174,7 @@ class PimFunctions(InterpreterFunctions):
     @impl(pim.ApplyFiltersOp)
     def run_apply_filters(self, interpreter: Interpreter, op: pim.ApplyFiltersOp, args: PythonValues):
         image, output, _ = args
-        weights = selected_weights(enclosing_weight_values(interpreter, op), op.weight_index_list())
-        output[...] = apply_filters(np.asarray(image), weights, op.geometry(), output.dtype)
+        output[...] = filters_result(op, enclosing_weight_values(interpreter, op), np.asarray(image), output.dtype)
         return ()
 
 

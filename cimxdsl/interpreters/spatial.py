@@ -25,7 +25,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.crossbar_ops import FilterGeometry, enclosing_weights
+from cimxdsl.dialects.crossbar_ops import ApplyFiltersBase, FilterGeometry, Im2col, enclosing_weights
 from cimxdsl.interpreters.values import as_type, numpy_dtype
 
 
@@ -64,6 +64,28 @@ def apply_filters(
         rows = padded[ky * dh : ky * dh + sh * (out_h - 1) + 1 : sh, kx * dw : kx * dw + sw * (out_w - 1) + 1 : sw]
         result += rows @ matrix.astype(wide)
     return result.astype(out_dtype)
+
+
+def apply_im2col_filters(
+    image: np.ndarray, matrices: list[np.ndarray], geometry: FilterGeometry, packing: Im2col, out_dtype: np.dtype
+) -> np.ndarray:
+    """`result[oy, ox] = u[offset : offset + rows] · [W_0; W_1; ...]`, `u` the channels of the input
+    pixels at the packing's kernel positions (zeros for padding), unrolled position-major."""
+    wide = np.int64 if is_integer(image) else np.float64
+    windows = window_view(image.astype(wide), geometry, 0)[:, :, list(packing.positions)]
+    unrolled = windows.reshape(*windows.shape[:2], -1)
+    stacked = np.concatenate(matrices).astype(wide)
+    return (unrolled[..., packing.offset : packing.offset + stacked.shape[0]] @ stacked).astype(out_dtype)
+
+
+def filters_result(op: ApplyFiltersBase, weight_values: tuple, image: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    """The result of `spat.apply_filters`/`pim.apply_filters` in either packing."""
+    packing = op.packing()
+    if packing is None:
+        weights = selected_weights(weight_values, op.weight_index_list())
+        return apply_filters(image, weights, op.geometry(), out_dtype)
+    matrices = [np.asarray(weight_values[i]) for i in op.weight_index_list()]
+    return apply_im2col_filters(image, matrices, op.geometry(), packing, out_dtype)
 
 
 def window_view(image: np.ndarray, geometry: FilterGeometry, fill) -> np.ndarray:
@@ -159,9 +181,8 @@ class SpatialFunctions(InterpreterFunctions):
 
     @impl(spat.ApplyFiltersOp)
     def run_apply_filters(self, interpreter: Interpreter, op: spat.ApplyFiltersOp, args: PythonValues):
-        weights = selected_weights(enclosing_weight_values(interpreter, op), op.weight_index_list())
         dtype = numpy_dtype(op.result.type.element_type)
-        return (apply_filters(np.asarray(args[0]), weights, op.geometry(), dtype),)
+        return (filters_result(op, enclosing_weight_values(interpreter, op), np.asarray(args[0]), dtype),)
 
     @impl(spat.VAddOp)
     def run_vadd(self, interpreter: Interpreter, op: spat.VAddOp, args: PythonValues):
@@ -206,6 +227,11 @@ class SpatialFunctions(InterpreterFunctions):
     @impl(spat.ConcatOp)
     def run_concat(self, interpreter: Interpreter, op: spat.ConcatOp, args: PythonValues):
         return (np.concatenate([np.asarray(a) for a in args], axis=op.axis.value.data),)
+
+    @impl(spat.ExtractRowsOp)
+    def run_extract_rows(self, interpreter: Interpreter, op: spat.ExtractRowsOp, args: PythonValues):
+        offset, rows = op.offset.value.data, op.result.type.get_shape()[0]
+        return (np.array(np.asarray(args[0])[offset : offset + rows]),)
 
     @impl(spat.ChannelNewOp)
     def run_channel_new(self, interpreter: Interpreter, op: spat.ChannelNewOp, args: PythonValues):

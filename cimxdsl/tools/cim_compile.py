@@ -132,6 +132,27 @@ def main(args: Sequence[str] | None = None) -> None:
         "--cores", type=int, help="PIM cores (--target pim; default: as many as the model needs for its crossbars)"
     )
     parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the device's)")
+    parser.add_argument(
+        "--packing",
+        default="kernel",
+        choices=["kernel", "im2col"],
+        help="--target pim: a crossbar matrix per kernel position (kernel, as RAPTOR) or kernel positions x channels "
+        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP)",
+    )
+    parser.add_argument(
+        "--mapping",
+        default="none",
+        choices=["none", "greedy", "ga"],
+        help="--target pim: replicate the layers that bound the pipeline onto the chip's free crossbars and balance "
+        "the cores (greedy, or a genetic search: ga); none keeps one copy of each",
+    )
+    parser.add_argument(
+        "--mapping-budget",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="time budget of the ga mapping search (default 10); past it, the best mapping so far",
+    )
     parser.add_argument("--device", default="cinnamon", help="a device preset or TOML file (default: cinnamon)")
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
     parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
@@ -234,6 +255,9 @@ def compile_pim_target(options) -> None:
             cores=options.cores,
             crossbars_per_core=options.crossbars_per_core,
             out_dir=options.output_dir,
+            packing=options.packing,
+            mapping=options.mapping,
+            mapping_budget=options.mapping_budget,
         )
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None
@@ -256,8 +280,11 @@ def compile_pim_target(options) -> None:
     show_outputs(options, report["notes"], names, inputs, outputs, report)
     print(
         f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
-        f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars)"
+        f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars), "
+        f"{report['packing']} packing: {report['cell_utilization']:.1%} of their cells used"
     )
+    if report["mapping"] != "none":
+        print(f"mapping: {report['mapping']}")
     counts = sorted(report["instruction_counts"].items(), key=lambda item: -item[1])
     print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
     times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())

@@ -21,6 +21,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "memristor": ("pipelines", "MemristorPipelinePass"),
     "cinm-to-spatial": ("cinm_to_spatial", "CinmToSpatialPass"),
     "spatial-to-pim": ("spatial_to_pim", "SpatialToPimPass"),
+    "spatial-mapping": ("spatial_mapping", "SpatialMappingPass"),
     "pim-bufferize": ("pim_bufferize", "PimBufferizePass"),
     "pim-codegen": ("pim_codegen", "PimCodegenPass"),
     "pim": ("pim_pipeline", "PimPipelinePass"),

@@ -13,7 +13,9 @@ ordered by output tile, input tile and kernel position, are cut into `spat.compu
 `crossbars-per-compute` crossbars; each applies `spat.apply_filters` per input tile (weight index
 -1 for the positions it does not hold), sums them with `spat.vadd`, and adds the partial sum of
 the same output tile from the previous compute (Miotti 2025, Listing 4.1). A gemm (`cinm.op.gemm %x,
-%W [plus %b]`) is the same with a 1×1 kernel (Miotti 2025, App. B).
+%W [plus %b]`) is the same with a 1×1 kernel (Miotti 2025, App. B). With `packing=im2col` the
+blocks of each tile pair are stacked and cut into crossbars of `xbar-size` rows instead, applied by
+one `apply_filters` in im2col form per compute and tile pair.
 
 Each source op type has one handler (`HANDLERS`); the lowered form of every value is a `Lowered`
 (`spatial_values.py`). Host ops between layers become spatial vector ops appended to the compute producing each tile:
@@ -60,10 +62,17 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.device import Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype, reassociation, shape_of
 from cimxdsl.interpreters import build_interpreter
-from cimxdsl.transforms.crossbar_weights import valid_positions, weight_blocks, weight_origin
+from cimxdsl.transforms.crossbar_weights import (
+    PACKINGS,
+    WeightBlock,
+    im2col_blocks,
+    valid_positions,
+    weight_blocks,
+    weight_origin,
+)
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.spatial_values import (
     FLATTENED_USE,
@@ -121,10 +130,11 @@ _ARITH_BINARY = {"min": arith.MinSIOp, "shr": arith.ShRSIOp}
 
 
 class FunctionLowering:
-    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int):
+    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: str = "kernel"):
         self.function = function
         self.tile = tile
         self.crossbars_per_compute = crossbars_per_compute
+        self.packing = packing
         self.values: dict[SSAValue, Lowered] = {}
         self.nodes: list[Node] = []
         self.prologue: list[Operation] = []
@@ -403,21 +413,24 @@ class FunctionLowering:
         out_bounds = channel_bounds(matrix.shape[1], self.tile)
         valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
         blocks = weight_blocks(matrix, positions, valid, image.bounds, out_bounds)
+        if self.packing == "im2col" and positions > 1 and image.layout.rows is None:
+            blocks = im2col_blocks(blocks, self.tile)
         out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
         partial: dict[int, NodeRef] = {}
         per = self.crossbars_per_compute
         for start in range(0, len(blocks), per):
             node = self.new_node()
-            for j, by_output in groupby(blocks[start : start + per], key=lambda b: b[0]):
+            for j, by_output in groupby(blocks[start : start + per], key=lambda b: b.output_tile):
                 f0, f1 = out_bounds[j]
                 result_type = TensorType(element, out_layout.tile_shape(f1 - f0))
                 total = None
-                for i, by_input in groupby(by_output, key=lambda b: b[1]):
-                    indices = [-1] * positions
-                    for _, _, k, block in by_input:
-                        origin = weight_origin(name, image.bounds[i], (f0, f1), k, kernel)
-                        indices[k] = node.add_weight(self.weight_constant(block, image.element, origin))
-                    filters = spat.ApplyFiltersOp(node.use(image.tiles[i]), indices, result_type, geometry)
+                for i, by_input in groupby(by_output, key=lambda b: b.input_tile):
+                    pieces = list(by_input)
+                    indices = []
+                    for block in pieces:
+                        origin = weight_origin(name, image.bounds[i], (f0, f1), block, kernel)
+                        indices.append(node.add_weight(self.weight_constant(block.matrix, image.element, origin)))
+                    filters = self.filters(node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry)
                     value = node.add(filters)
                     total = value if total is None else node.add(spat.VAddOp(total, value))
                 assert total is not None
@@ -429,6 +442,25 @@ class FunctionLowering:
                 partial[j] = self.zero_tile(out.tile_type(j))
             out.tiles.append(partial[j])
         return out
+
+    @staticmethod
+    def filters(
+        image: SSAValue,
+        blocks: list[WeightBlock],
+        indices: list[int],
+        positions: int,
+        result_type: TensorType,
+        geometry: FilterGeometry,
+    ) -> spat.ApplyFiltersOp:
+        """The `apply_filters` of consecutive blocks of one tile pair held at weight `indices`."""
+        first = blocks[0]
+        if first.positions is not None:
+            packing = Im2col(first.positions, first.first_row)
+            return spat.ApplyFiltersOp(image, indices, result_type, geometry, packing)
+        per_position = [-1] * positions
+        for block, index in zip(blocks, indices, strict=True):
+            per_position[block.position] = index
+        return spat.ApplyFiltersOp(image, per_position, result_type, geometry)
 
     def retiled(self, value: Tiled) -> Tiled:
         """`value` in tiles of `xbar-size` channels, moved by crossbars holding the identity matrix."""
@@ -775,18 +807,23 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
 class CinmToSpatialPass(ModulePass):
     """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
-    ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file."""
+    ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
+    `packing`: `kernel` (a matrix per kernel position) or `im2col` (kernel positions × channels
+    unrolled into the crossbar rows)."""
 
     name = "cinm-to-spatial"
 
     xbar_size: int | None = None
     crossbars_per_compute: int | None = None
     device: str = "ideal"
+    packing: str = "kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
+        if self.packing not in PACKINGS:
+            raise fail(f"option 'packing' must be one of {', '.join(PACKINGS)}, got '{self.packing}'")
         for function in list(op.walk()):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue
             if any(isinstance(o, cinm.ComputeOp) for o in function.body.block.ops):
-                FunctionLowering(function, size, per).run()
+                FunctionLowering(function, size, per, self.packing).run()

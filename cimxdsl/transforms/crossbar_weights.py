@@ -1,15 +1,39 @@
 """Cutting a convolution's or gemm's weight matrix into crossbar matrices (`cinm-to-spatial`).
 
 The `(C·KH·KW) × F` matrix (row `c·KH·KW + k` holds channel `c` at kernel position `k`) is cut
-into one block per output-channel tile, input-channel tile and kernel position. Kernel positions
-that never read an image pixel and blocks of all zeros are skipped (weight skipping).
+per output-channel tile and input-channel tile. Kernel positions that never read an image pixel
+and blocks of all zeros are skipped (weight skipping). Two packings:
+
+* `kernel`: one `C_tile × F_tile` matrix per kernel position (RAPTOR, Miotti 2025);
+* `im2col`: the remaining positions' blocks stacked position-major (`KH·KW·C_tile` rows, the
+  unrolled input patch) and cut into matrices of at most `size` rows, as ISAAC (Shafiee et al.,
+  2016) and PIMCOMP (Sun et al., 2023) map convolutions: a 3-channel 3×3 kernel takes one crossbar
+  of 27 rows instead of 9 of 3.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
+
+PACKINGS = ("kernel", "im2col")
+
+
+@dataclass(frozen=True, eq=False)
+class WeightBlock:
+    """One crossbar matrix: rows of input tile `input_tile`, columns of output tile `output_tile`.
+    Kernel packing: the matrix of kernel position `position`. im2col packing: rows `first_row`…
+    of the patch unrolled over `positions`."""
+
+    output_tile: int
+    input_tile: int
+    matrix: np.ndarray
+    position: int = -1
+    positions: tuple[int, ...] | None = None
+    first_row: int = 0
 
 
 def valid_positions(geometry: FilterGeometry, size: tuple[int, int]) -> list[int]:
@@ -30,20 +54,37 @@ def weight_blocks(
     valid: Sequence[int],
     in_bounds: Sequence[tuple[int, int]],
     out_bounds: Sequence[tuple[int, int]],
-) -> list[tuple[int, int, int, np.ndarray]]:
-    """`(output tile j, input tile i, kernel position k, block)` of every non-zero block, ordered by
-    output tile, input tile and kernel position."""
+) -> list[WeightBlock]:
+    """The kernel packing: every non-zero block, ordered by output tile, input tile and kernel position."""
     blocks = []
     for j, (f0, f1) in enumerate(out_bounds):
         for i, (c0, c1) in enumerate(in_bounds):
             for k in valid:
                 block = matrix[np.arange(c0, c1) * positions + k, f0:f1]
                 if block.any():
-                    blocks.append((j, i, k, block))
+                    blocks.append(WeightBlock(j, i, block, position=k))
     return blocks
 
 
-def weight_origin(name: str, rows: tuple[int, int], cols: tuple[int, int], k: int, kernel: tuple[int, int]) -> str:
-    ky, kx = divmod(k, kernel[1])
-    position = f" kernel position ({ky}, {kx})" if kernel != (1, 1) else ""
-    return f"{name}: input channels {rows[0]}:{rows[1]}, output channels {cols[0]}:{cols[1]}{position}"
+def im2col_blocks(kernel_blocks: list[WeightBlock], size: int) -> list[WeightBlock]:
+    """The im2col packing of `kernel_blocks`: per (output tile, input tile), their matrices stacked
+    in position order and cut into matrices of at most `size` rows."""
+    blocks = []
+    for (j, i), pair in groupby(kernel_blocks, key=lambda b: (b.output_tile, b.input_tile)):
+        pair = list(pair)
+        positions = tuple(b.position for b in pair)
+        stacked = np.concatenate([b.matrix for b in pair])
+        for start in range(0, len(stacked), size):
+            blocks.append(WeightBlock(j, i, stacked[start : start + size], positions=positions, first_row=start))
+    return blocks
+
+
+def weight_origin(
+    name: str, rows: tuple[int, int], cols: tuple[int, int], block: WeightBlock, kernel: tuple[int, int]
+) -> str:
+    where = f"{name}: input channels {rows[0]}:{rows[1]}, output channels {cols[0]}:{cols[1]}"
+    if block.positions is not None:
+        end = block.first_row + len(block.matrix)
+        return f"{where} im2col rows {block.first_row}:{end} of kernel positions {list(block.positions)}"
+    ky, kx = divmod(block.position, kernel[1])
+    return where + (f" kernel position ({ky}, {kx})" if kernel != (1, 1) else "")

@@ -26,6 +26,7 @@ _SPATIAL_OPS = (
     spat.PoolOp,
     spat.GlobalAvgPoolOp,
     spat.ConcatOp,
+    spat.ExtractRowsOp,
     spat.ChannelSendOp,
     spat.ChannelReceiveOp,
 )
@@ -95,7 +96,9 @@ class CoreBufferizer:
             channels = op.result.type.get_shape()[-1]
             accumulator = self.emit(memref.AllocOp.get(op.result.type.element_type, shape=(channels,))).results[0]
             self.emit(
-                pim.ApplyFiltersOp(self.as_memref(op.input), output, accumulator, op.weight_index_list(), op.geometry())
+                pim.ApplyFiltersOp(
+                    self.as_memref(op.input), output, accumulator, op.weight_index_list(), op.geometry(), op.packing()
+                )
             )
             self.rep[op.result] = output
         elif isinstance(op, _SPATIAL_OPS):

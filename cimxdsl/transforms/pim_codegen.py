@@ -9,7 +9,10 @@ Each core starts with `setbw` (element widths of its data) and then, op by op:
   kernel position with a crossbar whose input pixel lies inside the image (weight skipping: padding
   is never multiplied), one `mvmul` of that pixel's channels — the first straight into the output
   pixel, the others into the accumulation buffer followed by a `vvadd`; a pixel with no position
-  left is zeroed with `lldi`;
+  left is zeroed with `lldi`. In im2col form, a crossbar whose rows are one contiguous run of
+  image memory reads it in place; the others read the patch gathered into a scratch buffer (`lmv`
+  per contiguous run, `lldi` of zeros per run of padding); crossbars meeting only padding are
+  skipped;
 * spat vector ops → one `vvadd`/`vvsub`/`vvmul`/`vvmax`/`vrelu`/... over the whole buffer (one per
   row when the right operand is broadcast); `arith.shrsi` → `vvsra`; `arith.minsi` → `0 - max(0 - a,
   0 - b)`; splat constants → `lldi`;
@@ -57,6 +60,8 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
 from cimxdsl.transforms.errors import pass_error
 
+GATHER = -1
+"""An im2col crossbar whose rows must be gathered into the patch buffer first."""
 GENERAL_REGISTERS = 28
 PAIR = 28
 """r28:r29 hold (high, low) of global addresses."""
@@ -189,6 +194,7 @@ class CoreCodegen:
     def run(self, weights: list[np.ndarray]) -> list[pim.InstructionOp]:
         """The core's instruction stream (`self.top` is then the local memory it uses)."""
         self.mbiw = weight_bits(weights)
+        self.group_rows = [len(m) for m in weights]
         self.emit(pim.SetbwOp.build(ibiw=8 * self.bytes, obiw=8 * self.bytes))
         for op in self.core.body.block.ops:
             if isinstance(op, pim.HaltOp):
@@ -233,6 +239,9 @@ class CoreCodegen:
             self.global_avg_pool(op)
         elif isinstance(op, spat.ConcatOp):
             self.concat(op)
+        elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
+            row = num_elements(shape_of(op.input)[1:])
+            self.local[op.result] = self.address(op.input) + op.offset.value.data * row * self.bytes
         elif isinstance(op, spat.ChannelSendOp):
             self.send(op)
         elif isinstance(op, spat.ChannelReceiveOp):
@@ -269,6 +278,9 @@ class CoreCodegen:
         self.emit(pim.StOp.build(rd=pair, rs1=rs1, size=op.size.value.data * self.bytes))
 
     def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
+        if op.packing() is not None:
+            self.im2col_filters(op)
+            return
         geometry = op.geometry()
         in_shape, out_shape = shape_of(op.input), shape_of(op.output)
         if len(in_shape) == 2:
@@ -299,6 +311,56 @@ class CoreCodegen:
                         self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
                 if first:
                     self.fill(target, 0, out_channels)
+
+    def im2col_filters(self, op: pim.ApplyFiltersOp) -> None:
+        packing = op.packing()
+        assert packing is not None
+        geometry = op.geometry()
+        height, width, channels = shape_of(op.input)
+        out_h, out_w, out_channels = shape_of(op.output)
+        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
+        chunks, row = [], packing.offset
+        for group in op.weight_index_list():
+            chunks.append((group, row, row + self.group_rows[group]))
+            row += self.group_rows[group]
+        rows = (packing.offset, row)
+        kernel_w = geometry.kernel[1]
+        offsets = [divmod(p, kernel_w) for p in packing.positions]
+        patch = self.scratch(len(packing.positions) * channels)
+        for oy in range(out_h):
+            for ox in range(out_w):
+                pixels = [geometry.input_pixel(oy, ox, ky, kx) for ky, kx in offsets]
+                runs = patch_runs(pixels, (height, width), channels, rows)
+                target = output + (oy * out_w + ox) * out_channels * self.bytes
+                sources = [self.chunk_source(runs, start, end, image) for _, start, end in chunks]
+                needed = [(start, end) for (_, start, end), source in zip(chunks, sources) if source == GATHER]
+                for start, end, pixel in runs:
+                    if not any(start < e and b < end for b, e in needed):
+                        continue
+                    if pixel is None:
+                        self.fill(patch + start * self.bytes, 0, end - start)
+                    else:
+                        self.copy(patch + start * self.bytes, image + pixel * self.bytes, end - start)
+                first = True
+                for (group, start, _), source in zip(chunks, sources, strict=True):
+                    if source is None:
+                        continue  # only padding
+                    address = patch + start * self.bytes if source == GATHER else source
+                    self.mvmul(target if first else accumulator, address, group)
+                    if not first:
+                        self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
+                    first = False
+                if first:
+                    self.fill(target, 0, out_channels)
+
+    def chunk_source(self, runs: list[tuple[int, int, int | None]], start: int, end: int, image: int) -> int | None:
+        """Where a crossbar reading patch rows [start, end) finds them: an image address when one
+        run of image memory holds them, None when they are all padding, `GATHER` otherwise."""
+        covering = [r for r in runs if r[0] < end and start < r[1]]
+        if len(covering) != 1:
+            return None if all(pixel is None for _, _, pixel in covering) else GATHER
+        run_start, _, pixel = covering[0]
+        return None if pixel is None else image + (pixel + start - run_start) * self.bytes
 
     def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
         lhs, rhs = op.operands[0], op.operands[1]
@@ -374,6 +436,30 @@ class CoreCodegen:
         sender, _ = self.peers[op.channel]
         register = self.registers.load(self.allocate(op.result))
         self.emit(pim.RecvOp.build(rd=register, core=sender, size=num_elements(shape_of(op.result)) * self.bytes))
+
+
+def patch_runs(
+    pixels: list[tuple[int, int]], size: tuple[int, int], channels: int, rows: tuple[int, int]
+) -> list[tuple[int, int, int | None]]:
+    """Rows [rows) of an im2col patch (the channels of `pixels`, in order) as maximal runs
+    `(first row, end row, first image element or None for padding)` of contiguous image memory."""
+    height, width = size
+    runs: list[tuple[int, int, int | None]] = []
+    for p, (iy, ix) in enumerate(pixels):
+        start, end = max(p * channels, rows[0]), min((p + 1) * channels, rows[1])
+        if start >= end:
+            continue
+        inside = 0 <= iy < height and 0 <= ix < width
+        element = (iy * width + ix) * channels + start - p * channels if inside else None
+        if runs:
+            last_start, last_end, last = runs[-1]
+            follows = last is not None and element is not None and last + last_end - last_start == element
+            contiguous = follows or (last is None and element is None)
+            if last_end == start and contiguous:
+                runs[-1] = (last_start, end, last)
+                continue
+        runs.append((start, end, element))
+    return runs
 
 
 # ----------------------------------------------------------------------------------------------

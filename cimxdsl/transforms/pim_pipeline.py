@@ -1,6 +1,6 @@
 """The `pim` named pipeline: the spatial flow's passes with their options given once.
 
-`pim` = `linalg-to-cinm, cinm-to-spatial, spatial-to-pim, pim-bufferize, pim-codegen` with the
+`pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count and crossbars per core given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars). `cimxdsl.backend.pipeline.compile_to_pim` runs it and writes
 the artifact directory.
@@ -18,6 +18,7 @@ from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geome
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim_codegen import PimCodegenPass
+from cimxdsl.transforms.spatial_mapping import SpatialMappingPass
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
@@ -26,12 +27,21 @@ def pim_passes(
     cores: int | None,
     crossbars_per_core: int | None,
     device: str = "",
+    packing: str = "kernel",
+    mapping: str = "none",
+    mapping_budget: float = 10.0,
 ) -> list[ModulePass]:
     cores, per_core = pim_geometry(device, cores, crossbars_per_core)
     size, _ = crossbar_geometry(device or "ideal", xbar_size, per_core)
+    mapped: list[ModulePass] = []
+    if mapping != "none":
+        mapped.append(
+            SpatialMappingPass(strategy=mapping, cores=cores, crossbars_per_core=per_core, budget=mapping_budget)
+        )
     return [
         LinalgToCinmPass(),
-        CinmToSpatialPass(xbar_size=size, crossbars_per_compute=per_core, device=device or "ideal"),
+        CinmToSpatialPass(xbar_size=size, crossbars_per_compute=per_core, device=device or "ideal", packing=packing),
+        *mapped,
         SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
         PimBufferizePass(),
         PimCodegenPass(),
@@ -49,7 +59,11 @@ class PimPipelinePass(ModulePass):
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
+    packing: str = "kernel"
+    mapping: str = "none"
+    mapping_budget: float = 10.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for p in pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, self.device):
+        options = (self.device, self.packing, self.mapping, self.mapping_budget)
+        for p in pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, *options):
             p.apply(ctx, op)

@@ -1,6 +1,7 @@
 """`spatial-to-pim`: assign `spat.compute`s to physical cores (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6).
 
-Computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
+Computes carrying a `core` attribute (from `spatial-mapping`) go to that core. Otherwise
+computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
 consecutive computes fill each core in turn, taking as many cores as that needs): with no more
 computes than cores each gets its own core; otherwise consecutive computes (in program order) are
 grouped with as few crossbars per core as still fits, and if contiguous groups cannot fit, computes
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -35,6 +36,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements
 from cimxdsl.transforms.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.spatial_mapping import CORE
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
@@ -119,7 +121,11 @@ class PimLowering:
         block = self.function.body.block
         computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
         weights = [len(c.weights) for c in computes]
-        assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
+        placed = [c.attributes.get(CORE) for c in computes]
+        if computes and all(isinstance(core, IntegerAttr) for core in placed):
+            assignment = self.placed_cores([core.value.data for core in placed], weights)  # pyright: ignore
+        else:
+            assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
         order = sorted(set(assignment), key=assignment.index)
         builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
         for compute, core in zip(computes, assignment, strict=True):
@@ -145,6 +151,18 @@ class PimLowering:
             compute.detach()
             compute.erase(safe_erase=False)
         block.add_ops(new_order)
+
+    def placed_cores(self, assignment: list[int], weights: list[int]) -> list[int]:
+        """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip."""
+        loads: dict[int, int] = {}
+        for core, w in zip(assignment, weights, strict=True):
+            loads[core] = loads.get(core, 0) + w
+        if (self.cores and len(loads) > self.cores) or max(loads.values()) > self.per_core:
+            raise fail(
+                f"the computes' 'core' attributes use {len(loads)} cores and up to {max(loads.values())} crossbars per "
+                f"core, more than {self.cores or 'any number of'} cores of {self.per_core} crossbars"
+            )
+        return assignment
 
     def split_host_ops(self, host_ops: list[Operation], computes: list[spat.ComputeOp]) -> tuple[list, list]:
         """Host ops before the cores (not depending on any compute) and after them."""

@@ -60,6 +60,7 @@ pim.core(%w) coreId 7 : (tensor<3x2xi8>) {
   %acc = "test.op"() : () -> memref<2xi32>
   pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0, -1, -1, 0] kernel [2, 2] pads [0, 0, 1, 1]
   pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0]
+  pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0] kernel [2, 2] pads [0, 0, 1, 1] im2col [0, 3] offset 3
   pim.store %out, %gout[0] size 32 : memref<4x4x2xi32>, memref<4x4x2xi32>
   pim.halt
 }
@@ -75,6 +76,7 @@ pim.core(%w) coreId 7 : (tensor<3x2xi8>) {
 // CHECK-NEXT:     %acc = "test.op"() : () -> memref<2xi32>
 // CHECK-NEXT:     pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0, -1, -1, 0] kernel [2, 2] pads [0, 0, 1, 1]
 // CHECK-NEXT:     pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0]
+// CHECK-NEXT:     pim.apply_filters ins(%x : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<2xi32>) weights [0] kernel [2, 2] pads [0, 0, 1, 1] im2col [0, 3] offset 3
 // CHECK-NEXT:     pim.store %out, %gout[0] size 32 : memref<4x4x2xi32>, memref<4x4x2xi32>
 // CHECK-NEXT:     pim.halt
 // CHECK-NEXT:   }

@@ -389,3 +389,60 @@ spat.channel_send %v to %ch : tensor<?xi32>
 spat.channel_send %v to %ch : tensor<4xi32>
 %r = spat.channel_receive %ch : tensor<?xi32>
 // CHECK: 'spat.channel_receive' result must have a static shape, got tensor<?xi32>
+
+// -----
+
+// im2col form: the matrices' rows must fit the unrolled positions x channels.
+%w = "test.op"() : () -> tensor<10x2xi8>
+spat.compute [%w] () : [tensor<10x2xi8>] () -> {
+^bb0(%a: tensor<10x2xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 1, 2] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' im2col rows 0:10 exceed the 9 rows of 3 positions x 3 channels
+
+// -----
+
+%w = "test.op"() : () -> tensor<9x2xi8>
+spat.compute [%w] () : [tensor<9x2xi8>] () -> {
+^bb0(%a: tensor<9x2xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 9, 2] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' im2col positions must lie in [0, 9)
+
+// -----
+
+%w = "test.op"() : () -> tensor<9x2xi8>
+spat.compute [%w] () : [tensor<9x2xi8>] () -> {
+^bb0(%a: tensor<9x2xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0, -1] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 1, 2] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' im2col packing needs at least one weight index, all >= 0
+
+// -----
+
+%w = "test.op"() : () -> tensor<9x3xi8>
+spat.compute [%w] () : [tensor<9x3xi8>] () -> {
+^bb0(%a: tensor<9x3xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 1, 2] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' weight 0 must be Nx2 (rows x output channels), got 9x3
+
+// -----
+
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 4 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
+// CHECK: 'spat.extract_rows' rows 4:7 exceed the input's 6 rows
+
+// -----
+
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 0 : tensor<6x4x2xi32> -> tensor<3x4x3xi32>
+// CHECK: 'spat.extract_rows' result must keep the input's element type and trailing shape

@@ -177,3 +177,32 @@ spat.channel_send %v to %ch : tensor<4x4x2xi32>
 // CHECK-NEXT:     spat.yield %z : memref<4x4x2xi32>
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+
+// The im2col form: a 3-channel 3x3 kernel's 27 rows unrolled (position-major) over two
+// crossbars of 16 and 11 rows; a second op reads rows 4:10 of positions 4 and 5 only.
+%w0 = "test.op"() : () -> tensor<16x2xi8>
+%w1 = "test.op"() : () -> tensor<11x2xi8>
+%w2 = "test.op"() : () -> tensor<6x2xi8>
+%c = spat.compute [%w0, %w1, %w2] () : [tensor<16x2xi8>, tensor<11x2xi8>, tensor<6x2xi8>] () -> tensor<4x4x2xi32> {
+^bb0(%a0: tensor<16x2xi8>, %a1: tensor<11x2xi8>, %a2: tensor<6x2xi8>):
+  %in = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %in weights [0, 1] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  %z = spat.apply_filters %in weights [2] kernel [3, 3] pads [1, 1, 1, 1] im2col [4, 5, 7] offset 1 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  %s = spat.vadd %y, %z : tensor<4x4x2xi32>, tensor<4x4x2xi32>
+  spat.yield %s : tensor<4x4x2xi32>
+}
+
+// CHECK:      %y = spat.apply_filters %in weights [0, 1] kernel [3, 3] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+// CHECK-NEXT: %z = spat.apply_filters %in weights [2] kernel [3, 3] pads [1, 1, 1, 1] im2col [4, 5, 7] offset 1 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+
+// GENERIC:      "spat.apply_filters"(%in) <{weightIndices = array<i64: 2>, kernelShape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, im2col = array<i64: 4, 5, 7>, im2colOffset = 1 : i64, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>}>
+
+// -----
+
+// A band of rows (a view: no data moves).
+%x = "test.op"() : () -> tensor<6x4x2xi32>
+%band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
+
+// CHECK: %band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>

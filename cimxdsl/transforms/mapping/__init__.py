@@ -1,0 +1,19 @@
+"""Mapping strategies of the PIM flow (pluggable, as the memristor flow's schedulers): how many
+replicas each `spat.compute` gets and on which cores they run. `STRATEGIES` names them."""
+
+from cimxdsl.transforms.mapping.genetic import genetic_mapping
+from cimxdsl.transforms.mapping.greedy import greedy_mapping
+from cimxdsl.transforms.mapping.problem import Mapping, MappingProblem, compute_cost, place, unreplicated
+
+STRATEGIES = ("none", "greedy", "ga")
+
+__all__ = [
+    "STRATEGIES",
+    "Mapping",
+    "MappingProblem",
+    "compute_cost",
+    "genetic_mapping",
+    "greedy_mapping",
+    "place",
+    "unreplicated",
+]

@@ -1,0 +1,245 @@
+"""Splitting a `spat.compute` into row bands: the replicas of a layer work on different output rows.
+
+A band `[a, b)` of a compute computes rows `a ..< b` of all its results (which must share their row
+count). Working back from the results, every value of the body gets the rows the band needs of it
+(a window op needs its kernel's halo; element-wise ops the same rows); ops are rebuilt on those
+rows, a window op on `spat.extract_rows` of its input with the top and bottom padding that band
+still meets. A compute whose body holds an op without a row-wise form (global average pooling, a
+concatenation along rows, ...) has no bands.
+
+Consumers receive only the bands overlapping the rows they need, joined with `spat.concat` along
+the rows (and cut with `spat.extract_rows` when they need fewer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
+from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
+
+Rows = tuple[int, int]
+"""Rows `[start, end)` of a value."""
+
+_ROWWISE_ARITH = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.MaxSIOp, arith.MinSIOp, arith.ShRSIOp)
+
+
+def rows_of(value: SSAValue) -> int:
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    return t.get_shape()[0]
+
+
+def with_rows(t: Attribute, rows: int) -> Attribute:
+    assert isinstance(t, TensorType)
+    return TensorType(t.element_type, (rows, *t.get_shape()[1:]))
+
+
+def band_bounds(rows: int, bands: int) -> list[Rows]:
+    """`rows` cut into `bands` bands of near-equal size."""
+    edges = [rows * i // bands for i in range(bands + 1)]
+    return [(edges[i], edges[i + 1]) for i in range(bands)]
+
+
+def window_input_rows(geometry: FilterGeometry, rows: Rows, height: int) -> tuple[Rows, int, int]:
+    """The input rows a window op reads for output rows `rows`, and the top and bottom padding the
+    band still meets."""
+    (kh, _), (sh, _), (pt, _, _, _), (dh, _) = geometry.kernel, geometry.strides, geometry.pads, geometry.dilations
+    first = rows[0] * sh - pt
+    last = (rows[1] - 1) * sh - pt + (kh - 1) * dh
+    return (max(first, 0), min(last, height - 1) + 1), max(-first, 0), max(last - (height - 1), 0)
+
+
+def operand_rows(op: Operation, rows: Rows) -> list[Rows | None] | None:
+    """The rows `op` needs of each operand to compute rows `rows` of its result (None: the whole
+    operand, e.g. a broadcast vector); None if `op` has no row-wise form."""
+    if isinstance(op, spat.ApplyFiltersOp | spat.MaxPoolOp | spat.AvgPoolOp):
+        if len(shape_of(op.input)) == 2:
+            return [rows]
+        needed, _, _ = window_input_rows(op.geometry(), rows, rows_of(op.input))
+        return [needed]
+    if isinstance(op, spat.VectorBinaryOp):
+        return [rows, rows if op.lhs.type == op.rhs.type else None]
+    if isinstance(op, spat.VectorUnaryOp) or isinstance(op, _ROWWISE_ARITH):
+        return [rows] * len(op.operands)
+    if isinstance(op, spat.ConcatOp) and op.axis.value.data == len(shape_of(op.result)) - 1:
+        return [rows] * len(op.operands)
+    if isinstance(op, arith.ConstantOp) and is_splat(op):
+        return []
+    return None
+
+
+def is_splat(op: arith.ConstantOp) -> bool:
+    if not isinstance(op.value, DenseIntOrFPElementsAttr) or not isinstance(op.result.type, TensorType):
+        return False
+    values = dense_array(op.value).reshape(-1)
+    return values.size > 0 and bool((values == values[0]).all())
+
+
+def needed_rows(compute: spat.ComputeOp, rows: Rows) -> dict[SSAValue, Rows] | None:
+    """The rows of every value of the body that rows `rows` of the results need (None: the
+    compute has no bands)."""
+    block = compute.body.block
+    terminator = block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    needed: dict[SSAValue, Rows] = {}
+    for value in terminator.values:
+        needed[value] = union(needed.get(value), rows)
+    for op in reversed(list(block.ops)[:-1]):
+        if not any(r in needed for r in op.results):
+            continue
+        if len(op.results) != 1:
+            return None
+        per_operand = operand_rows(op, needed[op.results[0]])
+        if per_operand is None:
+            return None
+        for operand, wanted in zip(op.operands, per_operand, strict=True):
+            full = (0, rows_of(operand))
+            needed[operand] = union(needed.get(operand), wanted if wanted is not None else full)
+    return needed
+
+
+def union(a: Rows | None, b: Rows) -> Rows:
+    return b if a is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def can_split(compute: spat.ComputeOp) -> int:
+    """The most bands `compute` can be split into: its results' row count, or 1 when they differ,
+    a result is used outside computes or an op has no row-wise form."""
+    results = list(compute.outputs)
+    counts = {rows_of(r) for r in results}
+    if len(counts) != 1 or any(not isinstance(u.operation, spat.ComputeOp) for r in results for u in r.uses):
+        return 1
+    (count,) = counts
+    if count < 2 or needed_rows(compute, (0, count)) is None:
+        return 1
+    return count
+
+
+@dataclass
+class Piece:
+    """Rows `rows` of a result, computed by a band."""
+
+    rows: Rows
+    value: SSAValue
+
+
+@dataclass
+class BandBuilder:
+    """The body of one band, built op by op."""
+
+    block: Block
+    local: dict[SSAValue, tuple[SSAValue, Rows]] = field(default_factory=dict)
+    """Original value -> (its band value, the rows of the original it holds)."""
+
+    def rows(self, value: SSAValue, wanted: Rows) -> SSAValue:
+        """Rows `wanted` of the original `value` inside the band."""
+        source, held = self.local[value]
+        if held == wanted:
+            return source
+        cut = spat.ExtractRowsOp(source, wanted[0] - held[0], wanted[1] - wanted[0])
+        self.block.add_op(cut)
+        return cut.result
+
+
+def split_compute(
+    compute: spat.ComputeOp, bands: list[Rows], pieces: dict[SSAValue, list[Piece]]
+) -> list[spat.ComputeOp]:
+    """One compute per band (not yet inserted); the bands of each result are added to `pieces`."""
+    new = []
+    for band in bands:
+        needed = needed_rows(compute, band)
+        assert needed is not None
+        new.append(build_band(compute, band, needed, pieces))
+    return new
+
+
+def build_band(
+    compute: spat.ComputeOp, band: Rows, needed: dict[SSAValue, Rows], pieces: dict[SSAValue, list[Piece]]
+) -> spat.ComputeOp:
+    weights = list(compute.weights)
+    block = Block(arg_types=[w.type for w in weights])
+    builder = BandBuilder(block)
+    inputs: list[SSAValue] = []
+    for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
+        if arg in needed:
+            builder.local[arg] = receive(builder, operand, needed[arg], inputs, pieces)
+    terminator = compute.body.block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    for op in list(compute.body.block.ops)[:-1]:
+        if op.results and op.results[0] in needed:
+            rows = needed[op.results[0]]
+            new = band_op(op, rows, builder)
+            block.add_op(new)
+            builder.local[op.results[0]] = (new.results[0], rows)
+    results = [builder.rows(v, band) for v in terminator.values]
+    block.add_op(spat.YieldOp(*results))
+    new = spat.ComputeOp(weights, inputs, [r.type for r in results], Region(block))
+    new.attributes.update(compute.attributes)
+    for old, value in zip(compute.outputs, new.outputs, strict=True):
+        pieces.setdefault(old, []).append(Piece(band, value))
+    return new
+
+
+def receive(
+    builder: BandBuilder, operand: SSAValue, wanted: Rows, inputs: list[SSAValue], pieces: dict[SSAValue, list[Piece]]
+) -> tuple[SSAValue, Rows]:
+    """The input `operand` as a band input: the bands of it that overlap `wanted`, joined."""
+    available = pieces.get(operand, [Piece((0, rows_of(operand)), operand)])
+    parts = [p for p in available if p.rows[0] < wanted[1] and wanted[0] < p.rows[1]]
+    args = []
+    for part in parts:
+        inputs.append(part.value)
+        args.append(builder.block.insert_arg(part.value.type, len(builder.block.args)))
+    held = (parts[0].rows[0], parts[-1].rows[1])
+    if len(args) == 1:
+        return args[0], held
+    concat = spat.ConcatOp(args, 0)
+    builder.block.add_op(concat)
+    return concat.result, held
+
+
+def band_op(op: Operation, rows: Rows, builder: BandBuilder) -> Operation:
+    """`op` computing rows `rows` of its result, on band values."""
+    result_type = with_rows(op.results[0].type, rows[1] - rows[0])
+    if isinstance(op, arith.ConstantOp):
+        splat = dense_array(op.value).reshape(-1)[0].item()  # pyright: ignore[reportArgumentType]
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(result_type, [splat]))  # pyright: ignore
+    wanted = operand_rows(op, rows)
+    assert wanted is not None
+    operands = [
+        builder.rows(v, w) if w is not None else builder.local.get(v, (v, None))[0]
+        for v, w in zip(op.operands, wanted, strict=True)
+    ]
+    properties = dict(op.properties)
+    if isinstance(op, WindowOp) and len(shape_of(op.operands[0])) == 3:
+        geometry = op.geometry()
+        _, top, bottom = window_input_rows(geometry, rows, rows_of(op.operands[0]))
+        _, left, _, right = geometry.pads
+        properties["pads"] = i64_array((top, left, bottom, right))
+    return type(op).create(
+        operands=operands, result_types=[result_type], properties=properties, attributes=dict(op.attributes)
+    )
+
+
+def rewire_consumer(compute: spat.ComputeOp, pieces: dict[SSAValue, list[Piece]]) -> spat.ComputeOp:
+    """`compute` (not split) reading the bands of its split inputs, joined along the rows."""
+    if not any(v in pieces for v in compute.inputs):
+        return compute
+    needed = {arg: (0, rows_of(arg)) for arg in compute.input_args}
+    block = Block(arg_types=[w.type for w in compute.weights])
+    builder = BandBuilder(block)
+    inputs: list[SSAValue] = []
+    mapping: dict[SSAValue, SSAValue] = dict(zip(compute.weight_args, block.args, strict=True))
+    for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
+        mapping[arg], _ = receive(builder, operand, needed[arg], inputs, pieces)
+    for op in compute.body.block.ops:
+        block.add_op(op.clone(value_mapper=mapping))
+    new = spat.ComputeOp(list(compute.weights), inputs, [r.type for r in compute.outputs], Region(block))
+    new.attributes.update(compute.attributes)
+    return new

@@ -1,0 +1,129 @@
+"""`cinm-to-spatial{packing=kernel|im2col}`: both packings interpret to the host (integer)
+result after every pass and their artifacts validate exactly; im2col uses fewer crossbars and
+instructions where a channel tile leaves crossbar rows empty."""
+
+import numpy as np
+import onnx
+import pytest
+
+from cimxdsl.api import compile_pim
+from cimxdsl.backend import read_artifacts, validate
+from cimxdsl.backend.emit import write_program
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.pim_codegen import patch_runs
+from tests.unit.backend.test_pim_cnn_ops import inception_densenet, shufflenet_mobilenet
+from tests.unit.backend.test_pim_pipeline import reference_conv_relu
+from tests.unit.helpers import apply, parse
+from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret, resnet_program
+
+PACKINGS = ["kernel", "im2col"]
+
+
+def lower_checked(text: str, x: np.ndarray, stages: list[str], out_dir) -> tuple:
+    """Lower through `stages` (the first one `cinm-to-spatial`), checking every level against the
+    host (integer) program and the artifacts with the validator: (golden, the crossbar matrices'
+    shapes after the first stage, the artifacts, the final module)."""
+    module = parse(text)
+    (golden,) = interpret(module, [x])
+    shapes = []
+    for stage in stages:
+        apply(module, stage)
+        if stage is stages[0]:
+            computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+            shapes = [w.type.get_shape() for c in computes for w in c.weights]
+        (result,) = interpret(module, [x])
+        np.testing.assert_array_equal(result, golden, err_msg=f"after {stage}")
+    write_program(module, out_dir)
+    artifacts = read_artifacts(out_dir)
+    (validated,) = validate(artifacts, [x]).outputs
+    np.testing.assert_array_equal(validated, golden, err_msg="validator")
+    return golden, shapes, artifacts, module
+
+
+def lower(text: str, x: np.ndarray, packing: str, xbar: int, per_compute: int, cores: int, per_core: int, out_dir):
+    """(golden, weight shapes, artifacts) of the flow with `packing`."""
+    stages = [
+        f"cinm-to-spatial{{xbar-size={xbar} crossbars-per-compute={per_compute} packing={packing}}}",
+        f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core}}}",
+        "pim-bufferize",
+        "pim-codegen",
+    ]
+    golden, shapes, artifacts, _ = lower_checked(text, x, stages, out_dir)
+    return golden, shapes, artifacts
+
+
+def test_three_channel_3x3_conv_takes_one_crossbar_of_27_rows_under_im2col(tmp_path):
+    rng = np.random.default_rng(4)
+    weights = rng.integers(1, 8, (8, 3, 3, 3)) * rng.choice([-1, 1], (8, 3, 3, 3))
+    x = rng.integers(-128, 128, (1, 3, 5, 5))
+    text = conv_program(channels=3, filters=8, size=5, weights=weights)
+    runs = {}
+    for packing in PACKINGS:
+        golden, shapes, artifacts = lower(text, x, packing, 32, 16, 1, 16, tmp_path / packing)
+        np.testing.assert_array_equal(golden, reference_conv_relu(x, weights))
+        runs[packing] = shapes, artifacts
+    (kernel_shapes, kernel), (im2col_shapes, im2col) = runs["kernel"], runs["im2col"]
+    assert kernel_shapes == [(3, 8)] * 9  # one crossbar per kernel position, 3 rows used
+    assert im2col_shapes == [(27, 8)]  # the 3 x 3 x 3 patch unrolled into the rows of one
+    # Cells used / cells of the crossbars used (32 x 32 each): 9·3·8 of 9·1024, 27·8 of 1024.
+    for artifacts, crossbars in ((kernel, 9), (im2col, 1)):
+        assert sum(len(c.groups) for c in artifacts.cores) == crossbars
+    # One mvmul per output pixel under im2col; per (pixel, position inside the image) under kernel
+    # (13 of the 15 (output row, kernel row) pairs meet the 5-pixel image on each axis).
+    assert im2col.instruction_counts()["mvmul"] == 25
+    assert kernel.instruction_counts()["mvmul"] == 13 * 13
+    # The patch is gathered with one lmv per run of contiguous image pixels: 3 for the 9 inner
+    # pixels, 2 on the top and bottom edges (6 pixels), 3 on the left and right edges (6), 2 in
+    # the corners (4); the 144 vvadd of the kernel packing's partial sums are gone.
+    assert im2col.instruction_counts()["lmv"] == 9 * 3 + 6 * 2 + 6 * 3 + 4 * 2
+    assert "vvadd" not in im2col.instruction_counts() and kernel.instruction_counts()["vvadd"] == 169 - 25
+    assert sum(im2col.instruction_counts().values()) < sum(kernel.instruction_counts().values())
+
+
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_strided_padded_conv_split_across_computes_validates(packing, tmp_path):
+    """8 channels x 9 positions = 72 rows in crossbars of 16 rows: 5 crossbars per tile pair,
+    split 2 + 2 + 1 across computes (the later ones start at row offsets 32 and 64)."""
+    b = ProgramBuilder((1, 8, 7, 7), 5)
+    text = b.text(b.relu(b.conv("%x", 6, 3, stride=2, pad=1)))
+    x = np.random.default_rng(6).integers(-128, 128, (1, 8, 7, 7))
+    golden, shapes, _ = lower(text, x, packing, 16, 2, 3, 4, tmp_path)
+    assert np.any(golden != 0)
+    assert shapes == ([(8, 6)] * 9 if packing == "kernel" else [(16, 6)] * 4 + [(8, 6)])
+
+
+@pytest.mark.parametrize("packing", PACKINGS)
+def test_residual_network_validates(packing, tmp_path):
+    x = np.random.default_rng(2).integers(-128, 128, (1, 3, 8, 8))
+    golden, _, artifacts = lower(resnet_program(), x, packing, 8, 9, 6, 24, tmp_path)
+    assert golden.shape == (1, 5) and np.any(golden != 0)
+    assert {"lmv", "vvmax", "vavg", "send", "recv"} <= set(artifacts.instruction_counts())
+
+
+@pytest.mark.parametrize("build", [shufflenet_mobilenet, inception_densenet], ids=["depthwise-grouped", "flatten-gemm"])
+def test_real_network_ops_validate_with_im2col(build, tmp_path):
+    """Depthwise and grouped convolutions; a gemm on a flattened 2×2×20 image (a whole-image kernel:
+    its 4 positions × 20 channels unrolled into 80 rows of one crossbar)."""
+    model = onnx.ModelProto.FromString(build().SerializeToString())
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    calibration = np.random.default_rng(3).standard_normal((4, *shape[1:])).astype(np.float32)
+    reports = {}
+    for packing in PACKINGS:
+        compiled = compile_pim(model, calibration=calibration, out_dir=tmp_path / packing, packing=packing)
+        x = np.random.default_rng(8).standard_normal(shape).astype(np.float32)
+        compiled(x)
+        np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
+        reports[packing] = compiled.report()
+    kernel, im2col = reports["kernel"], reports["im2col"]
+    assert im2col["packing"] == "im2col" and im2col["crossbars_used"] < kernel["crossbars_used"]
+    assert im2col["cell_utilization"] > kernel["cell_utilization"]
+    assert im2col["instructions"] < kernel["instructions"]
+
+
+def test_patch_runs_merge_contiguous_pixels_and_padding():
+    # A 3x3 window at the top-left corner of a 4x4 image with 2 channels, padding 1: the first
+    # kernel row and column are padding; (1, 1)-(1, 2) and (2, 1)-(2, 2) are contiguous pixels.
+    pixels = [(y, x) for y in (-1, 0, 1) for x in (-1, 0, 1)]
+    runs = patch_runs(pixels, (4, 4), 2, (0, 18))
+    assert runs == [(0, 8, None), (8, 12, 0), (12, 14, None), (14, 18, 8)]
+    assert patch_runs(pixels, (4, 4), 2, (9, 13)) == [(9, 12, 1), (12, 13, None)]

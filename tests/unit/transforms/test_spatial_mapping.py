@@ -1,0 +1,131 @@
+"""`spatial-mapping`: replicas of the layers that bound the pipeline, on their own cores and their
+own bands of output rows, keep the result exact, split the work, and stay within the chip."""
+
+import numpy as np
+import onnx
+import pytest
+
+from cimxdsl.api import compile_pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.tools.cim_compile import main as cim_compile
+from cimxdsl.transforms.mapping import MappingProblem, genetic_mapping, greedy_mapping, place
+from cimxdsl.transforms.mapping.bands import band_bounds, window_input_rows
+from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
+from tests.unit.helpers import apply, parse
+from tests.unit.spatial_programs import ProgramBuilder, resnet_program
+from tests.unit.transforms.test_packing import lower_checked
+
+
+def two_layers() -> str:
+    """A dominant 3×3 convolution (4 -> 8 channels, 8×8, 9 crossbars of 16) feeding a 1×1 one."""
+    b = ProgramBuilder((1, 4, 8, 8), 3)
+    return b.text(b.conv(b.relu(b.conv("%x", 8, 3, pad=1)), 4, 1))
+
+
+def compile_mapped(text, x, strategy, cores, per_core, xbar, out_dir, packing="kernel", budget=5.0):
+    """The module and validated artifacts of the flow with `strategy`, every level checked."""
+    stages = [
+        f"cinm-to-spatial{{xbar-size={xbar} crossbars-per-compute={per_core} packing={packing}}}",
+        f"spatial-mapping{{strategy={strategy} cores={cores} crossbars-per-core={per_core} budget={budget}}}",
+        f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core}}}",
+        "pim-bufferize",
+        "pim-codegen",
+    ]
+    _, _, artifacts, module = lower_checked(text, x, stages, out_dir)
+    return module, artifacts
+
+
+def mvmuls(artifacts) -> list[int]:
+    return sorted((sum(i.name == "pim.mvmul" for i in core.instructions) for core in artifacts.cores), reverse=True)
+
+
+def test_doubling_the_dominant_layer_halves_its_cores_crossbar_reads(tmp_path):
+    x = np.random.default_rng(1).integers(-128, 128, (1, 4, 8, 8))
+    # 3 cores of 9 crossbars: room for a second copy of the 3×3 layer (9 + 9 + 1), not a third.
+    _, alone = compile_mapped(two_layers(), x, "none", 3, 9, 16, tmp_path / "none")
+    _, doubled = compile_mapped(two_layers(), x, "greedy", 3, 9, 16, tmp_path / "greedy")
+    # Unreplicated: (8·3 - 2)² = 484 reads of the 3×3 layer (padding skipped) on one core, 64 of
+    # the 1×1 one. Replicated, each copy does the 4 rows of its band: (4·3 - 1)·22 = 242.
+    assert mvmuls(alone) == [484, 64]
+    assert mvmuls(doubled) == [242, 242, 64]
+    assert sum(len(core.groups) for core in doubled.cores) == 19
+
+
+def test_replicas_stay_within_the_crossbar_budget_and_on_distinct_cores(tmp_path):
+    x = np.random.default_rng(2).integers(-128, 128, (1, 3, 8, 8))
+    module, artifacts = compile_mapped(resnet_program(), x, "greedy", 12, 24, 8, tmp_path)
+    assert all(len(core.groups) <= 24 for core in artifacts.cores) and len(artifacts.cores) <= 12
+    summary = next(op.attributes["spat.mapping"].data for op in module.walk() if "spat.mapping" in op.attributes)
+    assert "computes replicated" in summary and "(without replicas 576)" in summary
+
+
+@pytest.mark.parametrize("packing", ["kernel", "im2col"])
+def test_genetic_search_validates_exactly(packing, tmp_path):
+    x = np.random.default_rng(3).integers(-128, 128, (1, 3, 8, 8))
+    compile_mapped(resnet_program(), x, "ga", 8, 24, 8, tmp_path, packing=packing)
+
+
+def test_genetic_search_past_its_budget_returns_the_best_so_far_and_says_so():
+    problem = MappingProblem((900, 100, 50), (4, 2, 1), (8, 8, 8), cores=4, per_core=8)
+    mapping = genetic_mapping(problem, budget_s=0.0)
+    assert any("stopped at its time budget" in note for note in mapping.notes)
+    assert mapping.bottleneck <= greedy_mapping(problem).bottleneck
+    finished = genetic_mapping(problem, budget_s=60.0)
+    assert not finished.notes and finished.bottleneck <= mapping.bottleneck
+
+
+def test_greedy_balances_and_place_respects_cores_and_budget():
+    # 32 crossbars: the 900-cost compute (4 crossbars) gets the room; its replicas on distinct cores.
+    problem = MappingProblem((900, 100, 50), (4, 2, 1), (8, 8, 8), cores=4, per_core=8)
+    mapping = greedy_mapping(problem)
+    assert sum(w * r for w, r in zip(problem.crossbars, mapping.replicas)) <= 32
+    assert mapping.replicas[0] > 1 and len(set(mapping.cores[0])) == mapping.replicas[0]
+    assert mapping.bottleneck < 900
+    assert place(problem, [5, 1, 1]) is None  # 5 copies of 4 crossbars need 5 distinct cores of 4
+    assert place(problem, [9, 1, 1]) is None  # over the budget
+    # The genetic search's NumPy genes come back as Python ints (they size IR types).
+    assert all(type(r) is int for r in place(problem, np.array([2, 1, 1])).replicas)
+
+
+def test_bands_and_their_window_rows():
+    assert band_bounds(7, 3) == [(0, 2), (2, 4), (4, 7)]
+    geometry = FilterGeometry((3, 3), (2, 2), (1, 1, 1, 1))
+    # Output rows 0..1 of a stride-2 3×3 window with padding 1 read input rows -1..3: rows 0..3 and
+    # one row of top padding; output rows 2..3 read rows 3..7 of an 8-row image, no padding.
+    assert window_input_rows(geometry, (0, 2), 8) == ((0, 4), 1, 0)
+    assert window_input_rows(geometry, (2, 4), 8) == ((3, 8), 0, 0)
+    assert window_input_rows(geometry, (3, 4), 7) == ((5, 7), 0, 1)
+
+
+def test_replicated_compute_reads_its_band_with_extract_rows():
+    module = parse(two_layers())
+    apply(module, "cinm-to-spatial{xbar-size=16 crossbars-per-compute=9}")
+    apply(module, "spatial-mapping{strategy=greedy cores=3 crossbars-per-core=9}")
+    computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+    assert len(computes) == 3 and sorted(c.attributes["core"].value.data for c in computes) == [0, 1, 2]
+    rows = [op for op in module.walk() if isinstance(op, spat.ExtractRowsOp)]
+    assert [(r.offset.value.data, r.result.type.get_shape()[0]) for r in rows] == [(0, 5), (3, 5)]
+    concat = [op for op in module.walk() if isinstance(op, spat.ConcatOp) and op.axis.value.data == 0]
+    assert len(concat) == 1  # the 1×1 layer joins the two bands
+
+
+def test_cim_compile_rejects_a_negative_mapping_budget(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    onnx.save(shufflenet_mobilenet(), str(path))
+    with pytest.raises(SystemExit) as exit_info:
+        cim_compile([str(path), "--target", "pim", "--mapping", "ga", "--mapping-budget", "-1", "--random-inputs"])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "budget" in err[0]
+
+
+def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
+    model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
+    calibration = np.random.default_rng(3).standard_normal((4, 4, 8, 8)).astype(np.float32)
+    compiled = compile_pim(model, calibration=calibration, cores=6, out_dir=tmp_path, packing="im2col", mapping="greedy")
+    x = np.random.default_rng(9).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    compiled(x)
+    np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
+    report = compiled.report()
+    assert report["mapping"].startswith("greedy mapping on 6 cores") and report["cores_used"] <= 6
