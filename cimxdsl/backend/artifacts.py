@@ -160,7 +160,7 @@ def instruction_lines(instructions: Sequence[InstructionOp]) -> str:
     line, formatted from the packed stream (one template per op)."""
     if not instructions:
         return "[]\n"
-    return "[\n" + ",\n".join(InstructionStream.from_ops(instructions).json_objects()) + "\n]\n"
+    return "[\n" + InstructionStream.from_ops(instructions).json_lines() + "\n]\n"
 
 
 def memory_json(memory: MemoryLayout) -> dict[str, Any]:

@@ -936,16 +936,13 @@ class InstructionStream(Sequence[InstructionOp]):
         values = np.take_along_axis(self.fields, np.maximum(where, 0)[:, None], axis=1)[:, 0]
         return np.where(where >= 0, values, 0)
 
-    def json_objects(self) -> list[str]:
-        """Each instruction's `to_json` object as text (", " and ": " separators)."""
-        text = np.empty(len(self), object)
-        for code in np.unique(self.opcodes).tolist():
-            cls = BY_OPCODE[code]
-            rows = np.flatnonzero(self.opcodes == code)
-            template = json_template(cls)
-            values = self.fields[rows, : len(cls.FIELDS)].tolist()
-            text[rows] = [template % tuple(v) for v in values] if cls.FIELDS else [template] * len(rows)
-        return text.tolist()
+    def json_lines(self) -> str:
+        """The instructions' `to_json` objects (", " and ": " separators), one per line, formatted
+        in one call: the ops' templates joined, filled with their fields in order."""
+        templates = np.array([json_template(BY_OPCODE.get(c, NopOp)) for c in range(max(BY_OPCODE) + 1)], object)
+        counts = np.array([len(BY_OPCODE[c].FIELDS) if c in BY_OPCODE else 0 for c in range(len(templates))])
+        used = np.arange(MAX_FIELDS) < counts[self.opcodes][:, None]
+        return ",\n".join(templates[self.opcodes].tolist()) % tuple(self.fields[used].tolist())
 
 
 Pim = Dialect(

@@ -115,9 +115,10 @@ class Registers:
     pair_low: int | None = None
 
     def load(self, value: int) -> int:
-        if value in self.held:
+        register = self.held.get(value)
+        if register is not None:
             self.held.move_to_end(value)
-            return self.held[value]
+            return register
         if len(self.held) < GENERAL_REGISTERS:
             register = len(self.held)
         else:
@@ -284,36 +285,34 @@ class CoreCodegen:
         self.emit(pim.StOp, pair, rs1, op.size.value.data * self.bytes)
 
     def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
-        geometry = op.geometry()
         in_shape, out_shape = shape_of(op.input), shape_of(op.output)
         if len(in_shape) == 2:
             in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
-        height, width, in_channels = in_shape
-        out_h, out_w, out_channels = out_shape
-        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
-        positions = [
-            (k, ky, kx, op.weight_index_list()[k])
-            for k, ky, kx in geometry.kernel_positions()
-            if op.weight_index_list()[k] >= 0
-        ]
-        pixel_in, pixel_out = in_channels * self.bytes, out_channels * self.bytes
-        for oy in range(out_h):
-            for ox in range(out_w):
-                target = output + (oy * out_w + ox) * pixel_out
-                first = True
-                for _, ky, kx, group in positions:
-                    iy, ix = geometry.input_pixel(oy, ox, ky, kx)
-                    if not (0 <= iy < height and 0 <= ix < width):
-                        continue  # weight skipping: this position only meets padding here
-                    source = image + (iy * width + ix) * pixel_in
-                    if first:
-                        self.mvmul(target, source, group)
-                        first = False
-                    else:
-                        self.mvmul(accumulator, source, group)
-                        self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
+        out_channels = out_shape[2]
+        output, accumulator = self.address(op.output), self.address(op.accumulator)
+        sources, groups = filter_sources(op, in_shape, out_shape, self.address(op.input), self.bytes)
+        load, touch, extend = self.registers.load, self.registers.held.move_to_end, self.code.extend
+        mvmul, vvadd, mbiw = pim.MvmulOp.OPCODE, pim.VvaddOp.OPCODE, self.mbiw
+        pixel_out = out_channels * self.bytes
+        for pixel, row in enumerate(sources.tolist()):
+            target = output + pixel * pixel_out
+            first = True
+            for source, group in zip(row, groups):
+                if source < 0:
+                    continue  # weight skipping: this position only meets padding here
                 if first:
-                    self.fill(target, 0, out_channels)
+                    rd = load(target)
+                    extend((mvmul, rd, load(source), mbiw, 0, group, 0))
+                    first = False
+                else:
+                    accumulate = load(accumulator)
+                    extend((mvmul, accumulate, load(source), mbiw, 0, group, 0))
+                    rd = load(target)  # target and accumulator stay the newest registers: both hits below
+                    touch(target)
+                    touch(accumulator)
+                    extend((vvadd, rd, rd, accumulate, out_channels, 0, 0))
+            if first:
+                self.fill(target, 0, out_channels)
 
     def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
         lhs, rhs = op.operands[0], op.operands[1]
@@ -389,6 +388,26 @@ class CoreCodegen:
         sender, _ = self.peers[op.channel]
         register = self.registers.load(self.allocate(op.result))
         self.emit(pim.RecvOp, register, sender, num_elements(shape_of(op.result)) * self.bytes)
+
+
+def filter_sources(
+    op: pim.ApplyFiltersOp, in_shape: tuple[int, ...], out_shape: tuple[int, ...], image: int, element_bytes: int
+) -> tuple[np.ndarray, list[int]]:
+    """For every output pixel (row-major) and every kernel position holding a crossbar, the local
+    address of the input pixel it multiplies (-1 where it falls on padding), and each position's
+    crossbar."""
+    geometry = op.geometry()
+    height, width, in_channels = in_shape
+    out_h, out_w = out_shape[:2]
+    indices = op.weight_index_list()
+    positions = [(ky, kx, indices[k]) for k, ky, kx in geometry.kernel_positions() if indices[k] >= 0]
+    (sh, sw), (pt, pl, _, _), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
+    oy, ox = np.meshgrid(np.arange(out_h), np.arange(out_w), indexing="ij")
+    ky, kx = (np.array([p[i] for p in positions], np.int64).reshape(1, 1, -1) for i in (0, 1))
+    iy, ix = oy[..., None] * sh - pt + ky * dh, ox[..., None] * sw - pl + kx * dw
+    inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+    sources = np.where(inside, image + (iy * width + ix) * in_channels * element_bytes, -1)
+    return sources.reshape(out_h * out_w, len(positions)), [p[2] for p in positions]
 
 
 # ----------------------------------------------------------------------------------------------
