@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -12,13 +13,21 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
 from cimxdsl.backend.emit import artifacts_of_code
+from cimxdsl.backend.performance import estimate
+from cimxdsl.device.chip import ChipConfig
+from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim_pipeline import pim_passes
-from cimxdsl.transforms.spatial_to_pim import pim_geometry
+from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
 def count_ops(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
+
+
+def spatial_crossbars(module: ModuleOp) -> int:
+    """Crossbars the `spat.compute`s of the module hold."""
+    return sum(len(op.weights) for op in module.walk() if isinstance(op, spat.ComputeOp))
 
 
 def generate_artifacts(module: ModuleOp) -> Artifacts:
@@ -37,19 +46,31 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
+    chip: ChipConfig | None = None,
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
-    on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
-    instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
-    per stage. Raises `PassFailedException` with a
-    one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
+    on `cores` cores (`0`: as many as the program needs; `None`: the `chip`'s when the program's
+    crossbars fit them, else as many as it needs; without a chip, the device's) and report:
+    instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time
+    per stage and, with a `chip`, the performance estimate (`performance`). Raises
+    `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it
+    needs more crossbars than given)."""
     ctx = Context()
-    passes = pim_passes(xbar_size, cores, crossbars_per_core, device)
-    cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
+    automatic = cores is None and chip is not None
+    if chip is not None and crossbars_per_core is None:
+        crossbars_per_core = chip.xbar_array_count
+    passes = pim_passes(xbar_size, 0 if automatic else cores, crossbars_per_core, device)
+    cores_given, per_core = pim_geometry(device, 0 if automatic else cores, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}
+    crossbars_needed = 0
     start = time.perf_counter()
-    for p in passes[:-1]:
+    for index, p in enumerate(passes[:-1]):
+        if isinstance(p, SpatialToPimPass):
+            crossbars_needed = spatial_crossbars(module)
+            if automatic and chip is not None and crossbars_needed <= chip.core_cnt * per_core:
+                cores_given = chip.core_cnt
+                p = passes[index] = dataclasses.replace(p, cores=cores_given)
         begin = time.perf_counter()
         p.apply(ctx, module)
         times[p.name] = time.perf_counter() - begin
@@ -65,6 +86,10 @@ def compile_to_pim(
         write_artifacts(out_dir, artifacts)
         times["write-artifacts"] = time.perf_counter() - begin
     times["total"] = time.perf_counter() - start
+    performance = None
+    if chip is not None:
+        begin = time.perf_counter()
+        performance = estimate(artifacts, chip).as_dict() | {"estimate_s": time.perf_counter() - begin}
     crossbars = [len(core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
@@ -86,4 +111,7 @@ def compile_to_pim(
         "ir_ops": ir_ops,
         "compile_time_s": times,
         "out_dir": str(out_dir) if out_dir is not None else None,
+        "crossbars_needed": crossbars_needed,
+        "chip": chip.name if chip is not None else None,
+        "performance": performance,
     }
