@@ -6,7 +6,11 @@ model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
         [--size 224] [--width 64] [--mode int8|exact]
-    python benchmarks/compile_time.py resnet18 --target pim [--cores 256]
+    python benchmarks/compile_time.py resnet18 --target pim [--cores N] [--chip pimcomp]
+
+With `--target pim` it also prints the performance estimate on the chip (latency per image,
+pipelined throughput, bottleneck, energy) and the estimate's own time; without `--cores` the
+compiler takes the chip's cores when the model fits them.
 """
 
 import argparse
@@ -50,7 +54,8 @@ def main() -> None:
     parser.add_argument("--mode", default="exact", choices=["exact", "int8"])
     parser.add_argument("--device", default="ideal")
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
-    parser.add_argument("--cores", type=int, default=256, help="PIM cores offered (the program uses what it needs)")
+    parser.add_argument("--cores", type=int, help="PIM cores offered (default: the chip's if the model fits)")
+    parser.add_argument("--chip", default="pimcomp", help="PIM chip preset or file of the performance estimate")
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
@@ -80,15 +85,21 @@ def light_names() -> list[str]:
 
 def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     with tempfile.TemporaryDirectory(prefix="cimxdsl-bench-") as out:
-        start = time.perf_counter()
-        report = cimxdsl.api.compile_pim(model, args.device, calibration, cores=args.cores, out_dir=out).report()
-        total = time.perf_counter() - start
+        start, cpu = time.perf_counter(), time.process_time()
+        report = cimxdsl.api.compile_pim(
+            model, args.device, calibration, cores=args.cores, out_dir=out, chip=args.chip
+        ).report()
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
     stages = ", ".join(
         f"{stage} {seconds:.1f}" for stage, seconds in report["compile_time_s"].items() if stage != "total"
     )
+    p = report["performance"]
     print(
-        f"{name} (pim): {total:.1f} s total ({stages}); {report['crossbars_used']} crossbars on"
-        f" {report['cores_used']} cores, {report['instructions']} instructions; peak memory {peak_memory_mib():.0f} MiB"
+        f"{name} (pim): {total:.1f} s total, {cpu:.1f} s CPU ({stages}); {report['crossbars_used']} crossbars on"
+        f" {report['cores_used']} cores, {report['instructions']} instructions; peak memory {peak_memory_mib():.0f} MiB\n"
+        f"  estimate on chip '{p['chip']}' ({p['estimate_s']:.2f} s): latency {p['latency_ns'] / 1e6:.4g} ms per image,"
+        f" pipelined throughput {p['throughput']:.4g} images/s, bottleneck {p['bottleneck']},"
+        f" energy {p['energy_pj']['total'] / 1e6:.4g} uJ per image"
     )
 
 

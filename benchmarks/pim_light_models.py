@@ -6,6 +6,9 @@ The light models hold every weight as `ConstantOfShape(shape)`; `light_model` re
 random initializers (He-scaled, seeded) so the layers compute something non-trivial.
 
     python -m benchmarks.pim_light_models [names...] [--crossbars-per-core N] [--size S] [--no-validate]
+        [--chip pimcomp]
+
+Each row also has the performance estimate on the chip: pipelined throughput, latency, bottleneck.
 """
 
 from __future__ import annotations
@@ -67,9 +70,12 @@ def light_model(name: str, seed: int = 0, size: int | None = None) -> onnx.Model
     return model
 
 
-def run(name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None) -> dict:
+def run(
+    name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None, chip: str = "pimcomp"
+) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.backend.pipeline import compile_to_pim
+    from cimxdsl.device.chip import load_chip_config
     from cimxdsl.frontend.integer import import_integer
     from cimxdsl.interpreters import run as interpret
 
@@ -85,9 +91,13 @@ def run(name: str, crossbars_per_core: int, validate_artifacts: bool, size: int 
         row["import_s"] = time.perf_counter() - start
         with tempfile.TemporaryDirectory() as out:
             begin = time.perf_counter()
-            report = compile_to_pim(program.module.clone(), 0, crossbars_per_core, out_dir=out)
+            report = compile_to_pim(
+                program.module.clone(), 0, crossbars_per_core, out_dir=out, chip=load_chip_config(chip)
+            )
             row["compile_s"] = time.perf_counter() - begin
             row |= {k: report[k] for k in ("cores_used", "crossbars_used", "instructions")}
+            p = report["performance"]
+            row |= {"images_per_s": p["throughput"], "latency_ms": p["latency_ns"] / 1e6, "bottleneck": p["bottleneck"]}
             if validate_artifacts:
                 (q,) = program.quantize([x])
                 (golden,) = interpret(program.module, [q], "ideal").outputs
@@ -105,9 +115,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--crossbars-per-core", type=int, default=64)
     parser.add_argument("--no-validate", action="store_true")
     parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
+    parser.add_argument("--chip", default="pimcomp", help="the chip of the performance estimate (preset or file)")
     options = parser.parse_args(argv)
     for name in options.names:
-        print(run(name, options.crossbars_per_core, not options.no_validate, options.size), flush=True)
+        print(run(name, options.crossbars_per_core, not options.no_validate, options.size, options.chip), flush=True)
 
 
 if __name__ == "__main__":
