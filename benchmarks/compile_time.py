@@ -29,7 +29,6 @@ import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
 
-
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""
 
@@ -96,7 +95,8 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     p = report["performance"]
     print(
         f"{name} (pim): {total:.1f} s total, {cpu:.1f} s CPU ({stages}); {report['crossbars_used']} crossbars on"
-        f" {report['cores_used']} cores, {report['instructions']} instructions; peak memory {peak_memory_mib():.0f} MiB\n"
+        f" {report['cores_used']} cores, {report['instructions']} instructions;"
+        f" peak memory {peak_memory_mib():.0f} MiB\n"
         f"  estimate on chip '{p['chip']}' ({p['estimate_s']:.2f} s): latency {p['latency_ns'] / 1e6:.4g} ms per image,"
         f" pipelined throughput {p['throughput']:.4g} images/s, bottleneck {p['bottleneck']},"
         f" energy {p['energy_pj']['total'] / 1e6:.4g} uJ per image"

@@ -48,7 +48,8 @@ def compile_to_pim(
     device: str = "",
     chip: ChipConfig | None = None,
 ) -> dict[str, Any]:
-    """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
+    """Lower `module` (linalg or cinm level, in place, up to `pim-bufferize`; the cores' code stays in
+    the artifacts, packed, rather than becoming IR ops) to pimsim-nn artifacts in `out_dir` (if given)
     on `cores` cores (`0`: as many as the program needs; `None`: the `chip`'s when the program's
     crossbars fit them, else as many as it needs; without a chip, the device's) and report:
     instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time

@@ -23,9 +23,11 @@ holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "
 (pimsim-nn's `offset_select` decoding tests the value, not the select bits) and `mvmul` has `mbiw`
 = the weights' bit width (at least 8; pimsim-nn divides by it).
 
-The core bodies are replaced by their instruction ops; every global buffer gets its byte address
-(`pim.address`) and every core the local memory it uses (`pim.local_bytes`). The artifact
-directory is written from this IR by `cimxdsl.backend` (`write_program`).
+`generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
+gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
+by their instruction ops and records each core's local memory (`pim.local_bytes`); the artifact
+directory is written from this IR by `cimxdsl.backend` (`write_program`), or straight from the
+packed streams by `compile_to_pim`, which never builds the ops.
 """
 
 from __future__ import annotations

@@ -44,7 +44,9 @@ def artifacts(programs: dict[int, list[dict]], crossbars: dict[int, int] | None 
     groups = crossbars or {}
     return Artifacts(
         [
-            CoreProgram(core, [InstructionOp.from_json(obj) for obj in stream], [ArrayGroup(WEIGHTS)] * groups.get(core, 0))
+            CoreProgram(
+                core, [InstructionOp.from_json(obj) for obj in stream], [ArrayGroup(WEIGHTS)] * groups.get(core, 0)
+            )
             for core, stream in programs.items()
         ],
         MemoryLayout(4, 0),

@@ -3,6 +3,7 @@ through the PIM flow with no core count: the integer program stays close to onnx
 artifacts, executed instruction by instruction, give exactly the integer program's result."""
 
 import json
+
 import numpy as np
 import onnx
 import onnxruntime
