@@ -65,6 +65,8 @@ COMPONENTS = ("crossbar", "vector", "local_memory", "global_memory", "noc", "sta
 
 @dataclass
 class PerformanceEstimate:
+    """Times in ns per image, energy in pJ per image by component (and `total`)."""
+
     chip: str
     latency_ns: float
     """One image, alone on the chip: when the last core ends."""
@@ -112,6 +114,8 @@ def hops(chip: ChipConfig, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarr
 
 @dataclass
 class CoreCosts:
+    """One core's instruction latencies, synchronisation points, global memory time and energy."""
+
     latency: np.ndarray
     """ns per instruction (a send/recv: its transfer, once both sides are there)."""
     sync: np.ndarray
@@ -123,6 +127,7 @@ class CoreCosts:
 
 
 def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
+    """Each instruction's latency and energy on `chip`, by unit, for the whole stream at once."""
     stream = pim.InstructionStream.from_ops(program.instructions)
     op = stream.opcodes
     period = chip.period
