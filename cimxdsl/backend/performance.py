@@ -234,7 +234,9 @@ def rendezvous(costs: list[CoreCosts], ids: list[int]) -> list[float]:
         raise PerformanceError(
             f"cores {', '.join(map(str, stuck))} wait at a send/recv no core matches (the program deadlocks)"
         )
-    return [clock[i] + ends[i][-1] - (ends[i][c.sync[-1] + 1] if len(c.sync) else 0.0) for i, c in enumerate(costs)]
+    return [
+        float(clock[i] + ends[i][-1] - (ends[i][c.sync[-1] + 1] if len(c.sync) else 0.0)) for i, c in enumerate(costs)
+    ]
 
 
 def estimate(artifacts: Artifacts, chip: ChipConfig) -> PerformanceEstimate:
