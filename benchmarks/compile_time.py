@@ -59,7 +59,9 @@ def main() -> None:
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
         model = model_named(name, args.size, args.width)
-        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        weights = {init.name for init in model.graph.initializer}
+        image = next(i for i in model.graph.input if i.name not in weights)  # light models list weights too
+        shape = [d.dim_value or 1 for d in image.type.tensor_type.shape.dim]
         calibration = np.random.default_rng(0).normal(size=(2, *shape[1:])).astype(np.float32)
         if args.target == "pim":
             compile_pim(name, model, calibration, args)
