@@ -6,8 +6,12 @@ model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
         [--size 224] [--width 64] [--mode int8|exact]
-    python benchmarks/compile_time.py resnet18 --target pim [--cores 256] [--packing kernel|im2col]
+    python benchmarks/compile_time.py resnet18 --target pim [--cores N] [--chip pimcomp] [--packing kernel|im2col]
         [--mapping none|greedy|ga] [--crossbars-per-core N]
+
+With `--target pim` it also prints the performance estimate on the chip (latency per image,
+pipelined throughput, bottleneck, energy) and the estimate's own time; without `--cores` the
+compiler takes the chip's cores when the model fits them.
 """
 
 import argparse
@@ -25,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
-
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""
@@ -51,15 +54,18 @@ def main() -> None:
     parser.add_argument("--mode", default="exact", choices=["exact", "int8"])
     parser.add_argument("--device", default="ideal")
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
-    parser.add_argument("--cores", type=int, default=256, help="PIM cores offered (the program uses what it needs)")
-    parser.add_argument("--crossbars-per-core", type=int, help="PIM crossbars per core (default: the device's)")
+    parser.add_argument("--cores", type=int, help="PIM cores offered (default: the chip's if the model fits)")
+    parser.add_argument("--crossbars-per-core", type=int, help="PIM crossbars per core (default: the chip's)")
+    parser.add_argument("--chip", default="pimcomp", help="PIM chip preset or file of the performance estimate")
     parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
     parser.add_argument("--mapping", default="none", choices=["none", "greedy", "ga"])
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
         model = model_named(name, args.size, args.width)
-        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        weights = {init.name for init in model.graph.initializer}
+        image = next(i for i in model.graph.input if i.name not in weights)  # light models list weights too
+        shape = [d.dim_value or 1 for d in image.type.tensor_type.shape.dim]
         calibration = np.random.default_rng(0).normal(size=(2, *shape[1:])).astype(np.float32)
         if args.target == "pim":
             compile_pim(name, model, calibration, args)
@@ -84,7 +90,7 @@ def light_names() -> list[str]:
 
 def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     with tempfile.TemporaryDirectory(prefix="cimxdsl-bench-") as out:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         report = cimxdsl.api.compile_pim(
             model,
             args.device,
@@ -94,16 +100,21 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
             out_dir=out,
             packing=args.packing,
             mapping=args.mapping,
+            chip=args.chip,
         ).report()
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
     stages = ", ".join(
         f"{stage} {seconds:.1f}" for stage, seconds in report["compile_time_s"].items() if stage != "total"
     )
+    p = report["performance"]
     print(
-        f"{name} (pim, {args.packing} packing): {total:.1f} s total ({stages}); {report['crossbars_used']} crossbars"
-        f" ({report['cell_utilization']:.1%} of their cells used) on {report['cores_used']} cores,"
-        f" {report['instructions']} instructions, busiest core {max(report['instructions_per_core'])};"
-        f" peak memory {peak_memory_mib():.0f} MiB"
+        f"{name} (pim, {args.packing} packing): {total:.1f} s total, {cpu:.1f} s CPU ({stages});"
+        f" {report['crossbars_used']} crossbars ({report['cell_utilization']:.1%} of their cells used) on"
+        f" {report['cores_used']} cores, {report['instructions']} instructions, busiest core"
+        f" {max(report['instructions_per_core'])}; peak memory {peak_memory_mib():.0f} MiB\n"
+        f"  estimate on chip '{p['chip']}' ({p['estimate_s']:.2f} s): latency {p['latency_ns'] / 1e6:.4g} ms per image,"
+        f" pipelined throughput {p['throughput']:.4g} images/s, bottleneck {p['bottleneck']},"
+        f" energy {p['energy_pj']['total'] / 1e6:.4g} uJ per image"
     )
     if report["mapping"] != "none":
         print(f"  mapping: {report['mapping']}")

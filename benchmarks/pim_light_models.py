@@ -6,6 +6,9 @@ The light models hold every weight as `ConstantOfShape(shape)`; `light_model` re
 random initializers (He-scaled, seeded) so the layers compute something non-trivial.
 
     python -m benchmarks.pim_light_models [names...] [--crossbars-per-core N] [--size S] [--no-validate]
+        [--chip pimcomp]
+
+Each row also has the performance estimate on the chip: pipelined throughput, latency, bottleneck.
 """
 
 from __future__ import annotations
@@ -68,10 +71,16 @@ def light_model(name: str, seed: int = 0, size: int | None = None) -> onnx.Model
 
 
 def run(
-    name: str, crossbars_per_core: int, validate_artifacts: bool, size: int | None = None, packing: str = "kernel"
+    name: str,
+    crossbars_per_core: int,
+    validate_artifacts: bool,
+    size: int | None = None,
+    packing: str = "kernel",
+    chip: str = "pimcomp",
 ) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.backend.pipeline import compile_to_pim
+    from cimxdsl.device.chip import load_chip_config
     from cimxdsl.frontend.integer import import_integer
     from cimxdsl.interpreters import run as interpret
 
@@ -87,9 +96,13 @@ def run(
         row["import_s"] = time.perf_counter() - start
         with tempfile.TemporaryDirectory() as out:
             begin = time.perf_counter()
-            report = compile_to_pim(program.module.clone(), 0, crossbars_per_core, out_dir=out, packing=packing)
+            report = compile_to_pim(
+                program.module.clone(), 0, crossbars_per_core, out_dir=out, packing=packing, chip=load_chip_config(chip)
+            )
             row["compile_s"] = time.perf_counter() - begin
             row |= {k: report[k] for k in ("cores_used", "crossbars_used", "cell_utilization", "instructions")}
+            p = report["performance"]
+            row |= {"images_per_s": p["throughput"], "latency_ms": p["latency_ns"] / 1e6, "bottleneck": p["bottleneck"]}
             if validate_artifacts:
                 (q,) = program.quantize([x])
                 (golden,) = interpret(program.module, [q], "ideal").outputs
@@ -108,9 +121,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-validate", action="store_true")
     parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
     parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
+    parser.add_argument("--chip", default="pimcomp", help="the chip of the performance estimate (preset or file)")
     options = parser.parse_args(argv)
     for name in options.names:
-        print(run(name, options.crossbars_per_core, not options.no_validate, options.size, options.packing), flush=True)
+        row = run(name, options.crossbars_per_core, not options.no_validate, options.size, options.packing, options.chip)
+        print(row, flush=True)
 
 
 if __name__ == "__main__":

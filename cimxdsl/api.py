@@ -26,7 +26,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
+from cimxdsl.backend.performance import PerformanceError
 from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
@@ -296,16 +298,24 @@ def compile_pim(
     packing: str = "kernel",
     mapping: str = "none",
     mapping_budget: float = 10.0,
+    chip: str | Path | ChipConfig = "pimcomp",
 ) -> PimModel:
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
-    instructions for a device's cores and crossbars (`packing`: `kernel` or `im2col`, see
-    `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget` seconds, see
-    `spatial-mapping`)."""
+    instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
+    file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
+    chip's when the model fits them, else as many cores as the model needs (`packing`: `kernel` or
+    `im2col`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    seconds, see `spatial-mapping`). The report includes the chip's performance estimate
+    (`performance`)."""
     import tempfile
 
     from cimxdsl.backend.pipeline import compile_to_pim
 
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
+    try:
+        chip_config = load_chip_config(chip)
+    except ChipConfigError as e:
+        raise CompileError(str(e)) from None
     notes: list[str] = []
     onnx_model = load_model(model)
     unsupported = pim_unsupported(onnx_model)
@@ -318,23 +328,41 @@ def compile_pim(
     try:
         report = compile_to_pim(
             program.module.clone(),
-            cores=cores if cores is not None else 0,  # no core count given: as many as the model needs
-            crossbars_per_core=crossbars_per_core or config.crossbars_per_core,
+            cores=cores,
+            crossbars_per_core=crossbars_per_core,
             xbar_size=config.rows,
             out_dir=directory,
             packing=packing,
             mapping=mapping,
             mapping_budget=mapping_budget,
+            chip=chip_config,
         )
-    except PassFailedException as e:
+    except (PassFailedException, PerformanceError) as e:
         raise CompileError(str(e)) from None
     report["compile_time_s"] = {"import and calibrate": import_seconds, **report["compile_time_s"]}
-    if report["cores_as_needed"]:
-        notes.append(
-            f"no core count given: using as many cores as the model needs ({report['crossbars_per_core']} crossbars each)"
-        )
+    notes += chip_notes(report, chip_config, cores)
     report["notes"] = notes
     return PimModel(program, directory, report)
+
+
+def chip_notes(report: dict, chip: ChipConfig, cores: int | None) -> list[str]:
+    """Which cores the compiler chose, and when the estimate goes beyond the chip."""
+    per_core, needed = report["crossbars_per_core"], report["crossbars_needed"]
+    notes = []
+    if cores is None and report["cores_as_needed"]:
+        notes.append(
+            f"no core count given: the model needs {needed} crossbars, more than chip '{chip.name}' holds "
+            f"({chip.core_cnt} cores x {per_core}): using as many cores as the model needs "
+            f"({report['cores']} cores of {per_core} crossbars)"
+        )
+    elif cores is None:
+        notes.append(f"no core count given: using chip '{chip.name}' ({chip.core_cnt} cores x {per_core} crossbars)")
+    if report["cores_used"] > chip.core_cnt:
+        notes.append(
+            f"the performance estimate gives all {report['cores_used']} cores the figures of chip "
+            f"'{chip.name}', which has {chip.core_cnt}"
+        )
+    return notes
 
 
 def compile(
@@ -352,18 +380,20 @@ def compile(
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
     placement: str = "host",
+    chip: str | Path | ChipConfig | None = None,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
-    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`)."""
+    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`, `chip`)."""
     if target == "pim":
-        return compile_pim(to_onnx(model, example_input), device, calibration, cores, crossbars_per_core, out_dir)
+        model = to_onnx(model, example_input)
+        return compile_pim(model, device, calibration, cores, crossbars_per_core, out_dir, chip=chip or "pimcomp")
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
-    if (cores, crossbars_per_core, out_dir) != (None, None, None):
-        raise CompileError("cores, crossbars_per_core and out_dir are options of target 'pim'")
+    if (cores, crossbars_per_core, out_dir, chip) != (None, None, None, None):
+        raise CompileError("cores, crossbars_per_core, out_dir and chip are options of target 'pim'")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
     if placement not in PLACEMENTS:

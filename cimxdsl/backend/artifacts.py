@@ -35,9 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from cimxdsl.dialects.pim import InstructionJsonError, InstructionOp, MvmulOp, RecvOp, SendOp, SetbwOp, SyncOp
+from cimxdsl.dialects.pim import (
+    InstructionJsonError,
+    InstructionOp,
+    InstructionStream,
+    MvmulOp,
+    RecvOp,
+    SendOp,
+    SetbwOp,
+    SyncOp,
+)
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, core_file
-from cimxdsl.transforms.pim_codegen import cyclic_collector_paused
 
 CONFIG = "config.json"
 MEMORY = "memory.json"
@@ -97,8 +105,10 @@ class Artifacts:
     memory: MemoryLayout
 
     def instruction_counts(self) -> dict[str, int]:
-        counts = Counter(type(op) for core in self.cores for op in core.instructions)
-        return dict(sorted((cls.mnemonic(), n) for cls, n in counts.items()))
+        counts = Counter[str]()
+        for core in self.cores:
+            counts += InstructionStream.from_ops(core.instructions).counts()
+        return dict(sorted(counts.items()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,15 +156,11 @@ def matrix_json(matrix: np.ndarray) -> str:
 
 
 def instruction_lines(instructions: Sequence[InstructionOp]) -> str:
-    """A JSON list of the instructions' objects (`to_json`), one per line. Encoded in one call (the
-    per-object calls dominated writing millions of instructions), then split: an instruction's
-    values are numbers, strings and the flat `offset` object, so "}, {" occurs only between two
-    instructions."""
+    """A JSON list of the instructions' objects (`to_json`, ", " and ": " separators), one per
+    line, formatted from the packed stream (one template per op)."""
     if not instructions:
         return "[]\n"
-    with cyclic_collector_paused():
-        text = json.dumps([op.to_json() for op in instructions], separators=(", ", ": "))
-    return "[\n" + text[1:-1].replace("}, {", "},\n{") + "\n]\n"
+    return "[\n" + InstructionStream.from_ops(instructions).json_lines() + "\n]\n"
 
 
 def memory_json(memory: MemoryLayout) -> dict[str, Any]:

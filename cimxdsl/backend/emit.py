@@ -19,6 +19,7 @@ from cimxdsl.backend.artifacts import ArrayGroup, ArtifactError, Artifacts, Core
 from cimxdsl.backend.memory import LayoutError, describe_memory
 from cimxdsl.dialects import pim
 from cimxdsl.dialects.utils import dense_array, num_elements
+from cimxdsl.transforms.pim_codegen import CoreCode
 
 
 def program_function(module: ModuleOp) -> func.FuncOp:
@@ -45,14 +46,14 @@ def crossbar_group(value: SSAValue) -> ArrayGroup:
     return ArrayGroup(dense_array(owner.value).astype(np.int64), origin.data if isinstance(origin, StringAttr) else "")
 
 
-def core_program(core: pim.CoreOp) -> CoreProgram:
-    local = core.attributes.get(pim.LOCAL_BYTES)
-    return CoreProgram(
-        core.get_core_id(),
-        [op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)],
-        [crossbar_group(w) for w in core.weights],
-        local.value.data if isinstance(local, IntegerAttr) else 0,
-    )
+def core_program(core: pim.CoreOp, stream: pim.InstructionStream | None = None, local_bytes: int | None = None):
+    """The program of an instruction-level core, or of a core whose code is `stream`."""
+    if stream is None:
+        stream = pim.InstructionStream.from_ops([op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)])
+    if local_bytes is None:
+        local = core.attributes.get(pim.LOCAL_BYTES)
+        local_bytes = local.value.data if isinstance(local, IntegerAttr) else 0
+    return CoreProgram(core.get_core_id(), stream, [crossbar_group(w) for w in core.weights], local_bytes)
 
 
 def placed_buffers(function: func.FuncOp, element_bytes: int) -> tuple[list[tuple[str, SSAValue, int]], int]:
@@ -80,9 +81,20 @@ def artifacts_of(module: ModuleOp) -> Artifacts:
     """The artifacts of the module's instruction-level program."""
     function = program_function(module)
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
-    programs = [core_program(core) for core in cores]
-    setbw = next((op for p in programs for op in p.instructions[:1] if isinstance(op, pim.SetbwOp)), None)
-    element_bytes = setbw.field("obiw") // 8 if setbw is not None else 4
+    return assemble(function, [core_program(core) for core in cores])
+
+
+def artifacts_of_code(function: func.FuncOp, codes: list[CoreCode]) -> Artifacts:
+    """The artifacts of `pim-codegen`'s code for `function` (`generate`), without instruction ops."""
+    return assemble(function, [core_program(c.core, c.stream, c.local_bytes) for c in codes])
+
+
+def assemble(function: func.FuncOp, programs: list[CoreProgram]) -> Artifacts:
+    """The artifacts of `function`'s core programs: its global buffers and their memory layout."""
+    setbw = next((p.instructions for p in programs if len(p.instructions)), None)
+    element_bytes = 4
+    if setbw is not None and setbw.opcodes[0] == pim.SetbwOp.OPCODE:
+        element_bytes = int(setbw.fields[0, pim.SetbwOp.FIELDS.index("obiw")]) // 8
     named, size = placed_buffers(function, element_bytes)
     try:
         memory = describe_memory(function, named, element_bytes, size)

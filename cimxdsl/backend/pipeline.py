@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -10,15 +11,33 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.backend.artifacts import ArtifactError, write_artifacts
-from cimxdsl.backend.emit import artifacts_of
+from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
+from cimxdsl.backend.emit import artifacts_of_code
+from cimxdsl.backend.performance import estimate
+from cimxdsl.device.chip import ChipConfig
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim_pipeline import pim_passes
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
-from cimxdsl.transforms.spatial_to_pim import pim_geometry
+from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
 def count_ops(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
+
+
+def spatial_crossbars(module: ModuleOp) -> int:
+    """Crossbars the `spat.compute`s of the module hold."""
+    return sum(len(op.weights) for op in module.walk() if isinstance(op, spat.ComputeOp))
+
+
+def generate_artifacts(module: ModuleOp) -> Artifacts:
+    """`pim-codegen`'s code for the module's cores, as artifacts: the instruction streams stay
+    packed (`InstructionStream`) instead of becoming millions of IR ops nobody reads here."""
+    functions = functions_with_cores(module)
+    if len(functions) != 1:
+        raise ArtifactError(f"expected one function with cores to generate code for, found {len(functions)}")
+    return artifacts_of_code(functions[0], generate(functions[0]))
 
 
 def compile_to_pim(
@@ -31,21 +50,40 @@ def compile_to_pim(
     packing: str = "kernel",
     mapping: str = "none",
     mapping_budget: float = 10.0,
+    chip: ChipConfig | None = None,
 ) -> dict[str, Any]:
-    """Lower `module` (linalg or cinm level, in place) to pimsim-nn artifacts in `out_dir` (if given)
-    on `cores` cores (`0`: as many as the program needs; `None`: the device's) and report:
-    instruction counts per op type, core and crossbar utilization, memory, IR sizes and compile time
-    per stage; `packing` is `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within
-    `mapping_budget` seconds) `spatial-mapping`'s strategy. Raises `PassFailedException` with a
-    one-line message when the program cannot be compiled (e.g. it needs more crossbars than given)."""
+    """Lower `module` (linalg or cinm level, in place, up to `pim-bufferize`; the cores' code stays in
+    the artifacts, packed, rather than becoming IR ops) to pimsim-nn artifacts in `out_dir` (if given)
+    on `cores` cores (`0`: as many as the program needs; `None`: the `chip`'s when the program's
+    crossbars fit them, else as many as it needs; without a chip, the device's) and report:
+    instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time
+    per stage and, with a `chip`, the performance estimate (`performance`); `packing` is
+    `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
+    `spatial-mapping`'s strategy. Raises `PassFailedException` with a one-line message when the
+    program cannot be compiled (e.g. it needs more crossbars than given)."""
     ctx = Context()
-    passes = pim_passes(xbar_size, cores, crossbars_per_core, device, packing, mapping, mapping_budget)
-    cores_given, per_core = pim_geometry(device, cores, crossbars_per_core)
+    automatic = cores is None and chip is not None
+    if chip is not None and crossbars_per_core is None:
+        crossbars_per_core = chip.xbar_array_count
+    requested = 0 if automatic else cores
+    passes = pim_passes(xbar_size, requested, crossbars_per_core, device, packing, mapping, mapping_budget)
+    cores_given, per_core = pim_geometry(device, requested, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}
+    crossbars_needed = 0
     start = time.perf_counter()
     summaries: list[str] = []
-    for p in passes[:-1]:
+    placed = False
+    for index, p in enumerate(passes[:-1]):
+        if isinstance(p, SpatialMappingPass | SpatialToPimPass) and not placed:
+            placed = True  # the chip's cores when the program's crossbars (before replication) fit them
+            crossbars_needed = spatial_crossbars(module)
+            if automatic and chip is not None and crossbars_needed <= chip.core_cnt * per_core:
+                cores_given = chip.core_cnt
+                for later in range(index, len(passes) - 1):
+                    if isinstance(passes[later], SpatialMappingPass | SpatialToPimPass):
+                        passes[later] = dataclasses.replace(passes[later], cores=cores_given)
+                p = passes[index]
         begin = time.perf_counter()
         p.apply(ctx, module)
         if p.name == SpatialMappingPass.name:
@@ -53,9 +91,8 @@ def compile_to_pim(
         times[p.name] = time.perf_counter() - begin
         ir_ops[p.name] = count_ops(module)
     begin = time.perf_counter()
-    passes[-1].apply(ctx, module)
     try:
-        artifacts = artifacts_of(module)
+        artifacts = generate_artifacts(module)
     except ArtifactError as e:
         raise PassFailedException(f"{passes[-1].name}: {e}") from None
     times[passes[-1].name] = time.perf_counter() - begin
@@ -64,6 +101,10 @@ def compile_to_pim(
         write_artifacts(out_dir, artifacts)
         times["write-artifacts"] = time.perf_counter() - begin
     times["total"] = time.perf_counter() - start
+    performance = None
+    if chip is not None:
+        begin = time.perf_counter()
+        performance = estimate(artifacts, chip).as_dict() | {"estimate_s": time.perf_counter() - begin}
     crossbars = [len(core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
@@ -90,4 +131,7 @@ def compile_to_pim(
         "ir_ops": ir_ops,
         "compile_time_s": times,
         "out_dir": str(out_dir) if out_dir is not None else None,
+        "crossbars_needed": crossbars_needed,
+        "chip": chip.name if chip is not None else None,
+        "performance": performance,
     }

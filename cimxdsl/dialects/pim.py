@@ -14,10 +14,14 @@ validator executes them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, overload
 
+import numpy as np
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
 from xdsl.ir import Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
@@ -853,6 +857,97 @@ INSTRUCTION_CLASSES: tuple[type[InstructionOp], ...] = (
 
 INSTRUCTION_OPS: dict[str, type[InstructionOp]] = {cls.mnemonic(): cls for cls in INSTRUCTION_CLASSES}
 """The instruction op class for each pimsim-nn op name (`"mvmul"` -> `MvmulOp`)."""
+BY_OPCODE: dict[int, type[InstructionOp]] = {cls.OPCODE: cls for cls in INSTRUCTION_CLASSES}
+MAX_FIELDS = max(len(cls.FIELDS) for cls in INSTRUCTION_CLASSES)
+RECORD = 1 + MAX_FIELDS
+"""Words of one packed instruction: the opcode, then the fields in `FIELDS` order, 0-padded."""
+
+
+@cache
+def json_template(cls: type[InstructionOp]) -> str:
+    """`to_json`'s text (", " and ": " separators) with `%d` for the field values, in `FIELDS`
+    order (the nested offset pair is last in both)."""
+    marks = {f: 1_000_000_000 + i for i, f in enumerate(cls.FIELDS)}
+    text = json.dumps(cls.build(**marks).to_json(), separators=(", ", ": "))
+    assert [int(m) for m in re.findall(r"1000000\d{3}", text)] == list(marks.values())
+    for mark in marks.values():
+        text = text.replace(str(mark), "%d")
+    return text
+
+
+class InstructionStream(Sequence[InstructionOp]):
+    """A core's instructions packed in arrays: `opcodes[i]` is instruction i's pimsim-nn opcode,
+    `fields[i, j]` the value of its j-th field in `FIELDS` order (0 past its fields). Code
+    generators emit this form; the artifact writer and the performance model read it without
+    building ops; indexing and iteration build the ops."""
+
+    def __init__(self, opcodes: np.ndarray, fields: np.ndarray):
+        self.opcodes = np.asarray(opcodes, np.int32)
+        self.fields = np.asarray(fields, np.int32).reshape(len(self.opcodes), MAX_FIELDS)
+
+    @classmethod
+    def from_records(cls, words: Sequence[int] | np.ndarray) -> InstructionStream:
+        """From flat `RECORD`-word records (`opcode, field…`), e.g. an `array.array("i")`."""
+        table = np.frombuffer(words, np.int32) if not isinstance(words, np.ndarray) else words
+        table = table.reshape(-1, RECORD)
+        return cls(table[:, 0], table[:, 1:])
+
+    @classmethod
+    def from_ops(cls, ops: Sequence[InstructionOp]) -> InstructionStream:
+        if isinstance(ops, InstructionStream):
+            return ops
+        words = np.zeros((len(ops), RECORD), np.int32)
+        for i, op in enumerate(ops):
+            values = [op.OPCODE, *(op.field(f) for f in op.FIELDS)]
+            words[i, : len(values)] = values
+        return cls(words[:, 0], words[:, 1:])
+
+    def __len__(self) -> int:
+        return len(self.opcodes)
+
+    def op(self, i: int) -> InstructionOp:
+        cls = BY_OPCODE[int(self.opcodes[i])]
+        return cls.build(**dict(zip(cls.FIELDS, self.fields[i].tolist())))
+
+    @overload
+    def __getitem__(self, i: int) -> InstructionOp: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[InstructionOp]: ...
+    def __getitem__(self, i: int | slice) -> InstructionOp | list[InstructionOp]:
+        if isinstance(i, slice):
+            return [self.op(k) for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return self.op(i % len(self))
+
+    def __iter__(self) -> Iterator[InstructionOp]:
+        builders = {code: (cls.build, cls.FIELDS) for code, cls in BY_OPCODE.items()}
+        for code, row in zip(self.opcodes.tolist(), self.fields.tolist()):
+            build, names = builders[code]
+            yield build(**dict(zip(names, row)))
+
+    def counts(self) -> Counter[str]:
+        """Instructions per op name."""
+        codes, n = np.unique(self.opcodes, return_counts=True)
+        return Counter({BY_OPCODE[int(c)].mnemonic(): int(k) for c, k in zip(codes, n)})
+
+    def column(self, name: str) -> np.ndarray:
+        """Each instruction's value of field `name` (0 where its op has no such field)."""
+        position = np.full(max(BY_OPCODE) + 1, -1)
+        for code, cls in BY_OPCODE.items():
+            if name in cls.FIELDS:
+                position[code] = cls.FIELDS.index(name)
+        where = position[self.opcodes]
+        values = np.take_along_axis(self.fields, np.maximum(where, 0)[:, None], axis=1)[:, 0]
+        return np.where(where >= 0, values, 0)
+
+    def json_lines(self) -> str:
+        """The instructions' `to_json` objects (", " and ": " separators), one per line, formatted
+        in one call: the ops' templates joined, filled with their fields in order."""
+        templates = np.array([json_template(BY_OPCODE.get(c, NopOp)) for c in range(max(BY_OPCODE) + 1)], object)
+        counts = np.array([len(BY_OPCODE[c].FIELDS) if c in BY_OPCODE else 0 for c in range(len(templates))])
+        used = np.arange(MAX_FIELDS) < counts[self.opcodes][:, None]
+        return ",\n".join(templates[self.opcodes].tolist()) % tuple(self.fields[used].tolist())
 
 
 Pim = Dialect(

@@ -50,7 +50,7 @@ class CoreProgram:
     """A core's instruction stream and the array groups its `mvmul`s use."""
 
     core_id: int
-    instructions: list[InstructionOp]
+    instructions: Sequence[InstructionOp]
     groups: list[ArrayGroup] = field(default_factory=list)
     local_bytes: int = 0
     """Local memory the compiler allocated (0 when unknown, e.g. read back from a directory)."""

@@ -129,9 +129,17 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("model", help="an ONNX model")
     parser.add_argument("--target", default="memristor", choices=["memristor", "pim"])
     parser.add_argument(
-        "--cores", type=int, help="PIM cores (--target pim; default: as many as the model needs for its crossbars)"
+        "--cores",
+        type=int,
+        help="PIM cores (--target pim; default: the chip's if the model fits them, else as many as it needs)",
     )
-    parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the device's)")
+    parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the chip's)")
+    parser.add_argument(
+        "--chip",
+        default="pimcomp",
+        help="the PIM chip of the performance estimate and the default geometry: a preset (pimcomp: 64 cores x 64 "
+        "crossbars, pimsim-nn) or a TOML/JSON file of pimsim-nn parameters (--target pim; default: pimcomp)",
+    )
     parser.add_argument(
         "--packing",
         default="kernel",
@@ -258,6 +266,7 @@ def compile_pim_target(options) -> None:
             packing=options.packing,
             mapping=options.mapping,
             mapping_budget=options.mapping_budget,
+            chip=options.chip,
         )
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None
@@ -289,8 +298,27 @@ def compile_pim_target(options) -> None:
     print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
     times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())
     print(f"compile time (s): {times}")
+    print(format_performance(report["performance"]))
+    text = json.dumps(report, indent=2, default=str)
+    (model.directory / "report.json").write_text(text)  # beside the artifacts (pimsim-nn ignores it)
     if options.report_json:
-        Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
+        Path(options.report_json).write_text(text)
+
+
+def format_performance(p: dict) -> str:
+    """The performance estimate in three lines."""
+    energy = p["energy_pj"]
+    busiest = max(p["core_busy_ns"], default=0.0)
+    parts = ", ".join(f"{k} {v / 1e6:.3g}" for k, v in energy.items() if k != "total")
+    return "\n".join(
+        [
+            f"performance estimate on chip '{p['chip']}': latency {p['latency_ns'] / 1e6:.4g} ms per image; "
+            f"pipelined throughput {p['throughput']:.4g} images/s",
+            f"bottleneck: {p['bottleneck']} (busiest core {busiest / 1e6:.4g} ms per image, "
+            f"global memory {p['global_memory_busy_ns'] / 1e6:.4g} ms)",
+            f"energy per image: {energy['total'] / 1e6:.4g} uJ ({parts} uJ)",
+        ]
+    )
 
 
 def show_outputs(options, notes: list[str], names, inputs, outputs: list[np.ndarray], report: dict) -> None:

@@ -26,15 +26,18 @@ holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "
 (pimsim-nn's `offset_select` decoding tests the value, not the select bits) and `mvmul` has `mbiw`
 = the weights' bit width (at least 8; pimsim-nn divides by it).
 
-The core bodies are replaced by their instruction ops; every global buffer gets its byte address
-(`pim.address`) and every core the local memory it uses (`pim.local_bytes`). The artifact
-directory is written from this IR by `cimxdsl.backend` (`write_program`).
+`generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
+gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
+by their instruction ops and records each core's local memory (`pim.local_bytes`); the artifact
+directory is written from this IR by `cimxdsl.backend` (`write_program`), or straight from the
+packed streams by `compile_to_pim`, which never builds the ops.
 """
 
 from __future__ import annotations
 
 import gc
 import math
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,7 +55,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from cimxdsl.dialects import pim
@@ -62,6 +65,7 @@ from cimxdsl.transforms.errors import pass_error
 
 GATHER = -1
 """An im2col crossbar whose rows must be gathered into the patch buffer first."""
+_PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
 GENERAL_REGISTERS = 28
 PAIR = 28
 """r28:r29 hold (high, low) of global addresses."""
@@ -104,31 +108,37 @@ def weight_bits(matrices: list[np.ndarray]) -> int:
     return max(8, math.ceil(math.log2(largest + 1)) + 1)
 
 
+Emit = Callable[..., None]
+"""`emit(cls, *values)`: append instruction `cls` with its field values in `FIELDS` order (trailing
+zero fields may be left out)."""
+
+
 @dataclass
 class Registers:
     """Which register holds which value; `sldi` only when no register holds it yet."""
 
-    emit: Callable[[pim.InstructionOp], None]
+    emit: Emit
     held: OrderedDict[int, int] = field(default_factory=OrderedDict)  # value -> register (LRU order)
     pair_low: int | None = None
 
     def load(self, value: int) -> int:
-        if value in self.held:
+        register = self.held.get(value)
+        if register is not None:
             self.held.move_to_end(value)
-            return self.held[value]
+            return register
         if len(self.held) < GENERAL_REGISTERS:
             register = len(self.held)
         else:
             _, register = self.held.popitem(last=False)
         self.held[value] = register
-        self.emit(pim.SldiOp.build(rd=register, imm=value))
+        self.emit(pim.SldiOp, register, value)
         return register
 
     def pair(self, address: int) -> int:
         if self.pair_low is None:
-            self.emit(pim.SldiOp.build(rd=PAIR, imm=0))
+            self.emit(pim.SldiOp, PAIR, 0)
         if self.pair_low != address:
-            self.emit(pim.SldiOp.build(rd=PAIR + 1, imm=address))
+            self.emit(pim.SldiOp, PAIR + 1, address)
             self.pair_low = address
         return PAIR
 
@@ -146,8 +156,8 @@ class CoreCodegen:
         self.core = core
         self.global_addresses = global_addresses
         self.peers = peers
-        self.instructions: list[pim.InstructionOp] = []
-        self.emit = self.instructions.append
+        self.code = array("i")
+        """The instructions as `pim.RECORD`-word records (`pim.InstructionStream.from_records`)."""
         self.registers = Registers(self.emit)
         self.local: dict[SSAValue, int] = {}
         self.top = 0
@@ -171,36 +181,44 @@ class CoreCodegen:
         return self.local[value]
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
+    def emit(self, cls: type[pim.InstructionOp], *values: int) -> None:
+        self.code.append(cls.OPCODE)
+        self.code.extend(values)
+        self.code.extend(_PADDING[len(values)])
+
     def vector(self, cls: type[pim.InstructionOp], rd: int, rs1: int, rs2: int | None, length: int) -> None:
         a = self.registers.load(rd)
         b = self.registers.load(rs1)
         if rs2 is None:
-            self.emit(cls.build(rd=a, rs1=b, len=length))
+            self.emit(cls, a, b, length)
         else:
-            self.emit(cls.build(rd=a, rs1=b, rs2=self.registers.load(rs2), len=length))
+            self.emit(cls, a, b, self.registers.load(rs2), length)
 
     def fill(self, address: int, value: int, length: int) -> None:
-        self.emit(pim.LldiOp.build(rd=self.registers.load(address), imm=value, len=length))
+        self.emit(pim.LldiOp, self.registers.load(address), value, length)
 
     def copy(self, target: int, source: int, length: int) -> None:
         rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.LmvOp.build(rd=rd, rs1=rs1, len=length, size=length * self.bytes))
+        self.emit(pim.LmvOp, rd, rs1, length, length * self.bytes)
 
     def mvmul(self, target: int, source: int, group: int) -> None:
         rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.MvmulOp.build(rd=rd, rs1=rs1, mbiw=self.mbiw, relu=0, group=group))
+        self.emit(pim.MvmulOp, rd, rs1, self.mbiw, 0, group)
 
     # --- driver ----------------------------------------------------------------------------------
-    def run(self, weights: list[np.ndarray]) -> list[pim.InstructionOp]:
+    def run(self, weights: list[np.ndarray]) -> pim.InstructionStream:
         """The core's instruction stream (`self.top` is then the local memory it uses)."""
         self.mbiw = weight_bits(weights)
         self.group_rows = [len(m) for m in weights]
-        self.emit(pim.SetbwOp.build(ibiw=8 * self.bytes, obiw=8 * self.bytes))
-        for op in self.core.body.block.ops:
-            if isinstance(op, pim.HaltOp):
-                break
-            self.lower(op)
-        return self.instructions
+        self.emit(pim.SetbwOp, 8 * self.bytes, 8 * self.bytes)
+        try:
+            for op in self.core.body.block.ops:
+                if isinstance(op, pim.HaltOp):
+                    break
+                self.lower(op)
+        except OverflowError:
+            raise fail(f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field") from None
+        return pim.InstructionStream.from_records(self.code)
 
     def lower(self, op: Operation) -> None:
         if isinstance(op, memref.AllocOp):
@@ -268,49 +286,47 @@ class CoreCodegen:
         self.local[op.result] = target
         source = self.global_addresses[op.global_] + op.global_src_offset.value.data * self.bytes
         pair = self.registers.pair(source)
-        self.emit(pim.LdOp.build(rd=self.registers.load(target), rs1=pair, size=op.size.value.data * self.bytes))
+        self.emit(pim.LdOp, self.registers.load(target), pair, op.size.value.data * self.bytes)
 
     def store(self, op: pim.StoreOp) -> None:
         source = self.address(op.src)
         target = self.global_addresses[op.global_] + op.global_dst_offset.value.data * self.bytes
         rs1 = self.registers.load(source)
         pair = self.registers.pair(target)
-        self.emit(pim.StOp.build(rd=pair, rs1=rs1, size=op.size.value.data * self.bytes))
+        self.emit(pim.StOp, pair, rs1, op.size.value.data * self.bytes)
 
     def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
         if op.packing() is not None:
             self.im2col_filters(op)
             return
-        geometry = op.geometry()
         in_shape, out_shape = shape_of(op.input), shape_of(op.output)
         if len(in_shape) == 2:
             in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
-        height, width, in_channels = in_shape
-        out_h, out_w, out_channels = out_shape
-        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
-        positions = [
-            (k, ky, kx, op.weight_index_list()[k])
-            for k, ky, kx in geometry.kernel_positions()
-            if op.weight_index_list()[k] >= 0
-        ]
-        pixel_in, pixel_out = in_channels * self.bytes, out_channels * self.bytes
-        for oy in range(out_h):
-            for ox in range(out_w):
-                target = output + (oy * out_w + ox) * pixel_out
-                first = True
-                for _, ky, kx, group in positions:
-                    iy, ix = geometry.input_pixel(oy, ox, ky, kx)
-                    if not (0 <= iy < height and 0 <= ix < width):
-                        continue  # weight skipping: this position only meets padding here
-                    source = image + (iy * width + ix) * pixel_in
-                    if first:
-                        self.mvmul(target, source, group)
-                        first = False
-                    else:
-                        self.mvmul(accumulator, source, group)
-                        self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
+        out_channels = out_shape[2]
+        output, accumulator = self.address(op.output), self.address(op.accumulator)
+        sources, groups = filter_sources(op, in_shape, out_shape, self.address(op.input), self.bytes)
+        load, touch, extend = self.registers.load, self.registers.held.move_to_end, self.code.extend
+        mvmul, vvadd, mbiw = pim.MvmulOp.OPCODE, pim.VvaddOp.OPCODE, self.mbiw
+        pixel_out = out_channels * self.bytes
+        for pixel, row in enumerate(sources.tolist()):
+            target = output + pixel * pixel_out
+            first = True
+            for source, group in zip(row, groups):
+                if source < 0:
+                    continue  # weight skipping: this position only meets padding here
                 if first:
-                    self.fill(target, 0, out_channels)
+                    rd = load(target)
+                    extend((mvmul, rd, load(source), mbiw, 0, group, 0))
+                    first = False
+                else:
+                    accumulate = load(accumulator)
+                    extend((mvmul, accumulate, load(source), mbiw, 0, group, 0))
+                    rd = load(target)  # target and accumulator stay the newest registers: both hits below
+                    touch(target)
+                    touch(accumulator)
+                    extend((vvadd, rd, rd, accumulate, out_channels, 0, 0))
+            if first:
+                self.fill(target, 0, out_channels)
 
     def im2col_filters(self, op: pim.ApplyFiltersOp) -> None:
         packing = op.packing()
@@ -430,12 +446,32 @@ class CoreCodegen:
         _, receiver = self.peers[op.channel]
         register = self.registers.load(self.address(op.value))
         size = num_elements(shape_of(op.value)) * self.bytes
-        self.emit(pim.SendOp.build(rd=register, rs1=register, core=receiver, size=size))
+        self.emit(pim.SendOp, register, register, receiver, size)
 
     def receive(self, op: spat.ChannelReceiveOp) -> None:
         sender, _ = self.peers[op.channel]
         register = self.registers.load(self.allocate(op.result))
-        self.emit(pim.RecvOp.build(rd=register, core=sender, size=num_elements(shape_of(op.result)) * self.bytes))
+        self.emit(pim.RecvOp, register, sender, num_elements(shape_of(op.result)) * self.bytes)
+
+
+def filter_sources(
+    op: pim.ApplyFiltersOp, in_shape: tuple[int, ...], out_shape: tuple[int, ...], image: int, element_bytes: int
+) -> tuple[np.ndarray, list[int]]:
+    """For every output pixel (row-major) and every kernel position holding a crossbar, the local
+    address of the input pixel it multiplies (-1 where it falls on padding), and each position's
+    crossbar."""
+    geometry = op.geometry()
+    height, width, in_channels = in_shape
+    out_h, out_w = out_shape[:2]
+    indices = op.weight_index_list()
+    positions = [(ky, kx, indices[k]) for k, ky, kx in geometry.kernel_positions() if indices[k] >= 0]
+    (sh, sw), (pt, pl, _, _), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
+    oy, ox = np.meshgrid(np.arange(out_h), np.arange(out_w), indexing="ij")
+    ky, kx = (np.array([p[i] for p in positions], np.int64).reshape(1, 1, -1) for i in (0, 1))
+    iy, ix = oy[..., None] * sh - pt + ky * dh, ox[..., None] * sw - pl + kx * dw
+    inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+    sources = np.where(inside, image + (iy * width + ix) * in_channels * element_bytes, -1)
+    return sources.reshape(out_h * out_w, len(positions)), [p[2] for p in positions]
 
 
 def patch_runs(
@@ -519,9 +555,18 @@ def data_element_bytes(cores: list[pim.CoreOp]) -> int:
     return (widths.pop() if widths else 32) // 8
 
 
-def generate(function: func.FuncOp) -> None:
-    """Replace the bodies of `function`'s cores (whose ids must be 0..N-1) by their instructions;
-    place the global buffers (`pim.address`) and record each core's local memory."""
+@dataclass
+class CoreCode:
+    """The code generated for one core: its instructions and the local memory they use."""
+
+    core: pim.CoreOp
+    stream: pim.InstructionStream
+    local_bytes: int
+
+
+def generate(function: func.FuncOp) -> list[CoreCode]:
+    """The instruction streams of `function`'s cores (whose ids must be 0..N-1), in id order; the
+    global buffers get their addresses (`pim.address`). The cores' bodies are left as they are."""
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
     ids = [c.get_core_id() for c in cores]
     if ids != list(range(len(cores))):
@@ -533,19 +578,31 @@ def generate(function: func.FuncOp) -> None:
         assert isinstance(owner, Operation)
         owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
     peers = channel_peers(cores)
+    codes = []
+    for core in cores:
+        codegen = CoreCodegen(core, addresses, peers, element_bytes)
+        stream = codegen.run([weight_matrix(w) for w in core.weights])
+        codes.append(CoreCode(core, stream, codegen.top))
+    return codes
+
+
+def replace_bodies(codes: list[CoreCode]) -> None:
+    """Each core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
+    local memory. The ops go into a detached block first: attaching millions of ops to a nested
+    block would check each against all the block's ancestors."""
     with cyclic_collector_paused():
-        streams = []
-        for core in cores:
-            codegen = CoreCodegen(core, addresses, peers, element_bytes)
-            streams.append((codegen.run([weight_matrix(w) for w in core.weights]), codegen.top))
-        for core, (instructions, local_bytes) in zip(cores, streams, strict=True):
-            replace_body(core, instructions)
-            core.attributes[pim.LOCAL_BYTES] = IntegerAttr(local_bytes, i64)
+        for code in codes:
+            body = code.core.body
+            old = body.block
+            body.detach_block(old)
+            old.erase(safe_erase=False)
+            body.add_block(Block([*code.stream, pim.HaltOp()]))
+            code.core.attributes[pim.LOCAL_BYTES] = IntegerAttr(code.local_bytes, i64)
 
 
 @contextmanager
 def cyclic_collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: emitting millions of instruction ops would
+    """Python's cyclic garbage collector paused: building millions of instruction ops would
     otherwise trigger full collections that traverse the growing IR again and again (a third of
     the pass's time on ResNet-18). Reference counting still frees everything it can."""
     enabled = gc.isenabled()
@@ -555,15 +612,6 @@ def cyclic_collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def replace_body(core: pim.CoreOp, instructions: list[pim.InstructionOp]) -> None:
-    """The core's body becomes `instructions`, then `pim.halt`."""
-    block = core.body.block
-    for op in reversed(list(block.ops)):
-        op.detach()
-        op.erase(safe_erase=False)
-    block.add_ops([*instructions, pim.HaltOp()])
 
 
 def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:
@@ -586,4 +634,4 @@ class PimCodegenPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in functions_with_cores(op):
-            generate(function)
+            replace_bodies(generate(function))

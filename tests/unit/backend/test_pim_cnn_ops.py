@@ -2,6 +2,8 @@
 through the PIM flow with no core count: the integer program stays close to onnxruntime and the
 artifacts, executed instruction by instruction, give exactly the integer program's result."""
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime
@@ -108,7 +110,9 @@ def test_real_network_ops_compile_with_no_core_count_and_validate_exactly(build,
     calibration = rng.standard_normal((8, *shape[1:])).astype(np.float32)
     compiled = cimxdsl.compile(model, target="pim", calibration=calibration, out_dir=tmp_path)
     report = compiled.report()
-    assert report["cores_as_needed"] and report["cores"] == report["cores_used"] > 1
+    # No core count: the default chip's 64 cores of 64 crossbars hold these models.
+    assert not report["cores_as_needed"] and (report["chip"], report["cores"]) == ("pimcomp", 64)
+    assert 1 < report["cores_used"] <= 64 and report["crossbars_per_core"] == 64
     reference = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for x in rng.standard_normal((2, *shape)).astype(np.float32):
         ours = compiled(x)
@@ -128,8 +132,40 @@ def test_cim_compile_target_pim_needs_no_flags(tmp_path, capsys):
     onnx.save(shufflenet_mobilenet(), str(path))
     cim_compile([str(path), "--target", "pim", "--random-inputs", "-o", str(tmp_path / "out")])
     out = capsys.readouterr().out
-    assert "note: no core count given: using as many cores as the model needs" in out
+    assert "note: no core count given: using chip 'pimcomp' (64 cores x 64 crossbars)" in out
     assert "instruction-level execution equals the interpreted integer program" in out
+    assert "performance estimate on chip 'pimcomp': latency " in out and "pipelined throughput" in out
+    performance = json.loads((tmp_path / "out" / "report.json").read_text())["performance"]
+    assert performance.keys() >= {"latency_ns", "throughput", "bottleneck", "core_busy_ns", "energy_pj"}
+    assert performance["throughput"] == pytest.approx(1e9 / max(performance["core_busy_ns"]))
+    assert performance["latency_ns"] >= max(performance["core_busy_ns"]) > 0
+
+
+def test_a_model_larger_than_the_chip_takes_as_many_cores_as_it_needs(tmp_path, capsys):
+    path, chip = tmp_path / "model.onnx", tmp_path / "chip.toml"
+    onnx.save(shufflenet_mobilenet(), str(path))
+    chip.write_text("core_cnt = 2\nxbar_array_count = 2\n")
+    cim_compile([str(path), "--target", "pim", "--chip", str(chip), "--random-inputs", "-o", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["cores_as_needed"] and report["cores"] == report["cores_used"] > 2
+    assert report["crossbars_needed"] > 4 and report["crossbars_per_core"] == 2
+    assert (
+        f"note: no core count given: the model needs {report['crossbars_needed']} crossbars, more than chip "
+        f"'chip' holds (2 cores x 2): using as many cores as the model needs ({report['cores']} cores of 2 crossbars)"
+    ) in out
+
+
+def test_a_bad_chip_key_is_one_line(tmp_path, capsys):
+    path, chip = tmp_path / "model.onnx", tmp_path / "chip.toml"
+    onnx.save(shufflenet_mobilenet(), str(path))
+    chip.write_text("adc_cnt = 2\n")
+    with pytest.raises(SystemExit) as exit_:
+        cim_compile([str(path), "--target", "pim", "--chip", str(chip), "--random-inputs"])
+    assert exit_.value.code != 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "cim-compile: error: chip config: unknown key 'adc_cnt' (did you mean 'adc_count'?)"
+    ]
 
 
 def test_light_squeezenet_from_the_onnx_wheel_validates_exactly(tmp_path):

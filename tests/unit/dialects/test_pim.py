@@ -1,7 +1,9 @@
 """The pim instruction ops: pimsim-nn JSON in and out, field checks, and the core-level builders."""
 
+import json
 import re
 
+import numpy as np
 import pytest
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType, i8, i32
 from xdsl.ir import Block, Region
@@ -145,3 +147,34 @@ def test_build_makes_the_op_the_constructor_makes(cls: type[pim.InstructionOp]):
     assert built.__dict__.keys() == constructed.__dict__.keys()
     built.attributes["note"] = pim.IntegerAttr(1, pim.i32)
     assert "note" not in cls.build(**values).attributes
+
+
+def every_instruction() -> list[pim.InstructionOp]:
+    """One op of each class, its fields numbered 1, 2, ... (negative immediates on odd opcodes)."""
+    sign = {cls: -1 if cls.OPCODE % 2 else 1 for cls in pim.INSTRUCTION_CLASSES}
+    return [
+        cls(**{f: (sign[cls] if f == "imm" else 1) * (i + 1) for i, f in enumerate(cls.FIELDS)})
+        for cls in pim.INSTRUCTION_CLASSES
+    ]
+
+
+def test_a_packed_stream_gives_back_its_ops_and_their_json():
+    ops = every_instruction()
+    stream = pim.InstructionStream.from_ops(ops)
+    assert len(stream) == len(ops) and stream.opcodes.tolist() == [op.OPCODE for op in ops]
+    assert [str(op) for op in stream] == [str(op) for op in ops]
+    assert str(stream[-1]) == str(ops[-1]) and [str(op) for op in stream[2:4]] == [str(op) for op in ops[2:4]]
+    expected = ",\n".join(json.dumps(op.to_json(), separators=(", ", ": ")) for op in ops)
+    assert stream.json_lines() == expected
+    assert stream.counts() == {op.mnemonic(): 1 for op in ops}
+    sizes = [op.field("size") if "size" in op.FIELDS else 0 for op in ops]
+    assert stream.column("size").tolist() == sizes
+
+
+def test_a_stream_from_records():
+    records = [pim.SldiOp.OPCODE, 3, 100, 0, 0, 0, 0, pim.SendOp.OPCODE, 3, 3, 1, 64, 0, 0]
+    stream = pim.InstructionStream.from_records(np.array(records, np.int32))
+    assert [str(op) for op in stream] == [
+        "pim.sldi rd = 3, imm = 100",
+        "pim.send rd = 3, rs1 = 3, core = 1, size = 64, offset_select = 0, offset_value = 0",
+    ]

@@ -1,0 +1,267 @@
+"""An estimate of a `pim` program's time and energy on a chip (`cimxdsl.device.chip.ChipConfig`,
+pimsim-nn's parameters), computed from the per-core instruction streams with NumPy.
+
+What it computes:
+
+* **Per instruction**, a latency in ns from its unit, as pimsim-nn times them: scalar ops and
+  `setbw` take `scalar_latency_cycle`; `mvmul` reads `xbar_rows` input elements from local memory,
+  runs the crossbar pipeline of pimsim-nn's `XbarArray` (input bits ÷ `dac_resolution` DAC steps ×
+  ⌈rows ÷ `dac_count`⌉, each a DAC + crossbar read + sample-and-hold stage followed by ⌈cols ÷
+  `adc_count`⌉ ADC conversions; stages overlap when `pipeline_mode`) and writes `xbar_cols` outputs;
+  vector ops read their operands (`len` elements of `ibiw` bits; two for binary ops), compute
+  ⌈len ÷ `vector_width`⌉ × `vector_latency_cycle` and write their result; a memory access of `b`
+  bytes takes ⌈b ÷ `data_width`⌉ × its read/write latency; `ld`/`st` add the global memory access
+  and the NoC; `lldi`/`lmv` are local writes / a local read and write.
+* **In a core**, instructions run in order, one at a time (pimsim-nn with `rob_size = 1`, its
+  default), so every data dependency through local memory is honoured: an instruction starts when
+  the previous one ends.
+* **Between cores**, `send`/`recv` are blocking: the k-th send from A to B meets the k-th recv of B
+  from A; the transfer starts when both have reached them and takes the sender's local read, the
+  NoC (hops on a `mesh_columns`-wide mesh × `noc_hop_latency_cycle` + ⌈bytes ÷ `bus_width`⌉ cycles)
+  and the receiver's local write; both continue when it ends. The loop runs over these
+  synchronisation points only; the instructions between them are summed with NumPy.
+* **Global memory** sits next to core 0 (one hop further); its busy time is the sum of its
+  accesses (it serves one at a time).
+
+Reported: the latency of one image (the last core's end), each core's busy time (its instructions'
+latencies, transfers included, waiting excluded), the bottleneck (the busiest core, or the global
+memory when it is busier), and the throughput of pipelined operation: successive images stream
+through the cores, each core starting the next image as soon as it finished its part of the
+previous one, so one image leaves every `max(busiest core, global memory busy time)`; throughput =
+1 / that. Energy: the crossbar reads, DACs and ADCs of every `mvmul` (pimsim-nn's per-stage
+energies), the vector unit, local and global memory (dynamic power × busy time), the NoC (per byte
+and hop), and the ADCs' static power of the crossbars in use over the latency.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from cimxdsl.backend.artifacts import Artifacts
+from cimxdsl.device.chip import ChipConfig
+from cimxdsl.dialects import pim
+from cimxdsl.interpreters.pim_machine import CoreProgram
+
+
+class PerformanceError(ValueError):
+    """The program cannot be timed (e.g. its cores wait on each other forever); one line."""
+
+
+def _codes(*classes: type[pim.InstructionOp]) -> np.ndarray:
+    return np.array([c.OPCODE for c in classes])
+
+
+VECTOR_BINARY = _codes(
+    pim.VvaddOp, pim.VvsubOp, pim.VvmulOp, pim.VvdmulOp, pim.VvmaxOp, pim.VvsllOp, pim.VvsraOp, pim.VrsuOp, pim.VrslOp
+)
+VECTOR_UNARY = _codes(pim.VavgOp, pim.VreluOp, pim.VtanhOp, pim.VsigmOp, pim.VmvOp)
+ONE_ELEMENT_RESULT = _codes(pim.VvdmulOp, pim.VavgOp)
+SYNC = _codes(pim.SendOp, pim.RecvOp)
+COMPONENTS = ("crossbar", "vector", "local_memory", "global_memory", "noc", "static")
+
+
+@dataclass
+class PerformanceEstimate:
+    """Times in ns per image, energy in pJ per image by component (and `total`)."""
+
+    chip: str
+    latency_ns: float
+    """One image, alone on the chip: when the last core ends."""
+    throughput: float
+    """Images per second in pipelined operation: 1 / max(busiest core, global memory)."""
+    bottleneck: str
+    """`core <id>` or `global memory`."""
+    core_busy_ns: list[float]
+    core_end_ns: list[float]
+    global_memory_busy_ns: float
+    energy_pj: dict[str, float]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def mvm_cycles_and_energy(chip: ChipConfig, input_bits: int) -> tuple[int, float]:
+    """One crossbar MVM of `input_bits`-bit inputs: pimsim-nn's pipeline of DAC steps and ADC
+    passes (cycles), and the energy of its crossbar reads, DACs and ADCs (pJ)."""
+    steps = -(-input_bits // chip.dac_resolution) * -(-chip.xbar_rows // chip.dac_count)
+    adc_passes = -(-chip.xbar_cols // chip.adc_count)
+    front = (
+        chip.input_buffer_latency_cycle
+        + chip.dac_latency_cycle
+        + int(np.ceil(chip.xbar_latency / chip.period))
+        + chip.sample_hold_latency_cycle
+    )
+    after_adc = chip.shift_adder_latency_cycle + chip.output_buffer_latency_cycle
+    back = chip.adc_latency_cycle + after_adc + (adc_passes - 1) * max(chip.adc_latency_cycle, after_adc)
+    cycles = front + back + (steps - 1) * max(front, back) if chip.pipeline_mode else (front + back) * steps
+    step_energy = (
+        chip.period * chip.dac_dynamic_power * chip.dac_latency_cycle * chip.dac_count
+        + chip.xbar_read_power * chip.xbar_latency
+        + adc_passes * chip.period * chip.adc_dynamic_power * chip.adc_latency_cycle * chip.adc_count
+    )
+    return cycles, steps * step_energy
+
+
+def hops(chip: ChipConfig, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+    """Mesh hops between cores `a` and `b`."""
+    a, b = np.asarray(a), np.asarray(b)
+    columns = chip.mesh_columns
+    return np.abs(a // columns - b // columns) + np.abs(a % columns - b % columns)
+
+
+@dataclass
+class CoreCosts:
+    """One core's instruction latencies, synchronisation points, global memory time and energy."""
+
+    latency: np.ndarray
+    """ns per instruction (a send/recv: its transfer, once both sides are there)."""
+    sync: np.ndarray
+    """Indices of the send/recv instructions."""
+    peer: np.ndarray
+    is_send: np.ndarray
+    global_busy: float
+    energy: dict[str, float]
+
+
+def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
+    """Each instruction's latency and energy on `chip`, by unit, for the whole stream at once."""
+    stream = pim.InstructionStream.from_ops(program.instructions)
+    op = stream.opcodes
+    period = chip.period
+    ibytes = obytes = 4
+    if len(op) and op[0] == pim.SetbwOp.OPCODE:
+        ibytes, obytes = (int(v) // 8 for v in stream.fields[0, :2])
+    length, size, peer = (stream.column(f).astype(np.int64) for f in ("len", "size", "core"))
+
+    def access(nbytes: np.ndarray | int, width: int, cycles: int) -> np.ndarray:
+        return -(-np.asarray(nbytes, np.int64) // width) * cycles * period
+
+    def local_read(nbytes):
+        return access(nbytes, chip.local_memory_data_width, chip.local_memory_read_latency_cycle)
+
+    def local_write(nbytes):
+        return access(nbytes, chip.local_memory_data_width, chip.local_memory_write_latency_cycle)
+
+    def noc(h, nbytes):
+        return (h * chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // chip.bus_width)) * period
+
+    latency = np.full(len(op), chip.scalar_latency_cycle * period, dtype=np.float64)
+    local = np.zeros(len(op))
+    # matrix unit
+    mvm = op == pim.MvmulOp.OPCODE
+    cycles, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
+    mvm_local = local_read(chip.xbar_rows * ibytes) + local_write(chip.xbar_cols * obytes)
+    latency[mvm] = cycles * period + mvm_local
+    local[mvm] = mvm_local
+    # vector unit
+    binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
+    vector = binary | unary
+    out_elements = np.where(np.isin(op, ONE_ELEMENT_RESULT), 1, length)
+    vector_local = (1 + binary) * local_read(length * ibytes) + local_write(out_elements * obytes)
+    compute = -(-length // chip.vector_width) * chip.vector_latency_cycle * period
+    latency[vector] = (compute + vector_local)[vector]
+    local[vector] = vector_local[vector]
+    # local memory moves
+    for code, cost in (
+        (pim.LldiOp.OPCODE, local_write(length * obytes)),
+        (pim.LmvOp.OPCODE, local_read(length * obytes) + local_write(length * obytes)),
+    ):
+        where = op == code
+        latency[where] = local[where] = cost[where]
+    # global memory
+    load, store = op == pim.LdOp.OPCODE, op == pim.StOp.OPCODE
+    to_memory = int(hops(chip, program.core_id, 0)) + 1
+    global_time = np.where(
+        load,
+        access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
+        access(size, chip.global_memory_data_width, chip.global_memory_write_latency_cycle),
+    )
+    moved = load | store
+    local_side = np.where(load, local_write(size), local_read(size))
+    latency[moved] = (global_time + local_side + noc(to_memory, size))[moved]
+    local[moved] = local_side[moved]
+    # transfers between cores
+    sync = np.flatnonzero(np.isin(op, SYNC))
+    distance = hops(chip, program.core_id, peer[sync])
+    latency[sync] = local_read(size[sync]) + noc(distance, size[sync]) + local_write(size[sync])
+    sends = op[sync] == pim.SendOp.OPCODE
+    local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
+    noc_bytes = float(np.sum(size[sync] * distance) / 2 + np.sum(size[moved]) * to_memory)
+    energy = {
+        "crossbar": float(np.count_nonzero(mvm) * mvm_energy),
+        "vector": float(np.sum(compute[vector]) * chip.vector_dynamic_power),
+        "local_memory": float(np.sum(local) * chip.local_memory_dynamic_power),
+        "global_memory": float(np.sum(global_time[moved]) * chip.global_memory_dynamic_power),
+        "noc": noc_bytes * chip.noc_energy_per_byte_hop,
+    }
+    return CoreCosts(latency, sync, peer[sync], sends, float(np.sum(global_time[moved])), energy)
+
+
+def rendezvous(costs: list[CoreCosts], ids: list[int]) -> list[float]:
+    """When each core ends, pairing blocking sends and receives in order."""
+    index = {core: i for i, core in enumerate(ids)}
+    ends = [np.concatenate([[0.0], np.cumsum(c.latency)]) for c in costs]
+    position = [0] * len(costs)  # the next synchronisation point of each core
+    clock = [0.0] * len(costs)  # when each core finished its last synchronisation point
+
+    def arrival(i: int) -> float:
+        k, c = position[i], costs[i]
+        previous = c.sync[k - 1] + 1 if k else 0
+        return clock[i] + ends[i][c.sync[k]] - ends[i][previous]
+
+    pending = deque(range(len(costs)))
+    while pending:
+        a = pending.popleft()
+        if position[a] >= len(costs[a].sync):
+            continue
+        k = position[a]
+        b = index.get(int(costs[a].peer[k]))
+        if b is None or position[b] >= len(costs[b].sync):
+            continue
+        kb = position[b]
+        if costs[b].peer[kb] != ids[a] or costs[b].is_send[kb] == costs[a].is_send[k]:
+            continue
+        transfer = max(costs[a].latency[costs[a].sync[k]], costs[b].latency[costs[b].sync[kb]])
+        clock[a] = clock[b] = max(arrival(a), arrival(b)) + transfer
+        position[a] += 1
+        position[b] += 1
+        pending.extend((a, b))
+    stuck = [ids[i] for i in range(len(costs)) if position[i] < len(costs[i].sync)]
+    if stuck:
+        raise PerformanceError(
+            f"cores {', '.join(map(str, stuck))} wait at a send/recv no core matches (the program deadlocks)"
+        )
+    return [
+        float(clock[i] + ends[i][-1] - (ends[i][c.sync[-1] + 1] if len(c.sync) else 0.0)) for i, c in enumerate(costs)
+    ]
+
+
+def estimate(artifacts: Artifacts, chip: ChipConfig) -> PerformanceEstimate:
+    """The time and energy of one image, and the pipelined throughput, of `artifacts` on `chip`'s
+    cores (as many as the program uses, even beyond `core_cnt`)."""
+    ids = [core.core_id for core in artifacts.cores]
+    costs = [core_costs(core, chip) for core in artifacts.cores]
+    ends = rendezvous(costs, ids)
+    busy = [float(np.sum(c.latency)) for c in costs]
+    memory_busy = sum(c.global_busy for c in costs)
+    latency = max(ends, default=0.0)
+    slowest = int(np.argmax(busy)) if busy else 0
+    period = max(max(busy, default=0.0), memory_busy)
+    bottleneck = "global memory" if busy and memory_busy > busy[slowest] else f"core {ids[slowest] if ids else 0}"
+    energy = {k: sum(c.energy[k] for c in costs) for k in COMPONENTS[:-1]}
+    crossbars = sum(len(core.groups) for core in artifacts.cores)
+    energy["static"] = crossbars * chip.adc_count * chip.adc_static_power * latency
+    energy["total"] = sum(energy.values())
+    return PerformanceEstimate(
+        chip.name,
+        latency,
+        1e9 / period if period > 0 else 0.0,
+        bottleneck,
+        busy,
+        ends,
+        memory_busy,
+        energy,
+    )

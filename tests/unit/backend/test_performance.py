@@ -1,0 +1,139 @@
+"""The performance model against latencies worked out by hand on small programs, on a chip whose
+figures make the arithmetic easy."""
+
+import pytest
+
+from cimxdsl.backend.artifacts import Artifacts, MemoryLayout
+from cimxdsl.backend.performance import PerformanceError, estimate, mvm_cycles_and_energy
+from cimxdsl.device.chip import ChipConfigError, chip_from_dict, chip_preset, load_chip_config
+from cimxdsl.dialects.pim import InstructionOp
+from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram
+from tests.unit.backend.handmade import WEIGHTS, i, setbw, two_core_program
+
+CHIP = chip_from_dict(
+    {
+        "xbar_rows": 4,
+        "xbar_cols": 2,
+        "dac_resolution": 32,  # one DAC step for 32-bit inputs
+        "dac_count": 4,
+        "adc_count": 2,  # one ADC pass over the 2 columns
+        "adc_latency_cycle": 4,
+        "xbar_latency": 5.0,
+        "local_memory_data_width": 4,
+        "local_memory_read_latency_cycle": 1,
+        "local_memory_write_latency_cycle": 2,
+        "global_memory_data_width": 4,
+        "global_memory_read_latency_cycle": 3,
+        "global_memory_write_latency_cycle": 5,
+        "bus_width": 4,
+        "noc_hop_latency_cycle": 10,
+        "vector_width": 2,
+        "vector_latency_cycle": 3,
+        "xbar_read_power": 2.0,
+        "adc_dynamic_power": 1.0,
+        "adc_static_power": 0.5,
+        "vector_dynamic_power": 1.0,
+        "local_memory_dynamic_power": 1.0,
+        "global_memory_dynamic_power": 1.0,
+        "noc_energy_per_byte_hop": 1.0,
+    }
+)
+
+
+def artifacts(programs: dict[int, list[dict]], crossbars: dict[int, int] | None = None) -> Artifacts:
+    groups = crossbars or {}
+    return Artifacts(
+        [
+            CoreProgram(
+                core, [InstructionOp.from_json(obj) for obj in stream], [ArrayGroup(WEIGHTS)] * groups.get(core, 0)
+            )
+            for core, stream in programs.items()
+        ],
+        MemoryLayout(4, 0),
+    )
+
+
+def test_mvm_follows_the_crossbar_pipeline():
+    # front: DAC 1 + read 5 + sample-and-hold 1 = 7; back: ADC 4 + shift-add 1 + output buffer 1 = 6
+    assert mvm_cycles_and_energy(CHIP, 32) == (13, 2.0 * 5 + 1.0 * 4 * 2)
+    # 8 DAC steps of 1 bit, pipelined: 7 + 6 + 7 further steps of max(7, 6)
+    assert mvm_cycles_and_energy(CHIP.replace(dac_resolution=1), 8)[0] == 7 + 6 + 7 * 7
+    assert mvm_cycles_and_energy(CHIP.replace(dac_resolution=1, pipeline_mode=False), 8)[0] == 8 * 13
+
+
+def test_two_cores_with_a_blocking_transfer():
+    e = estimate(artifacts(two_core_program(), {0: 1}), CHIP)
+    # core 0: setbw, 3 sldi = 4; ld 12 B: global 3x3 + local 3x2 + NoC (1 hop: 10 + 3) = 28; sldi 1;
+    # mvmul: 13 + read 16 B (4x1) + write 8 B (2x2) = 21 -> at its send at 54. Core 1 is at its recv
+    # at 2. The transfer: read 2x1 + NoC (1 hop: 10 + 2) + write 2x2 = 18 -> both at 72.
+    # core 1 then: sldi 1, lldi 2x2 = 4, sldi 1, vvadd 2x(2x1) + 3 + 2x2 = 11, sldi 1, vrelu 2 + 3 + 4
+    # = 9, 2 sldi 2, st 8 B: local 2 + global 2x5 + NoC (2 hops: 20 + 2) = 34 -> 63 more: 135.
+    assert e.core_end_ns == [72.0, 135.0]
+    assert e.latency_ns == 135.0
+    assert e.core_busy_ns == [72.0, 2 + 18 + 63.0]
+    assert e.bottleneck == "core 1" and e.throughput == pytest.approx(1e9 / 83)
+    assert e.global_memory_busy_ns == 9 + 10
+    assert e.energy_pj == {
+        "crossbar": 18.0,
+        "vector": 6.0,  # two vector ops of one 3-cycle pass
+        "local_memory": (6 + 8 + 2) + (4 + 4 + 8 + 6 + 2.0),
+        "global_memory": 19.0,
+        "noc": 8 + 12 + 16.0,  # 8 B over 1 hop, 12 B over 1, 8 B over 2
+        "static": 1 * 2 * 0.5 * 135,  # one crossbar's two ADCs over the latency
+        "total": 18 + 6 + 40 + 19 + 36 + 135.0,
+    }
+
+
+def stage(core: int, source: int | None, target: int | None, work: int) -> list[dict]:
+    """Receive 2 words from `source`, run `work` 2-element ReLUs (1 + 3 + 2 ns each), send them on."""
+    stream = [setbw()]
+    if source is not None:
+        stream.append(i("recv", rd=0, core=source, size=8))
+    stream += [i("vrelu", rd=0, rs1=0, len=2)] * work
+    if target is not None:
+        stream.append(i("send", rd=0, rs1=0, core=target, size=8))
+    return stream
+
+
+def test_pipelined_throughput_is_set_by_the_busiest_stage():
+    chip = CHIP.replace(local_memory_write_latency_cycle=1)  # a ReLU: read 2 + 3 + write 2 = 7
+    program = {0: stage(0, None, 1, 10), 1: stage(1, 0, 2, 30), 2: stage(2, 1, None, 5)}
+    e = estimate(artifacts(program), chip)
+    transfer = 2 + (10 + 2) + 2  # read, NoC over one hop, write
+    assert e.core_busy_ns == [1 + 70 + transfer, 1 + transfer + 210 + transfer, 1 + transfer + 35.0]
+    assert e.core_end_ns == [71 + transfer, 71 + transfer + 210 + transfer, 71 + 2 * transfer + 210 + 35.0]
+    assert e.bottleneck == "core 1"
+    assert e.throughput == pytest.approx(1e9 / (1 + 210 + 2 * transfer))
+
+
+def test_a_busier_global_memory_is_the_bottleneck():
+    loads = [setbw(), i("sldi", rd=28, imm=0), i("sldi", rd=29, imm=0)] + [i("ld", rd=0, rs1=28, size=400)] * 2
+    e = estimate(artifacts({0: loads, 1: list(loads)}), CHIP.replace(global_memory_read_latency_cycle=10))
+    # each core: 3 + 2 x (global 100 x 10 + local 100 x 2 + NoC 10 or 20 + 100) < the memory's 4 x 1000
+    assert e.core_busy_ns == [3 + 2 * 1310.0, 3 + 2 * 1320.0]
+    assert e.global_memory_busy_ns == 4 * 100 * 10
+    assert e.bottleneck == "global memory" and e.throughput == pytest.approx(1e9 / 4000)
+
+
+def test_cores_waiting_on_each_other_cannot_be_timed():
+    program = {0: [setbw(), i("recv", rd=0, core=1, size=8)], 1: [setbw(), i("recv", rd=0, core=0, size=8)]}
+    with pytest.raises(PerformanceError, match=r"^cores 0, 1 wait at a send/recv no core matches"):
+        estimate(artifacts(program), CHIP)
+
+
+def test_chip_configs():
+    chip = chip_preset("pimcomp")
+    assert (chip.core_cnt, chip.xbar_array_count, chip.xbar_rows, chip.xbar_cols) == (64, 64, 128, 128)
+    with pytest.raises(ChipConfigError, match=r"^chip config: unknown key 'adc_cnt' \(did you mean 'adc_count'\?\)$"):
+        chip_from_dict({"adc_cnt": 4})
+    with pytest.raises(ChipConfigError, match=r"^chip config: 'vector_width' must be a positive integer, got 0$"):
+        chip_from_dict({"vector_width": 0})
+    with pytest.raises(ChipConfigError, match=r"^chip: unknown preset 'pimcom' \(did you mean 'pimcomp'\?\)"):
+        load_chip_config("pimcom")
+
+
+def test_chip_from_a_toml_file(tmp_path):
+    path = tmp_path / "chip.toml"
+    path.write_text('preset = "pimsim-nn"\ncore_cnt = 16\n')
+    chip = load_chip_config(path)
+    assert (chip.core_cnt, chip.xbar_latency, chip.adc_count) == (16, 30.0, 2)
