@@ -30,7 +30,7 @@ from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
-from cimxdsl.interpreters import RunResult, entry_function, run
+from cimxdsl.interpreters import Program, RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.schedule_list import ScheduleListPass
@@ -65,6 +65,8 @@ class CompiledModel:
     last_inputs: list[np.ndarray] | None = None
     resident: Device | None = field(default=None, repr=False)
     """The device calls run on: programmed weights stay between calls (metrics are per call)."""
+    programs: dict[str, Program] = field(default_factory=dict, repr=False)
+    """The stages prepared to run so far."""
 
     def module(self, stage: str = "func") -> ModuleOp:
         if stage not in self.stages:
@@ -86,7 +88,13 @@ class CompiledModel:
         device = device or Device(self.device)
         if device.config.static_adc and not device.adc_spans:
             device.adc_spans = self.static_adc_spans(device.config)
-        return run(module, [np.asarray(x, np.float32) for x in inputs], device)
+        return self.program(stage)([np.asarray(x, np.float32) for x in inputs], device)
+
+    def program(self, stage: str = "func") -> Program:
+        """The IR after `stage` prepared to run (once per stage: every later run reuses it)."""
+        if stage not in self.programs:
+            self.programs[stage] = Program(self.module(stage), self.device)
+        return self.programs[stage]
 
     def static_adc_spans(self, config: DeviceConfig) -> dict:
         """The spans of a static ADC range: the calibration inputs run once on the nominal device."""
@@ -96,7 +104,7 @@ class CompiledModel:
                 raise CompileError(f"device '{config.name}' has a static ADC range: compile with calibration data")
             recorder = Device(config.nominal, calibrating=True)
             for sample in self.calibration_inputs:
-                run(self.module("func"), [np.asarray(x, np.float32) for x in sample], recorder)
+                self.program()([np.asarray(x, np.float32) for x in sample], recorder)
             self.adc_spans[key] = recorder.adc_spans
         return self.adc_spans[key]
 

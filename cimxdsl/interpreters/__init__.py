@@ -25,6 +25,7 @@ from cimxdsl.interpreters.host import HostFunctions
 from cimxdsl.interpreters.lifetimes import ValueReleaser
 from cimxdsl.interpreters.memristor import MemristorFunctions
 from cimxdsl.interpreters.pim import PimFunctions
+from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.spatial import SpatialFunctions
 from cimxdsl.interpreters.upstream import UpstreamFunctions
@@ -75,6 +76,53 @@ def entry_function(module: ModuleOp, entry: str) -> func.FuncOp:
     raise ValueError(f"no function '@{entry}' with a body in the module")
 
 
+class Program:
+    """`@entry` of `module` prepared to run on `device` (`prepared`): call it on inputs, as many
+    times as needed; each call is one run, with its own crossbar allocation and layer records, on
+    `device` or the device the call names (programmed weights stay on a device between runs)."""
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        device: Device | DeviceConfig | str = "ideal",
+        entry: str = "main",
+        listeners: Sequence[Interpreter.Listener] = (),
+    ):
+        self.device = device if isinstance(device, Device) else Device(device)
+        self.entry = entry
+        self.function = entry_function(module, entry)
+        self.types = self.function.function_type.inputs.data
+        self.runtime, self.current = CrossbarRuntime(self.device), CurrentOp()
+        top = (*listeners, self.current)
+        interpreter = build_interpreter(module, self.runtime, top, release_dead_values=True)
+        self.prepared = self.reporting_errors(lambda: PreparedFunction(interpreter, self.function, top))
+
+    def __call__(self, inputs: Sequence, device: Device | None = None) -> RunResult:
+        """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
+        if device is not None:
+            self.device = self.runtime.device = device
+        if len(inputs) != len(self.types):
+            raise ValueError(f"'@{self.entry}' takes {len(self.types)} arguments, got {len(inputs)}")
+        arguments = [check_argument(self.entry, i, v, t) for i, (v, t) in enumerate(zip(inputs, self.types, strict=True))]
+        self.runtime.reset()
+        self.current.op = None
+        outputs = self.reporting_errors(lambda: self.prepared(arguments))
+        self.device.sync()
+        outputs = [np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs]
+        return RunResult(outputs, self.device, self.runtime.layers)
+
+    def reporting_errors(self, work):
+        try:
+            return work()
+        except (ValueError, IndexError, ArithmeticError, InterpretationError) as e:
+            # The functions' own errors name their op; those of xDSL, NumPy and the device model get it here.
+            op = self.current.op
+            if op is None or str(e).startswith(op_context(op)):
+                raise
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise interpretation_error(op, message) from e
+
+
 def run(
     module: ModuleOp,
     inputs: Sequence,
@@ -82,25 +130,8 @@ def run(
     entry: str = "main",
     listeners: Sequence[Interpreter.Listener] = (),
 ) -> RunResult:
-    """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
-    device = device if isinstance(device, Device) else Device(device)
-    function = entry_function(module, entry)
-    types = function.function_type.inputs.data
-    if len(inputs) != len(types):
-        raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
-    arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
-    runtime, current = CrossbarRuntime(device), CurrentOp()
-    interpreter = build_interpreter(module, runtime, (*listeners, current), release_dead_values=True)
-    try:
-        outputs = interpreter.call_op(function, tuple(arguments))
-    except (ValueError, IndexError, ArithmeticError, InterpretationError) as e:
-        # The functions' own errors name their op; those of xDSL, NumPy and the device model get it here.
-        if current.op is None or str(e).startswith(op_context(current.op)):
-            raise
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise interpretation_error(current.op, message) from e
-    device.sync()
-    return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device, runtime.layers)
+    """Interpret `@entry(*inputs)` once; inputs are converted to the argument types."""
+    return Program(module, device, entry, listeners)(inputs)
 
 
 class CurrentOp(Interpreter.Listener):

@@ -29,7 +29,13 @@ class CrossbarRuntime:
     _layer_start: tuple[str, dict, float] | None = None
 
     def __post_init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a run: every crossbar free, no layers recorded (programmed weights stay)."""
         self.free = list(range(self.device.config.crossbars))
+        self.layers = []
+        self._layer_start = None
 
     def physical(self, tile: int) -> int:
         """The crossbar of a tile id: tiles beyond the device's crossbars wrap around."""
