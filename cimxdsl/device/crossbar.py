@@ -174,7 +174,7 @@ def tile_mvm(
         raise ValueError(f"crossbar input must be a vector or a matrix, got shape {x.shape}")
     rows = x[None] if x.ndim == 1 else x
     out_rows = out[None] if out is not None and x.ndim == 1 else out
-    _check_inputs(rows, tile, config)
+    check_inputs(rows, tile, config)
     if rows.dtype.kind == "f" or tile.conductance is None or (fast_path and config.exact):
         y = _exact_product(rows, tile, out_rows)
     else:
@@ -346,7 +346,7 @@ def _weight_range(w: np.ndarray, config: DeviceConfig) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
-def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
+def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
     k = tile.shape[0]
     if x.shape[-1] != k:
         raise ValueError(f"crossbar input has {x.shape[-1]} elements per row but the tile has {k} rows")
@@ -378,13 +378,20 @@ def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
 
 def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> np.ndarray:
     """x @ W, into `out` when it has the product's dtype."""
-    w = tile.weights
+    return exact_matmul(x, tile.weights, out, tile.max_abs)
+
+
+def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_max: int | None = None) -> np.ndarray:
+    """x @ w exactly: float operands in their own precision (into `out` when it has the product's
+    dtype), integers as int64 through float64 BLAS while every partial sum is exact there.
+    `w_max`: max |w| when known."""
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if out is not None and out.dtype == np.result_type(x, w):
             return np.matmul(x, w, out=out)
         return x @ w
     x_max = int(np.abs(x.astype(np.int64)).max()) if x.size else 0
-    bound = x_max * int(tile.max_abs) * w.shape[0]
+    w_max = int(np.abs(w.astype(np.int64)).max()) if w_max is None else int(w_max)
+    bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
         return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
     if bound < 2**63:
@@ -462,7 +469,7 @@ def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarra
     is calibrated from."""
     k, n = tile.shape
     x = np.asarray(x).reshape(-1, k)
-    _check_inputs(x, tile, config)
+    check_inputs(x, tile, config)
     top = np.zeros((n, config.arrays_per_crossbar, config.cells_per_weight))
     if config.analog_subtraction:
         top = top[:, 0]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfig, load_device_config
-from cimxdsl.device.crossbar import Tile, draw_stuck_cells, observed_spans, program_tile, tile_mvm
+from cimxdsl.device.crossbar import Tile, check_inputs, draw_stuck_cells, observed_spans, program_tile, tile_mvm
 from cimxdsl.device.metrics import Metrics, energy_pj, mvm_events, write_events, write_time_ns
 
 _STUCK, _PROGRAM, _READ = 0, 1, 2
@@ -80,6 +80,26 @@ class Device:
             result = self._product(i, tile, x, rng, out)
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
+        self._count_mvm(i, tile, x)
+        return result
+
+    def count_mvm(self, xbar: int, x: np.ndarray) -> None:
+        """Account for x @ W on crossbar `xbar` (checks, metrics, timeline) without computing it,
+        on an exact device, whose every product the caller computes as `exact_matmul` does."""
+        i = self._index(xbar)
+        tile = self._tiles[i]
+        if tile is None:
+            raise ValueError(f"crossbar {i} has not been written")
+        if not self.config.exact or self.calibrating:
+            raise ValueError(f"crossbar {i}: only an exact device's products can be counted without computing them")
+        x = np.asarray(x)
+        try:
+            check_inputs(x.reshape(-1, x.shape[-1]), tile, self.config)
+        except ValueError as err:
+            raise ValueError(f"crossbar {i}: {err}") from None
+        self._count_mvm(i, tile, x)
+
+    def _count_mvm(self, i: int, tile: Tile, x: np.ndarray) -> None:
         self._ops_seen[i, 1] += 1
         batch = 1 if x.ndim == 1 else x.shape[0]
         negative = None  # only sign-magnitude inputs cost more for rows with a negative entry
@@ -87,7 +107,6 @@ class Device:
             negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
         events = mvm_events(self.config, batch, *tile.shape, negative)
         self._run(i, events, events["busy_cycles"] * self.config.cycle_ns)
-        return result
 
     def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None) -> np.ndarray:
         """x @ W through the ADC; with a static range, the tile's calibrated spans (recorded while

@@ -87,8 +87,11 @@ class Program:
         device: Device | DeviceConfig | str = "ideal",
         entry: str = "main",
         listeners: Sequence[Interpreter.Listener] = (),
+        layer_products: bool = True,
     ):
         self.device = device if isinstance(device, Device) else Device(device)
+        self.layer_products = layer_products
+        """Whether, on an exact device, the tiles of a product run as one (`layer_products`)."""
         self.entry = entry
         self.function = entry_function(module, entry)
         self.types = self.function.function_type.inputs.data
@@ -106,7 +109,8 @@ class Program:
         arguments = [check_argument(self.entry, i, v, t) for i, (v, t) in enumerate(zip(inputs, self.types, strict=True))]
         self.runtime.reset()
         self.current.op = None
-        outputs = self.reporting_errors(lambda: self.prepared(arguments))
+        fuse = self.layer_products and self.device.config.exact and not self.device.calibrating
+        outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
         self.device.sync()
         outputs = [np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs]
         return RunResult(outputs, self.device, self.runtime.layers)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, ReturnedValues
@@ -25,7 +24,9 @@ from xdsl.traits import ConstantLike, is_side_effect_free
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import pim, spatial
+from cimxdsl.interpreters.layer_products import fuse_layer_products
 from cimxdsl.interpreters.lifetimes import dying_values
+from cimxdsl.interpreters.values import read_only
 
 ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
 """Dialects whose interpreter functions read values of the environment that are not operands."""
@@ -54,20 +55,23 @@ class PreparedFunction:
         self.function = function
         self.listeners = tuple(listeners)
         self.steps: list[Step] | None = None
+        self.fused: list[Step] | None = None
+        """The steps with the tiles of each product run as one (`layer_products`), if any are."""
         self.constants: list = []
         self.arguments: tuple[int, ...] = ()
         if preparable(function):
             self._prepare()
 
-    def __call__(self, arguments: Sequence) -> tuple:
-        """The results of the function on `arguments`."""
+    def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
+        """The results of the function on `arguments`; with `layer_products` (only for an exact
+        device) the products of whole layers at once."""
         if self.steps is None:
             return self.interpreter.call_op(self.function, tuple(arguments))
         slots = list(self.constants)
         for slot, value in zip(self.arguments, arguments, strict=True):
             slots[slot] = value
         listeners = self.listeners
-        for step in self.steps:
+        for step in self.fused if layer_products and self.fused else self.steps:
             args = tuple([slots[i] for i in step.operands])
             for listener in listeners:
                 listener.will_interpret_op(step.op, args)
@@ -134,6 +138,7 @@ class PreparedFunction:
         for key, value in constants.items():
             self.constants[index[key]] = value
         self.steps = steps
+        self.fused = fuse_layer_products(steps, {index[key]: value for key, value in constants.items()})
 
 
 def captured_values(op: Operation) -> list[SSAValue]:
@@ -173,9 +178,3 @@ def constant_foldable(op: Operation, constants: dict) -> bool:
     )
 
 
-def read_only(value):
-    """`value`, as a read-only view when it is an array: constants are shared by every run."""
-    if isinstance(value, np.ndarray) and value.flags.writeable:
-        value = value.view()
-        value.flags.writeable = False
-    return value

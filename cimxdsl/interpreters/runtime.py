@@ -87,3 +87,7 @@ class CrossbarRuntime:
     def product(self, crossbar: int, inputs: np.ndarray, out: np.ndarray) -> None:
         """inputs @ W on `crossbar`, written into `out`."""
         self.device.mvm(crossbar, np.asarray(inputs), out=out)
+
+    def count_product(self, crossbar: int, inputs: np.ndarray) -> None:
+        """Account for inputs @ W on `crossbar` (an exact device) without computing it."""
+        self.device.count_mvm(crossbar, inputs)

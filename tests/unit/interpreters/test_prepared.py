@@ -11,7 +11,7 @@ from cimxdsl.interpreters import Program, build_interpreter, entry_function
 from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type
-from tests.unit.helpers import parse
+from tests.unit.helpers import apply, parse
 
 DIGITS = "examples/digits_cnn.onnx"
 
@@ -51,7 +51,7 @@ def test_prepared_runs_equal_the_interpreter(compiled, stage):
         pytest.skip(f"exact mode has no '{stage}' stage")
     module = compiled.module(stage)
     images = np.load("examples/digits_test.npz")["inputs"]
-    program = Program(module, Device(compiled.device))
+    program = Program(module, Device(compiled.device), layer_products=False)
     reference = Device(compiled.device)
     for batch in (images[:2], images[2:4]):
         program.device.reset_metrics()
@@ -98,3 +98,62 @@ def test_values_are_released_after_their_last_use():
     add, mul, _ = prepared.steps
     assert add.released == add.operands[:1]  # %x, after the add
     assert mul.released == mul.operands[:1]  # %a, after the mul
+
+
+TILED = """
+func.func @main(%a: tensor<6x300x{t}>) -> tensor<6x200x{t}> {{
+  %w = arith.constant dense<{w}> : tensor<300x200x{t}>
+  %r = cinm.compute -> tensor<6x200x{t}> {{
+    %0 = cinm.op.gemm %a, %w : (tensor<6x300x{t}>, tensor<300x200x{t}>) -> tensor<6x200x{t}>
+    cinm.yield %0 : tensor<6x200x{t}>
+  }}
+  func.return %r : tensor<6x200x{t}>
+}}
+"""
+
+
+def tiled_program(element: str, weights: np.ndarray):
+    """A 6×300 · 300×200 product lowered for 128×128 crossbars: 3 × 2 tiles, partial sums added
+    and column blocks inserted."""
+    text = TILED.format(t=element, w=np.array2string(weights, separator=",", threshold=10**6).replace("\n", ""))
+    return apply(parse(text), "memristor{device=ideal crossbars=4}")
+
+
+@pytest.mark.parametrize(("element", "mode"), [("i32", "int"), ("f32", "float")])
+def test_layer_products_count_every_tile(element, mode):
+    """On an exact device the tiles of the product run as one: the result is the exact product (bit
+    for bit on integers), and every tile's write, MVM, latency and energy are counted as before."""
+    rng = np.random.default_rng(1)
+    if mode == "int":
+        w, x = rng.integers(-127, 128, (300, 200)), rng.integers(-128, 128, (6, 300))
+    else:
+        w, x = rng.normal(size=(300, 200)).astype(np.float32), rng.normal(size=(6, 300)).astype(np.float32)
+    module = tiled_program(element, w)
+    fused, plain = Program(module, "ideal"), Program(module, "ideal", layer_products=False)
+    assert fused.prepared.fused is not None
+    counted = [s for s in fused.prepared.fused if s.implementation.__qualname__.startswith("count_columns")]
+    assert len(counted) == 6 and len(fused.prepared.fused) < len(fused.prepared.steps)
+    for _ in range(2):  # the second run finds the weights resident
+        ours, theirs = fused([x]), plain([x])
+        if mode == "int":
+            np.testing.assert_array_equal(ours.outputs[0], x @ w)
+            np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
+        else:
+            reference = x.astype(np.float64) @ w.astype(np.float64)
+            np.testing.assert_allclose(ours.outputs[0], reference, rtol=1e-5, atol=1e-4)
+        assert ours.outputs[0].dtype == theirs.outputs[0].dtype
+        assert fused.device.report() == plain.device.report() and ours.layers == theirs.layers
+        fused.device.reset_metrics(), plain.device.reset_metrics()
+
+
+def test_layer_products_only_on_exact_devices():
+    """A lossy device computes every tile through its model: the same run with or without them."""
+    rng = np.random.default_rng(2)
+    w, x = rng.integers(-127, 128, (300, 200)), rng.integers(-128, 128, (6, 300))
+    module = tiled_program("i32", w)
+    device = preset("ideal").replace(adc_bits=6, weight_bits=8, input_bits=8, cell_bits=8, dac_bits=1)
+    ours = Program(module, Device(device))([x])
+    theirs = Program(module, Device(device), layer_products=False)([x])
+    np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
+    assert not np.array_equal(ours.outputs[0], x @ w)  # the 6-bit ADC rounds
+    assert ours.device.report() == theirs.device.report()
