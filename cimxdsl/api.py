@@ -27,6 +27,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
@@ -67,6 +68,8 @@ class CompiledModel:
     """The device calls run on: programmed weights stay between calls (metrics are per call)."""
     programs: dict[str, Program] = field(default_factory=dict, repr=False)
     """The stages prepared to run so far."""
+    threads: int | None = None
+    """The threads a run uses (None: every core; `cimxdsl.device.threads`)."""
 
     def module(self, stage: str = "func") -> ModuleOp:
         if stage not in self.stages:
@@ -94,6 +97,7 @@ class CompiledModel:
         """The IR after `stage` prepared to run (once per stage: every later run reuses it)."""
         if stage not in self.programs:
             self.programs[stage] = Program(self.module(stage), self.device)
+        self.programs[stage].threads = check_threads(self.threads)
         return self.programs[stage]
 
     def static_adc_spans(self, config: DeviceConfig) -> dict:
@@ -311,11 +315,17 @@ def compile(
     cores: int | None = None,
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
+    threads: int | None = None,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
-    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`)."""
+    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`).
+    `threads`: the threads the compiled model's runs use (None: every core)."""
+    try:
+        check_threads(threads)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
     if target == "pim":
         return compile_pim(to_onnx(model, example_input), device, calibration, cores, crossbars_per_core, out_dir)
     if target != "memristor":
@@ -366,7 +376,7 @@ def compile(
             module = stage(name, lambda spec=spec: apply_passes(module, spec))
     options = {"target": target, "mode": mode, "crossbars": crossbars, "strategy": strategy, "batch": batch}
     stages["func"] = module
-    model = CompiledModel(stages, config, options, notes, seconds)
+    model = CompiledModel(stages, config, options, notes, seconds, threads=threads)
     model.calibration_inputs = samples if mode == "int8" else None
     return model
 

@@ -19,6 +19,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.device.threads import check_threads, using_threads
 from cimxdsl.interpreters.cim import CimFunctions
 from cimxdsl.interpreters.cinm import CinmFunctions
 from cimxdsl.interpreters.host import HostFunctions
@@ -88,10 +89,13 @@ class Program:
         entry: str = "main",
         listeners: Sequence[Interpreter.Listener] = (),
         layer_products: bool = True,
+        threads: int | None = None,
     ):
         self.device = device if isinstance(device, Device) else Device(device)
         self.layer_products = layer_products
         """Whether, on an exact device, the tiles of a product run as one (`layer_products`)."""
+        self.threads = check_threads(threads)
+        """The threads a run uses (`cimxdsl.device.threads`; None: the process default)."""
         self.entry = entry
         self.function = entry_function(module, entry)
         self.types = self.function.function_type.inputs.data
@@ -110,7 +114,8 @@ class Program:
         self.runtime.reset()
         self.current.op = None
         fuse = self.layer_products and self.device.config.exact and not self.device.calibrating
-        outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
+        with using_threads(self.threads):
+            outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
         self.device.sync()
         outputs = [np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs]
         return RunResult(outputs, self.device, self.runtime.layers)
@@ -133,9 +138,10 @@ def run(
     device: Device | DeviceConfig | str = "ideal",
     entry: str = "main",
     listeners: Sequence[Interpreter.Listener] = (),
+    threads: int | None = None,
 ) -> RunResult:
     """Interpret `@entry(*inputs)` once; inputs are converted to the argument types."""
-    return Program(module, device, entry, listeners)(inputs)
+    return Program(module, device, entry, listeners, threads=threads)(inputs)
 
 
 class CurrentOp(Interpreter.Listener):
