@@ -8,7 +8,8 @@ in the same process, at batch 1 and 16:
 
 It also prints the crossbar writes of an inference after the first (weights left on the device by
 the previous one are not written again) against the minimum: every weight tile the program writes,
-less the crossbars that can keep one resident.
+less the crossbars that can keep one resident; and the time on one thread against all cores
+(`threads`), the speed-up.
 
     python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
 """
@@ -26,6 +27,7 @@ import cimxdsl
 from benchmarks.crossbar_gemm import best_time
 from benchmarks.model_zoo import MODELS
 from cimxdsl.device import preset
+from cimxdsl.device.threads import cores
 from cimxdsl.frontend.onnx_importer import with_batch
 
 DEVICES = {
@@ -48,6 +50,7 @@ def main() -> None:
     print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
+        f"  writes (least)  1 thread  speed-up ({cores()} cores)"
     )
     for name in args.devices:
         config, mode = DEVICES[name]
@@ -64,6 +67,9 @@ def main() -> None:
             compiled(x)  # warm-up: the weights that fit stay resident
             ort = best_time(lambda: session.run(None, {"x": x}), args.repeat)
             ours = best_time(lambda: compiled(x), args.repeat)
+            compiled.threads = 1
+            alone = best_time(lambda: compiled(x), args.repeat)
+            compiled.threads = None
             error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
             writes = compiled.last_run.device.report(per_crossbar=False)["total"]["writes"]
             tiles = compiled.mlir().count("call @memristor_write_to_crossbar")
@@ -71,7 +77,7 @@ def main() -> None:
             ratio = ours / ort
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
-                f" {error:14.1e} {f'{writes} ({least})':>14}"
+                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x"
             )
 
 

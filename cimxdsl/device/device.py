@@ -81,7 +81,8 @@ class Device:
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         key = tile_key(tile.weights) if self.config.static_adc else b""
-        size = sum(a.nbytes for a in {id(a): a for a in (tile.weights, tile.conductance, tile.reads) if a is not None}.values())
+        arrays = {id(a): a for a in (tile.weights, tile.conductance, tile.reads) if a is not None}
+        size = sum(a.nbytes for a in arrays.values())
         kept = isinstance(weights, np.ndarray) and not weights.flags.writeable
         if noiseless and kept and self._programmed_bytes + size <= PROGRAMMED_TILES_BYTES:
             self._programmed[id(weights)] = (weights, tile, key)

@@ -110,7 +110,8 @@ class Program:
             self.device = self.runtime.device = device
         if len(inputs) != len(self.types):
             raise ValueError(f"'@{self.entry}' takes {len(self.types)} arguments, got {len(inputs)}")
-        arguments = [check_argument(self.entry, i, v, t) for i, (v, t) in enumerate(zip(inputs, self.types, strict=True))]
+        pairs = enumerate(zip(inputs, self.types, strict=True))
+        arguments = [check_argument(self.entry, i, value, t) for i, (value, t) in pairs]
         self.runtime.reset()
         self.current.op = None
         fuse = self.layer_products and self.device.config.exact and not self.device.calibrating

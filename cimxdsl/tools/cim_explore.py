@@ -14,7 +14,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")
     parser.add_argument("-o", "--output-dir", help="where to write results and plots (default: <sweep>-results)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="run points in N local processes")
-    parser.add_argument("--threads", type=int, metavar="N", help="threads per point (default: every core, shared by --jobs)")
+    parser.add_argument(
+        "--threads", type=int, metavar="N", help="threads per point (default: every core, shared by --jobs)"
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
     parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
