@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfig
-from cimxdsl.device.threads import map_chunks
+from cimxdsl.device.threads import map_chunks, matmul
 
 CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache)
 _EXACT_FLOAT = 2**53
@@ -388,13 +388,13 @@ def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_
     `w_max`: max |w| when known."""
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if out is not None and out.dtype == np.result_type(x, w):
-            return np.matmul(x, w, out=out)
-        return x @ w
+            return matmul(x, w, out=out)
+        return matmul(x, w)
     x_max = int(np.abs(x.astype(np.int64)).max()) if x.size else 0
     w_max = int(np.abs(w.astype(np.int64)).max()) if w_max is None else int(w_max)
     bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
-        return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
+        return matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
     if bound < 2**63:
         return x.astype(np.int64) @ w
     raise ValueError("the crossbar product may overflow int64")

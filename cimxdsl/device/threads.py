@@ -1,10 +1,11 @@
 """How many cores a simulation uses.
 
-`using_threads(n)` runs a block with n threads: NumPy's BLAS gets n threads for the products it
-computes whole, and the bit-sliced products run their chunks of rows on a pool of n threads, each
-with a one-thread BLAS, so that the two never multiply (no oversubscription). The BLAS is the
-OpenBLAS NumPy loads; its thread count is set through its `openblas_set_num_threads` entry point
-(under the symbol prefix and suffix NumPy's build gives it). Without one, only the pool is used.
+`using_threads(n)` runs a block with n threads: products run their chunks of rows (`map_chunks`,
+`matmul`) on a pool of n threads while NumPy's BLAS keeps to one thread, so that the two never
+multiply (no oversubscription; a busy-waiting BLAS thread on a shared core costs far more than it
+gives). Chunk boundaries do not depend on n, so results do not either. The BLAS is the OpenBLAS
+NumPy loads; its thread count is set once per block through its `openblas_set_num_threads` entry
+point (under the symbol prefix and suffix NumPy's build gives it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import cache
+
+import numpy as np
 
 _state: dict[str, int | None] = {"threads": 1, "default": None, "active": 0}
 _pool: dict[int, ThreadPoolExecutor] = {}
@@ -88,7 +91,7 @@ def using_threads(threads: int | None = None) -> Iterator[None]:
     _state["threads"] = threads
     _state["active"] += 1
     try:
-        with _blas_limited(threads):
+        with _blas_limited(1):
             yield
     finally:
         _state["threads"] = before
@@ -96,8 +99,8 @@ def using_threads(threads: int | None = None) -> Iterator[None]:
 
 
 def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
-    """`work` on every chunk: on the pool of the current thread count, each with a one-thread BLAS
-    (chunks must be independent), or in order on one thread."""
+    """`work` on every chunk (chunks must be independent): on the pool of the current thread
+    count, or in order on one thread."""
     chunks = list(chunks)
     threads = min(_state["threads"], len(chunks))
     if threads <= 1:
@@ -107,6 +110,24 @@ def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
     pool = _pool.get(threads)
     if pool is None:
         pool = _pool[threads] = ThreadPoolExecutor(threads, thread_name_prefix="cimxdsl")
-    with _blas_limited(1):
-        for _ in pool.map(work, chunks):
-            pass
+    for _ in pool.map(work, chunks):
+        pass
+
+
+MATMUL_ROWS = 512
+"""Rows of a chunk of `matmul`."""
+
+
+def matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """x @ w for a 2-D x, in chunks of `MATMUL_ROWS` rows on the pool (into `out` when given)."""
+    rows = x.shape[0]
+    if _state["threads"] <= 1 or rows <= MATMUL_ROWS:
+        return np.matmul(x, w) if out is None else np.matmul(x, w, out=out)
+    if out is None:
+        out = np.empty((rows, w.shape[1]), np.result_type(x, w))
+    map_chunks(lambda c: np.matmul(x[c[0] : c[1]], w, out=out[c[0] : c[1]]), _row_ranges(rows))
+    return out
+
+
+def _row_ranges(rows: int) -> list[tuple[int, int]]:
+    return [(start, min(start + MATMUL_ROWS, rows)) for start in range(0, rows, MATMUL_ROWS)]
