@@ -113,16 +113,14 @@ class PreparedFunction:
         impls = self.interpreter._impls._impl_dict  # the registry `Interpreter.run_op` looks in
         steps, constants = [], {}
         for op in block.ops:
-            if type(op) not in impls:
-                raise InterpretationError(f"Could not find interpretation function for op {op.name}")
-            functions, implementation = impls[type(op)]
-            if constant_foldable(op, constants):
-                step = Step(op, functions, implementation, (), (), (), ())
-                result = self._run(step, tuple(constants[id(v)] for v in op.operands), [])
-                for value, result in zip(op.results, result.values, strict=True):
-                    constants[id(value)] = read_only(result)
-                    slot(value)
-                continue
+            functions, implementation = impls.get(type(op), (None, missing))
+            if implementation is not missing and constant_foldable(op, constants):
+                values = self._fold(Step(op, functions, implementation, (), (), (), ()), constants)
+                if values is not None:  # (else the op fails when it is reached, naming itself)
+                    for value, result in zip(op.results, values, strict=True):
+                        constants[id(value)] = read_only(result)
+                        slot(value)
+                    continue
             steps.append(
                 Step(
                     op,
@@ -139,6 +137,19 @@ class PreparedFunction:
             self.constants[index[key]] = value
         self.steps = steps
         self.fused = fuse_layer_products(steps, {index[key]: value for key, value in constants.items()})
+
+
+    def _fold(self, step: Step, constants: dict) -> tuple | None:
+        """The values of a constant op, or None if computing them fails."""
+        try:
+            return self._run(step, tuple(constants[id(v)] for v in step.op.operands), []).values
+        except Exception:
+            return None
+
+
+def missing(functions, interpreter: Interpreter, op: Operation, args: tuple):
+    """The implementation of an op that has none: fails when the op is reached, as in the interpreter."""
+    raise InterpretationError(f"Could not find interpretation function for op {op.name}")
 
 
 def captured_values(op: Operation) -> list[SSAValue]:
