@@ -11,7 +11,11 @@ the previous one are not written again) against the minimum: every weight tile t
 less the crossbars that can keep one resident; and the time on one thread against all cores
 (`threads`), the speed-up.
 
+With `--light NAME…` it measures instead onnx's light architectures (random weights) on `ideal` at
+batch 1 (target ≤ 3× onnxruntime).
+
     python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
+    python benchmarks/simulation_speed.py --light squeezenet bvlc_alexnet resnet50
 """
 
 import argparse
@@ -43,7 +47,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--devices", nargs="+", default=sorted(DEVICES), choices=sorted(DEVICES))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--light", nargs="+", metavar="NAME", help="light architectures instead (ideal, batch 1)")
     args = parser.parse_args()
+    if args.light:
+        light_ratios(args.light, args.repeat)
+        return
     model = MODELS["resnet18"](size=args.size, width=args.width)
     rng = np.random.default_rng(0)
     calibration = rng.normal(size=(4, 3, args.size, args.size)).astype(np.float32)
@@ -79,6 +87,32 @@ def main() -> None:
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
                 f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x"
             )
+
+
+def light_ratios(names: list[str], repeat: int) -> None:
+    from benchmarks.pim_light_models import light_model
+
+    print(f"{'model':>14} {'onnxruntime':>12} {'ideal':>9} {'ratio':>7} {'1 thread':>9} {'ratio':>7}  max rel error")
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    for name in names:
+        model = light_model(name)
+        compiled = cimxdsl.compile(model, device="ideal", mode="exact", batch=1)
+        initializers = {i.name for i in model.graph.initializer}
+        source = next(i for i in model.graph.input if i.name not in initializers)
+        shape = [d.dim_value for d in source.type.tensor_type.shape.dim]
+        x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+        session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        reference = session.run(None, {source.name: x})[0]
+        compiled(x)
+        ort = best_time(lambda: session.run(None, {source.name: x}), repeat)
+        ours = best_time(lambda: compiled(x), repeat)
+        compiled.threads = 1
+        alone = best_time(lambda: compiled(x), repeat)
+        error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
+        print(
+            f"{name:>14} {ort:11.3f}s {ours:8.3f}s {ours / ort:6.1f}x {alone:8.3f}s {alone / ort:6.1f}x {error:14.1e}"
+        )
 
 
 if __name__ == "__main__":
