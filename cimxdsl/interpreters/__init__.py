@@ -5,6 +5,7 @@ exact, cim and memristor ops (and calls of the `memristor_*` runtime) run on the
 run in NumPy.
 """
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -100,12 +101,18 @@ class Program:
         self.function = entry_function(module, entry)
         self.types = self.function.function_type.inputs.data
         self.runtime, self.current = CrossbarRuntime(self.device), CurrentOp()
+        self.lock = threading.Lock()
         top = (*listeners, self.current)
         interpreter = build_interpreter(module, self.runtime, top, release_dead_values=True)
         self.prepared = self.reporting_errors(lambda: PreparedFunction(interpreter, self.function, top))
 
     def __call__(self, inputs: Sequence, device: Device | None = None) -> RunResult:
-        """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
+        """Interpret `@entry(*inputs)`; inputs are converted to the argument types. Calls from
+        several threads (a Dask worker's) run one after the other."""
+        with self.lock:
+            return self._run(inputs, device)
+
+    def _run(self, inputs: Sequence, device: Device | None) -> RunResult:
         if device is not None:
             self.device = self.runtime.device = device
         if len(inputs) != len(self.types):

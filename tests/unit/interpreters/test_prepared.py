@@ -157,3 +157,20 @@ def test_layer_products_only_on_exact_devices():
     np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
     assert not np.array_equal(ours.outputs[0], x @ w)  # the 6-bit ADC rounds
     assert ours.device.report() == theirs.device.report()
+
+
+def test_a_program_called_from_several_threads_runs_each_call_alone():
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    w = rng.integers(-127, 128, (300, 200))
+    program = Program(tiled_program("i32", w), "cinnamon")
+    inputs = [rng.integers(0, 128, (6, 300)) for _ in range(6)]
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=6, cell_bits=8)
+    devices = [Device(config) for _ in inputs]
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda pair: program([pair[0]], pair[1]), zip(inputs, devices)))
+    for x, device, result in zip(inputs, devices, results, strict=True):
+        alone = Program(tiled_program("i32", w), Device(device.config))([x])
+        np.testing.assert_array_equal(result.outputs[0], alone.outputs[0])
+        assert result.device is device and device.report() == alone.device.report()
