@@ -8,9 +8,14 @@ in the same process, at batch 1 and 16:
 
 It also prints the crossbar writes of an inference after the first (weights left on the device by
 the previous one are not written again) against the minimum: every weight tile the program writes,
-less the crossbars that can keep one resident.
+less the crossbars that can keep one resident; and the time on one thread against all cores
+(`threads`), the speed-up.
+
+With `--light NAME…` it measures instead onnx's light architectures (random weights) on `ideal` at
+batch 1 (target ≤ 3× onnxruntime).
 
     python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
+    python benchmarks/simulation_speed.py --light squeezenet bvlc_alexnet resnet50
 """
 
 import argparse
@@ -26,6 +31,7 @@ import cimxdsl
 from benchmarks.crossbar_gemm import best_time
 from benchmarks.model_zoo import MODELS
 from cimxdsl.device import preset
+from cimxdsl.device.threads import cores
 from cimxdsl.frontend.onnx_importer import with_batch
 
 DEVICES = {
@@ -41,13 +47,18 @@ def main() -> None:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--devices", nargs="+", default=sorted(DEVICES), choices=sorted(DEVICES))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--light", nargs="+", metavar="NAME", help="light architectures instead (ideal, batch 1)")
     args = parser.parse_args()
+    if args.light:
+        light_ratios(args.light, args.repeat)
+        return
     model = MODELS["resnet18"](size=args.size, width=args.width)
     rng = np.random.default_rng(0)
     calibration = rng.normal(size=(4, 3, args.size, args.size)).astype(np.float32)
     print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
+        f"  writes (least)  1 thread  speed-up ({cores()} cores)"
     )
     for name in args.devices:
         config, mode = DEVICES[name]
@@ -64,6 +75,9 @@ def main() -> None:
             compiled(x)  # warm-up: the weights that fit stay resident
             ort = best_time(lambda: session.run(None, {"x": x}), args.repeat)
             ours = best_time(lambda: compiled(x), args.repeat)
+            compiled.threads = 1
+            alone = best_time(lambda: compiled(x), args.repeat)
+            compiled.threads = None
             error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
             writes = compiled.last_run.device.report(per_crossbar=False)["total"]["writes"]
             tiles = compiled.mlir().count("call @memristor_write_to_crossbar")
@@ -71,8 +85,34 @@ def main() -> None:
             ratio = ours / ort
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
-                f" {error:14.1e} {f'{writes} ({least})':>14}"
+                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x"
             )
+
+
+def light_ratios(names: list[str], repeat: int) -> None:
+    from benchmarks.pim_light_models import light_model
+
+    print(f"{'model':>14} {'onnxruntime':>12} {'ideal':>9} {'ratio':>7} {'1 thread':>9} {'ratio':>7}  max rel error")
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    for name in names:
+        model = light_model(name)
+        compiled = cimxdsl.compile(model, device="ideal", mode="exact", batch=1)
+        initializers = {i.name for i in model.graph.initializer}
+        source = next(i for i in model.graph.input if i.name not in initializers)
+        shape = [d.dim_value for d in source.type.tensor_type.shape.dim]
+        x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+        session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        reference = session.run(None, {source.name: x})[0]
+        compiled(x)
+        ort = best_time(lambda: session.run(None, {source.name: x}), repeat)
+        ours = best_time(lambda: compiled(x), repeat)
+        compiled.threads = 1
+        alone = best_time(lambda: compiled(x), repeat)
+        error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
+        print(
+            f"{name:>14} {ort:11.3f}s {ours:8.3f}s {ours / ort:6.1f}x {alone:8.3f}s {alone / ort:6.1f}x {error:14.1e}"
+        )
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ from cimxdsl.backend.performance import PerformanceError
 from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
+from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
-from cimxdsl.interpreters import RunResult, entry_function, run
+from cimxdsl.interpreters import Program, RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
@@ -69,6 +70,10 @@ class CompiledModel:
     last_inputs: list[np.ndarray] | None = None
     resident: Device | None = field(default=None, repr=False)
     """The device calls run on: programmed weights stay between calls (metrics are per call)."""
+    programs: dict[str, Program] = field(default_factory=dict, repr=False)
+    """The stages prepared to run so far."""
+    threads: int | None = None
+    """The threads a run uses (None: every core; `cimxdsl.device.threads`)."""
 
     def module(self, stage: str = "func") -> ModuleOp:
         if stage not in self.stages:
@@ -90,7 +95,14 @@ class CompiledModel:
         device = device or Device(self.device)
         if device.config.static_adc and not device.adc_spans:
             device.adc_spans = self.static_adc_spans(device.config)
-        return run(module, [np.asarray(x, np.float32) for x in inputs], device)
+        return self.program(stage)([np.asarray(x, np.float32) for x in inputs], device)
+
+    def program(self, stage: str = "func") -> Program:
+        """The IR after `stage` prepared to run (once per stage: every later run reuses it)."""
+        if stage not in self.programs:
+            self.programs[stage] = Program(self.module(stage), self.device)
+        self.programs[stage].threads = check_threads(self.threads)
+        return self.programs[stage]
 
     def static_adc_spans(self, config: DeviceConfig) -> dict:
         """The spans of a static ADC range: the calibration inputs run once on the nominal device."""
@@ -100,7 +112,7 @@ class CompiledModel:
                 raise CompileError(f"device '{config.name}' has a static ADC range: compile with calibration data")
             recorder = Device(config.nominal, calibrating=True)
             for sample in self.calibration_inputs:
-                run(self.module("func"), [np.asarray(x, np.float32) for x in sample], recorder)
+                self.program()([np.asarray(x, np.float32) for x in sample], recorder)
             self.adc_spans[key] = recorder.adc_spans
         return self.adc_spans[key]
 
@@ -381,12 +393,18 @@ def compile(
     out_dir: str | Path | None = None,
     placement: str = "host",
     chip: str | Path | ChipConfig | None = None,
+    threads: int | None = None,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
-    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`, `chip`)."""
+    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`, `chip`).
+    `threads`: the threads the compiled model's runs use (None: every core)."""
+    try:
+        check_threads(threads)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
     if target == "pim":
         model = to_onnx(model, example_input)
         return compile_pim(model, device, calibration, cores, crossbars_per_core, out_dir, chip=chip or "pimcomp")
@@ -447,7 +465,7 @@ def compile(
         "placement": placement,
     }
     stages["func"] = module
-    model = CompiledModel(stages, config, options, notes, seconds)
+    model = CompiledModel(stages, config, options, notes, seconds, threads=threads)
     model.calibration_inputs = samples if mode == "int8" else None
     return model
 

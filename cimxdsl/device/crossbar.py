@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.threads import map_chunks, matmul
 
 CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache)
 _EXACT_FLOAT = 2**53
@@ -174,7 +175,7 @@ def tile_mvm(
         raise ValueError(f"crossbar input must be a vector or a matrix, got shape {x.shape}")
     rows = x[None] if x.ndim == 1 else x
     out_rows = out[None] if out is not None and x.ndim == 1 else out
-    _check_inputs(rows, tile, config)
+    check_inputs(rows, tile, config)
     if rows.dtype.kind == "f" or tile.conductance is None or (fast_path and config.exact):
         y = _exact_product(rows, tile, out_rows)
     else:
@@ -346,7 +347,7 @@ def _weight_range(w: np.ndarray, config: DeviceConfig) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
-def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
+def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
     k = tile.shape[0]
     if x.shape[-1] != k:
         raise ValueError(f"crossbar input has {x.shape[-1]} elements per row but the tile has {k} rows")
@@ -378,15 +379,22 @@ def _check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
 
 def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> np.ndarray:
     """x @ W, into `out` when it has the product's dtype."""
-    w = tile.weights
+    return exact_matmul(x, tile.weights, out, tile.max_abs)
+
+
+def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_max: int | None = None) -> np.ndarray:
+    """x @ w exactly: float operands in their own precision (into `out` when it has the product's
+    dtype), integers as int64 through float64 BLAS while every partial sum is exact there.
+    `w_max`: max |w| when known."""
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if out is not None and out.dtype == np.result_type(x, w):
-            return np.matmul(x, w, out=out)
-        return x @ w
+            return matmul(x, w, out=out)
+        return matmul(x, w)
     x_max = int(np.abs(x.astype(np.int64)).max()) if x.size else 0
-    bound = x_max * int(tile.max_abs) * w.shape[0]
+    w_max = int(np.abs(w.astype(np.int64)).max()) if w_max is None else int(w_max)
+    bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
-        return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
+        return matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
     if bound < 2**63:
         return x.astype(np.int64) @ w
     raise ValueError("the crossbar product may overflow int64")
@@ -437,23 +445,30 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     )
 
 
-def _column_sums(x: np.ndarray, g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig, rng):
-    """The analog column sums (P, b, N·arrays·J) of chunks of rows of `x` against `g`, with read
-    noise: yields (first row, sums)."""
+def _row_chunks(rows: int, g: np.ndarray, k: int, planes: InputPlanes) -> list[tuple[int, int]]:
+    """(first row, rows) of the chunks whose analog intermediates stay within `CHUNK_BYTES`."""
+    chunk = max(1, CHUNK_BYTES // (4 * len(planes.planes) * (k + g.shape[1])))
+    return [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
+
+
+def _chunk_sums(g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig, rng, start: int, b: int):
+    """The analog column sums (P, b, N·arrays·J) of rows [start, start + b) against `g`, with read noise."""
     count = len(planes.planes)
-    g2 = g * g if config.read_noise else None
-    chunk = max(1, CHUNK_BYTES // (4 * count * (k + g.shape[1])))
-    for start in range(0, x.shape[0], chunk):
-        b = min(chunk, x.shape[0] - start)
-        digits = np.empty((count, b, g.shape[0]), g.dtype)
-        for i, (source, shift, mask) in enumerate(planes.planes):
-            part = planes.sources[source][start : start + b] >> shift
-            np.bitwise_and(part, mask, out=digits[i], casting="unsafe")
-        sums = digits.reshape(count * b, -1) @ g
-        if g2 is not None:
-            sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ g2)
-            sums += sigma * rng.standard_normal(sums.shape)
-        yield start, sums.reshape(count, b, -1)
+    digits = np.empty((count, b, g.shape[0]), g.dtype)
+    for i, (source, shift, mask) in enumerate(planes.planes):
+        part = planes.sources[source][start : start + b] >> shift
+        np.bitwise_and(part, mask, out=digits[i], casting="unsafe")
+    sums = digits.reshape(count * b, -1) @ g
+    if config.read_noise:
+        sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ (g * g))
+        sums += sigma * rng.standard_normal(sums.shape)
+    return sums.reshape(count, b, -1)
+
+
+def _column_sums(x: np.ndarray, g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig, rng):
+    """The analog column sums of `x` against `g` chunk by chunk: yields (first row, sums)."""
+    for start, b in _row_chunks(x.shape[0], g, k, planes):
+        yield start, _chunk_sums(g, k, planes, config, rng, start, b)
 
 
 def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -462,7 +477,7 @@ def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarra
     is calibrated from."""
     k, n = tile.shape
     x = np.asarray(x).reshape(-1, k)
-    _check_inputs(x, tile, config)
+    check_inputs(x, tile, config)
     top = np.zeros((n, config.arrays_per_crossbar, config.cells_per_weight))
     if config.analog_subtraction:
         top = top[:, 0]
@@ -501,9 +516,10 @@ def _sliced_product(
     exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
     out = np.empty((x.shape[0], n), np.int64 if dtype is np.int64 else np.float64)
-    for start, sums in _column_sums(x, g, k, planes, config, rng):
-        b = sums.shape[1]
-        sums = sums.reshape(-1, b, n, arrays, cells)
+
+    def convert(chunk: tuple[int, int]) -> None:
+        start, b = chunk
+        sums = _chunk_sums(g, k, planes, config, rng, start, b).reshape(-1, b, n, arrays, cells)
         if pair:
             differences = sums[:, :, :, 0] - sums[:, :, :, 1]
             levels, den, num = _adc_levels(differences, config, True, max_sum=tile.max_sum, spans=spans)
@@ -525,6 +541,13 @@ def _sliced_product(
             out[start : start + b] = result
             out[start : start + b] *= den
             out[start : start + b] /= num
+
+    chunks = _row_chunks(x.shape[0], g, k, planes)
+    if rng is None:  # chunks are independent: on the threads of `using_threads`
+        map_chunks(convert, chunks)
+    else:  # read noise is drawn chunk after chunk
+        for chunk in chunks:
+            convert(chunk)
     correction = planes.offsets[:, None] * (tile.col_sums[None, :] + tile.weight_offset * k)
     if tile.weight_offset:
         correction += tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None]

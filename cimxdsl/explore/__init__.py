@@ -18,6 +18,7 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
+from cimxdsl.device.threads import check_threads
 from cimxdsl.explore.results import ExploreResults
 from cimxdsl.explore.sweep import Sweep, SweepError, load_sweep
 
@@ -31,24 +32,27 @@ def explore(
     scheduler=None,
     progress: Callable[[int, int], None] | None = None,
     plots: bool = True,
+    threads: int | None = None,
 ) -> ExploreResults:
     """Run a sweep (a TOML path or a dict of the same shape) and return its results.
 
     `jobs` > 1 runs points in that many local processes; `scheduler` (a Dask scheduler address such
     as "tcp://host:8786", or a `distributed.Client`) runs them on a Dask cluster. The results are
     the same either way. With `out_dir`, results.csv, results.json and (with `plots`) PNG figures
-    are written there. `progress(done, total)` is called as points finish.
+    are written there. `progress(done, total)` is called as points finish. `threads`: the threads
+    of each point's simulation (None: every core, shared among `jobs` local processes).
     """
     from cimxdsl.explore.execution import run_points
     from cimxdsl.explore.runner import expand_points, prepare_context
 
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    check_threads(threads)
     start = time.perf_counter()
     sweep = load_sweep(sweep)
     context = prepare_context(sweep)
     points = expand_points(sweep)
-    per_point = run_points(context, points, jobs=jobs, scheduler=scheduler, progress=progress)
+    per_point = run_points(context, points, jobs=jobs, scheduler=scheduler, progress=progress, threads=threads)
     float_accuracy = float((context.reference == context.labels).mean())
     if scheduler is not None:
         address = getattr(getattr(scheduler, "scheduler", None), "address", None)  # a Client's

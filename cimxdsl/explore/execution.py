@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from cimxdsl.device.threads import cores, set_default_threads, using_threads
 from cimxdsl.explore.runner import Context, Point, evaluate_point
 
 Progress = Callable[[int, int], None]
@@ -34,27 +35,34 @@ def run_points(
     jobs: int = 1,
     scheduler=None,
     progress: Progress | None = None,
+    threads: int | None = None,
 ) -> list[list[dict]]:
     """The rows of every point, in point order. `scheduler`: a Dask scheduler address or a
-    `distributed.Client`; else `jobs` > 1 local processes; else serially here."""
+    `distributed.Client`; else `jobs` > 1 local processes; else serially here. `threads`: the
+    threads of each point's runs (None: every core here and on a Dask worker, the cores divided
+    among local processes)."""
     say = progress or (lambda done, total: None)
     order = sorted(points, key=lambda p: (p.program, p.index))
     if scheduler is not None:
-        done = run_on_dask(context, order, scheduler, say)
+        done = run_on_dask(context, order, scheduler, say, threads)
     elif jobs > 1:
-        done = run_in_processes(context, order, jobs, say)
+        done = run_in_processes(context, order, jobs, say, threads or max(1, cores() // jobs))
     else:
         done = {}
-        for point in order:
-            done[point.index] = evaluate_point(context, point)
-            say(len(done), len(points))
+        with using_threads(threads):
+            for point in order:
+                done[point.index] = evaluate_point(context, point)
+                say(len(done), len(points))
     return [done[point.index] for point in points]
 
 
-def run_in_processes(context: Context, points: list[Point], jobs: int, say: Progress) -> dict[int, list[dict]]:
+def run_in_processes(
+    context: Context, points: list[Point], jobs: int, say: Progress, threads: int
+) -> dict[int, list[dict]]:
     start = multiprocessing.get_context(START_METHOD)
     done: dict[int, list[dict]] = {}
-    with ProcessPoolExecutor(jobs, mp_context=start, initializer=set_worker_context, initargs=(context,)) as pool:
+    setup = (context, threads)
+    with ProcessPoolExecutor(jobs, mp_context=start, initializer=set_worker_context, initargs=setup) as pool:
         futures = {pool.submit(evaluate_in_worker, point): point for point in points}
         for future in as_completed(futures):
             done[futures[future].index] = future.result()
@@ -62,9 +70,10 @@ def run_in_processes(context: Context, points: list[Point], jobs: int, say: Prog
     return done
 
 
-def set_worker_context(context: Context) -> None:
+def set_worker_context(context: Context, threads: int | None = None) -> None:
     global _worker_context
     _worker_context = context
+    set_default_threads(threads)
 
 
 def evaluate_in_worker(point: Point) -> list[dict]:
@@ -72,7 +81,14 @@ def evaluate_in_worker(point: Point) -> list[dict]:
     return evaluate_point(_worker_context, point)
 
 
-def run_on_dask(context: Context, points: list[Point], scheduler, say: Progress) -> dict[int, list[dict]]:
+def evaluate_with_threads(context: Context, point: Point, threads: int | None) -> list[dict]:
+    with using_threads(threads):
+        return evaluate_point(context, point)
+
+
+def run_on_dask(
+    context: Context, points: list[Point], scheduler, say: Progress, threads: int | None = None
+) -> dict[int, list[dict]]:
     try:
         from distributed import Client
         from distributed import as_completed as dask_completed
@@ -92,7 +108,9 @@ def run_on_dask(context: Context, points: list[Point], scheduler, say: Progress)
         shared = client.scatter(context, broadcast=True, hash=False)
         run = uuid.uuid4().hex[:8]
         futures = {
-            client.submit(evaluate_point, shared, point, pure=False, key=f"cimx-point-{point.index}-{run}"): point
+            client.submit(
+                evaluate_with_threads, shared, point, threads, pure=False, key=f"cimx-point-{point.index}-{run}"
+            ): point
             for point in points
         }
         done: dict[int, list[dict]] = {}

@@ -5,6 +5,7 @@ exact, cim and memristor ops (and calls of the `memristor_*` runtime) run on the
 run in NumPy.
 """
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,12 +20,14 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.device.threads import check_threads, using_threads
 from cimxdsl.interpreters.cim import CimFunctions
 from cimxdsl.interpreters.cinm import CinmFunctions
 from cimxdsl.interpreters.host import HostFunctions
 from cimxdsl.interpreters.lifetimes import ValueReleaser
 from cimxdsl.interpreters.memristor import MemristorFunctions
 from cimxdsl.interpreters.pim import PimFunctions
+from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.spatial import SpatialFunctions
 from cimxdsl.interpreters.upstream import UpstreamFunctions
@@ -75,32 +78,78 @@ def entry_function(module: ModuleOp, entry: str) -> func.FuncOp:
     raise ValueError(f"no function '@{entry}' with a body in the module")
 
 
+class Program:
+    """`@entry` of `module` prepared to run on `device` (`prepared`): call it on inputs, as many
+    times as needed; each call is one run, with its own crossbar allocation and layer records, on
+    `device` or the device the call names (programmed weights stay on a device between runs)."""
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        device: Device | DeviceConfig | str = "ideal",
+        entry: str = "main",
+        listeners: Sequence[Interpreter.Listener] = (),
+        layer_products: bool = True,
+        threads: int | None = None,
+    ):
+        self.device = device if isinstance(device, Device) else Device(device)
+        self.layer_products = layer_products
+        """Whether, on an exact device, the tiles of a product run as one (`layer_products`)."""
+        self.threads = check_threads(threads)
+        """The threads a run uses (`cimxdsl.device.threads`; None: the process default)."""
+        self.entry = entry
+        self.function = entry_function(module, entry)
+        self.types = self.function.function_type.inputs.data
+        self.runtime, self.current = CrossbarRuntime(self.device), CurrentOp()
+        self.lock = threading.Lock()
+        top = (*listeners, self.current)
+        interpreter = build_interpreter(module, self.runtime, top, release_dead_values=True)
+        self.prepared = self.reporting_errors(lambda: PreparedFunction(interpreter, self.function, top))
+
+    def __call__(self, inputs: Sequence, device: Device | None = None) -> RunResult:
+        """Interpret `@entry(*inputs)`; inputs are converted to the argument types. Calls from
+        several threads (a Dask worker's) run one after the other."""
+        with self.lock:
+            return self._run(inputs, device)
+
+    def _run(self, inputs: Sequence, device: Device | None) -> RunResult:
+        if device is not None:
+            self.device = self.runtime.device = device
+        if len(inputs) != len(self.types):
+            raise ValueError(f"'@{self.entry}' takes {len(self.types)} arguments, got {len(inputs)}")
+        pairs = enumerate(zip(inputs, self.types, strict=True))
+        arguments = [check_argument(self.entry, i, value, t) for i, (value, t) in pairs]
+        self.runtime.reset()
+        self.current.op = None
+        fuse = self.layer_products and self.device.config.exact and not self.device.calibrating
+        with using_threads(self.threads):
+            outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
+        self.device.sync()
+        outputs = [np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs]
+        return RunResult(outputs, self.device, self.runtime.layers)
+
+    def reporting_errors(self, work):
+        try:
+            return work()
+        except (ValueError, IndexError, ArithmeticError, InterpretationError) as e:
+            # The functions' own errors name their op; those of xDSL, NumPy and the device model get it here.
+            op = self.current.op
+            if op is None or str(e).startswith(op_context(op)):
+                raise
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise interpretation_error(op, message) from e
+
+
 def run(
     module: ModuleOp,
     inputs: Sequence,
     device: Device | DeviceConfig | str = "ideal",
     entry: str = "main",
     listeners: Sequence[Interpreter.Listener] = (),
+    threads: int | None = None,
 ) -> RunResult:
-    """Interpret `@entry(*inputs)`; inputs are converted to the argument types."""
-    device = device if isinstance(device, Device) else Device(device)
-    function = entry_function(module, entry)
-    types = function.function_type.inputs.data
-    if len(inputs) != len(types):
-        raise ValueError(f"'@{entry}' takes {len(types)} arguments, got {len(inputs)}")
-    arguments = [check_argument(entry, i, value, t) for i, (value, t) in enumerate(zip(inputs, types, strict=True))]
-    runtime, current = CrossbarRuntime(device), CurrentOp()
-    interpreter = build_interpreter(module, runtime, (*listeners, current), release_dead_values=True)
-    try:
-        outputs = interpreter.call_op(function, tuple(arguments))
-    except (ValueError, IndexError, ArithmeticError, InterpretationError) as e:
-        # The functions' own errors name their op; those of xDSL, NumPy and the device model get it here.
-        if current.op is None or str(e).startswith(op_context(current.op)):
-            raise
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise interpretation_error(current.op, message) from e
-    device.sync()
-    return RunResult([np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs], device, runtime.layers)
+    """Interpret `@entry(*inputs)` once; inputs are converted to the argument types."""
+    return Program(module, device, entry, listeners, threads=threads)(inputs)
 
 
 class CurrentOp(Interpreter.Listener):

@@ -29,7 +29,13 @@ class CrossbarRuntime:
     _layer_start: tuple[str, str | None, dict, float] | None = None
 
     def __post_init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a run: every crossbar free, no layers recorded (programmed weights stay)."""
         self.free = list(range(self.device.config.crossbars))
+        self.layers = []
+        self._layer_start = None
 
     def physical(self, tile: int) -> int:
         """The crossbar of a tile id: tiles beyond the device's crossbars wrap around."""
@@ -82,3 +88,7 @@ class CrossbarRuntime:
     def product(self, crossbar: int, inputs: np.ndarray, out: np.ndarray) -> None:
         """inputs @ W on `crossbar`, written into `out`."""
         self.device.mvm(crossbar, np.asarray(inputs), out=out)
+
+    def count_product(self, crossbar: int, inputs: np.ndarray) -> None:
+        """Account for inputs @ W on `crossbar` (an exact device) without computing it."""
+        self.device.count_mvm(crossbar, inputs)

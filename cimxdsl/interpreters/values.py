@@ -40,6 +40,14 @@ def as_type(value, t: Attribute):
     return scalar
 
 
+def read_only(value):
+    """`value`, as a read-only view when it is an array (a value shared by runs)."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
 def constant_value(op: ConstantOp):
     """The runtime value of `arith.constant`."""
     if isinstance(op.value, DenseIntOrFPElementsAttr):

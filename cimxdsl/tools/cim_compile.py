@@ -182,6 +182,7 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--emit-mlir", choices=STAGES, metavar="STAGE", help=f"print the IR after STAGE ({', '.join(STAGES)})"
     )
+    parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")
     parser.add_argument("--report-json", metavar="FILE")
     options = parser.parse_args(args)
 
@@ -199,6 +200,7 @@ def main(args: Sequence[str] | None = None) -> None:
             crossbars=options.crossbars,
             strategy=options.strategy,
             placement=options.placement,
+            threads=options.threads,
         )
         try:
             model = compile(options.model, progress=stages(progress), **compile_options)

@@ -14,6 +14,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")
     parser.add_argument("-o", "--output-dir", help="where to write results and plots (default: <sweep>-results)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="run points in N local processes")
+    parser.add_argument(
+        "--threads", type=int, metavar="N", help="threads per point (default: every core, shared by --jobs)"
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
     parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
@@ -24,6 +27,8 @@ def main(args: Sequence[str] | None = None) -> None:
 
         if options.jobs < 1:
             raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
+        if options.threads is not None and options.threads < 1:
+            raise UserError(f"--threads must be a positive integer, got {options.threads}")
         if options.scheduler and options.jobs != 1:
             raise UserError("give --jobs or --scheduler, not both")
 
@@ -37,7 +42,9 @@ def main(args: Sequence[str] | None = None) -> None:
         out_dir = Path(options.output_dir or f"{Path(options.sweep).stem}-results")
         progress = Progress("points", enabled=not options.quiet, lines=True)
         try:
-            results = explore(sweep, jobs=options.jobs, scheduler=options.scheduler, progress=progress)
+            results = explore(
+                sweep, jobs=options.jobs, scheduler=options.scheduler, progress=progress, threads=options.threads
+            )
         except (SweepError, RuntimeError) as e:
             raise located(e) from None
         finally:

@@ -117,6 +117,7 @@ def main(args: Sequence[str] | None = None) -> None:
         "--random-inputs", action="store_true", help="random int8 (or float) values for arguments not given"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
+    parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")
     parser.add_argument("--report", action="store_true", help="print the device metrics")
     parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
     parser.add_argument(
@@ -125,6 +126,8 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
+        if options.threads is not None and options.threads < 1:
+            raise UserError(f"--threads must be a positive integer, got {options.threads}")
         module = load_module(options.file)
         try:
             device = Device(options.device)
@@ -133,7 +136,7 @@ def main(args: Sequence[str] | None = None) -> None:
         bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
         try:
-            result = run(module, inputs, device, options.entry)
+            result = run(module, inputs, device, options.entry, threads=options.threads)
         except InterpretationError as e:  # one line naming the failing op and its place
             raise UserError(str(e).splitlines()[0]) from None
         if names_platform(module):

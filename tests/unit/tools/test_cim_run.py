@@ -31,3 +31,18 @@ def test_an_unwritable_output_is_a_one_line_error(tmp_path, capsys):
     assert caught.value.code == 1
     err = capsys.readouterr().err
     assert err.startswith("cim-run: error: cannot write ") and err.count("\n") == 1
+
+
+def test_threads_give_the_same_results_and_a_bad_count_is_one_line(tmp_path, capsys):
+    outputs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"r{threads}.npz"
+        main([str(PRODUCT), "--random-inputs", "--device", "cinnamon", "--threads", threads, "-o", str(out)])
+        with np.load(out) as results:
+            outputs.append(results["result_0"])
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as caught:
+        main([str(PRODUCT), "--random-inputs", "--threads", "0"])
+    assert caught.value.code == 1
+    assert capsys.readouterr().err == "cim-run: error: --threads must be a positive integer, got 0\n"

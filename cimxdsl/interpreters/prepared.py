@@ -1,0 +1,191 @@
+"""Prepared execution: a function interpreted with its dispatch resolved once.
+
+The interpreter functions stay the definition of every op. Preparing a function resolves, once,
+each op of its body to its registered implementation and each SSA value to a slot of a list, and
+evaluates its constants (`arith.constant` and the side-effect-free ops computed from them alone);
+a call then runs the ops in order on the slots, without the interpreter's per-op lookups, scopes
+and listeners. Values are released after their last use as in `lifetimes`. Ops with regions run
+their regions on the interpreter, with the values they capture from the body put in its scope.
+
+A function whose body has several blocks, or uses ops that read the interpreter's environment
+beyond their operands (the concurrent cores of `pim` and `spat`), runs on the interpreter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, ReturnedValues
+from xdsl.ir import Operation, SSAValue
+from xdsl.traits import ConstantLike, is_side_effect_free
+from xdsl.utils.exceptions import InterpretationError
+
+from cimxdsl.dialects import pim, spatial
+from cimxdsl.interpreters.layer_products import fuse_layer_products
+from cimxdsl.interpreters.lifetimes import dying_values
+from cimxdsl.interpreters.values import read_only
+
+ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
+"""Dialects whose interpreter functions read values of the environment that are not operands."""
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One op of the body: its implementation and the slots it reads, writes and releases."""
+
+    op: Operation
+    functions: InterpreterFunctions
+    implementation: Callable
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    released: tuple[int, ...]
+    captured: tuple[tuple[SSAValue, int], ...]
+    """Values of the body used inside the op's regions, with their slots."""
+
+
+class PreparedFunction:
+    """`function` of `interpreter`'s module, prepared once and callable on many inputs. `listeners`
+    observe the ops of the body (the interpreter's own, those of the ops in regions)."""
+
+    def __init__(self, interpreter: Interpreter, function: func.FuncOp, listeners: Sequence[Interpreter.Listener] = ()):
+        self.interpreter = interpreter
+        self.function = function
+        self.listeners = tuple(listeners)
+        self.steps: list[Step] | None = None
+        self.fused: list[Step] | None = None
+        """The steps with the tiles of each product run as one (`layer_products`), if any are."""
+        self.constants: list = []
+        self.arguments: tuple[int, ...] = ()
+        if preparable(function):
+            self._prepare()
+
+    def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
+        """The results of the function on `arguments`; with `layer_products` (only for an exact
+        device) the products of whole layers at once."""
+        if self.steps is None:
+            return self.interpreter.call_op(self.function, tuple(arguments))
+        slots = list(self.constants)
+        for slot, value in zip(self.arguments, arguments, strict=True):
+            slots[slot] = value
+        listeners = self.listeners
+        for step in self.fused if layer_products and self.fused else self.steps:
+            args = tuple([slots[i] for i in step.operands])
+            for listener in listeners:
+                listener.will_interpret_op(step.op, args)
+            result = self._run(step, args, slots)
+            for listener in listeners:
+                listener.did_interpret_op(step.op, result.values)
+            if result.terminator_value is not None:
+                assert isinstance(result.terminator_value, ReturnedValues)
+                return result.terminator_value.values
+            for slot, value in zip(step.results, result.values, strict=True):
+                slots[slot] = value
+            for slot in step.released:
+                slots[slot] = None
+        return ()
+
+    def _run(self, step: Step, args: tuple, slots: list):
+        interpreter = self.interpreter
+        try:
+            if not step.captured:
+                return step.implementation(step.functions, interpreter, step.op, args)
+            interpreter.push_scope("prepared")
+            try:
+                interpreter.set_values((value, slots[slot]) for value, slot in step.captured)
+                return step.implementation(step.functions, interpreter, step.op, args)
+            finally:
+                interpreter.pop_scope()
+        except Exception as e:  # reported as the interpreter reports an op's failure
+            step.op.emit_error("Error while interpreting op", e)
+
+    def _prepare(self) -> None:
+        block = self.function.body.block
+        index: dict[int, int] = {}
+
+        def slot(value: SSAValue) -> int:
+            return index.setdefault(id(value), len(index))
+
+        self.arguments = tuple(slot(a) for a in block.args)
+        dying = dying_values(block)
+        impls = self.interpreter._impls._impl_dict  # the registry `Interpreter.run_op` looks in
+        steps, constants = [], {}
+        for op in block.ops:
+            functions, implementation = impls.get(type(op), (None, missing))
+            if implementation is not missing and constant_foldable(op, constants):
+                values = self._fold(Step(op, functions, implementation, (), (), (), ()), constants)
+                if values is not None:  # (else the op fails when it is reached, naming itself)
+                    for value, result in zip(op.results, values, strict=True):
+                        constants[id(value)] = read_only(result)
+                        slot(value)
+                    continue
+            steps.append(
+                Step(
+                    op,
+                    functions,
+                    implementation,
+                    tuple(slot(v) for v in op.operands),
+                    tuple(slot(v) for v in op.results),
+                    tuple(slot(v) for v in dying[id(op)] if id(v) not in constants),
+                    tuple((v, slot(v)) for v in captured_values(op)),
+                )
+            )
+        self.constants = [None] * len(index)
+        for key, value in constants.items():
+            self.constants[index[key]] = value
+        self.steps = steps
+        self.fused = fuse_layer_products(steps, {index[key]: value for key, value in constants.items()})
+
+
+    def _fold(self, step: Step, constants: dict) -> tuple | None:
+        """The values of a constant op, or None if computing them fails."""
+        try:
+            return self._run(step, tuple(constants[id(v)] for v in step.op.operands), []).values
+        except Exception:
+            return None
+
+
+def missing(functions, interpreter: Interpreter, op: Operation, args: tuple):
+    """The implementation of an op that has none: fails when the op is reached, as in the interpreter."""
+    raise InterpretationError(f"Could not find interpretation function for op {op.name}")
+
+
+def captured_values(op: Operation) -> list[SSAValue]:
+    """The values of `op`'s block that ops inside `op`'s regions use."""
+    block, seen = op.parent, {}
+    for inner in op.walk():
+        if inner is op:
+            continue
+        for value in inner.operands:
+            owner = value.owner
+            if owner is block or (isinstance(owner, Operation) and owner.parent is block):
+                seen.setdefault(id(value), value)
+    return list(seen.values())
+
+
+def preparable(function: func.FuncOp) -> bool:
+    """Whether the body is one block of ops that read only their operands (module docstring)."""
+    blocks = function.body.blocks
+    if len(blocks) != 1:
+        return False
+    return not any(op.dialect_name() in ENVIRONMENT_DIALECTS for op in function.walk())
+
+
+def constant_foldable(op: Operation, constants: dict) -> bool:
+    """A constant, or a side-effect-free op without regions of shaped constants alone (an op of
+    scalars only, as `tensor.empty` of constant sizes, makes a fresh buffer every run)."""
+    if op.regions or not op.results:
+        return False
+    if op.has_trait(ConstantLike):
+        return True
+    operands = op.operands
+    return (
+        bool(operands)
+        and all(id(v) in constants for v in operands)
+        and any(isinstance(v.type, TensorType | MemRefType) for v in operands)
+        and is_side_effect_free(op)
+    )
+
+
