@@ -643,18 +643,20 @@ def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def squeeze(function: Callable) -> Callable:
-    """Squeeze or Unsqueeze by `function` (NumPy's) on constant axes, else from shape inference."""
+    """Squeeze or Unsqueeze by `function` (NumPy's) on constant axes (Squeeze without axes: every
+    dimension of 1); run-time axes take the shape inference's result."""
 
     def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
         x = im.input(node, 0)
-        axes = im.optional_constant(node, 1) if len(node.input) > 1 else attrs.get("axes")
-        if axes is None:
+        given = node.input[1] if len(node.input) > 1 else ""
+        if given and given not in im.constants:
             return [im.ir.reshape(x, output_shape(im, node))]
+        axes = tuple(int(a) for a in np.ravel(im.constants[given])) if given else None
         try:  # on a zero-stride view of the input's shape: nothing is allocated
-            shape = function(np.broadcast_to(np.empty((), np.int8), shape_of(x)), tuple(int(a) for a in np.ravel(axes)))
-        except ValueError as e:
-            raise node_error(node, f"axes {np.ravel(axes).tolist()} do not fit a {list(shape_of(x))} input ({e})") from None
-        return [im.ir.reshape(x, shape.shape)]
+            shape = function(np.broadcast_to(np.empty((), np.int8), shape_of(x)), axes).shape
+        except (ValueError, TypeError) as e:
+            raise node_error(node, f"axes {axes} do not fit a {list(shape_of(x))} input ({e})") from None
+        return [im.ir.reshape(x, shape)]
 
     return handler
 
