@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo demo-vit test lint clean
 
 setup: $(VENV)/.installed
 
@@ -15,6 +15,9 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	$(BIN)/cim-compile examples/digits_cnn.onnx --device cinnamon --calibrate examples/digits_train.npz --dataset examples/digits_test.npz
+
+demo-vit: setup
+	for placement in host crossbar auto; do $(BIN)/cim-compile examples/digits_vit.onnx --device cinnamon --calibrate examples/digits_train.npz --dataset examples/digits_test.npz --placement $$placement || exit 1; done
 
 test: setup
 	$(BIN)/pytest

@@ -111,6 +111,7 @@ EXPECTED: dict[str, dict[str, Expect]] = {
     "Flatten": AXIS,
     "Concat": {"axis": integer()},
     "Softmax": {"axis": integer(-1)},
+    "Reshape": {"allowzero": flag()},
     "Transpose": {"perm": integers(None)},
     "Pad": {"mode": string("constant", "constant", "reflect", "edge", "wrap")},
     "LRN": {"size": integer(low=1), "alpha": number(1e-4), "beta": number(0.75), "bias": number(1.0)},

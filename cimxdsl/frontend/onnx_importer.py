@@ -619,8 +619,46 @@ def output_shape(im: OnnxImporter, node) -> tuple[int, ...]:
     return im.static_shape(node.output[0], shape)
 
 
+def reshape_target(node, attrs, source: tuple[int, ...], target: np.ndarray) -> tuple[int, ...]:
+    """ONNX Reshape's result shape: a 0 copies the source's dimension (unless `allowzero`), one -1
+    takes what is left."""
+    dims = [int(d) for d in target.reshape(-1)]
+    if not attrs["allowzero"]:
+        dims = [source[i] if d == 0 and i < len(source) else d for i, d in enumerate(dims)]
+    known = int(np.prod([d for d in dims if d != -1]))
+    if dims.count(-1) == 1 and known > 0:
+        dims[dims.index(-1)] = int(np.prod(source)) // known
+    if dims.count(-1) > 0 or any(d < 0 for d in dims) or int(np.prod(dims)) != int(np.prod(source)):
+        raise node_error(node, f"cannot reshape {list(source)} into {[int(d) for d in target.reshape(-1)]}")
+    return tuple(dims)
+
+
 def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    return [im.ir.reshape(im.input(node, 0), output_shape(im, node))]
+    """The target from the shape operand when it folded to a constant (shapes computed from the
+    static input shapes), else from shape inference."""
+    x = im.input(node, 0)
+    target = im.optional_constant(node, 1)
+    shape = output_shape(im, node) if target is None else reshape_target(node, attrs, shape_of(x), target)
+    return [im.ir.reshape(x, shape)]
+
+
+def squeeze(function: Callable) -> Callable:
+    """Squeeze or Unsqueeze by `function` (NumPy's) on constant axes (Squeeze without axes: every
+    dimension of 1); run-time axes take the shape inference's result."""
+
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        x = im.input(node, 0)
+        given = node.input[1] if len(node.input) > 1 else ""
+        if given and given not in im.constants:
+            return [im.ir.reshape(x, output_shape(im, node))]
+        axes = tuple(int(a) for a in np.ravel(im.constants[given])) if given else None
+        try:  # on a zero-stride view of the input's shape: nothing is allocated
+            shape = function(np.broadcast_to(np.empty((), np.int8), shape_of(x)), axes).shape
+        except (ValueError, TypeError) as e:
+            raise node_error(node, f"axes {axes} do not fit a {list(shape_of(x))} input ({e})") from None
+        return [im.ir.reshape(x, shape)]
+
+    return handler
 
 
 def import_flatten(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -1152,8 +1190,8 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "Reshape": import_reshape,
     "Flatten": import_flatten,
     "Transpose": import_transpose,
-    "Squeeze": import_reshape,
-    "Unsqueeze": import_reshape,
+    "Squeeze": squeeze(np.squeeze),
+    "Unsqueeze": squeeze(np.expand_dims),
     "Softmax": import_softmax,
     "Dropout": import_dropout,
     "Identity": import_identity,
