@@ -43,7 +43,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     Commutative,
@@ -214,27 +214,51 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
-def _parse_product(parser: Parser) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
+def _parse_into(parser: Parser) -> UnresolvedOperand | None:
+    """Cinnamon's main-branch destination operand (`into %out`)."""
+    return parser.parse_unresolved_operand() if parser.parse_optional_keyword("into") is not None else None
+
+
+def _resolve_into(parser: Parser, out: UnresolvedOperand | None, out_type: Attribute | None, op_name: str) -> None:
+    """Check the `into` destination of a tensor op and drop it. For tensors Cinnamon's `into` is only a
+    bufferization hint (the result may reuse the destination's buffer); values are the same without
+    it. The memref form (accumulating into a buffer, no result) is refused."""
+    if out is None:
+        return
+    if out_type is None:
+        parser.raise_error(f"'{op_name}' with 'into' needs the destination's type ('into' type)")
+    if not isinstance(out_type, TensorType):
+        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
+    parser.resolve_operand(out, out_type)
+
+
+def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
     """Operands, result type and attributes of a gemm/gemv in either generation of Cinnamon's syntax:
     `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
-    `%a, %b (plus %c)? attr-dict : ta, tb (plus tc)? -> t` (its main branch since 2025)."""
+    `%a, %b (plus %c)? (into %d)? attr-dict : ta, tb (plus tc)? (into td)? -> t` (its main branch)."""
     names = [parser.parse_unresolved_operand()]
     parser.parse_punctuation(",")
     names.append(parser.parse_unresolved_operand())
     if parser.parse_optional_keyword("plus") is not None:
         names.append(parser.parse_unresolved_operand())
-    if parser.parse_optional_keyword("into") is not None:
-        parser.raise_error("the destination-passing form ('into') of Cinnamon's products is not supported")
+    out = _parse_into(parser)
     attributes = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     parenthesized = parser.parse_optional_punctuation("(") is not None
     types = [parser.parse_type()]
     parser.parse_punctuation(",")
     types.append(parser.parse_type())
+    out_type = None
     if parenthesized:
         parser.parse_punctuation(")")
-    elif parser.parse_optional_keyword("plus") is not None:
-        types.append(parser.parse_type())
+    else:
+        if parser.parse_optional_keyword("plus") is not None:
+            types.append(parser.parse_type())
+        if parser.parse_optional_keyword("into") is not None:
+            out_type = parser.parse_type()
+    if not all(isinstance(t, TensorType) for t in types):
+        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
+    _resolve_into(parser, out, out_type, op_name)
     parser.parse_punctuation("->")
     result_type = parser.parse_type()
     if len(names) == 3 and len(types) == 2:
@@ -260,11 +284,8 @@ def _print_product(printer: Printer, left: SSAValue, right: SSAValue, bias: SSAV
     printer.print_attribute(op.results[0].type)
 
 
-@irdl_op_definition
-class GemmOp(IRDLOperation):
-    """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
-
-    name = "cinm.op.gemm"
+class ProductOp(IRDLOperation):
+    """Base of `cinm.op.gemm` and `cinm.op.gemv`: `left · right (+ bias)`, the bias of the result's type."""
 
     R: ClassVar = VarConstraint("R", base(TensorType))
     left = operand_def(TensorType)
@@ -282,11 +303,34 @@ class GemmOp(IRDLOperation):
         result_type: Attribute | None = None,
     ):
         if result_type is None:
-            left_type = SSAValue.get(left).type
-            right_type = SSAValue.get(right).type
-            assert isinstance(left_type, TensorType) and isinstance(right_type, TensorType)
-            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0], right_type.get_shape()[1]))
+            result_type = self.inferred_type(SSAValue.get(left).type, SSAValue.get(right).type)
         super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
+
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        raise NotImplementedError()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProductOp:
+        operands, result_type, attributes = _parse_product(parser, cls.name)
+        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_product(printer, self.left, self.right, self.bias, self)
+
+
+@irdl_op_definition
+class GemmOp(ProductOp):
+    """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
+
+    name = "cinm.op.gemm"
+
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        assert isinstance(left, TensorType) and isinstance(right, TensorType)
+        return TensorType(left.element_type, (left.get_shape()[0], right.get_shape()[1]))
 
     def verify_(self) -> None:
         left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
@@ -302,35 +346,17 @@ class GemmOp(IRDLOperation):
         if result != (left[0], right[1]):
             raise VerifyException(f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> GemmOp:
-        operands, result_type, attributes = _parse_product(parser)
-        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_product(printer, self.left, self.right, self.bias, self)
-
 
 @irdl_op_definition
-class GemvOp(IRDLOperation):
-    """`result = left · right`: a matrix (M×K) times a vector (K) gives a vector (M)."""
+class GemvOp(ProductOp):
+    """`result = left · right (+ bias)`: a matrix (M×K) times a vector (K) gives a vector (M)."""
 
     name = "cinm.op.gemv"
 
-    left = operand_def(TensorType)
-    right = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None):
-        if result_type is None:
-            left_type = SSAValue.get(left).type
-            assert isinstance(left_type, TensorType)
-            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0],))
-        super().__init__(operands=[left, right], result_types=[result_type])
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        assert isinstance(left, TensorType)
+        return TensorType(left.element_type, (left.get_shape()[0],))
 
     def verify_(self) -> None:
         left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
@@ -349,18 +375,6 @@ class GemvOp(IRDLOperation):
             raise VerifyException(
                 f"'cinm.op.gemv' result must have {left[0]} elements (the matrix rows), got {result[0]}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GemvOp:
-        operands, result_type, attributes = _parse_product(parser)
-        if len(operands) == 3:
-            parser.raise_error("a bias ('plus') on 'cinm.op.gemv' is not supported")
-        op = cls(*operands, result_type=result_type)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_product(printer, self.left, self.right, None, self)
 
 
 def im2col_shape(input_shape, kernel, strides, dilations) -> tuple[int, int] | None:
@@ -569,29 +583,49 @@ class DivOp(ElementwiseBinaryOp):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
+_UNARY_SPELLINGS = {"neg": ElementwiseKind.NEGF} | {kind.value: kind for kind in ElementwiseKind}
+"""Cinnamon's main-branch unary kinds of `cinm.op.elementwise`, as `cinm.op.element_wise` methods."""
+
+
 @irdl_op_definition
 class ElementwiseSyntaxOp(IRDLOperation):
-    """`cinm.op.elementwise add %a, %b : T`: the main branch of Cinnamon spells the binary
-    element-wise ops this way. It parses into `cinm.op.add` (`sub`, `mul`, `div`), which cimxdsl
-    prints; no op of this class is ever built."""
+    """`cinm.op.elementwise add %a, %b (into %o)? : T (into T)?` and `cinm.op.elementwise exp %a …`:
+    the main branch of Cinnamon spells the element-wise ops this way. Binary kinds parse into
+    `cinm.op.add` (`sub`, `mul`, `div`), unary ones into `cinm.op.element_wise` (`neg` is `negf`),
+    which cimxdsl prints; a tensor destination (`into`, a bufferization hint) is dropped. No op of
+    this class is ever built."""
 
     name = "cinm.op.elementwise"
 
     @classmethod
-    def parse(cls, parser: Parser) -> ElementwiseBinaryOp:
-        kinds = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
+    def parse(cls, parser: Parser) -> Operation:
+        binary = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
         kind = parser.parse_identifier()
-        if kind not in kinds:
-            parser.raise_error(f"'cinm.op.elementwise' kind must be one of {', '.join(kinds)}, got '{kind}'")
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        if parser.parse_optional_keyword("into") is not None:
-            parser.raise_error("the destination-passing form ('into') of 'cinm.op.elementwise' is not supported")
+        if kind not in binary and kind not in _UNARY_SPELLINGS:
+            parser.raise_error(
+                f"'cinm.op.elementwise' kind must be one of {', '.join([*binary, *_UNARY_SPELLINGS])}, got '{kind}'"
+            )
+        operands = [parser.parse_unresolved_operand()]
+        if kind in binary:
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        out = _parse_into(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         operand_type = parser.parse_type()
-        op = kinds[kind](parser.resolve_operand(lhs, operand_type), parser.resolve_operand(rhs, operand_type))
+        out_type = parser.parse_type() if parser.parse_optional_keyword("into") is not None else None
+        if not isinstance(operand_type, TensorType):
+            parser.raise_error(f"'{cls.name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
+        _resolve_into(parser, out, out_type, cls.name)
+        values = [parser.resolve_operand(o, operand_type) for o in operands]
+        if kind in binary:
+            op = binary[kind](*values)
+        else:
+            op = ElementWiseOp.create(
+                operands=values,
+                result_types=[operand_type],
+                properties={"method": ElementwiseKindAttr(_UNARY_SPELLINGS[kind])},
+            )
         op.attributes |= attributes
         return op
 

@@ -81,6 +81,13 @@ def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndar
     return scale.reshape(shape)
 
 
+def product(functions, interpreter: Interpreter, op: cinm.GemmOp | cinm.GemvOp, args: PythonValues):
+    """`left · right (+ bias)` of a gemm or gemv, in the result's element type."""
+    dtype = numpy_dtype(op.result.type.element_type)
+    result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
+    return (result + args[2] if op.bias is not None else result,)
+
+
 @register_impls
 class CinmFunctions(InterpreterFunctions):
     run_add = impl(cinm.AddOp)(elementwise(np.add))
@@ -100,16 +107,8 @@ class CinmFunctions(InterpreterFunctions):
     def run_yield(self, interpreter: Interpreter, op: cinm.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
 
-    @impl(cinm.GemmOp)
-    def run_gemm(self, interpreter: Interpreter, op: cinm.GemmOp, args: PythonValues):
-        dtype = numpy_dtype(op.result.type.element_type)
-        result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
-        return (result + args[2] if op.bias is not None else result,)
-
-    @impl(cinm.GemvOp)
-    def run_gemv(self, interpreter: Interpreter, op: cinm.GemvOp, args: PythonValues):
-        dtype = numpy_dtype(op.result.type.element_type)
-        return (np.matmul(args[0].astype(dtype), args[1].astype(dtype)),)
+    run_gemm = impl(cinm.GemmOp)(product)
+    run_gemv = impl(cinm.GemvOp)(product)
 
     @impl(cinm.ElementWiseOp)
     def run_element_wise(self, interpreter: Interpreter, op: cinm.ElementWiseOp, args: PythonValues):
