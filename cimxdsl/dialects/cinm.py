@@ -36,6 +36,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -48,6 +49,7 @@ from xdsl.printer import Printer
 from xdsl.traits import (
     Commutative,
     HasParent,
+    IsolatedFromAbove,
     IsTerminator,
     Pure,
     ReturnLike,
@@ -141,11 +143,70 @@ _COMPUTE_DEFAULTS = {
 }
 
 
-@irdl_op_definition
-class ComputeOp(IRDLOperation):
-    """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
+def _parse_platform(parser: Parser) -> Attribute | None:
+    """Cinnamon's `on platform #attr` prefix of a compute, if present."""
+    if parser.parse_optional_keyword("on") is None:
+        return None
+    parser.parse_keyword("platform")
+    return parser.parse_attribute()
 
-    name = "cinm.compute"
+
+def _parse_compute_tail(parser: Parser) -> tuple[list[Attribute], dict[str, Attribute]]:
+    """`(attributes {…})? (-> types)? (attributes {…})?`: attributes before the result types (thesis
+    era) or after them (Cinnamon's main branch)."""
+    attributes = parser.parse_optional_attr_dict_with_keyword()
+    result_types = []
+    if parser.parse_optional_punctuation("->") is not None:
+        result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+    if attributes is None:
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+    return result_types, dict(attributes.data) if attributes is not None else {}
+
+
+def _set_compute_attributes(op: Operation, platform: Attribute | None, attributes: dict[str, Attribute]) -> None:
+    if platform is not None:
+        op.properties["platform"] = platform
+    for name, value in attributes.items():
+        if name in _COMPUTE_DEFAULTS or name == "platform":
+            op.properties[name] = value
+        else:
+            op.attributes[name] = value
+
+
+def _print_compute(printer: Printer, op: Operation, arguments: Sequence[tuple[SSAValue, SSAValue]]) -> None:
+    """`(on platform #p)? ((%arg = %value : type, …))? attributes {…} (-> types)? region`; the
+    arguments are those of `cinm.compute_block`."""
+    platform = op.properties.get("platform")
+    if platform is not None:
+        printer.print_string(" on platform ")
+        printer.print_attribute(platform)
+    if arguments:
+        printer.print_string(" (")
+
+        def print_argument(pair: tuple[SSAValue, SSAValue]) -> None:
+            printer.print_block_argument(pair[0], print_type=False)
+            printer.print_string(" = ")
+            printer.print_operand(pair[1])
+            printer.print_string(" : ")
+            printer.print_attribute(pair[1].type)
+
+        printer.print_list(arguments, print_argument)
+        printer.print_string(")")
+    shown = {
+        name: value
+        for name, value in op.properties.items()
+        if name in _COMPUTE_DEFAULTS and value != _COMPUTE_DEFAULTS[name]
+    }
+    printer.print_op_attributes(shown | dict(op.attributes), print_keyword=True)
+    if op.results:
+        printer.print_string(" -> ")
+        printer.print_list([r.type for r in op.results], printer.print_attribute)
+    printer.print_string(" ")
+    printer.print_region(op.regions[0], print_entry_block_args=False)
+
+
+class ComputeBase(IRDLOperation):
+    """The properties, results and body shared by `cinm.compute` and `cinm.compute_block`."""
 
     workgroup_shape = prop_def(
         DenseArrayBase.constr(i64), default_value=_COMPUTE_DEFAULTS["workgroupShape"], prop_name="workgroupShape"
@@ -155,8 +216,17 @@ class ComputeOp(IRDLOperation):
         default_value=_COMPUTE_DEFAULTS["bufferSizesInBytes"],
         prop_name="bufferSizesInBytes",
     )
+    platform = opt_prop_def(Attribute)
+    """The platform Cinnamon's `on platform #…` names; kept, not used (this flow targets crossbars)."""
     results_ = var_result_def()
     body = region_def("single_block")
+
+
+@irdl_op_definition
+class ComputeOp(ComputeBase):
+    """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
+
+    name = "cinm.compute"
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[result_types], regions=[body])
@@ -167,28 +237,70 @@ class ComputeOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
         """`attributes {…}` before `-> types` (thesis era) or after them (Cinnamon's main branch)."""
-        attributes = parser.parse_optional_attr_dict_with_keyword()
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        if attributes is None:
-            attributes = parser.parse_optional_attr_dict_with_keyword()
+        platform = _parse_platform(parser)
+        result_types, attributes = _parse_compute_tail(parser)
         op = cls(result_types, parser.parse_region())
-        for name, value in (attributes.data if attributes is not None else {}).items():
-            if name in op.properties:
-                op.properties[name] = value
-            else:
-                op.attributes[name] = value
+        _set_compute_attributes(op, platform, attributes)
         return op
 
     def print(self, printer: Printer) -> None:
-        shown = {name: value for name, value in self.properties.items() if value != _COMPUTE_DEFAULTS[name]}
-        printer.print_op_attributes(shown | dict(self.attributes), print_keyword=True)
-        if self.results:
-            printer.print_string(" -> ")
-            printer.print_list([r.type for r in self.results], printer.print_attribute)
-        printer.print_string(" ")
-        printer.print_region(self.body)
+        _print_compute(printer, self, [])
+
+
+@irdl_op_definition
+class ComputeBlockOp(ComputeBase):
+    """Cinnamon's compute isolated from above: `cinm.compute_block (on platform #p)? (%a = %v : T, …)
+    -> types attributes {…} { … }`; the body sees the operands only through its arguments.
+    `cinm-isolate-compute` turns it into a `cinm.compute` (arguments replaced by the operands)."""
+
+    name = "cinm.compute_block"
+
+    arguments = var_operand_def()
+
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(self, arguments: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[arguments], result_types=[result_types], regions=[body])
+
+    def verify_(self) -> None:
+        argument_types = [a.type for a in self.body.block.args]
+        if argument_types != [v.type for v in self.arguments]:
+            raise VerifyException("'cinm.compute_block' body arguments must have the types of its operands")
+        verify_yielded(self, YieldOp, self.results)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeBlockOp:
+        platform = _parse_platform(parser)
+
+        def argument() -> tuple[Parser.Argument, SSAValue]:
+            name = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            value = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            value_type = parser.parse_type()
+            return name.resolve(value_type), parser.resolve_operand(value, value_type)
+
+        pairs = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN, argument) or []
+        result_types, attributes = _parse_compute_tail(parser)
+        body = parser.parse_region([a for a, _ in pairs])
+        op = cls([v for _, v in pairs], result_types, body)
+        _set_compute_attributes(op, platform, attributes)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_compute(printer, self, list(zip(self.body.block.args, self.arguments, strict=True)))
+
+
+@irdl_op_definition
+class MergePartialOp(IRDLOperation):
+    """`cinm.op.mergePartial`, declared by Cinnamon's main branch without operands or results (its
+    definition's description swallows them) and without semantics; parsed and printed generically
+    only, so that IR naming it round-trips. It cannot run or be lowered."""
+
+    name = "cinm.op.mergePartial"
+
+    inputs = var_operand_def()
+    outputs = var_result_def()
 
 
 def enclosing_compute(op: Operation) -> ComputeOp | None:
@@ -207,7 +319,7 @@ class YieldOp(IRDLOperation):
 
     values = var_operand_def()
 
-    traits = lazy_traits_def(lambda: (Pure(), HasParent(ComputeOp), ReturnLike(), IsTerminator()))
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(ComputeOp, ComputeBlockOp), ReturnLike(), IsTerminator()))
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, *values: SSAValue | Operation):
@@ -889,6 +1001,7 @@ Cinm = Dialect(
     "cinm",
     [
         ComputeOp,
+        ComputeBlockOp,
         YieldOp,
         GemmOp,
         GemvOp,
@@ -911,6 +1024,7 @@ Cinm = Dialect(
         SimSearchOp,
         TransposeOp,
         PopCountOp,
+        MergePartialOp,
     ],
     [ScanMethodAttr, ReduceMethodAttr, SimilarityMetricAttr, ElementwiseKindAttr],
 )

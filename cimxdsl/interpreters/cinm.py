@@ -103,6 +103,14 @@ class CinmFunctions(InterpreterFunctions):
     def run_compute(self, interpreter: Interpreter, op: cinm.ComputeOp, args: PythonValues):
         return interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
 
+    @impl(cinm.ComputeBlockOp)
+    def run_compute_block(self, interpreter: Interpreter, op: cinm.ComputeBlockOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, args, "cinm.compute_block")
+
+    @impl(cinm.MergePartialOp)
+    def run_merge_partial(self, interpreter: Interpreter, op: cinm.MergePartialOp, args: PythonValues):
+        raise interpretation_error(op, "has no semantics (Cinnamon declares it without operands or results)")
+
     @impl_terminator(cinm.YieldOp)
     def run_yield(self, interpreter: Interpreter, op: cinm.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()

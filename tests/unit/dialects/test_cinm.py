@@ -106,7 +106,7 @@ def test_compute_verifier():
 
 
 def test_yield_outside_compute():
-    with pytest.raises(VerifyException, match=r"expects parent op 'cinm\.compute'"):
+    with pytest.raises(VerifyException, match=r"expects parent op to be one of 'cinm\.compute', 'cinm\.compute_block'"):
         ModuleOp([cinm.YieldOp()]).verify()
 
 
