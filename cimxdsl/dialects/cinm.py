@@ -331,16 +331,20 @@ def _parse_into(parser: Parser) -> UnresolvedOperand | None:
     return parser.parse_unresolved_operand() if parser.parse_optional_keyword("into") is not None else None
 
 
+def _refuse_buffers(parser: Parser, types: Sequence[Attribute | None], op_name: str, start: int) -> None:
+    """A clear error for Cinnamon's buffer form (memref operands accumulating into an `into` buffer,
+    no result), which cimxdsl's tensor-only `cinm` does not have."""
+    if not all(t is None or isinstance(t, TensorType) for t in types):
+        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors", start)
+
+
 def _resolve_into(parser: Parser, out: UnresolvedOperand | None, out_type: Attribute | None, op_name: str) -> None:
     """Check the `into` destination of a tensor op and drop it. For tensors Cinnamon's `into` is only a
-    bufferization hint (the result may reuse the destination's buffer); values are the same without
-    it. The memref form (accumulating into a buffer, no result) is refused."""
+    bufferization hint (the result may reuse the destination's buffer); values are the same without it."""
     if out is None:
         return
     if out_type is None:
         parser.raise_error(f"'{op_name}' with 'into' needs the destination's type ('into' type)")
-    if not isinstance(out_type, TensorType):
-        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
     parser.resolve_operand(out, out_type)
 
 
@@ -348,6 +352,7 @@ def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attrib
     """Operands, result type and attributes of a gemm/gemv in either generation of Cinnamon's syntax:
     `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
     `%a, %b (plus %c)? (into %d)? attr-dict : ta, tb (plus tc)? (into td)? -> t` (its main branch)."""
+    start = parser.pos
     names = [parser.parse_unresolved_operand()]
     parser.parse_punctuation(",")
     names.append(parser.parse_unresolved_operand())
@@ -368,8 +373,7 @@ def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attrib
             types.append(parser.parse_type())
         if parser.parse_optional_keyword("into") is not None:
             out_type = parser.parse_type()
-    if not all(isinstance(t, TensorType) for t in types):
-        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
+    _refuse_buffers(parser, [*types, out_type], op_name, start)
     _resolve_into(parser, out, out_type, op_name)
     parser.parse_punctuation("->")
     result_type = parser.parse_type()
@@ -712,6 +716,7 @@ class ElementwiseSyntaxOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Operation:
         binary = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
+        start = parser.pos
         kind = parser.parse_identifier()
         if kind not in binary and kind not in _UNARY_SPELLINGS:
             parser.raise_error(
@@ -726,8 +731,7 @@ class ElementwiseSyntaxOp(IRDLOperation):
         parser.parse_punctuation(":")
         operand_type = parser.parse_type()
         out_type = parser.parse_type() if parser.parse_optional_keyword("into") is not None else None
-        if not isinstance(operand_type, TensorType):
-            parser.raise_error(f"'{cls.name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors")
+        _refuse_buffers(parser, [operand_type, out_type], cls.name, start)
         _resolve_into(parser, out, out_type, cls.name)
         values = [parser.resolve_operand(o, operand_type) for o in operands]
         if kind in binary:
