@@ -236,7 +236,8 @@ class ComputeOp(ComputeBase):
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
-        """`attributes {…}` before `-> types` (thesis era) or after them (Cinnamon's main branch)."""
+        """`(on platform #p)?`, then `attributes {…}` before `-> types` (thesis era) or after them
+        (Cinnamon's main branch)."""
         platform = _parse_platform(parser)
         result_types, attributes = _parse_compute_tail(parser)
         op = cls(result_types, parser.parse_region())
