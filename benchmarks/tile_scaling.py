@@ -4,10 +4,12 @@ activation (`2mm_par`) and a matrix-vector product, scaled so that `tile` makes 
 
     python benchmarks/tile_scaling.py [--tiles 1000 4000 16000] [--kind 2mm|mv] [--crossbars 16]
 
-Prints, per size, the time of every pass and per tile; linear growth keeps the per-tile time flat.
+Prints, per size, the CPU time of every pass and per tile (linear growth keeps the per-tile time
+flat), the wall time next to it (the machine may be shared), and the peak memory so far.
 """
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -68,16 +70,24 @@ def main() -> None:
     for tiles in args.tiles:
         module = parse_module_text(program(args.kind, tiles), "<bench>")
         times = []
+        wall = time.perf_counter()
         for spec in PASSES:
             spec = spec.replace("CROSSBARS", str(args.crossbars))
             pipeline = PassPipeline.parse_spec(registry, spec)
-            start = time.perf_counter()
+            start = time.process_time()
             pipeline.apply(Context(), module)
-            times.append((spec.split("{")[0], time.perf_counter() - start))
+            times.append((spec.split("{")[0], time.process_time() - start))
+        wall = time.perf_counter() - wall
         made = sum(1 for op in module.walk() if isinstance(op, func.CallOp) and op.callee.string_value() in PRODUCTS)
         total = sum(t for _, t in times)
         detail = ", ".join(f"{name} {t:.2f}" for name, t in times)
-        print(f"{tiles:>7} tiles asked ({made} products): {total:7.2f} s, {1e3 * total / tiles:.2f} ms/tile ({detail})")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        print(
+            f"{tiles:>7} tiles asked ({made} products): {total:7.2f} s CPU, {1e3 * total / tiles:.2f} ms/tile "
+            f"({detail}); wall {wall:.1f} s; peak {peak:.2f} GiB",
+            flush=True,
+        )
+        del module
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from xdsl.irdl import (
     lazy_traits_def,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -44,11 +45,12 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     Commutative,
     HasParent,
+    IsolatedFromAbove,
     IsTerminator,
     Pure,
     ReturnLike,
@@ -145,11 +147,70 @@ _COMPUTE_DEFAULTS = {
 }
 
 
-@irdl_op_definition
-class ComputeOp(IRDLOperation):
-    """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
+def _parse_platform(parser: Parser) -> Attribute | None:
+    """Cinnamon's `on platform #attr` prefix of a compute, if present."""
+    if parser.parse_optional_keyword("on") is None:
+        return None
+    parser.parse_keyword("platform")
+    return parser.parse_attribute()
 
-    name = "cinm.compute"
+
+def _parse_compute_tail(parser: Parser) -> tuple[list[Attribute], dict[str, Attribute]]:
+    """`(attributes {…})? (-> types)? (attributes {…})?`: attributes before the result types (thesis
+    era) or after them (Cinnamon's main branch)."""
+    attributes = parser.parse_optional_attr_dict_with_keyword()
+    result_types = []
+    if parser.parse_optional_punctuation("->") is not None:
+        result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+    if attributes is None:
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+    return result_types, dict(attributes.data) if attributes is not None else {}
+
+
+def _set_compute_attributes(op: Operation, platform: Attribute | None, attributes: dict[str, Attribute]) -> None:
+    if platform is not None:
+        op.properties["platform"] = platform
+    for name, value in attributes.items():
+        if name in _COMPUTE_DEFAULTS or name == "platform":
+            op.properties[name] = value
+        else:
+            op.attributes[name] = value
+
+
+def _print_compute(printer: Printer, op: Operation, arguments: Sequence[tuple[SSAValue, SSAValue]]) -> None:
+    """`(on platform #p)? ((%arg = %value : type, …))? attributes {…} (-> types)? region`; the
+    arguments are those of `cinm.compute_block`."""
+    platform = op.properties.get("platform")
+    if platform is not None:
+        printer.print_string(" on platform ")
+        printer.print_attribute(platform)
+    if arguments:
+        printer.print_string(" (")
+
+        def print_argument(pair: tuple[SSAValue, SSAValue]) -> None:
+            printer.print_block_argument(pair[0], print_type=False)
+            printer.print_string(" = ")
+            printer.print_operand(pair[1])
+            printer.print_string(" : ")
+            printer.print_attribute(pair[1].type)
+
+        printer.print_list(arguments, print_argument)
+        printer.print_string(")")
+    shown = {
+        name: value
+        for name, value in op.properties.items()
+        if name in _COMPUTE_DEFAULTS and value != _COMPUTE_DEFAULTS[name]
+    }
+    printer.print_op_attributes(shown | dict(op.attributes), print_keyword=True)
+    if op.results:
+        printer.print_string(" -> ")
+        printer.print_list([r.type for r in op.results], printer.print_attribute)
+    printer.print_string(" ")
+    printer.print_region(op.regions[0], print_entry_block_args=False)
+
+
+class ComputeBase(IRDLOperation):
+    """The properties, results and body shared by `cinm.compute` and `cinm.compute_block`."""
 
     workgroup_shape = prop_def(
         DenseArrayBase.constr(i64), default_value=_COMPUTE_DEFAULTS["workgroupShape"], prop_name="workgroupShape"
@@ -159,8 +220,17 @@ class ComputeOp(IRDLOperation):
         default_value=_COMPUTE_DEFAULTS["bufferSizesInBytes"],
         prop_name="bufferSizesInBytes",
     )
+    platform = opt_prop_def(Attribute)
+    """The platform Cinnamon's `on platform #…` names; kept, not used (this flow targets crossbars)."""
     results_ = var_result_def()
     body = region_def("single_block")
+
+
+@irdl_op_definition
+class ComputeOp(ComputeBase):
+    """A region of cinm ops offloaded together; its results are yielded by `cinm.yield`."""
+
+    name = "cinm.compute"
 
     def __init__(self, result_types: Sequence[Attribute], body: Region):
         super().__init__(result_types=[result_types], regions=[body])
@@ -170,29 +240,72 @@ class ComputeOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ComputeOp:
-        """`attributes {…}` before `-> types` (thesis era) or after them (Cinnamon's main branch)."""
-        attributes = parser.parse_optional_attr_dict_with_keyword()
-        result_types = []
-        if parser.parse_optional_punctuation("->") is not None:
-            result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-        if attributes is None:
-            attributes = parser.parse_optional_attr_dict_with_keyword()
+        """`(on platform #p)?`, then `attributes {…}` before `-> types` (thesis era) or after them
+        (Cinnamon's main branch)."""
+        platform = _parse_platform(parser)
+        result_types, attributes = _parse_compute_tail(parser)
         op = cls(result_types, parser.parse_region())
-        for name, value in (attributes.data if attributes is not None else {}).items():
-            if name in op.properties:
-                op.properties[name] = value
-            else:
-                op.attributes[name] = value
+        _set_compute_attributes(op, platform, attributes)
         return op
 
     def print(self, printer: Printer) -> None:
-        shown = {name: value for name, value in self.properties.items() if value != _COMPUTE_DEFAULTS[name]}
-        printer.print_op_attributes(shown | dict(self.attributes), print_keyword=True)
-        if self.results:
-            printer.print_string(" -> ")
-            printer.print_list([r.type for r in self.results], printer.print_attribute)
-        printer.print_string(" ")
-        printer.print_region(self.body)
+        _print_compute(printer, self, [])
+
+
+@irdl_op_definition
+class ComputeBlockOp(ComputeBase):
+    """Cinnamon's compute isolated from above: `cinm.compute_block (on platform #p)? (%a = %v : T, …)
+    -> types attributes {…} { … }`; the body sees the operands only through its arguments.
+    `cinm-isolate-compute` turns it into a `cinm.compute` (arguments replaced by the operands)."""
+
+    name = "cinm.compute_block"
+
+    arguments = var_operand_def()
+
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(self, arguments: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[arguments], result_types=[result_types], regions=[body])
+
+    def verify_(self) -> None:
+        argument_types = [a.type for a in self.body.block.args]
+        if argument_types != [v.type for v in self.arguments]:
+            raise VerifyException("'cinm.compute_block' body arguments must have the types of its operands")
+        verify_yielded(self, YieldOp, self.results)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeBlockOp:
+        platform = _parse_platform(parser)
+
+        def argument() -> tuple[Parser.Argument, SSAValue]:
+            name = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            value = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            value_type = parser.parse_type()
+            return name.resolve(value_type), parser.resolve_operand(value, value_type)
+
+        pairs = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN, argument) or []
+        result_types, attributes = _parse_compute_tail(parser)
+        body = parser.parse_region([a for a, _ in pairs])
+        op = cls([v for _, v in pairs], result_types, body)
+        _set_compute_attributes(op, platform, attributes)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_compute(printer, self, list(zip(self.body.block.args, self.arguments, strict=True)))
+
+
+@irdl_op_definition
+class MergePartialOp(IRDLOperation):
+    """`cinm.op.mergePartial`, declared by Cinnamon's main branch without operands or results (its
+    definition's description swallows them) and without semantics; parsed and printed generically
+    only, so that IR naming it round-trips. It cannot run or be lowered."""
+
+    name = "cinm.op.mergePartial"
+
+    inputs = var_operand_def()
+    outputs = var_result_def()
 
 
 def placement(op: Operation | None) -> str | None:
@@ -222,34 +335,62 @@ class YieldOp(IRDLOperation):
 
     values = var_operand_def()
 
-    traits = lazy_traits_def(lambda: (Pure(), HasParent(ComputeOp), ReturnLike(), IsTerminator()))
+    traits = lazy_traits_def(lambda: (Pure(), HasParent(ComputeOp, ComputeBlockOp), ReturnLike(), IsTerminator()))
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[values])
 
 
-def _parse_product(parser: Parser) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
+def _parse_into(parser: Parser) -> UnresolvedOperand | None:
+    """Cinnamon's main-branch destination operand (`into %out`)."""
+    return parser.parse_unresolved_operand() if parser.parse_optional_keyword("into") is not None else None
+
+
+def _refuse_buffers(parser: Parser, types: Sequence[Attribute | None], op_name: str, start: int) -> None:
+    """A clear error for Cinnamon's buffer form (memref operands accumulating into an `into` buffer,
+    no result), which cimxdsl's tensor-only `cinm` does not have."""
+    if not all(t is None or isinstance(t, TensorType) for t in types):
+        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors", start)
+
+
+def _resolve_into(parser: Parser, out: UnresolvedOperand | None, out_type: Attribute | None, op_name: str) -> None:
+    """Check the `into` destination of a tensor op and drop it. For tensors Cinnamon's `into` is only a
+    bufferization hint (the result may reuse the destination's buffer); values are the same without it."""
+    if out is None:
+        return
+    if out_type is None:
+        parser.raise_error(f"'{op_name}' with 'into' needs the destination's type ('into' type)")
+    parser.resolve_operand(out, out_type)
+
+
+def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
     """Operands, result type and attributes of a gemm/gemv in either generation of Cinnamon's syntax:
     `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
-    `%a, %b (plus %c)? attr-dict : ta, tb (plus tc)? -> t` (its main branch since 2025)."""
+    `%a, %b (plus %c)? (into %d)? attr-dict : ta, tb (plus tc)? (into td)? -> t` (its main branch)."""
+    start = parser.pos
     names = [parser.parse_unresolved_operand()]
     parser.parse_punctuation(",")
     names.append(parser.parse_unresolved_operand())
     if parser.parse_optional_keyword("plus") is not None:
         names.append(parser.parse_unresolved_operand())
-    if parser.parse_optional_keyword("into") is not None:
-        parser.raise_error("the destination-passing form ('into') of Cinnamon's products is not supported")
+    out = _parse_into(parser)
     attributes = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     parenthesized = parser.parse_optional_punctuation("(") is not None
     types = [parser.parse_type()]
     parser.parse_punctuation(",")
     types.append(parser.parse_type())
+    out_type = None
     if parenthesized:
         parser.parse_punctuation(")")
-    elif parser.parse_optional_keyword("plus") is not None:
-        types.append(parser.parse_type())
+    else:
+        if parser.parse_optional_keyword("plus") is not None:
+            types.append(parser.parse_type())
+        if parser.parse_optional_keyword("into") is not None:
+            out_type = parser.parse_type()
+    _refuse_buffers(parser, [*types, out_type], op_name, start)
+    _resolve_into(parser, out, out_type, op_name)
     parser.parse_punctuation("->")
     result_type = parser.parse_type()
     if len(names) == 3 and len(types) == 2:
@@ -275,11 +416,8 @@ def _print_product(printer: Printer, left: SSAValue, right: SSAValue, bias: SSAV
     printer.print_attribute(op.results[0].type)
 
 
-@irdl_op_definition
-class GemmOp(IRDLOperation):
-    """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
-
-    name = "cinm.op.gemm"
+class ProductOp(IRDLOperation):
+    """Base of `cinm.op.gemm` and `cinm.op.gemv`: `left · right (+ bias)`, the bias of the result's type."""
 
     R: ClassVar = VarConstraint("R", base(TensorType))
     left = operand_def(TensorType)
@@ -297,11 +435,34 @@ class GemmOp(IRDLOperation):
         result_type: Attribute | None = None,
     ):
         if result_type is None:
-            left_type = SSAValue.get(left).type
-            right_type = SSAValue.get(right).type
-            assert isinstance(left_type, TensorType) and isinstance(right_type, TensorType)
-            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0], right_type.get_shape()[1]))
+            result_type = self.inferred_type(SSAValue.get(left).type, SSAValue.get(right).type)
         super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
+
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        raise NotImplementedError()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProductOp:
+        operands, result_type, attributes = _parse_product(parser, cls.name)
+        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
+        op.attributes |= attributes
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_product(printer, self.left, self.right, self.bias, self)
+
+
+@irdl_op_definition
+class GemmOp(ProductOp):
+    """`result = left · right (+ bias)`: a matrix-matrix product, the op crossbars compute."""
+
+    name = "cinm.op.gemm"
+
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        assert isinstance(left, TensorType) and isinstance(right, TensorType)
+        return TensorType(left.element_type, (left.get_shape()[0], right.get_shape()[1]))
 
     def verify_(self) -> None:
         left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
@@ -317,35 +478,17 @@ class GemmOp(IRDLOperation):
         if result != (left[0], right[1]):
             raise VerifyException(f"'cinm.op.gemm' result must be {left[0]}x{right[1]}, got {result[0]}x{result[1]}")
 
-    @classmethod
-    def parse(cls, parser: Parser) -> GemmOp:
-        operands, result_type, attributes = _parse_product(parser)
-        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_product(printer, self.left, self.right, self.bias, self)
-
 
 @irdl_op_definition
-class GemvOp(IRDLOperation):
-    """`result = left · right`: a matrix (M×K) times a vector (K) gives a vector (M)."""
+class GemvOp(ProductOp):
+    """`result = left · right (+ bias)`: a matrix (M×K) times a vector (K) gives a vector (M)."""
 
     name = "cinm.op.gemv"
 
-    left = operand_def(TensorType)
-    right = operand_def(TensorType)
-    result = result_def(TensorType)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, left: SSAValue | Operation, right: SSAValue | Operation, result_type: Attribute | None = None):
-        if result_type is None:
-            left_type = SSAValue.get(left).type
-            assert isinstance(left_type, TensorType)
-            result_type = TensorType(left_type.element_type, (left_type.get_shape()[0],))
-        super().__init__(operands=[left, right], result_types=[result_type])
+    @staticmethod
+    def inferred_type(left: Attribute, right: Attribute) -> TensorType:
+        assert isinstance(left, TensorType)
+        return TensorType(left.element_type, (left.get_shape()[0],))
 
     def verify_(self) -> None:
         left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
@@ -364,18 +507,6 @@ class GemvOp(IRDLOperation):
             raise VerifyException(
                 f"'cinm.op.gemv' result must have {left[0]} elements (the matrix rows), got {result[0]}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GemvOp:
-        operands, result_type, attributes = _parse_product(parser)
-        if len(operands) == 3:
-            parser.raise_error("a bias ('plus') on 'cinm.op.gemv' is not supported")
-        op = cls(*operands, result_type=result_type)
-        op.attributes |= attributes
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_product(printer, self.left, self.right, None, self)
 
 
 def im2col_shape(input_shape, kernel, strides, dilations) -> tuple[int, int] | None:
@@ -584,29 +715,49 @@ class DivOp(ElementwiseBinaryOp):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
+_UNARY_SPELLINGS = {"neg": ElementwiseKind.NEGF} | {kind.value: kind for kind in ElementwiseKind}
+"""Cinnamon's main-branch unary kinds of `cinm.op.elementwise`, as `cinm.op.element_wise` methods."""
+
+
 @irdl_op_definition
 class ElementwiseSyntaxOp(IRDLOperation):
-    """`cinm.op.elementwise add %a, %b : T`: the main branch of Cinnamon spells the binary
-    element-wise ops this way. It parses into `cinm.op.add` (`sub`, `mul`, `div`), which cimxdsl
-    prints; no op of this class is ever built."""
+    """`cinm.op.elementwise add %a, %b (into %o)? : T (into T)?` and `cinm.op.elementwise exp %a …`:
+    the main branch of Cinnamon spells the element-wise ops this way. Binary kinds parse into
+    `cinm.op.add` (`sub`, `mul`, `div`), unary ones into `cinm.op.element_wise` (`neg` is `negf`),
+    which cimxdsl prints; a tensor destination (`into`, a bufferization hint) is dropped. No op of
+    this class is ever built."""
 
     name = "cinm.op.elementwise"
 
     @classmethod
-    def parse(cls, parser: Parser) -> ElementwiseBinaryOp:
-        kinds = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
+    def parse(cls, parser: Parser) -> Operation:
+        binary = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
+        start = parser.pos
         kind = parser.parse_identifier()
-        if kind not in kinds:
-            parser.raise_error(f"'cinm.op.elementwise' kind must be one of {', '.join(kinds)}, got '{kind}'")
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        if parser.parse_optional_keyword("into") is not None:
-            parser.raise_error("the destination-passing form ('into') of 'cinm.op.elementwise' is not supported")
+        if kind not in binary and kind not in _UNARY_SPELLINGS:
+            parser.raise_error(
+                f"'cinm.op.elementwise' kind must be one of {', '.join([*binary, *_UNARY_SPELLINGS])}, got '{kind}'"
+            )
+        operands = [parser.parse_unresolved_operand()]
+        if kind in binary:
+            parser.parse_punctuation(",")
+            operands.append(parser.parse_unresolved_operand())
+        out = _parse_into(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         operand_type = parser.parse_type()
-        op = kinds[kind](parser.resolve_operand(lhs, operand_type), parser.resolve_operand(rhs, operand_type))
+        out_type = parser.parse_type() if parser.parse_optional_keyword("into") is not None else None
+        _refuse_buffers(parser, [operand_type, out_type], cls.name, start)
+        _resolve_into(parser, out, out_type, cls.name)
+        values = [parser.resolve_operand(o, operand_type) for o in operands]
+        if kind in binary:
+            op = binary[kind](*values)
+        else:
+            op = ElementWiseOp.create(
+                operands=values,
+                result_types=[operand_type],
+                properties={"method": ElementwiseKindAttr(_UNARY_SPELLINGS[kind])},
+            )
         op.attributes |= attributes
         return op
 
@@ -870,6 +1021,7 @@ Cinm = Dialect(
     "cinm",
     [
         ComputeOp,
+        ComputeBlockOp,
         YieldOp,
         GemmOp,
         GemvOp,
@@ -892,6 +1044,7 @@ Cinm = Dialect(
         SimSearchOp,
         TransposeOp,
         PopCountOp,
+        MergePartialOp,
     ],
     [ScanMethodAttr, ReduceMethodAttr, SimilarityMetricAttr, ElementwiseKindAttr],
 )

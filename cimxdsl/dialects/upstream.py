@@ -176,7 +176,8 @@ class MapOp(IRDLOperation):
     """`linalg.map`: the body applied to the elements of `inputs` at every index, written to `init`.
 
     Both MLIR forms parse: the short `linalg.map { arith.addf } ins(...) outs(...)` and the long one
-    with a body block taking one element of each input; the long form is printed.
+    with a body block taking one element of each input, and optionally one of `init` after them (as
+    newer MLIR and Cinnamon's programs write it); the long form is printed.
     See external [documentation](https://mlir.llvm.org/docs/Dialects/Linalg/#linalgmap-linalgmapop)."""
 
     name = "linalg.map"
@@ -199,9 +200,10 @@ class MapOp(IRDLOperation):
                 raise VerifyException(f"'linalg.map' input {value.type} must have the init's shape {list(shape)}")
         arguments = [a.type for a in self.mapper.block.args]
         expected = [_element_type(v.type) for v in self.inputs]
-        if arguments != expected:
+        if arguments not in (expected, [*expected, _element_type(self.init.type)]):
             raise VerifyException(
-                f"'linalg.map' body must take the input element types ({_types(expected)}), got ({_types(arguments)})"
+                f"'linalg.map' body must take the input element types ({_types(expected)}), optionally followed "
+                f"by the init's, got ({_types(arguments)})"
             )
         if self.result is not None and self.result.type != self.init.type:
             raise VerifyException("'linalg.map' result must have the init's type")

@@ -86,6 +86,16 @@ def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndar
     return scale.reshape(shape)
 
 
+def product(functions: "CinmFunctions", interpreter: Interpreter, op: cinm.GemmOp | cinm.GemvOp, args: PythonValues):
+    """`left · right (+ bias)` of a gemm or gemv, in the result's element type."""
+    dtype = numpy_dtype(op.result.type.element_type)
+    result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
+    if functions.runtime is not None and cinm.on_host(op):  # a product placed on the digital unit
+        m, k = np.shape(args[0])
+        functions.runtime.device.digital(m, k, 1 if np.ndim(args[1]) == 1 else np.shape(args[1])[-1])
+    return (result + args[2] if op.bias is not None else result,)
+
+
 @register_impls
 @dataclass
 class CinmFunctions(InterpreterFunctions):
@@ -110,22 +120,20 @@ class CinmFunctions(InterpreterFunctions):
         self.runtime.end_layer()
         return results
 
+    @impl(cinm.ComputeBlockOp)
+    def run_compute_block(self, interpreter: Interpreter, op: cinm.ComputeBlockOp, args: PythonValues):
+        return interpreter.run_ssacfg_region(op.body, args, "cinm.compute_block")
+
+    @impl(cinm.MergePartialOp)
+    def run_merge_partial(self, interpreter: Interpreter, op: cinm.MergePartialOp, args: PythonValues):
+        raise interpretation_error(op, "has no semantics (Cinnamon declares it without operands or results)")
+
     @impl_terminator(cinm.YieldOp)
     def run_yield(self, interpreter: Interpreter, op: cinm.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
 
-    @impl(cinm.GemmOp)
-    def run_gemm(self, interpreter: Interpreter, op: cinm.GemmOp, args: PythonValues):
-        dtype = numpy_dtype(op.result.type.element_type)
-        result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
-        if self.runtime is not None and cinm.on_host(op):
-            self.runtime.device.digital(*np.shape(args[0]), np.shape(args[1])[-1])
-        return (result + args[2] if op.bias is not None else result,)
-
-    @impl(cinm.GemvOp)
-    def run_gemv(self, interpreter: Interpreter, op: cinm.GemvOp, args: PythonValues):
-        dtype = numpy_dtype(op.result.type.element_type)
-        return (np.matmul(args[0].astype(dtype), args[1].astype(dtype)),)
+    run_gemm = impl(cinm.GemmOp)(product)
+    run_gemv = impl(cinm.GemvOp)(product)
 
     @impl(cinm.ElementWiseOp)
     def run_element_wise(self, interpreter: Interpreter, op: cinm.ElementWiseOp, args: PythonValues):

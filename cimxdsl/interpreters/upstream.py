@@ -6,7 +6,7 @@ body computes every element at once (host functions keep array values of scalar 
 """
 
 import numpy as np
-from xdsl.dialects import affine
+from xdsl.dialects import affine, arith, bufferization, math, tensor
 from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.interpreter import (
@@ -20,11 +20,42 @@ from xdsl.interpreter import (
 )
 
 from cimxdsl.dialects import upstream
-from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
+from cimxdsl.interpreters.values import elementwise, interpretation_error, numpy_dtype
+
+
+def unsigned_remainder(a, b):
+    """`arith.remui`: the remainder of the operands read as unsigned integers."""
+    return np.remainder(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
 
 
 @register_impls
 class UpstreamFunctions(InterpreterFunctions):
+    run_rsqrt = impl(math.RsqrtOp)(elementwise(lambda x: 1 / np.sqrt(x)))
+    run_cos = impl(math.CosOp)(elementwise(np.cos))
+    run_sin = impl(math.SinOp)(elementwise(np.sin))
+    run_absi = impl(math.AbsIOp)(elementwise(np.abs))
+    run_remui = impl(arith.RemUIOp)(elementwise(unsigned_remainder))
+
+    @impl(tensor.SplatOp)
+    def run_splat(self, interpreter: Interpreter, op: tensor.SplatOp, args: PythonValues):
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        return (np.full(result_type.get_shape(), args[0], numpy_dtype(result_type.element_type)),)
+
+    @impl(tensor.InsertOp)
+    def run_insert(self, interpreter: Interpreter, op: tensor.InsertOp, args: PythonValues):
+        scalar, dest, *indices = args
+        result = np.array(dest, copy=True)
+        result[tuple(int(i) for i in indices)] = scalar
+        return (result,)
+
+    @impl(bufferization.MaterializeInDestinationOp)
+    def run_materialize(self, interpreter: Interpreter, op, args: PythonValues):
+        if op.result is None:
+            args[1][...] = args[0]
+            return ()
+        return (args[0],)
+
     @impl(upstream.CastOp)
     def run_cast(self, interpreter: Interpreter, op: upstream.CastOp, args: PythonValues):
         return (args[0],)
@@ -41,6 +72,8 @@ class UpstreamFunctions(InterpreterFunctions):
     @impl(upstream.MapOp)
     def run_map(self, interpreter: Interpreter, op: upstream.MapOp, args: PythonValues):
         *inputs, init = args
+        if len(op.mapper.block.args) > len(inputs):
+            inputs.append(init)
         (value,) = interpreter.run_ssacfg_region(op.mapper, tuple(inputs), "linalg.map")
         if op.result is None:
             init[...] = value

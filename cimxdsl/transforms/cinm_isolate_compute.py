@@ -5,6 +5,7 @@ would otherwise stay a host op. Each run of consecutive stray ops that `cinm-to-
 (products, the element-wise ops around them, im2col) becomes one compute if it holds a product,
 yielding the values used after the run (as Cinnamon's compute-block isolation does). Ops already
 inside a compute, and the host-side ops of quantized programs (quantize, dequantize), stay.
+A `cinm.compute_block` (Cinnamon's compute isolated from above) becomes a `cinm.compute` first.
 """
 
 from collections.abc import Iterator
@@ -67,13 +68,30 @@ def isolate(run: list[Operation]) -> cinm.ComputeOp:
     return compute
 
 
+def open_compute_block(op: cinm.ComputeBlockOp) -> cinm.ComputeOp:
+    """`op` as a `cinm.compute` in its place: its body arguments replaced by the values they name."""
+    block = op.body.block
+    for argument, value in zip(block.args, op.arguments, strict=True):
+        argument.replace_all_uses_with(value)
+    for argument in reversed(block.args):
+        block.erase_arg(argument)
+    compute = cinm.ComputeOp([r.type for r in op.results], op.detach_region(op.body))
+    compute.properties |= op.properties
+    compute.attributes |= op.attributes
+    Rewriter.replace_op(op, compute)
+    return compute
+
+
 @dataclass(frozen=True)
 class CinmIsolateComputePass(ModulePass):
-    """Wrap every run of `cinm` ops with a matrix product outside a `cinm.compute` in a compute."""
+    """Wrap every run of `cinm` ops with a matrix product outside a `cinm.compute` in a compute (and
+    turn every `cinm.compute_block` into a `cinm.compute`)."""
 
     name = "cinm-isolate-compute"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for compute_block in [o for o in op.walk() if isinstance(o, cinm.ComputeBlockOp)]:
+            open_compute_block(compute_block)
         blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_stray_product(o))
         for block in blocks:
             for run in list(stray_runs(block)):

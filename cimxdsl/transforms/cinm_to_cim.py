@@ -93,7 +93,7 @@ class ComputeToCim(RewritePattern):
                 product = kind(crossbar, lhs, rhs, future)
                 barrier = cim.BarrierOp(product)
                 new_ops: list[Operation] = [product, barrier]
-                if isinstance(op, cinm.GemmOp) and op.bias is not None:
+                if op.bias is not None:
                     new_ops.append(host_arith(cinm.AddOp, barrier.result, op.bias))
                 rewriter.replace(op, new_ops)
             case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():

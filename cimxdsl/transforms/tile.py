@@ -123,8 +123,11 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
         for k0, kk in ranges(k, k_step):
             matrix = tiled.slice(op.left, [m0, k0], [mm, kk])
             vector = tiled.slice(op.right, [k0], [kk])
-            partials.append(tiled.product(cinm.GemvOp(matrix, vector, TensorType(element, (mm,)))))
-        pieces.append((m0, tiled.sum(partials)))
+            partials.append(tiled.product(cinm.GemvOp(matrix, vector, None, TensorType(element, (mm,)))))
+        total = tiled.sum(partials)
+        if op.bias is not None:
+            total = tiled.add(total, tiled.slice(op.bias, [m0], [mm]))
+        pieces.append((m0, total))
     tiled.result = tiled.assemble(op.result.type, pieces)
     return tiled
 

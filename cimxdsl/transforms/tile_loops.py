@@ -94,10 +94,11 @@ def loop_gemv(builder: Builder, op: cinm.GemvOp, rows: int, columns: int) -> SSA
         def reduction(b: Builder, kk: SSAValue, inner: SSAValue) -> SSAValue:
             matrix = extract(b, op.left, [i, kk], (tm, tk))
             vector = extract(b, op.right, [kk], (tk,))
-            partial = b.insert(notile(cinm.GemvOp(matrix, vector, tile_type))).result
+            partial = b.insert(notile(cinm.GemvOp(matrix, vector, None, tile_type))).result
             return b.insert(cinm.AddOp(inner, partial)).result
 
-        return insert(b, loop(b, k, tk, zeros(b, tile_type), reduction), outer, [i])
+        start = zeros(b, tile_type) if op.bias is None else extract(b, op.bias, [i], (tm,))
+        return insert(b, loop(b, k, tk, start, reduction), outer, [i])
 
     return loop(builder, m, tm, result, output)
 

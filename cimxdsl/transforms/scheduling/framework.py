@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -327,26 +327,24 @@ def apply_scheduling(
     check_schedule(graph, schedule)
     emitted: list[Operation] = []
     last: Operation | None = None
-    pending = schedule
-    for time in sorted({t for entry in schedule for t in (entry.dispatch_time, entry.barrier_time)}):
-        for entry in pending:
-            if entry.dispatch_time == time:
-                if last is not None:
-                    _move_after(entry.operation, last)
-                last = entry.operation
-                emitted.append(last)
-                hooks.operation_scheduler(entry.operation, entry.resource)
-        remaining: Schedule[R] = []
-        for entry in pending:
-            if entry.barrier_time != time:
-                remaining.append(entry)
-                continue
+    dispatches: dict[int, Schedule[R]] = defaultdict(list)  # by time, in schedule order
+    barriers: dict[int, Schedule[R]] = defaultdict(list)
+    for entry in schedule:
+        dispatches[entry.dispatch_time].append(entry)
+        barriers[entry.barrier_time].append(entry)
+    for time in sorted(dispatches.keys() | barriers.keys()):
+        for entry in dispatches.get(time, ()):
+            if last is not None:
+                _move_after(entry.operation, last)
+            last = entry.operation
+            emitted.append(last)
+            hooks.operation_scheduler(entry.operation, entry.resource)
+        for entry in barriers.get(time, ()):
             assert last is not None
             barrier = hooks.barrier_inserter(Builder(InsertPoint.after(last)), entry.operation)
             if barrier is not None:
                 last = barrier
                 emitted.append(barrier)
-        pending = remaining
     if emitted and (block := emitted[0].parent_block()) is not None:
         if span is None or not span.restore_dominance(block, emitted, keep_after):
             restore_dominance(block, emitted, keep_after)

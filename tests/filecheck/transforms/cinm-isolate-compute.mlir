@@ -51,3 +51,22 @@ func.func @unused(%a: tensor<4x8xi32>, %b: tensor<8x4xi32>) {
 // CHECK-NEXT:      cinm.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
+
+// -----
+
+// A cinm.compute_block (Cinnamon's compute isolated from above) becomes a cinm.compute on the
+// values its arguments name; its attributes and platform stay.
+func.func @compute_block(%x: tensor<4x8xi32>, %w: tensor<8x4xi32>) -> tensor<4x4xi32> {
+  %r = cinm.compute_block on platform #upmem.platform<type = v1A, dpus = 8> (%a = %x : tensor<4x8xi32>, %b = %w : tensor<8x4xi32>) -> tensor<4x4xi32> attributes {workgroupShape = array<i64: 1, 4, 1>} {
+    %g = cinm.op.gemm %a, %b : tensor<4x8xi32>, tensor<8x4xi32> -> tensor<4x4xi32>
+    cinm.yield %g : tensor<4x4xi32>
+  }
+  func.return %r : tensor<4x4xi32>
+}
+
+// CHECK-LABEL: func.func @compute_block
+// CHECK-NEXT:    %[[R:.*]] = cinm.compute on platform #upmem.platform<type = v1A, dpus = 8> attributes {workgroupShape = array<i64: 1, 4, 1>} -> tensor<4x4xi32> {
+// CHECK-NEXT:      %g = cinm.op.gemm %x, %w : (tensor<4x8xi32>, tensor<8x4xi32>) -> tensor<4x4xi32>
+// CHECK-NEXT:      cinm.yield %g : tensor<4x4xi32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[R]] : tensor<4x4xi32>

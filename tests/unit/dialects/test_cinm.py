@@ -106,7 +106,7 @@ def test_compute_verifier():
 
 
 def test_yield_outside_compute():
-    with pytest.raises(VerifyException, match=r"expects parent op 'cinm\.compute'"):
+    with pytest.raises(VerifyException, match=r"expects parent op to be one of 'cinm\.compute', 'cinm\.compute_block'"):
         ModuleOp([cinm.YieldOp()]).verify()
 
 
@@ -150,7 +150,7 @@ def test_gemm_verifier(left, right, bias, result, message):
     ],
 )
 def test_gemv_verifier(left, right, result, message):
-    fails(cinm.GemvOp(left, right, result), message)
+    fails(cinm.GemvOp(left, right, None, result), message)
 
 
 def im2col(input_shape, result_shape, kernel=(3, 3), strides=(1, 1), element=i32):

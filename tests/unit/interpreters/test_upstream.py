@@ -100,3 +100,36 @@ def test_gather_out_of_range_names_the_op_and_the_index():
     with pytest.raises(InterpretationError) as error:
         run(parse(PRODUCTS), [np.zeros((2, 3, 4)), np.zeros((2, 4, 5)), np.zeros((6, 3)), rows])
     assert str(error.value).splitlines()[0] == "'tensor.gather': index 6 is out of range for dimension 0 of size 6"
+
+
+HOST_OPS = """
+func.func @main(%x: tensor<5xf32>, %n: tensor<5xi32>, %acc: tensor<5xf32>, %i: index) -> (tensor<5xf32>, tensor<5xi32>, tensor<5xf32>) {
+  %init = tensor.empty() : tensor<5xf32>
+  %m = linalg.map ins(%x : tensor<5xf32>) outs(%acc : tensor<5xf32>) (%v: f32, %o: f32) {
+    %r = math.rsqrt %v : f32
+    %c = math.cos %o : f32
+    %s = math.sin %o : f32
+    %cs = arith.mulf %c, %s : f32
+    %y = arith.addf %r, %cs : f32
+    linalg.yield %y : f32
+  }
+  %seven = arith.constant 7 : i32
+  %sevens = tensor.splat %seven : tensor<5xi32>
+  %a = math.absi %n : tensor<5xi32>
+  %q = arith.remui %a, %sevens : tensor<5xi32>
+  %three = arith.constant 3.0 : f32
+  %t = tensor.insert %three into %m[%i] : tensor<5xf32>
+  %u = bufferization.materialize_in_destination %t in %init : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+  func.return %m, %q, %u : tensor<5xf32>, tensor<5xi32>, tensor<5xf32>
+}
+"""
+
+
+def test_map_with_the_init_as_argument_and_host_math():
+    rng = np.random.default_rng(2)
+    x, acc = rng.uniform(0.5, 4, 5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    n = np.array([-20, -3, 0, 9, 15], np.int32)
+    mapped, remainders, inserted = run(parse(HOST_OPS), [x, n, acc, 2]).outputs
+    np.testing.assert_allclose(mapped, 1 / np.sqrt(x) + np.cos(acc) * np.sin(acc), rtol=1e-5)
+    np.testing.assert_array_equal(remainders, [6, 3, 0, 2, 1])
+    np.testing.assert_allclose(inserted, [*mapped[:2], 3.0, *mapped[3:]])

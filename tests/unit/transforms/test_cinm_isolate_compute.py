@@ -57,3 +57,32 @@ def test_a_program_in_cinnamons_main_branch_syntax_lowers_and_runs(device):
     for got, want in zip(result.outputs, expected, strict=True):
         np.testing.assert_array_equal(got, want)
     assert result.device.metrics["total"]["mvms"] > 0
+
+
+COMPUTE_BLOCK = """
+func.func @main(%x: tensor<4x40xi32>, %w: tensor<40x6xi32>, %m: tensor<9x40xi32>, %v: tensor<40xi32>, %c: tensor<9xi32>)
+    -> (tensor<4x6xi32>, tensor<9xi32>) {
+  %r:2 = cinm.compute_block (%a = %x : tensor<4x40xi32>, %b = %w : tensor<40x6xi32>, %n = %m : tensor<9x40xi32>,
+                             %u = %v : tensor<40xi32>, %d = %c : tensor<9xi32>) -> tensor<4x6xi32>, tensor<9xi32> {
+    %g = cinm.op.gemm %a, %b : tensor<4x40xi32>, tensor<40x6xi32> -> tensor<4x6xi32>
+    %h = cinm.op.gemv %n, %u plus %d : tensor<9x40xi32>, tensor<40xi32> plus tensor<9xi32> -> tensor<9xi32>
+    cinm.yield %g, %h : tensor<4x6xi32>, tensor<9xi32>
+  }
+  func.return %r#0, %r#1 : tensor<4x6xi32>, tensor<9xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("tiling", ["unroll", "loop"])
+def test_a_compute_block_runs_before_and_after_the_memristor_flow(tiling):
+    rng = np.random.default_rng(8)
+    x, w, m = rng.integers(-8, 8, (4, 40)), rng.integers(-8, 8, (40, 6)), rng.integers(-8, 8, (9, 40))
+    v, c = rng.integers(-8, 8, 40), rng.integers(-99, 100, 9)  # 4-bit values: the cinnamon preset's
+    inputs, expected = [x, w, m, v, c], [x @ w, m @ v + c]
+    before = run(parse(COMPUTE_BLOCK), inputs)
+    lowered = apply(parse(COMPUTE_BLOCK), f'memristor{{device="cinnamon" crossbars=2 tiling={tiling}}}')
+    after = run(lowered, inputs, "cinnamon")
+    for got_before, got_after, want in zip(before.outputs, after.outputs, expected, strict=True):
+        np.testing.assert_array_equal(got_before, want)
+        np.testing.assert_array_equal(got_after, want)
+    assert after.device.metrics["total"]["mvms"] > 0

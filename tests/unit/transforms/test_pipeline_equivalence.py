@@ -75,6 +75,14 @@ def often(draw) -> bool:
     return draw(st.integers(0, 3)) > 0
 
 
+def with_bias(draw, program: Program, op: str, reference: np.ndarray) -> tuple[str, np.ndarray]:
+    """The product `op`, with a bias (`plus`) argument half of the time."""
+    if not draw(st.booleans()):
+        return op, reference
+    b, bv = program.argument("b", reference.shape)
+    return f"{op} plus {b}", reference + bv
+
+
 @st.composite
 def programs(draw, rows: int, cols: int, chains: bool) -> tuple[str, list[np.ndarray], list[np.ndarray]]:
     """1–3 computes of 1–4 products on 1–2 matrices each, new ones or (often) earlier ones. A product is
@@ -103,17 +111,14 @@ def programs(draw, rows: int, cols: int, chains: bool) -> tuple[str, list[np.nda
                     if earlier and often(draw)
                     else program.argument("x", (m, wv.shape[0]))
                 )
-                op, reference = f"cinm.op.gemm {x}, {w}", xv.astype(np.int64) @ wv
-                if draw(st.booleans()):
-                    b, bv = program.argument("b", reference.shape)
-                    op, reference = f"{op} plus {b}", reference + bv
+                op, reference = with_bias(draw, program, f"cinm.op.gemm {x}, {w}", xv.astype(np.int64) @ wv)
                 types = f"({t(xv.shape)}, {t(wv.shape)}) -> {t(reference.shape)}"
             else:
                 earlier = [r for r in program.results if chains and r[1].shape == (wv.shape[1],)]
                 v, vv = (
                     draw(st.sampled_from(earlier)) if earlier and often(draw) else program.argument("v", wv.shape[1:])
                 )
-                op, reference = f"cinm.op.gemv {w}, {v}", wv.astype(np.int64) @ vv
+                op, reference = with_bias(draw, program, f"cinm.op.gemv {w}, {v}", wv.astype(np.int64) @ vv)
                 types = f"({t(wv.shape)}, {t(vv.shape)}) -> {t(reference.shape)}"
             products.append((f"%p{c}_{p}", f"{op} : {types}", wrap(reference)))
         names, types = ", ".join(n for n, _, _ in products), ", ".join(t(r.shape) for _, _, r in products)

@@ -13,7 +13,7 @@ from tests.unit.helpers import apply, parse
 
 
 def gemm_and_gemv(m: int, k: int, n: int, bias: bool) -> str:
-    """A gemm (with or without bias) and a gemv on the same weights, transposed, in one compute."""
+    """A gemm and a gemv (both with or without bias) on the same weights, transposed, in one compute."""
     x, w, wt, c, v, g = (
         f"tensor<{m}x{k}xi32>",
         f"tensor<{k}x{n}xi32>",
@@ -23,11 +23,12 @@ def gemm_and_gemv(m: int, k: int, n: int, bias: bool) -> str:
         f"tensor<{n}xi32>",
     )
     product = f"cinm.op.gemm %x, %w plus %b : {x}, {w} plus {c} -> {c}" if bias else f"cinm.op.gemm %x, %w : {x}, {w} -> {c}"
+    vector = f"cinm.op.gemv %wt, %v plus %d : {wt}, {v} plus {g} -> {g}" if bias else f"cinm.op.gemv %wt, %v : {wt}, {v} -> {g}"
     return f"""
-    func.func @main(%x: {x}, %w: {w}, %wt: {wt}, %b: {c}, %v: {v}) -> ({c}, {g}) {{
+    func.func @main(%x: {x}, %w: {w}, %wt: {wt}, %b: {c}, %v: {v}, %d: {g}) -> ({c}, {g}) {{
       %r:2 = cinm.compute -> {c}, {g} {{
         %p = {product}
-        %q = cinm.op.gemv %wt, %v : {wt}, {v} -> {g}
+        %q = {vector}
         cinm.yield %p, %q : {c}, {g}
       }}
       func.return %r#0, %r#1 : {c}, {g}
@@ -51,9 +52,9 @@ def test_fitting_divisor_is_the_largest_divisor_within_the_limit():
 def test_loop_tiling_equals_numpy_at_every_stage(m, k, n, tile, bias, seed):
     rng = np.random.default_rng(seed)
     x, w = rng.integers(-128, 128, (m, k)), rng.integers(-128, 128, (k, n))
-    b, v = rng.integers(-1000, 1000, (m, n)), rng.integers(-128, 128, k)
-    inputs = [x, w, w.T.copy(), b, v]
-    expected = [x @ w + (b if bias else 0), w.T @ v]
+    b, v, d = rng.integers(-1000, 1000, (m, n)), rng.integers(-128, 128, k), rng.integers(-1000, 1000, n)
+    inputs = [x, w, w.T.copy(), b, v, d]
+    expected = [x @ w + (b if bias else 0), w.T @ v + (d if bias else 0)]
     text = gemm_and_gemv(m, k, n, bias)
     stages = {
         "loops": f"tile{{rows={tile} cols={tile} mode=loop}}",
@@ -72,8 +73,8 @@ def test_the_memristor_pipeline_with_loop_tiling_equals_unrolled_tiling(device):
     rng = np.random.default_rng(11)
     m, k, n = 3, 300, 40
     x, w = rng.integers(-8, 8, (m, k)), rng.integers(-8, 8, (k, n))
-    b, v = rng.integers(-50, 50, (m, n)), rng.integers(-8, 8, k)
-    inputs = [x, w, w.T.copy(), b, v]
+    b, v, d = rng.integers(-50, 50, (m, n)), rng.integers(-8, 8, k), rng.integers(-50, 50, n)
+    inputs = [x, w, w.T.copy(), b, v, d]
     text = gemm_and_gemv(m, k, n, bias=True)
     results = {}
     for tiling in ("unroll", "loop"):
@@ -81,5 +82,5 @@ def test_the_memristor_pipeline_with_loop_tiling_equals_unrolled_tiling(device):
         result = run(lowered, inputs, device)
         results[tiling] = result
         np.testing.assert_array_equal(result.outputs[0], x @ w + b)
-        np.testing.assert_array_equal(result.outputs[1], w.T @ v)
+        np.testing.assert_array_equal(result.outputs[1], w.T @ v + d)
     assert results["loop"].device.metrics["total"]["mvms"] > 0

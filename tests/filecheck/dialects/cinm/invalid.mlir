@@ -23,7 +23,7 @@ func.func @compute_yield_mismatch(%c: tensor<2xi32>) {
 func.func @yield_outside_compute(%c: tensor<2xi32>) {
   cinm.yield %c : tensor<2xi32>
 }
-// CHECK: 'cinm.yield' expects parent op 'cinm.compute'
+// CHECK: 'cinm.yield' expects parent op to be one of 'cinm.compute', 'cinm.compute_block'
 
 // -----
 
@@ -249,3 +249,25 @@ func.func @reduce_integer_method_on_floats(%x: tensor<4xf32>) {
   return
 }
 // CHECK: 'cinm.op.reduce' method 'maxsi' reduces integers, got tensor<4xf32>
+
+// -----
+
+func.func @compute_block_argument_types(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %r = "cinm.compute_block"(%x) ({
+  ^bb0(%a: tensor<5xi32>):
+    %e = tensor.empty() : tensor<4xi32>
+    cinm.yield %e : tensor<4xi32>
+  }) : (tensor<4xi32>) -> tensor<4xi32>
+  func.return %r : tensor<4xi32>
+}
+// CHECK: 'cinm.compute_block' body arguments must have the types of its operands
+
+// -----
+
+func.func @compute_block_isolated(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %r = cinm.compute_block (%a = %x : tensor<4xi32>) -> tensor<4xi32> {
+    cinm.yield %x : tensor<4xi32>
+  }
+  func.return %r : tensor<4xi32>
+}
+// CHECK: Operation using value defined out of its IsolatedFromAbove parent

@@ -29,6 +29,53 @@ func.func @products(%X: tensor<8x512xi32>, %W: tensor<512x256xi32> {cinm.static}
 
 // -----
 
+// A gemv with a bias (`plus`), and destinations (`into`) on tensors: Cinnamon uses a tensor
+// destination only as a bufferization hint, so it is checked and dropped. Unary element-wise kinds
+// print as `cinm.op.element_wise` (`neg` as `negf`).
+func.func @destinations(%M: tensor<256x512xf32>, %v: tensor<512xf32>, %b: tensor<256xf32>, %X: tensor<8x512xf32>, %W: tensor<512x256xf32>, %c: tensor<8x256xf32>) -> (tensor<256xf32>, tensor<8x256xf32>) {
+  %r = cinm.op.gemv %M, %v plus %b into %b : tensor<256x512xf32>, tensor<512xf32> plus tensor<256xf32> into tensor<256xf32> -> tensor<256xf32>
+  %g = cinm.op.gemm %X, %W into %c : tensor<8x512xf32>, tensor<512x256xf32> into tensor<8x256xf32> -> tensor<8x256xf32>
+  %e = cinm.op.elementwise exp %r into %b : tensor<256xf32> into tensor<256xf32>
+  %n = cinm.op.elementwise neg %e : tensor<256xf32>
+  %d = cinm.op.elementwise div %n, %e into %b : tensor<256xf32> into tensor<256xf32>
+  func.return %d, %g : tensor<256xf32>, tensor<8x256xf32>
+}
+
+// CHECK-LABEL: func.func @destinations
+// CHECK-NEXT:    %r = cinm.op.gemv %M, %v plus %b : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256xf32>
+// CHECK-NEXT:    %g = cinm.op.gemm %X, %W : (tensor<8x512xf32>, tensor<512x256xf32>) -> tensor<8x256xf32>
+// CHECK-NEXT:    %e = cinm.op.element_wise exp(%r) : tensor<256xf32>
+// CHECK-NEXT:    %n = cinm.op.element_wise negf(%e) : tensor<256xf32>
+// CHECK-NEXT:    %d = cinm.op.div %n, %e : tensor<256xf32>
+
+// -----
+
+// Computes on a named platform (kept, not used), the isolated `cinm.compute_block` with its
+// argument bindings, and `cinm.op.mergePartial` (declared without operands, results or custom
+// syntax by Cinnamon: generic form only).
+func.func @computes(%x: tensor<8x64xi32>, %w: tensor<64x32xi32>) -> tensor<8x32xi32> {
+  %r = cinm.compute on platform #upmem.platform<type = v1A, dpus = 2048, tasklets = 24> -> tensor<8x32xi32> attributes {workgroupShape = array<i64: 8, 32, 1>} {
+    %g = cinm.op.gemm %x, %w : tensor<8x64xi32>, tensor<64x32xi32> -> tensor<8x32xi32>
+    cinm.yield %g : tensor<8x32xi32>
+  }
+  %s = cinm.compute_block (%a = %r : tensor<8x32xi32>, %b = %x : tensor<8x64xi32>) -> tensor<8x32xi32> attributes {cinm.note = 1 : i64} {
+    %t = cinm.op.elementwise add %a, %a : tensor<8x32xi32>
+    cinm.yield %t : tensor<8x32xi32>
+  }
+  "cinm.op.mergePartial"() : () -> ()
+  func.return %s : tensor<8x32xi32>
+}
+
+// CHECK-LABEL: func.func @computes
+// CHECK-NEXT:    %r = cinm.compute on platform #upmem.platform<type = v1A, dpus = 2048, tasklets = 24> attributes {workgroupShape = array<i64: 8, 32, 1>} -> tensor<8x32xi32> {
+// CHECK:         %s = cinm.compute_block (%a = %r : tensor<8x32xi32>, %b = %x : tensor<8x64xi32>) attributes {cinm.note = 1 : i64} -> tensor<8x32xi32> {
+// CHECK-NEXT:      %t = cinm.op.add %a, %a : tensor<8x32xi32>
+// CHECK-NEXT:      cinm.yield %t : tensor<8x32xi32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    "cinm.op.mergePartial"() : () -> ()
+
+// -----
+
 // A benchmark of Cinnamon's main branch (a product outside any compute): the memristor flow wraps
 // it in a compute; cinm-to-cim alone names it.
 func.func @_2mm_par(%X: tensor<8x64xi32>, %W1: tensor<64x64xi32> {cinm.static}, %W2: tensor<64x64xi32> {cinm.static}) -> (tensor<8x64xi32>, tensor<8x64xi32>) {

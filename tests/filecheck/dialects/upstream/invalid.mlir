@@ -30,7 +30,7 @@ func.func @map_body(%a: tensor<4xf32>, %init: tensor<4xf32>) {
   }
   func.return
 }
-// CHECK: 'linalg.map' body must take the input element types (f32), got (i32)
+// CHECK: 'linalg.map' body must take the input element types (f32), optionally followed by the init's, got (i32)
 
 // -----
 
