@@ -18,6 +18,7 @@ DEVICES = {
     "static-column": {**EIGHT_BIT, "adc_range": "static_column", "adc_bits": 5},
     "static-array": {**EIGHT_BIT, "adc_range": "static_array", "input_encoding": "twos_complement"},
     "programming-noise": {**EIGHT_BIT, "prog_noise": 0.1, "stuck_on_rate": 0.01, "seed": 3},
+    "sign-magnitude": {**EIGHT_BIT, "input_encoding": "sign_magnitude", "adc_bits": 6},
     "sign-magnitude-analog": {
         **EIGHT_BIT, "input_encoding": "sign_magnitude", "subtraction": "analog", "prog_noise": 0.05, "seed": 5,
     },
