@@ -81,7 +81,7 @@ def main() -> None:
             compiled.threads = None
             program = compiled.program()
             program.layer_products = False
-            tiles = best_time(lambda: compiled(x), 1)
+            tile_by_tile = best_time(lambda: compiled(x), 1)
             program.layer_products = True
             error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
             writes = compiled.last_run.device.report(per_crossbar=False)["total"]["writes"]
@@ -90,7 +90,7 @@ def main() -> None:
             ratio = ours / ort
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
-                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x {tiles:12.3f}s"
+                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x {tile_by_tile:12.3f}s"
             )
 
 
