@@ -8,8 +8,9 @@ in the same process, at batch 1 and 16:
 
 It also prints the crossbar writes of an inference after the first (weights left on the device by
 the previous one are not written again) against the minimum: every weight tile the program writes,
-less the crossbars that can keep one resident; and the time on one thread against all cores
-(`threads`), the speed-up.
+less the crossbars that can keep one resident; the time on one thread against all cores
+(`threads`), the speed-up; and the time with every tile product on its own (`layer_products`
+off: a layer's tiles are otherwise one product, stacked on a bit-sliced device).
 
 With `--light NAME…` it measures instead onnx's light architectures (random weights) on `ideal` at
 batch 1 (target ≤ 3× onnxruntime).
@@ -58,7 +59,7 @@ def main() -> None:
     print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
-        f"  writes (least)  1 thread  speed-up ({cores()} cores)"
+        f"  writes (least)  1 thread  speed-up ({cores()} cores)  tile by tile"
     )
     for name in args.devices:
         config, mode = DEVICES[name]
@@ -78,6 +79,10 @@ def main() -> None:
             compiled.threads = 1
             alone = best_time(lambda: compiled(x), args.repeat)
             compiled.threads = None
+            program = compiled.program()
+            program.layer_products = False
+            tile_by_tile = best_time(lambda: compiled(x), 1)
+            program.layer_products = True
             error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
             writes = compiled.last_run.device.report(per_crossbar=False)["total"]["writes"]
             tiles = compiled.mlir().count("call @memristor_write_to_crossbar")
@@ -85,7 +90,7 @@ def main() -> None:
             ratio = ours / ort
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
-                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x"
+                f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x {tile_by_tile:12.3f}s"
             )
 
 

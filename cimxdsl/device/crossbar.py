@@ -35,7 +35,7 @@ column's summed error is drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -181,7 +181,7 @@ def tile_mvm(
     else:
         if rng is None and config.read_noise:
             rng = np.random.default_rng(config.seed)
-        y = _sliced_product(rows, tile, config, rng, spans)
+        y = sliced_product(rows, stack_tiles([[tile]], [[spans]], config), config, rng)
     if out is not None:
         if y is not out_rows:
             out_rows[...] = y
@@ -206,15 +206,19 @@ def crossbar_matmul(
 def adc_convert(sums: np.ndarray, config: DeviceConfig, spans: np.ndarray | None = None) -> np.ndarray:
     """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring); `spans` of a
     static range are per column, shaped (N, arrays, J)."""
-    levels, den, num = _adc_levels(sums.copy(), config, False, spans=spans)
+    levels, den, num = _adc_levels(sums.copy(), config, False, spans=_resolved(spans, config))
     return levels * den / num
 
 
 def signed_adc_convert(differences: np.ndarray, config: DeviceConfig, spans: np.ndarray | None = None) -> np.ndarray:
     """ADC of a pair's column-sum differences shaped (S, B, N, J): a signed converter with
     2**(n-1) - 1 levels each side of zero over [-F, F]; `spans` per column shaped (N, J)."""
-    levels, den, num = _adc_levels(differences.copy(), config, True, spans=spans)
+    levels, den, num = _adc_levels(differences.copy(), config, True, spans=_resolved(spans, config))
     return levels * den / num
+
+
+def _resolved(spans: np.ndarray | None, config: DeviceConfig) -> np.ndarray | None:
+    return None if spans is None else static_spans(spans, config)
 
 
 def _adc_levels(
@@ -224,15 +228,17 @@ def _adc_levels(
     folded: bool = False,
     max_sum: float = np.inf,
     spans: np.ndarray | None = None,
+    tiles: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | float, int]:
     """The ADC levels of `sums` (converted in place), F' and L: a level reads back as level · F' / L,
     F' a scalar for a full-scale ADC, per read or per column otherwise. `folded` sums hold sum · L
     (or sum ÷ step when L = 1) already (`_fold_adc`). Rounds half to even (`np.rint`). A clamp that
-    no sum up to `max_sum` (in magnitude) can reach is skipped."""
+    no sum up to `max_sum` (in magnitude) can reach is skipped. `spans`: a static range's, per
+    column (`static_spans`); `tiles`: the first weight column of each tile side by side in `sums`."""
     bits = config.adc_bits
     if bits == 0:
         return sums, 1.0, 1
-    num, den = _adc_ratio(sums, config, signed, spans)
+    num, den = _adc_ratio(sums, config, signed, spans, tiles)
     if np.ndim(den) == 0 and den == num and config.noiseless:
         return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
     if not _ties_exact(config, sums.dtype, num):
@@ -254,23 +260,31 @@ def _adc_levels(
 
 
 def _adc_ratio(
-    sums: np.ndarray, config: DeviceConfig, signed: bool, spans: np.ndarray | None
+    sums: np.ndarray, config: DeviceConfig, signed: bool, spans: np.ndarray | None, tiles: np.ndarray | None
 ) -> tuple[int, float | np.ndarray]:
-    """(L, F'): level = rint(sum · L / F'), with F' = max(F, L) the span (see the module docstring)."""
+    """(L, F'): level = rint(sum · L / F'), with F' = max(F, L) the span (see the module docstring).
+    `sums` are shaped (…, N, arrays, J), or (…, N, J) signed."""
     if config.adc_range in ("full", "full_pow2"):
         return _full_scale_ratio(config, signed)
     num = _adc_steps(config, signed)
-    if config.adc_range == "calibrated":  # per read: per (plane, row, weight slice)
-        top = np.abs(sums) if signed else np.maximum(sums, 0)
-        span = top.max(axis=2 if signed else (2, 3), keepdims=True)
+    if config.adc_range == "calibrated":  # per read: per (plane, row, weight slice) of each tile
+        top = np.abs(sums) if signed else np.maximum(sums, 0).max(axis=-2)
+        span = top.max(axis=-2, keepdims=True) if tiles is None else _tile_maxima(top, tiles)
+        span = span if signed else span[..., None, :]
     else:
         if spans is None:
             raise ValueError(
                 f"the '{config.adc_range}' ADC range has no calibration for this weight tile: compile "
                 "with calibration data, or record spans with Device(calibrating=True)"
             )
-        span = static_spans(spans, config)
+        span = spans
     return num, np.maximum(span, num).astype(np.float64)
+
+
+def _tile_maxima(top: np.ndarray, tiles: np.ndarray) -> np.ndarray:
+    """The maximum of `top` (…, N, J) over each tile's columns (starting at `tiles`), per column."""
+    counts = np.diff(np.append(tiles, top.shape[-2]))
+    return np.repeat(np.maximum.reduceat(top, tiles, axis=-2), counts, axis=-2)
 
 
 def static_spans(observed: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -415,11 +429,11 @@ class InputPlanes:
 
 
 def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
-    """The digits `input_encoding` sends for integer rows `x` (module docstring)."""
+    """The digits `input_encoding` sends for integer rows `x` (module docstring), shaped (…, K)."""
     bits, dac = config.input_bits, config.dac_bits
-    negative = (x < 0).any(axis=1) if x.size and x.min() < 0 else np.zeros(x.shape[0], bool)
+    negative = (x < 0).any(axis=-1) if x.size and x.min() < 0 else np.zeros(x.shape[:-1], bool)
     utype = np.min_scalar_type(2**bits)
-    none = np.zeros(x.shape[0], np.int64)
+    none = np.zeros(x.shape[:-1], np.int64)
 
     def digits(source: int, width: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
         return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
@@ -427,7 +441,7 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     if config.input_encoding == "offset":
         offsets = np.where(negative, 2 ** (bits - 1), 0)
         u = x.astype(utype)  # u = x + o (modulo the dtype: exact, as u fits it)
-        u += offsets.astype(utype)[:, None]
+        u += offsets.astype(utype)[..., None]
         planes, sources, flip = digits(0, bits), (u,), False
     elif config.input_encoding == "twos_complement":
         u = x.astype(utype)  # the two's complement pattern of a signed row, the value of an unsigned one
@@ -489,12 +503,94 @@ def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarra
     return top
 
 
-def _sliced_product(
-    x: np.ndarray, tile: Tile, config: DeviceConfig, rng: np.random.Generator | None, spans: np.ndarray | None
-) -> np.ndarray:
-    k, n = tile.shape
+@dataclass(frozen=True, eq=False)
+class TileStack:
+    """Programmed tiles that partition a K×N weight matrix, stacked for one sliced product: K-block a
+    holds rows edges[a]:edges[a+1], and every K-block is split alike along the columns."""
+
+    reads: np.ndarray
+    """(blocks, K, C): each K-block's tiles' `Tile.reads` side by side, padded with zero rows."""
+    edges: tuple[int, ...]
+    col_sums: np.ndarray
+    """(blocks, N): Σ_k W[k, n] of each K-block."""
+    weight_offset: np.ndarray
+    """(blocks, N): the weight offset c of the tile holding each column."""
+    spans: np.ndarray | None
+    """(blocks, N, arrays, J), or (blocks, N, J) for a pair subtracted before the ADC: the spans of a
+    static ADC range per column (`static_spans`); None if a tile has none."""
+    tiles: np.ndarray | None
+    """The first column of each tile along N, if a K-block has several."""
+    max_sum: float
+    folded: bool
+
+    def block(self, a: int) -> TileStack:
+        """K-block `a` alone."""
+        part = slice(a, a + 1)
+        spans = None if self.spans is None else self.spans[part]
+        edges = (0, self.edges[a + 1] - self.edges[a])
+        return replace(
+            self, reads=self.reads[part], edges=edges, col_sums=self.col_sums[part],
+            weight_offset=self.weight_offset[part], spans=spans,
+        )
+
+
+def stack_tiles(grid: list[list[Tile]], spans: list[list[np.ndarray | None]] | None, config: DeviceConfig) -> TileStack:
+    """The `TileStack` of programmed tiles `grid[a][b]` (K-block a, column block b; every K-block
+    split alike along the columns), with their static ADC spans (`observed_spans`) if any."""
+    widths = [t.shape[1] for t in grid[0]]
+    heights = [row[0].shape[0] for row in grid]
+    if any([t.shape for t in row] != [(k, w) for w in widths] for k, row in zip(heights, grid, strict=True)):
+        raise ValueError("the tiles of a stacked product must form a grid")
+    first = grid[0][0]
+    if len(grid) == 1 and len(widths) == 1:
+        reads = first.reads[None]
+    else:
+        columns = first.reads.shape[1] // widths[0]
+        reads = np.zeros((len(grid), max(heights), sum(widths) * columns), first.reads.dtype)
+        for a, row in enumerate(grid):
+            reads[a, : heights[a]] = np.hstack([t.reads for t in row])
+    resolved = None
+    if spans is not None and all(s is not None for row in spans for s in row):
+        resolved = np.stack(
+            [np.concatenate([_column_spans(s, t, config) for s, t in zip(srow, row)]) for srow, row in zip(spans, grid)]
+        )
+    return TileStack(
+        reads,
+        tuple(np.cumsum([0, *heights]).tolist()),
+        np.stack([np.concatenate([t.col_sums for t in row]) for row in grid]),
+        np.array([np.repeat([t.weight_offset for t in row], widths) for row in grid], np.int64),
+        resolved,
+        np.cumsum([0, *widths[:-1]]) if len(widths) > 1 else None,
+        max(t.max_sum for row in grid for t in row),
+        first.reads is not first.conductance,
+    )
+
+
+def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.ndarray:
+    """A tile's static spans (`static_spans`) per column: (N, arrays, J), or (N, J)."""
+    resolved = static_spans(spans, config)
+    return np.broadcast_to(resolved, (tile.shape[1], *resolved.shape[1:]))
+
+
+def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None) -> np.ndarray:
+    """x @ W (int64) for integer rows x (B, K) on the tiles of `stack`, each tile's product through
+    the DACs and ADCs as on its own crossbar (module docstring) and the tiles' results added. `rng`:
+    the read noise of a stack of one tile."""
+    blocks = len(stack.edges) - 1
+    if blocks > 1 and config.input_encoding == "sign_magnitude" and not config.noiseless:
+        # a K-block without negative rows sends fewer planes: its own sums, in its own precision
+        return sum(sliced_product(x[:, a0:a1], stack.block(a), config) for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])))
+    rows, width = x.shape[0], stack.reads.shape[1]
+    if stack.edges[-1] == blocks * width:
+        parts = x.reshape(rows, blocks, width).transpose(1, 0, 2)
+    else:
+        parts = np.zeros((blocks, rows, width), x.dtype)
+        for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])):
+            parts[a, :, : a1 - a0] = x[:, a0:a1]
+    n = stack.col_sums.shape[1]
     cells, arrays = config.cells_per_weight, config.arrays_per_crossbar
-    planes = input_planes(x, config)
+    planes = input_planes(parts, config)
+    count = len(planes.planes)
     integral = config.noiseless  # analog sums are exact integers
     span = config.adc_full_scale.bit_length() + 2 + config.input_slices * config.dac_bits + cells * config.cell_bits
     if integral and span > 62:
@@ -502,9 +598,8 @@ def _sliced_product(
             f"'{config.name}' is too wide for the bit-sliced model (int64 overflow); "
             "use the exact fast path or fewer bits"
         )
-    g = tile.reads  # with a full-scale ADC's step count folded in (`_fold_adc`)
+    g = stack.reads  # with a full-scale ADC's step count folded in (`_fold_adc`)
     pair = config.analog_subtraction
-    fold = g is not tile.conductance
     # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
     # array subtracted; with analog subtraction the pair is one signed read per cell slice
     cell_scale = 2.0 ** (config.cell_bits * np.arange(cells))
@@ -515,40 +610,62 @@ def _sliced_product(
     bound = top * np.abs(planes.scale).sum() * np.abs(coefficients).sum()
     exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
-    out = np.empty((x.shape[0], n), np.int64 if dtype is np.int64 else np.float64)
+    out_dtype = np.int64 if dtype is np.int64 else np.float64
+    scale, coefficients = planes.scale.astype(dtype), coefficients.astype(dtype)
+    total = np.zeros((rows, n), np.int64)
+    per_row = 4 * count * (width + g.shape[2])
+    chunk = max(1, CHUNK_BYTES // per_row)  # rows (bounding the analog intermediates of one block)
+    step = max(1, CHUNK_BYTES // (per_row * min(chunk, max(rows, 1))))  # K-blocks at a time
 
-    def convert(chunk: tuple[int, int]) -> None:
-        start, b = chunk
-        sums = _chunk_sums(g, k, planes, config, rng, start, b).reshape(-1, b, n, arrays, cells)
+    def convert(start: int, b: int, a0: int, a1: int) -> np.ndarray:
+        t = a1 - a0
+        digits = np.empty((t, count, b, width), g.dtype)
+        for i, (source, shift, mask) in enumerate(planes.planes):
+            part = planes.sources[source][a0:a1, start : start + b] >> shift
+            np.bitwise_and(part, mask, out=digits[:, i], casting="unsafe")
+        sums = np.matmul(digits.reshape(t, count * b, width), g[a0:a1])
+        if config.read_noise:
+            sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, width) @ (g[0] * g[0]))
+            sums[0] += sigma * rng.standard_normal(sums.shape[1:])
+        sums = sums.reshape(t, count, b, n, arrays, cells)
+        spans = None if stack.spans is None else stack.spans[a0:a1, None, None]
         if pair:
-            differences = sums[:, :, :, 0] - sums[:, :, :, 1]
-            levels, den, num = _adc_levels(differences, config, True, max_sum=tile.max_sum, spans=spans)
+            differences = sums[..., 0, :] - sums[..., 1, :]
+            levels, den, num = _adc_levels(differences, config, True, False, stack.max_sum, spans, stack.tiles)
         else:
-            levels, den, num = _adc_levels(sums, config, False, folded=fold, max_sum=tile.max_sum, spans=spans)
+            levels, den, num = _adc_levels(sums, config, False, stack.folded, stack.max_sum, spans, stack.tiles)
         if np.ndim(den):  # a step per read or per column
             levels = levels * den / num
             den, num = 1.0, 1
-        reads = levels.reshape(len(planes.planes), b, -1).astype(dtype, copy=False)
-        if planes.flip_last and planes.negative_rows[start : start + b].any():
-            reads[-1] *= np.where(planes.negative_rows[start : start + b], -1, 1).astype(dtype)[:, None]
-        combined = (planes.scale.astype(dtype) @ reads.reshape(len(planes.planes), -1)).reshape(b * n, -1)
-        result = (combined @ coefficients.astype(dtype)).reshape(b, n)
+        reads = levels.reshape(t, count, b, -1).astype(dtype, copy=False)
+        negative = planes.negative_rows[a0:a1, start : start + b]
+        if planes.flip_last and negative.any():
+            reads[:, -1] *= np.where(negative, -1, 1).astype(dtype)[..., None]
+        result = np.stack([(scale @ r.reshape(count, -1)).reshape(b * n, -1) @ coefficients for r in reads])
         if den == num:
-            out[start : start + b] = result
-        elif out.dtype == np.int64:
-            out[start : start + b] = np.rint(result * np.float64(den) / num)
+            out = result.astype(out_dtype)
+        elif out_dtype is np.int64:
+            out = np.rint(result * np.float64(den) / num).astype(np.int64)
         else:  # (result · F') / L: exact up to the division, so ties round as the exact value does
-            out[start : start + b] = result
-            out[start : start + b] *= den
-            out[start : start + b] /= num
+            out = result.astype(np.float64)
+            out *= den
+            out /= num
+        return np.rint(out).astype(np.int64).sum(axis=0).reshape(b, n)
 
-    chunks = _row_chunks(x.shape[0], g, k, planes)
+    def run(chunk_rows: tuple[int, int]) -> None:
+        start, b = chunk_rows
+        for a0 in range(0, blocks, step):
+            total[start : start + b] += convert(start, b, a0, min(blocks, a0 + step))
+
+    chunks = [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
     if rng is None:  # chunks are independent: on the threads of `using_threads`
-        map_chunks(convert, chunks)
+        map_chunks(run, chunks)
     else:  # read noise is drawn chunk after chunk
-        for chunk in chunks:
-            convert(chunk)
-    correction = planes.offsets[:, None] * (tile.col_sums[None, :] + tile.weight_offset * k)
-    if tile.weight_offset:
-        correction += tile.weight_offset * x.sum(axis=1, dtype=np.int64)[:, None]
-    return np.rint(out).astype(np.int64) - correction
+        if blocks > 1 or stack.tiles is not None:
+            raise ValueError("read noise is drawn per tile: a stacked product takes one tile")
+        for each in chunks:
+            run(each)
+    k = np.diff(stack.edges)[:, None, None]
+    correction = planes.offsets[..., None] * (stack.col_sums[:, None] + stack.weight_offset[:, None] * k)
+    correction += stack.weight_offset[:, None] * parts.sum(axis=-1, dtype=np.int64)[..., None]
+    return total - correction.sum(axis=0)

@@ -115,18 +115,27 @@ class Device:
     def count_mvm(self, xbar: int, x: np.ndarray) -> None:
         """Account for x @ W on crossbar `xbar` (checks, metrics, timeline) without computing it,
         on an exact device, whose every product the caller computes as `exact_matmul` does."""
+        if not self.config.exact:
+            raise ValueError(f"crossbar {xbar}: only an exact device's products can be counted without computing them")
+        self.defer_mvm(xbar, x)
+
+    def defer_mvm(self, xbar: int, x: np.ndarray) -> tuple[Tile, np.ndarray | None]:
+        """Account for x @ W on crossbar `xbar` (checks, metrics, timeline) and return its tile and
+        static ADC spans (or None), for a caller that computes the product later as `mvm` would
+        (with `sliced_product`); not for read noise, drawn per MVM, nor while calibrating."""
         i = self._index(xbar)
         tile = self._tiles[i]
         if tile is None:
             raise ValueError(f"crossbar {i} has not been written")
-        if not self.config.exact or self.calibrating:
-            raise ValueError(f"crossbar {i}: only an exact device's products can be counted without computing them")
+        if self.config.read_noise or self.calibrating:
+            raise ValueError(f"crossbar {i}: a product with read noise or calibration cannot be deferred")
         x = np.asarray(x)
         try:
             check_inputs(x.reshape(-1, x.shape[-1]), tile, self.config)
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)
+        return tile, self.adc_spans.get(self._keys[i]) if self.config.static_adc else None
 
     def _count_mvm(self, i: int, tile: Tile, x: np.ndarray) -> None:
         self._ops_seen[i, 1] += 1

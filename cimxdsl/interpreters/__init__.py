@@ -94,7 +94,7 @@ class Program:
     ):
         self.device = device if isinstance(device, Device) else Device(device)
         self.layer_products = layer_products
-        """Whether, on an exact device, the tiles of a product run as one (`layer_products`)."""
+        """Whether the tiles of a product run as one (`layer_products`; not with read noise, drawn per tile)."""
         self.threads = check_threads(threads)
         """The threads a run uses (`cimxdsl.device.threads`; None: the process default)."""
         self.entry = entry
@@ -121,7 +121,8 @@ class Program:
         arguments = [check_argument(self.entry, i, value, t) for i, (value, t) in pairs]
         self.runtime.reset()
         self.current.op = None
-        fuse = self.layer_products and self.device.config.exact and not self.device.calibrating
+        config = self.device.config
+        fuse = self.layer_products and not self.device.calibrating and not config.read_noise
         with using_threads(self.threads):
             outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
         self.device.sync()

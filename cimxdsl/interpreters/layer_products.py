@@ -1,14 +1,15 @@
-"""Layer-level products: the crossbar tiles of one matrix product run as one BLAS call on an exact device.
+"""Layer-level products: the crossbar tiles of one matrix product run as one product.
 
 The tiling splits a product X·W into tiles that partition W: tile t multiplies the columns
 [k0, k1) of X by its block W[k0:k1, n0:n1], the partial products of a column block are added, and
-the blocks are inserted side by side into the result. On a device whose every product is exact,
-the prepared function recognises this shape (one source X, constant tile weights, `alloc_tensor`
-outputs, a sum per block, `insert_slice`s that cover the result) and replaces it with one product
-X·W at the op that finished the result. The crossbar ops stay where they were: writes and
-barriers run as before, and each tile product is counted on its crossbar (`Device.count_mvm`)
-without computing it, so metrics and timeline are those of the tiles.
-"""
+the blocks are inserted side by side into the result. The prepared function recognises this shape
+(one source X, constant tile weights, `alloc_tensor` outputs, a sum per block, `insert_slice`s that
+cover the result) and replaces it with one product at the op that finished the result: on an exact
+device X·W in one BLAS call, on a bit-sliced one the tiles the tile products found on their
+crossbars in one stacked sliced product (`sliced_product`: each tile through the DACs and ADCs as
+on its own). The crossbar ops stay where they were: writes and barriers run as before, and each
+tile product is counted on its crossbar (`Device.defer_mvm`) without computing it, so metrics and
+timeline are those of the tiles. Read noise, drawn per tile MVM, keeps the tile-by-tile path."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.interpreter import OpImplResult
 from xdsl.ir import Operation
 
-from cimxdsl.device.crossbar import exact_matmul
+from cimxdsl.device import Device
+from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
 from cimxdsl.dialects import memristor, upstream
 from cimxdsl.interpreters.memristor import MemristorFunctions, runtime_op
 from cimxdsl.interpreters.values import as_type, read_only
@@ -167,6 +170,9 @@ class Layer:
     at: int
     removed: set[int]
     counted: list[TileProduct]
+    grid: list[list[int]]
+    """The steps of the tile products by K-block and column block (a bit-sliced device stacks
+    their tiles: `sliced_product`)."""
 
 
 def layers(graph: Graph) -> list[Layer]:
@@ -228,7 +234,10 @@ def layer(graph: Graph, blocks_: list[Block], weights: np.ndarray, result: int, 
     for i in removed:
         if not all(graph.only_used_by(s, allowed) for s in graph.steps[i].results):
             return None
-    return Layer(tiles[0].source, read_only(weights), result, at, removed, tiles)
+    if len({tuple(t.columns for t in b.tiles) for b in blocks_}) != 1:
+        return None  # (the tiling splits every column block alike)
+    grid = [list(steps) for steps in zip(*([t.step for t in b.tiles] for b in blocks_))]
+    return Layer(tiles[0].source, read_only(weights), result, at, removed, tiles, grid)
 
 
 def fuse_layer_products(steps: list, constants: dict[int, object]) -> list | None:
@@ -240,20 +249,22 @@ def fuse_layer_products(steps: list, constants: dict[int, object]) -> list | Non
         return None
     removed = {i for each in found for i in each.removed}
     replaced = {each.at: each for each in found}
-    counted = {t.step: t for each in found for t in each.counted}
+    counted = {t.step: (t, tiles) for each in found for tiles in [Tiles(each.grid)] for t in each.counted}
     fused, deferred = [], []
     for i, step in enumerate(steps):
         if i in removed:
             deferred.extend(step.released)  # (its values die no later than the product)
             continue
         if i in counted:
-            tile = counted[i]
-            step = replace(step, implementation=count_columns(*tile.columns), operands=(step.operands[0], tile.source))
+            tile, tiles = counted[i]
+            implementation = count_columns(*tile.columns, tiles, i)
+            step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
         elif i in replaced:
             each = replaced[i]
+            tiles = counted[each.counted[0].step][1]
             step = replace(
                 step,
-                implementation=whole_product(each.weights, step.op.results[0].type),
+                implementation=whole_product(each.weights, step.op.results[0].type, tiles),
                 operands=(each.source,),
                 released=(*step.released, *deferred),
             )
@@ -271,21 +282,50 @@ def fuse_layer_products(steps: list, constants: dict[int, object]) -> list | Non
     return fused
 
 
-def count_columns(k0: int, k1: int):
-    """The implementation of a tile product that only counts it: its input is X[:, k0:k1]."""
+class Tiles:
+    """The tiles a run's tile products of one layer found on their crossbars, with their static
+    ADC spans, and their `TileStack` (kept while the same tiles come back)."""
+
+    def __init__(self, grid: list[list[int]]):
+        self.grid = grid
+        self.device: Device | None = None
+        self.found: dict[int, tuple[Tile, np.ndarray | None]] = {}
+        self.kept: tuple[list, TileStack] | None = None
+
+    def stack(self, config: DeviceConfig) -> TileStack:
+        found = [self.found[i] for row in self.grid for i in row]
+        self.found = {}
+        if self.kept is None or any(a is not b for a, b in zip(self.kept[0], (x for pair in found for x in pair))):
+            width = len(self.grid[0])
+            rows = [found[a : a + width] for a in range(0, len(found), width)]
+            spans = [[s for _, s in row] for row in rows] if config.static_adc else None
+            stack = stack_tiles([[t for t, _ in row] for row in rows], spans, config)
+            self.kept = ([x for pair in found for x in pair], stack)
+        return self.kept[1]
+
+
+def count_columns(k0: int, k1: int, tiles: Tiles, step: int):
+    """The implementation of a tile product that only counts it (its input is X[:, k0:k1]) and
+    records the tile it found on its crossbar."""
 
     def run(functions: MemristorFunctions, interpreter, op, args) -> OpImplResult:
         runtime = functions.runtime
-        runtime.count_product(runtime.physical(args[0]), args[1][:, k0:k1])
+        tiles.device = runtime.device
+        tiles.found[step] = runtime.device.defer_mvm(runtime.physical(args[0]), args[1][:, k0:k1])
         return OpImplResult((), None)
 
     return run
 
 
-def whole_product(weights: np.ndarray, result_type):
-    """The implementation of a layer's product X·W as one exact product, of the result's type."""
+def whole_product(weights: np.ndarray, result_type, tiles: Tiles):
+    """The implementation of a layer's product X·W as one product, of the result's type: exact, or
+    sliced on the tiles the tile products found."""
 
     def run(functions, interpreter, op, args) -> OpImplResult:
-        return OpImplResult((as_type(exact_matmul(args[0], weights), result_type),), None)
+        device = tiles.device
+        if device.config.exact:
+            return OpImplResult((as_type(exact_matmul(args[0], weights), result_type),), None)
+        product = sliced_product(args[0], tiles.stack(device.config), device.config)
+        return OpImplResult((as_type(product, result_type),), None)
 
     return run

@@ -63,8 +63,8 @@ class PreparedFunction:
             self._prepare()
 
     def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
-        """The results of the function on `arguments`; with `layer_products` (only for an exact
-        device) the products of whole layers at once."""
+        """The results of the function on `arguments`; with `layer_products` (not for read noise,
+        nor while calibrating) the products of whole layers at once."""
         if self.steps is None:
             return self.interpreter.call_op(self.function, tuple(arguments))
         slots = list(self.constants)

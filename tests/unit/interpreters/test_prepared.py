@@ -146,8 +146,9 @@ def test_layer_products_count_every_tile(element, mode):
         fused.device.reset_metrics(), plain.device.reset_metrics()
 
 
-def test_layer_products_only_on_exact_devices():
-    """A lossy device computes every tile through its model: the same run with or without them."""
+def test_layer_products_on_a_lossy_device_equal_the_tiles():
+    """A lossy device computes the tiles of a layer stacked through its model: the same run as
+    tile by tile."""
     rng = np.random.default_rng(2)
     w, x = rng.integers(-127, 128, (300, 200)), rng.integers(-128, 128, (6, 300))
     module = tiled_program("i32", w)
