@@ -95,7 +95,7 @@ def evaluate_dataset(
             progress.step(f"simulating the data set in {len(chunks)} chunks")
         return programs[batch]
 
-    result = run_chunks(program, inputs, program(len(inputs[chunks[0].start : chunks[0].stop])).device, chunks)
+    result = run_chunks(program, inputs, program(chunks[0].stop - chunks[0].start).device, chunks)
     predictions = np.argmax(result.outputs[0], axis=-1).reshape(len(labels))
     progress.finish()
     reference = float_predictions(onnx.load(model_path), inputs, batch_size)
