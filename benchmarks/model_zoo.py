@@ -1,4 +1,4 @@
-"""ResNet-18/50-, VGG-19- and MobileNetV2-shaped ONNX graphs from random weights, built with
+"""ResNet-18/50-, CIFAR ResNet-20-, VGG-19- and MobileNetV2-shaped ONNX graphs from random weights, built with
 `onnx.helper` (conv + batch norm + ReLU, grouped and depthwise convolutions, max/global-average
 pooling, residual adds, a classifier)."""
 
@@ -83,6 +83,22 @@ def resnet(depth: int = 18, size: int = 224, width: int = 64, classes: int = 100
             shortcut = x if stride == 1 and cin == cout else g.conv_bn(x, cin, cout, 1, stride, relu=False)
             x = g.node("Relu", [g.node("Add", [y, shortcut])])
             cin = cout
+    return g.model(g.classifier(x, cin, classes), size, classes)
+
+
+def resnet_cifar(depth: int = 20, size: int = 32, width: int = 16, classes: int = 10, seed: int = 0) -> onnx.ModelProto:
+    """The CIFAR-10 ResNets (He et al., "Deep Residual Learning for Image Recognition", 2016, §4.2):
+    a 3×3 stem, three stages of (depth - 2) / 6 basic blocks at `width`, 2× and 4× channels (stride
+    2 into the last two; 1×1 projection shortcuts), global average pooling and a classifier."""
+    g = GraphBuilder(seed)
+    x, cin = g.conv_bn("x", 3, width, 3), width
+    for stage in range(3):
+        cout = width * 2**stage
+        for block in range((depth - 2) // 6):
+            stride = 2 if stage > 0 and block == 0 else 1
+            y = g.conv_bn(g.conv_bn(x, cin, cout, 3, stride), cout, cout, 3, relu=False)
+            shortcut = x if stride == 1 and cin == cout else g.conv_bn(x, cin, cout, 1, stride, relu=False)
+            x, cin = g.node("Relu", [g.node("Add", [y, shortcut])]), cout
     return g.model(g.classifier(x, cin, classes), size, classes)
 
 

@@ -432,7 +432,7 @@ def compile(
         start = time.perf_counter()
         module = work()
         seconds[name] = time.perf_counter() - start
-        stages[name] = module.clone()
+        stages[name] = module if name == STAGES[-1] else module.clone()  # the last stage is not changed again
         freeze()
         return module
 
@@ -464,7 +464,6 @@ def compile(
         "batch": batch,
         "placement": placement,
     }
-    stages["func"] = module
     model = CompiledModel(stages, config, options, notes, seconds, threads=threads)
     model.calibration_inputs = samples if mode == "int8" else None
     return model

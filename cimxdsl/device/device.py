@@ -11,7 +11,8 @@ Static ADC ranges (`adc_range = "static_array"` / `"static_column"`): a device c
 largest sum each column's ADC sees (`adc_spans`); a device given those spans converts with them.
 
 Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
-streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before).
+streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before), read
+noise also by the chunk of a data set (`start_chunk`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Device:
         self._metrics = Metrics(count)
         self._free_at = np.zeros(count)
         self.now_ns = 0.0
+        self._chunk = 0
         self._programmed: dict[int, tuple[np.ndarray, Tile, bytes]] = {}
         self._programmed_bytes = 0
 
@@ -182,6 +184,13 @@ class Device:
         self._free_at[:] = 0
         self.now_ns = 0.0
 
+    def start_chunk(self, index: int) -> None:
+        """Start chunk `index` of a data set: the noise streams count writes and MVMs from zero
+        again, so every chunk programs its crossbars alike wherever it runs, and read noise is
+        keyed by the chunk too (chunk 0 draws what a fresh device draws)."""
+        self._ops_seen[:] = 0
+        self._chunk = index
+
     # ---- state and reports --------------------------------------------------------------------
     def tile(self, xbar: int) -> Tile | None:
         """The tile programmed on `xbar`, or None."""
@@ -224,7 +233,7 @@ class Device:
         return i
 
     def _rng(self, xbar: int, kind: int, count: int) -> np.random.Generator:
-        key = (xbar, kind, int(count))
+        key = (xbar, kind, int(count), self._chunk) if kind == _READ and self._chunk else (xbar, kind, int(count))
         return np.random.default_rng(np.random.SeedSequence(self.config.seed, spawn_key=key))
 
     def _stuck_cells(self, xbar: int) -> np.ndarray | None:

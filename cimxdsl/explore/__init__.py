@@ -33,6 +33,7 @@ def explore(
     progress: Callable[[int, int], None] | None = None,
     plots: bool = True,
     threads: int | None = None,
+    batch_size: int | None = None,
 ) -> ExploreResults:
     """Run a sweep (a TOML path or a dict of the same shape) and return its results.
 
@@ -41,6 +42,9 @@ def explore(
     the same either way. With `out_dir`, results.csv, results.json and (with `plots`) PNG figures
     are written there. `progress(done, total)` is called as points finish. `threads`: the threads
     of each point's simulation (None: every core, shared among `jobs` local processes).
+    `batch_size` (overrides the sweep's): the data set is evaluated in chunks of that many inputs,
+    with the same accuracy and summed metrics; with more workers than points, a point's chunks are
+    shared among them.
     """
     from cimxdsl.explore.execution import run_points
     from cimxdsl.explore.runner import expand_points, prepare_context
@@ -48,9 +52,11 @@ def explore(
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     check_threads(threads)
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     start = time.perf_counter()
     sweep = load_sweep(sweep)
-    context = prepare_context(sweep)
+    context = prepare_context(sweep, batch_size)
     points = expand_points(sweep)
     per_point = run_points(context, points, jobs=jobs, scheduler=scheduler, progress=progress, threads=threads)
     float_accuracy = float((context.reference == context.labels).mean())
@@ -67,7 +73,7 @@ def explore(
         rows=[row for rows in per_point for row in rows],
         float_accuracy=float_accuracy,
         images=len(context.labels),
-        run={**execution, "seconds": round(time.perf_counter() - start, 3)},
+        run={**execution, "batch_size": context.batch_size, "seconds": round(time.perf_counter() - start, 3)},
     )
     if out_dir is not None:
         write(results, out_dir, plots=plots)

@@ -2,8 +2,10 @@
 
 A sweep expands into `Point`s (settings of the swept device fields). Points that agree on the fields
 that shape the compiled program (`COMPILE_FIELDS`: quantization bits, tiling, placement) share one
-program: it is compiled once per process for the whole data set (`batch = len(data set)`) and every point of
-the group runs it on its own `Device`. Each (point, seed index) gets a device seed derived from the
+program: it is compiled once per process for the chunk batch (`batch_size`, by default the whole
+data set; `chunks`) and every point of the group runs it on its own `Device`. A point's data set
+can be split into shards of consecutive chunks (`evaluate_part`), run anywhere and merged in order
+(`point_rows`). Each (point, seed index) gets a device seed derived from the
 base seed, the point's settings and the seed index alone, so results do not depend on the order or
 the place (process, Dask worker) in which points run.
 
@@ -25,7 +27,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from cimxdsl.device import COMPONENTS, Device, DeviceConfig
+from cimxdsl.device import COMPONENTS, DeviceConfig
+from cimxdsl.explore.chunks import Chunk, ChunksResult, chunk_bounds, merge, run_chunks, shards
 from cimxdsl.explore.sweep import (
     COMPILE_FIELDS,
     CostModel,
@@ -86,6 +89,12 @@ class Context:
     seeds: int
     seed: int
     placement: str = "host"
+    batch_size: int | None = None
+    """Inputs per chunk of the data set (None: all at once)."""
+
+    def shards(self, parts: int = 1) -> list[list[Chunk]]:
+        """The chunks of the data set in at most `parts` shards."""
+        return shards(chunk_bounds(len(self.inputs), self.batch_size), parts)
 
 
 # ---- points -------------------------------------------------------------------------------------
@@ -142,8 +151,9 @@ def is_random(config: DeviceConfig) -> bool:
 
 
 # ---- context --------------------------------------------------------------------------------------
-def prepare_context(sweep: Sweep) -> Context:
-    """Read the model and data, run the float model once, and bundle them for the workers."""
+def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
+    """Read the model and data, run the float model once, and bundle them for the workers;
+    `batch_size` overrides the sweep's."""
     model = sweep.model.read_bytes()
     try:
         onnx_model = onnx.load_from_string(model)
@@ -159,7 +169,8 @@ def prepare_context(sweep: Sweep) -> Context:
     else:
         calibration = stored_calibration if stored_calibration is not None else inputs[:CALIBRATION_EXAMPLES]
     check_input_shape(onnx_model, inputs)
-    reference = float_predictions(onnx_model, inputs)
+    batch_size = batch_size or sweep.batch_size
+    reference = float_predictions(onnx_model, inputs, batch_size)
     digest = hashlib.sha256(model)
     for array in (inputs, labels, calibration):
         digest.update(np.ascontiguousarray(array).tobytes())
@@ -178,6 +189,7 @@ def prepare_context(sweep: Sweep) -> Context:
         seeds=sweep.seeds,
         seed=sweep.seed,
         placement=sweep.placement,
+        batch_size=batch_size,
     )
 
 
@@ -220,22 +232,30 @@ def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:
         )
 
 
-def float_predictions(model: onnx.ModelProto, inputs: np.ndarray) -> np.ndarray:
-    """Top-1 predictions of the float model: onnxruntime, or (without it) the exact-mode compile on
-    an ideal device."""
+def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: int | None = None) -> np.ndarray:
+    """Top-1 predictions of the float model, in chunks of `batch_size`: onnxruntime, or (without it)
+    the exact-mode compile on an ideal device."""
     from cimxdsl.frontend.onnx_importer import with_batch
 
-    batched = with_batch(model, len(inputs))
-    try:
-        import onnxruntime
-    except ImportError:
-        from cimxdsl.api import compile as compile_model
+    runs: dict[int, Any] = {}
 
-        outputs = compile_model(batched, device="ideal", mode="exact", batch=len(inputs))(inputs)
-    else:
-        session = onnxruntime.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
-        outputs = session.run(None, {session.get_inputs()[0].name: inputs})[0]
-    return np.argmax(outputs, axis=-1).reshape(len(inputs))
+    def outputs(batch: np.ndarray) -> np.ndarray:
+        if len(batch) not in runs:
+            batched = with_batch(model, len(batch))
+            try:
+                import onnxruntime
+            except ImportError:
+                from cimxdsl.api import compile as compile_model
+
+                exact = compile_model(batched, device="ideal", mode="exact", batch=len(batch))
+                runs[len(batch)] = lambda x: exact(x)
+            else:
+                session = onnxruntime.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
+                name = session.get_inputs()[0].name
+                runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
+        return np.argmax(runs[len(batch)](batch), axis=-1).reshape(len(batch))
+
+    return np.concatenate([outputs(inputs[c.start : c.stop]) for c in chunk_bounds(len(inputs), batch_size)])
 
 
 # ---- evaluation -----------------------------------------------------------------------------------
@@ -248,19 +268,44 @@ def point_config(context: Context, point: Point) -> DeviceConfig:
 def evaluate_point(context: Context, point: Point) -> list[dict]:
     """One row per seed of the point: accuracy, agreement with the float model, latency, energy by
     component and event counts, or the error that stopped it."""
+    return point_rows(context, point, [evaluate_part(context, point, chunks) for chunks in context.shards()])
+
+
+def evaluate_part(context: Context, point: Point, chunks: list[Chunk]) -> str | list[ChunksResult | str]:
+    """The point's runs on `chunks` of the data set, one per seed (or the error that stopped one),
+    or the error of the point's settings."""
     try:
         config = point_config(context, point)
     except Exception as e:
-        return [error_row(point, 0, None, e)]
-    rows = []
+        return describe_error(e)
+    key = compile_key(context, point.values)
+
+    def program(batch: int):
+        return compiled_program(context, key, batch)
+
+    results: list[ChunksResult | str] = []
     for seed_index in range(context.seeds if is_random(config) else 1):
         seed = device_seed(context.seed, point.settings, seed_index)
         try:
-            model = compiled_program(context, compile_key(context, point.values))
-            run = model.run(context.inputs, device=Device(config.replace(seed=seed)))
-            rows.append(result_row(context, point, seed_index, seed, run))
+            results.append(run_chunks(program, context.inputs, config.replace(seed=seed), chunks))
         except Exception as e:
-            rows.append(error_row(point, seed_index, seed, e))
+            results.append(describe_error(e))
+    return results
+
+
+def point_rows(context: Context, point: Point, parts: list[str | list[ChunksResult | str]]) -> list[dict]:
+    """The point's rows from its parts (`evaluate_part` on consecutive shards, in order)."""
+    failed = next((part for part in parts if isinstance(part, str)), None)
+    if failed is not None:
+        return [error_row(point, 0, None, failed)]
+    rows = []
+    for seed_index, runs in enumerate(zip(*parts, strict=True)):
+        seed = device_seed(context.seed, point.settings, seed_index)
+        error = next((run for run in runs if isinstance(run, str)), None)
+        if error is None:
+            rows.append(result_row(context, point, seed_index, seed, merge(runs)))
+        else:
+            rows.append(error_row(point, seed_index, seed, error))
     return rows
 
 
@@ -274,9 +319,9 @@ def identity(point: Point, seed_index: int, seed: int | None) -> dict:
     }
 
 
-def result_row(context: Context, point: Point, seed_index: int, seed: int, run) -> dict:
+def result_row(context: Context, point: Point, seed_index: int, seed: int, run: ChunksResult) -> dict:
     predictions = np.argmax(run.outputs[0], axis=-1).reshape(len(context.labels))
-    report = run.device.report(per_crossbar=False)
+    report = run.report
     total = report["total"]
     energy = total["energy_pj"]
     row = identity(point, seed_index, seed)
@@ -294,9 +339,9 @@ def result_row(context: Context, point: Point, seed_index: int, seed: int, run) 
     return row
 
 
-def error_row(point: Point, seed_index: int, seed: int | None, error: Exception) -> dict:
+def error_row(point: Point, seed_index: int, seed: int | None, error: str) -> dict:
     row = identity(point, seed_index, seed)
-    row.update(status="error", error=describe_error(error), **dict.fromkeys(METRICS))
+    row.update(status="error", error=error, **dict.fromkeys(METRICS))
     return row
 
 
@@ -312,10 +357,10 @@ _lock = threading.Lock()
 _compiling: dict[tuple, threading.Lock] = {}
 
 
-def compiled_program(context: Context, key: tuple):
-    """The program of compile group `key`, compiled at most once per process (a failed compile is
-    remembered and raised again)."""
-    cache_key = (context.token, key)
+def compiled_program(context: Context, key: tuple, batch: int | None = None):
+    """The program of compile group `key` for `batch` inputs, compiled at most once per process (a
+    failed compile is remembered and raised again)."""
+    cache_key = (context.token, key, batch)
     with _lock:
         gate = _compiling.setdefault(cache_key, threading.Lock())
     with gate:
@@ -327,7 +372,7 @@ def compiled_program(context: Context, key: tuple):
                     raise found
                 return found
         try:
-            found = compile_program(context, key)
+            found = compile_program(context, key, batch)
         except Exception as e:
             found = e
         with _lock:
@@ -340,9 +385,10 @@ def compiled_program(context: Context, key: tuple):
     return found
 
 
-def compile_program(context: Context, key: tuple):
-    """Compile the model for the group's reference device: the base device with the group's
-    compile fields (so the program does not depend on which point of the group came first)."""
+def compile_program(context: Context, key: tuple, batch: int | None = None):
+    """Compile the model for `batch` inputs (None: the data set) and the group's reference device:
+    the base device with the group's compile fields (so the program does not depend on which point
+    of the group came first)."""
     from cimxdsl.api import compile as compile_model
 
     fields = dict(zip(COMPILE_FIELDS, key, strict=True))
@@ -361,6 +407,6 @@ def compile_program(context: Context, key: tuple):
             calibration=context.calibration,
             mode=context.mode,
             strategy=strategy,
-            batch=len(context.inputs),
+            batch=batch or len(context.inputs),
             placement=fields["placement"],
         )

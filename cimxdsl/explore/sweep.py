@@ -8,6 +8,7 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     calibration = "digits-train"   # optional: an .npz (its `calibration` array, else its `inputs`) or "digits-train";
                                    # default: the data set's `calibration` array, else its first 64 inputs
     limit = 360                    # optional: only the first N examples of the data set
+    batch_size = 500               # optional: evaluate the data set in chunks of N inputs (default: all at once)
     mode = "int8"                  # optional: "int8" (default) or "exact"
     strategy = "list"              # optional: the scheduling strategy (asap, alap, list, round-robin)
     placement = "host"             # optional: where products of two run-time tensors run (host, crossbar, auto)
@@ -67,6 +68,7 @@ TOP_KEYS = (
     "data",
     "calibration",
     "limit",
+    "batch_size",
     "mode",
     "strategy",
     "placement",
@@ -152,6 +154,8 @@ class Sweep:
     axes: tuple[Axis, ...]
     cost: CostModel = field(default_factory=CostModel)
     placement: str = "host"
+    batch_size: int | None = None
+    """Inputs per chunk of the data set (None: the whole data set as one batch)."""
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
@@ -215,6 +219,7 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
         base=base,
         axes=axes,
         cost=cost,
+        batch_size=positive_int(data, "batch_size", None),
     )
 
 

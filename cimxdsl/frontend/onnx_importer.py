@@ -10,7 +10,7 @@ host ops (see `builder.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -123,18 +123,29 @@ def initializer_array(init: onnx.TensorProto) -> np.ndarray:
         raise OnnxImportError(f"{message}: {str(e).splitlines()[0]}") from None
 
 
-def verify_new_ops(node: onnx.NodeProto, last: Operation | None, block: Block) -> None:
-    """Verify the ops a node was translated to (those after `last`): a node whose inputs do not fit
-    together is an import error naming the node, not a verifier error on the whole module."""
-    op = block.first_op if last is None else last.next_op
-    while op is not None:
+def check_new_ops(node: onnx.NodeProto, last: Operation | None, block: Block, end: Operation | None = None) -> None:
+    """Check the ops a node was translated to (after `last`, before `end`): a result of negative
+    size is an import error naming the node."""
+    for op in new_ops(last, block, end):
+        for result in op.results:
+            if isinstance(result.type, TensorType) and any(d < 0 for d in result.type.get_shape()):
+                raise node_error(node, f"its result would have a negative size ({result.type})")
+
+
+def verify_new_ops(node: onnx.NodeProto, last: Operation | None, block: Block, end: Operation | None = None) -> None:
+    """Verify the ops a node was translated to (after `last`, before `end`): a node whose inputs do
+    not fit together is an import error naming the node, not a verifier error on the whole module."""
+    for op in new_ops(last, block, end):
         try:
             op.verify()
         except VerifyException as e:
             raise node_error(node, f"its inputs do not fit together ({str(e).splitlines()[0]})") from None
-        for result in op.results:
-            if isinstance(result.type, TensorType) and any(d < 0 for d in result.type.get_shape()):
-                raise node_error(node, f"its result would have a negative size ({result.type})")
+
+
+def new_ops(last: Operation | None, block: Block, end: Operation | None) -> Iterator[Operation]:
+    op = block.first_op if last is None else last.next_op
+    while op is not None and op is not end:
+        yield op
         op = op.next_op
 
 
@@ -211,6 +222,8 @@ class OnnxImporter:
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
         self.constants: dict[str, np.ndarray] = {init.name: initializer_array(init) for init in self.graph.initializer}
         self.values: dict[str, SSAValue] = {}
+        self.starts: list[tuple[onnx.NodeProto, Operation | None]] = []
+        """Each imported node and the op before its first."""
         self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
         self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
@@ -240,8 +253,20 @@ class OnnxImporter:
         outputs = [self.value(o.name, "the graph output") for o in self.graph.output]
         self.ir.builder.insert(func.ReturnOp(*outputs))
         function = func.FuncOp("main", (input_types, [o.type for o in outputs]), Region(block))
-        return ModuleOp([function])
+        module = ModuleOp([function])
+        self.verify(module, block)
+        return module
 
+    def verify(self, module: ModuleOp, block: Block) -> None:
+        """Verify the module once; if it fails, name the first node whose ops fail."""
+        try:
+            module.verify()
+        except VerifyException:
+            ends = [last for _, last in self.starts[1:]]  # a node's last op: the op before the next node's
+            for (node, last), end in zip(self.starts, [*ends, block.last_op], strict=True):
+                if end is not None and end is not last:
+                    verify_new_ops(node, last, block, end.next_op)
+            raise
     def import_node(self, node: onnx.NodeProto) -> None:
         inputs = [self.constants.get(name) if name else None for name in node.input]
         if node.op_type == "Constant" or (
@@ -270,7 +295,8 @@ class OnnxImporter:
         self.ir.layer_name = sanitize(node.name or node.output[0])
         last = self.ir.builder.insertion_point.block.last_op
         results = handler(self, node, NodeAttributes(node))
-        verify_new_ops(node, last, self.ir.builder.insertion_point.block)
+        self.starts.append((node, last))
+        check_new_ops(node, last, self.ir.builder.insertion_point.block)
         for name, value in zip(node.output, results, strict=False):
             if name:
                 value.name_hint = sanitize(name)
@@ -1230,6 +1256,4 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
 
 def import_onnx(model: onnx.ModelProto | str | Path) -> ModuleOp:
     """Import an ONNX model (a path or a `ModelProto`) as a module with `func.func @main`."""
-    module = OnnxImporter(load_model(model)).run()
-    module.verify()
-    return module
+    return OnnxImporter(load_model(model)).run()

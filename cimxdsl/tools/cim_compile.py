@@ -13,7 +13,9 @@ import onnx
 from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
 from cimxdsl.device.placement import PLACEMENTS
-from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape, with_batch
+from cimxdsl.explore.chunks import chunk_bounds, run_chunks
+from cimxdsl.explore.runner import float_predictions
+from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.report import format_number, format_report, format_table
 
@@ -76,22 +78,33 @@ def dataset_arrays(dataset: str) -> tuple[np.ndarray, np.ndarray]:
         raise UserError(f"cannot read data set '{dataset}' (it needs arrays 'inputs' and 'labels'): {e}") from None
 
 
-def evaluate_dataset(compile_options: dict, model_path: str, dataset: str, progress: Progress) -> dict:
-    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set,
-    both run on the whole set at once (the model compiled for that batch)."""
+def evaluate_dataset(
+    compile_options: dict, model_path: str, dataset: str, progress: Progress, batch_size: int | None = None
+) -> dict:
+    """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set, in
+    chunks of `batch_size` inputs (None: all at once; the model compiled for the chunk batch and
+    once more for a smaller last chunk)."""
     inputs, labels = dataset_arrays(dataset)
-    batched = compile(model_path, batch=len(inputs), progress=stages(progress, "for the data set"), **compile_options)
-    progress.step("simulating the data set")
-    predictions = np.argmax(batched(inputs), axis=-1)
+    chunks = chunk_bounds(len(inputs), batch_size)
+    programs: dict[int, CompiledModel] = {}
+
+    def program(batch: int) -> CompiledModel:
+        if batch not in programs:
+            purpose = f"for the data set (batch {batch})"
+            programs[batch] = compile(model_path, batch=batch, progress=stages(progress, purpose), **compile_options)
+            progress.step(f"simulating the data set in {len(chunks)} chunks")
+        return programs[batch]
+
+    result = run_chunks(program, inputs, program(chunks[0].stop - chunks[0].start).device, chunks)
+    predictions = np.argmax(result.outputs[0], axis=-1).reshape(len(labels))
     progress.finish()
-    model = with_batch(onnx.load(model_path), len(inputs))
-    name = model_inputs(model)[0][0]
-    float_predictions = np.argmax(onnxruntime_outputs(model.SerializeToString(), {name: inputs})[0], axis=-1)
+    reference = float_predictions(onnx.load(model_path), inputs, batch_size)
     return {
         "images": len(labels),
-        "float_accuracy": float(np.mean(float_predictions == labels)),
+        "batch_size": chunks[0].stop - chunks[0].start,
+        "float_accuracy": float(np.mean(reference == labels)),
         "crossbar_accuracy": float(np.mean(predictions == labels)),
-        "top1_agreement": float(np.mean(predictions == float_predictions)),
+        "top1_agreement": float(np.mean(predictions == reference)),
     }
 
 
@@ -177,6 +190,12 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dataset", metavar="DATA.npz", help="labelled inputs ('inputs', 'labels') for accuracy")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="evaluate --dataset in chunks of N inputs, with bounded memory (default: all at once)",
+    )
     parser.add_argument("--compare", action="store_true", help="compare the outputs with onnxruntime")
     parser.add_argument("-o", "--output-dir", help="write every stage's IR, the report and the compiled model here")
     parser.add_argument(
@@ -189,6 +208,8 @@ def main(args: Sequence[str] | None = None) -> None:
     progress = Progress("stages")
 
     def body() -> None:
+        if options.batch_size is not None and options.batch_size < 1:
+            raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
         if options.target == "pim":
             compile_pim_target(options)
             return
@@ -225,7 +246,9 @@ def main(args: Sequence[str] | None = None) -> None:
         print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
         show_outputs(options, model.notes, names, inputs, outputs, report)
         if options.dataset:
-            report["dataset"] = evaluate_dataset(compile_options, options.model, options.dataset, progress)
+            report["dataset"] = evaluate_dataset(
+                compile_options, options.model, options.dataset, progress, options.batch_size
+            )
             d = report["dataset"]
             print(
                 f"accuracy on {d['images']} images: float (onnxruntime) {d['float_accuracy']:.2%}, "

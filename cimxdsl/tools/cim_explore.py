@@ -17,6 +17,12 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--threads", type=int, metavar="N", help="threads per point (default: every core, shared by --jobs)"
     )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="evaluate the data set in chunks of N inputs (default: the sweep's batch_size, else all at once)",
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
     parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
@@ -29,6 +35,8 @@ def main(args: Sequence[str] | None = None) -> None:
             raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
         if options.threads is not None and options.threads < 1:
             raise UserError(f"--threads must be a positive integer, got {options.threads}")
+        if options.batch_size is not None and options.batch_size < 1:
+            raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
         if options.scheduler and options.jobs != 1:
             raise UserError("give --jobs or --scheduler, not both")
 
@@ -43,7 +51,12 @@ def main(args: Sequence[str] | None = None) -> None:
         progress = Progress("points", enabled=not options.quiet, lines=True)
         try:
             results = explore(
-                sweep, jobs=options.jobs, scheduler=options.scheduler, progress=progress, threads=options.threads
+                sweep,
+                jobs=options.jobs,
+                scheduler=options.scheduler,
+                progress=progress,
+                threads=options.threads,
+                batch_size=options.batch_size,
             )
         except (SweepError, RuntimeError) as e:
             raise located(e) from None

@@ -72,7 +72,9 @@ def test_points_that_only_change_the_device_compile_once(monkeypatch):
     runner._programs.clear()
     calls = []
     real = runner.compile_program
-    monkeypatch.setattr(runner, "compile_program", lambda context, key: calls.append(key) or real(context, key))
+    monkeypatch.setattr(
+        runner, "compile_program", lambda context, key, batch=None: calls.append(key) or real(context, key, batch)
+    )
     results = explore({**SMALL, "axes": {"adc_bits": [0, 5, 7], "prog_noise": [0.0, 0.1], "rows": [64, 128]}})
     assert len(results.points) == 12 and all(s["status"] == "ok" for s in results.summary)
     assert sorted(k[2] for k in calls) == [64, 128]  # one compile per row count
