@@ -126,49 +126,91 @@ class CoreCosts:
     energy: dict[str, float]
 
 
+@dataclass(frozen=True)
+class Latencies:
+    """The latency in ns of each instruction class on `chip` for data of `ibytes`/`obytes` bytes
+    per element (the `setbw` widths): the one set of rules behind `core_costs`, which times whole
+    streams with them, and the mapping's cost (`transforms/mapping`), which estimates computes
+    with them before any instruction exists. Lengths count elements; arrays work element-wise."""
+
+    chip: ChipConfig
+    ibytes: int = 4
+    obytes: int = 4
+
+    def access(self, nbytes, width: int, cycles: int) -> np.ndarray:
+        return -(-np.asarray(nbytes, np.int64) // width) * cycles * self.chip.period
+
+    def local_read(self, nbytes) -> np.ndarray:
+        return self.access(nbytes, self.chip.local_memory_data_width, self.chip.local_memory_read_latency_cycle)
+
+    def local_write(self, nbytes) -> np.ndarray:
+        return self.access(nbytes, self.chip.local_memory_data_width, self.chip.local_memory_write_latency_cycle)
+
+    def noc(self, h, nbytes) -> np.ndarray:
+        return (h * self.chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // self.chip.bus_width)) * self.chip.period
+
+    def mvmul_local(self) -> float:
+        """An `mvmul`'s local memory time: its input row read, its output written."""
+        return float(self.local_read(self.chip.xbar_rows * self.ibytes) + self.local_write(self.chip.xbar_cols * self.obytes))
+
+    def mvmul(self) -> float:
+        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes)
+        return cycles * self.chip.period + self.mvmul_local()
+
+    def vector_compute(self, length) -> np.ndarray:
+        return -(-np.asarray(length) // self.chip.vector_width) * self.chip.vector_latency_cycle * self.chip.period
+
+    def vector_local(self, length, binary=True, one_result=False) -> np.ndarray:
+        out = np.where(one_result, 1, length)
+        return (1 + np.asarray(binary)) * self.local_read(np.asarray(length) * self.ibytes) + self.local_write(
+            out * self.obytes
+        )
+
+    def vector(self, length, binary=True, one_result=False) -> np.ndarray:
+        """A vector instruction over `length` elements (two operands when `binary`)."""
+        return self.vector_compute(length) + self.vector_local(length, binary, one_result)
+
+    def fill(self, length) -> np.ndarray:
+        """`lldi`: a local write."""
+        return self.local_write(np.asarray(length) * self.obytes)
+
+    def move(self, length) -> np.ndarray:
+        """`lmv`: a local read and write."""
+        return self.local_read(np.asarray(length) * self.obytes) + self.local_write(np.asarray(length) * self.obytes)
+
+    def transfer(self, nbytes, h=1) -> np.ndarray:
+        """A `send`/`recv` pair over `h` hops: the sender's read, the NoC, the receiver's write."""
+        return self.local_read(nbytes) + self.noc(h, nbytes) + self.local_write(nbytes)
+
+
 def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     """Each instruction's latency and energy on `chip`, by unit, for the whole stream at once."""
     stream = pim.InstructionStream.from_ops(program.instructions)
     op = stream.opcodes
-    period = chip.period
     ibytes = obytes = 4
     if len(op) and op[0] == pim.SetbwOp.OPCODE:
         ibytes, obytes = (int(v) // 8 for v in stream.fields[0, :2])
+    model = Latencies(chip, ibytes, obytes)
+    local_read, local_write, noc = model.local_read, model.local_write, model.noc
     length, size, peer = (stream.column(f).astype(np.int64) for f in ("len", "size", "core"))
 
-    def access(nbytes: np.ndarray | int, width: int, cycles: int) -> np.ndarray:
-        return -(-np.asarray(nbytes, np.int64) // width) * cycles * period
-
-    def local_read(nbytes):
-        return access(nbytes, chip.local_memory_data_width, chip.local_memory_read_latency_cycle)
-
-    def local_write(nbytes):
-        return access(nbytes, chip.local_memory_data_width, chip.local_memory_write_latency_cycle)
-
-    def noc(h, nbytes):
-        return (h * chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // chip.bus_width)) * period
-
-    latency = np.full(len(op), chip.scalar_latency_cycle * period, dtype=np.float64)
+    latency = np.full(len(op), chip.scalar_latency_cycle * chip.period, dtype=np.float64)
     local = np.zeros(len(op))
     # matrix unit
     mvm = op == pim.MvmulOp.OPCODE
-    cycles, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
-    mvm_local = local_read(chip.xbar_rows * ibytes) + local_write(chip.xbar_cols * obytes)
-    latency[mvm] = cycles * period + mvm_local
-    local[mvm] = mvm_local
+    _, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
+    latency[mvm] = model.mvmul()
+    local[mvm] = model.mvmul_local()
     # vector unit
     binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
     vector = binary | unary
-    out_elements = np.where(np.isin(op, ONE_ELEMENT_RESULT), 1, length)
-    vector_local = (1 + binary) * local_read(length * ibytes) + local_write(out_elements * obytes)
-    compute = -(-length // chip.vector_width) * chip.vector_latency_cycle * period
+    one_result = np.isin(op, ONE_ELEMENT_RESULT)
+    vector_local = model.vector_local(length, binary, one_result)
+    compute = model.vector_compute(length)
     latency[vector] = (compute + vector_local)[vector]
     local[vector] = vector_local[vector]
     # local memory moves
-    for code, cost in (
-        (pim.LldiOp.OPCODE, local_write(length * obytes)),
-        (pim.LmvOp.OPCODE, local_read(length * obytes) + local_write(length * obytes)),
-    ):
+    for code, cost in ((pim.LldiOp.OPCODE, model.fill(length)), (pim.LmvOp.OPCODE, model.move(length))):
         where = op == code
         latency[where] = local[where] = cost[where]
     # global memory
@@ -176,8 +218,8 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     to_memory = int(hops(chip, program.core_id, 0)) + 1
     global_time = np.where(
         load,
-        access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
-        access(size, chip.global_memory_data_width, chip.global_memory_write_latency_cycle),
+        model.access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
+        model.access(size, chip.global_memory_data_width, chip.global_memory_write_latency_cycle),
     )
     moved = load | store
     local_side = np.where(load, local_write(size), local_read(size))
@@ -186,7 +228,7 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     # transfers between cores
     sync = np.flatnonzero(np.isin(op, SYNC))
     distance = hops(chip, program.core_id, peer[sync])
-    latency[sync] = local_read(size[sync]) + noc(distance, size[sync]) + local_write(size[sync])
+    latency[sync] = model.transfer(size[sync], distance)
     sends = op[sync] == pim.SendOp.OPCODE
     local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
     noc_bytes = float(np.sum(size[sync] * distance) / 2 + np.sum(size[moved]) * to_memory)
