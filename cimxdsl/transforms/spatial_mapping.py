@@ -3,9 +3,9 @@
 A mapping strategy (`transforms/mapping/`: `greedy`, `ga`) chooses, for the chip's `cores` cores
 of `crossbars-per-core` crossbars, how many replicas each `spat.compute` gets and the core of each,
 from each compute's time on the `chip` (`compute_cost`: the performance model's instruction
-latencies), so that the busiest core's time, the pipeline's stage time, is smallest. A compute with `r` replicas is split into `r` computes
-on `r` bands of its output rows (`mapping/bands.py`), each holding a copy of its weights; its
-consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
+latencies), so that the busiest core's time, the pipeline's stage time, is smallest. A compute
+with `r` replicas is split into `r` computes on `r` bands of its output rows (`mapping/bands.py`),
+each holding a copy of its weights; its consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
 `spatial-to-pim` follows. Since the replicas of a layer run on different cores, and every core runs
 its computes in program order with blocking transfers, layers on different cores work concurrently
 on successive bands. The function gets a `spat.mapping` attribute summing up the mapping.

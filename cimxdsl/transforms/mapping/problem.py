@@ -35,7 +35,8 @@ def compute_cost(
         shape = shape_of(value)
         return (rows(value) if rows is not None else shape[0]) * num_elements(shape[1:])
 
-    cost = sum(float(model.transfer(elements(v) * model.ibytes)) for v in [*compute.input_args, *block.last_op.operands])  # pyright: ignore
+    moved = [*compute.input_args, *block.last_op.operands]  # pyright: ignore[reportOptionalMemberAccess]
+    cost = sum(float(model.transfer(elements(v) * model.ibytes)) for v in moved)
     for op in block.ops:
         if not op.results:
             continue
