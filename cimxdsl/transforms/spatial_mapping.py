@@ -22,8 +22,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
-from cimxdsl.backend.performance import Latencies
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.mapping import (

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
-from cimxdsl.backend.performance import Latencies
 from cimxdsl.device.chip import PRESETS
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import num_elements, shape_of
 

@@ -9,8 +9,9 @@ import pytest
 
 from cimxdsl.api import compile_pim
 from cimxdsl.backend import read_artifacts, write_program
-from cimxdsl.backend.performance import Latencies, estimate
+from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import chip_preset
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.tools.cim_compile import main as cim_compile
