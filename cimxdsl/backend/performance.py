@@ -42,6 +42,7 @@ import numpy as np
 
 from cimxdsl.backend.artifacts import Artifacts
 from cimxdsl.device.chip import ChipConfig
+from cimxdsl.device.latency import Latencies, mvm_cycles_and_energy
 from cimxdsl.dialects import pim
 from cimxdsl.interpreters.pim_machine import CoreProgram
 
@@ -83,28 +84,6 @@ class PerformanceEstimate:
         return asdict(self)
 
 
-def mvm_cycles_and_energy(chip: ChipConfig, input_bits: int) -> tuple[int, float]:
-    """One crossbar MVM of `input_bits`-bit inputs: pimsim-nn's pipeline of DAC steps and ADC
-    passes (cycles), and the energy of its crossbar reads, DACs and ADCs (pJ)."""
-    steps = -(-input_bits // chip.dac_resolution) * -(-chip.xbar_rows // chip.dac_count)
-    adc_passes = -(-chip.xbar_cols // chip.adc_count)
-    front = (
-        chip.input_buffer_latency_cycle
-        + chip.dac_latency_cycle
-        + int(np.ceil(chip.xbar_latency / chip.period))
-        + chip.sample_hold_latency_cycle
-    )
-    after_adc = chip.shift_adder_latency_cycle + chip.output_buffer_latency_cycle
-    back = chip.adc_latency_cycle + after_adc + (adc_passes - 1) * max(chip.adc_latency_cycle, after_adc)
-    cycles = front + back + (steps - 1) * max(front, back) if chip.pipeline_mode else (front + back) * steps
-    step_energy = (
-        chip.period * chip.dac_dynamic_power * chip.dac_latency_cycle * chip.dac_count
-        + chip.xbar_read_power * chip.xbar_latency
-        + adc_passes * chip.period * chip.adc_dynamic_power * chip.adc_latency_cycle * chip.adc_count
-    )
-    return cycles, steps * step_energy
-
-
 def hops(chip: ChipConfig, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     """Mesh hops between cores `a` and `b`."""
     a, b = np.asarray(a), np.asarray(b)
@@ -130,45 +109,30 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     """Each instruction's latency and energy on `chip`, by unit, for the whole stream at once."""
     stream = pim.InstructionStream.from_ops(program.instructions)
     op = stream.opcodes
-    period = chip.period
     ibytes = obytes = 4
     if len(op) and op[0] == pim.SetbwOp.OPCODE:
         ibytes, obytes = (int(v) // 8 for v in stream.fields[0, :2])
+    model = Latencies(chip, ibytes, obytes)
+    local_read, local_write, noc = model.local_read, model.local_write, model.noc
     length, size, peer = (stream.column(f).astype(np.int64) for f in ("len", "size", "core"))
 
-    def access(nbytes: np.ndarray | int, width: int, cycles: int) -> np.ndarray:
-        return -(-np.asarray(nbytes, np.int64) // width) * cycles * period
-
-    def local_read(nbytes):
-        return access(nbytes, chip.local_memory_data_width, chip.local_memory_read_latency_cycle)
-
-    def local_write(nbytes):
-        return access(nbytes, chip.local_memory_data_width, chip.local_memory_write_latency_cycle)
-
-    def noc(h, nbytes):
-        return (h * chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // chip.bus_width)) * period
-
-    latency = np.full(len(op), chip.scalar_latency_cycle * period, dtype=np.float64)
+    latency = np.full(len(op), chip.scalar_latency_cycle * chip.period, dtype=np.float64)
     local = np.zeros(len(op))
     # matrix unit
     mvm = op == pim.MvmulOp.OPCODE
-    cycles, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
-    mvm_local = local_read(chip.xbar_rows * ibytes) + local_write(chip.xbar_cols * obytes)
-    latency[mvm] = cycles * period + mvm_local
-    local[mvm] = mvm_local
+    _, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
+    latency[mvm] = model.mvmul()
+    local[mvm] = model.mvmul_local()
     # vector unit
     binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
     vector = binary | unary
-    out_elements = np.where(np.isin(op, ONE_ELEMENT_RESULT), 1, length)
-    vector_local = (1 + binary) * local_read(length * ibytes) + local_write(out_elements * obytes)
-    compute = -(-length // chip.vector_width) * chip.vector_latency_cycle * period
+    one_result = np.isin(op, ONE_ELEMENT_RESULT)
+    vector_local = model.vector_local(length, binary, one_result)
+    compute = model.vector_compute(length)
     latency[vector] = (compute + vector_local)[vector]
     local[vector] = vector_local[vector]
     # local memory moves
-    for code, cost in (
-        (pim.LldiOp.OPCODE, local_write(length * obytes)),
-        (pim.LmvOp.OPCODE, local_read(length * obytes) + local_write(length * obytes)),
-    ):
+    for code, cost in ((pim.LldiOp.OPCODE, model.fill(length)), (pim.LmvOp.OPCODE, model.move(length))):
         where = op == code
         latency[where] = local[where] = cost[where]
     # global memory
@@ -176,8 +140,8 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     to_memory = int(hops(chip, program.core_id, 0)) + 1
     global_time = np.where(
         load,
-        access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
-        access(size, chip.global_memory_data_width, chip.global_memory_write_latency_cycle),
+        model.access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
+        model.access(size, chip.global_memory_data_width, chip.global_memory_write_latency_cycle),
     )
     moved = load | store
     local_side = np.where(load, local_write(size), local_read(size))
@@ -186,7 +150,7 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     # transfers between cores
     sync = np.flatnonzero(np.isin(op, SYNC))
     distance = hops(chip, program.core_id, peer[sync])
-    latency[sync] = local_read(size[sync]) + noc(distance, size[sync]) + local_write(size[sync])
+    latency[sync] = model.transfer(size[sync], distance)
     sends = op[sync] == pim.SendOp.OPCODE
     local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
     noc_bytes = float(np.sum(size[sync] * distance) / 2 + np.sum(size[moved]) * to_memory)

@@ -519,7 +519,8 @@ class FunctionLowering:
         for t in range(len(first.bounds)):
             refs = [o.tiles[t] for o in (lhs, rhs) if isinstance(o, Tiled)]
             node = self.node_for(refs)
-            a, b = (self.tile_operand(node, o, t, first) for o in (lhs, rhs))
+            a = self.tile_operand(node, lhs, t, first)
+            b = self.tile_operand(node, rhs, t, first, broadcast=kind in _SPAT_BINARY)
             if kind == "max" and isinstance(rhs, Constant) and rhs.splat_value() == 0:
                 value = node.add(spat.VReluOp(a))
             elif kind in _SPAT_BINARY:
@@ -530,7 +531,10 @@ class FunctionLowering:
         out.nonneg = self.stays_nonnegative(kind, lhs, rhs)
         return out
 
-    def tile_operand(self, node: Node, operand: object, t: int, like: Tiled) -> SSAValue:
+    def tile_operand(self, node: Node, operand: object, t: int, like: Tiled, broadcast: bool = False) -> SSAValue:
+        """Tile `t` of `operand`; with `broadcast`, a constant equal at every pixel (a per-channel bias)
+        becomes its `[C]` vector, broadcast over the pixels by the spat op (global memory then holds
+        and the core loads one pixel of it, not the whole image)."""
         if isinstance(operand, Tiled):
             return node.use(operand.tiles[t])
         assert isinstance(operand, Constant)
@@ -540,6 +544,9 @@ class FunctionLowering:
             return node.add(splat_constant(splat, tile_type))
         lo, hi = like.bounds[t]
         array = like.layout.physical(operand.values())[..., lo:hi]
+        pixels = array.reshape(-1, hi - lo)
+        if broadcast and len(pixels) > 1 and bool((pixels == pixels[0]).all()):
+            array = pixels[0]
         return node.use(self.host_constant(array, tile_type.element_type))
 
     @staticmethod

@@ -2,9 +2,10 @@
 
 A mapping strategy (`transforms/mapping/`: `greedy`, `ga`) chooses, for the chip's `cores` cores
 of `crossbars-per-core` crossbars, how many replicas each `spat.compute` gets and the core of each,
-from each compute's work (`compute_cost`). A compute with `r` replicas is split into `r` computes
-on `r` bands of its output rows (`mapping/bands.py`), each holding a copy of its weights; its
-consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
+from each compute's time on the `chip` (`compute_cost`: the performance model's instruction
+latencies), so that the busiest core's time, the pipeline's stage time, is smallest. A compute
+with `r` replicas is split into `r` computes on `r` bands of its output rows (`mapping/bands.py`),
+each holding a copy of its weights; its consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
 `spatial-to-pim` follows. Since the replicas of a layer run on different cores, and every core runs
 its computes in program order with blocking transfers, layers on different cores work concurrently
 on successive bands. The function gets a `spat.mapping` attribute summing up the mapping.
@@ -21,6 +22,8 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.mapping import (
@@ -49,11 +52,11 @@ SUMMARY = "spat.mapping"
 """The discardable attribute of a mapped function: the mapping in one line."""
 
 
-def band_cost(compute: spat.ComputeOp, band: tuple[int, int]) -> int:
-    """The work of the band `band` of `compute` (the rows its windows need included)."""
+def band_cost(compute: spat.ComputeOp, band: tuple[int, int], latencies: Latencies) -> float:
+    """The time of the band `band` of `compute` (the rows its windows need included)."""
     needed = needed_rows(compute, band)
     assert needed is not None
-    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0)
+    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
 
 
 def map_computes(problem: MappingProblem, strategy: str, budget_s: float) -> Mapping:
@@ -64,7 +67,10 @@ def map_computes(problem: MappingProblem, strategy: str, budget_s: float) -> Map
     return unreplicated(problem)
 
 
-def map_function(function: func.FuncOp, strategy: str, cores: int, per_core: int, budget_s: float) -> None:
+def map_function(
+    function: func.FuncOp, strategy: str, cores: int, per_core: int, budget_s: float, chip: ChipConfig
+) -> None:
+    latencies = Latencies(chip)
     block = function.body.block
     computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
     crossbars = tuple(len(c.weights) for c in computes)
@@ -75,14 +81,16 @@ def map_function(function: func.FuncOp, strategy: str, cores: int, per_core: int
             cores += 1
     @functools.cache
     def replica_cost(i: int, replicas: int) -> float:
+        """The busiest band: the first or last (their padding) or the widest inner one."""
         compute = computes[i]
         if replicas == 1:
-            return compute_cost(compute)
+            return compute_cost(compute, latencies=latencies)
         bands = band_bounds(rows_of(compute.outputs[0]), replicas)
-        return max(band_cost(compute, band) for band in bands)
+        widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
+        return max(band_cost(compute, band, latencies) for band in {bands[0], widest, bands[-1]})
 
     problem = MappingProblem(
-        tuple(compute_cost(c) for c in computes),
+        tuple(replica_cost(i, 1) for i in range(len(computes))),
         crossbars,
         tuple(can_split(c) for c in computes),
         cores,
@@ -99,7 +107,8 @@ def map_function(function: func.FuncOp, strategy: str, cores: int, per_core: int
     summary = (
         f"{strategy} mapping on {cores} cores of {per_core} crossbars: {len(replicated)} computes replicated "
         f"(up to {max(replicated, default=1)}x), {sum(w * r for w, r in zip(crossbars, mapping.replicas))} crossbars, "
-        f"busiest core {mapping.bottleneck:.0f} crossbar reads (without replicas {before:.0f})"
+        f"busiest core {mapping.bottleneck / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
+        f"{before / 1e6:.3g} ms)"
     )
     function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
 
@@ -141,7 +150,8 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
 class SpatialMappingPass(ModulePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
     seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
-    crossbars, and place every compute on a core."""
+    crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
+    TOML/JSON file, `cimxdsl.device.chip`)."""
 
     name = "spatial-mapping"
 
@@ -149,8 +159,17 @@ class SpatialMappingPass(ModulePass):
     cores: int = 0
     crossbars_per_core: int = 16
     budget: float = 10.0
+    chip: str = "pimcomp"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            chip = load_chip_config(self.chip)
+        except ChipConfigError as e:
+            raise pass_error(self.name, str(e)) from None
+        self.map(op, chip)
+
+    def map(self, op: ModuleOp, chip: ChipConfig) -> None:
+        """The mapping with the computes timed on `chip` (rather than the `chip` option's)."""
         if self.strategy not in STRATEGIES:
             choices = ", ".join(STRATEGIES)
             raise pass_error(self.name, f"option 'strategy' must be one of {choices}, got '{self.strategy}'")
@@ -159,4 +178,4 @@ class SpatialMappingPass(ModulePass):
         for function in list(op.walk()):
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 if any(isinstance(o, spat.ComputeOp) for o in function.body.block.ops):
-                    map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget)
+                    map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)

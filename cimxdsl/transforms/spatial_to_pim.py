@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import i64_array, num_elements
+from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
 from cimxdsl.transforms.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.spatial_mapping import CORE
@@ -112,7 +112,7 @@ class PimLowering:
         self.cores = cores
         self.per_core = per_core
         self.produced: dict[SSAValue, tuple[CoreBuilder, SSAValue]] = {}
-        self.received: dict[tuple[SSAValue, CoreBuilder], SSAValue] = {}
+        self.received: dict[tuple[SSAValue, CoreBuilder, tuple[int, int] | None], SSAValue] = {}
         self.input_buffers: dict[SSAValue, Operation] = {}
         self.output_buffers: dict[SSAValue, tuple[Operation, Operation]] = {}
         self.channels: list[Operation] = []
@@ -187,8 +187,11 @@ class PimLowering:
             if arg.uses:
                 raise fail("crossbar weights may only be used through 'spat.apply_filters' indices")
         mapping: dict[SSAValue, SSAValue] = {}
+        first_row: dict[SSAValue, int] = {}
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            mapping[arg] = self.local_value(operand, core)
+            rows = None if operand in self.produced else rows_read(arg)
+            mapping[arg] = self.local_value(operand, core, rows)
+            first_row[arg] = rows[0] if rows is not None else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
         for op in compute.body.block.ops:
@@ -198,6 +201,8 @@ class PimLowering:
             if isinstance(clone, spat.ApplyFiltersOp):
                 indices = [i + offset if i >= 0 else -1 for i in clone.weight_index_list()]
                 clone.properties["weightIndices"] = i64_array(indices)
+            elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
+                clone.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
             core.body.append(clone)
         for result, value in zip(compute.results, terminator.values, strict=True):
             local = mapping.get(value, value)
@@ -205,9 +210,10 @@ class PimLowering:
             if any(not isinstance(use.operation, spat.ComputeOp) for use in result.uses):
                 self.store(result, core, local)
 
-    def local_value(self, value: SSAValue, core: CoreBuilder) -> SSAValue:
-        """`value` on `core`: local, received from its producer core, or loaded from global memory."""
-        key = (value, core)
+    def local_value(self, value: SSAValue, core: CoreBuilder, rows: tuple[int, int] | None = None) -> SSAValue:
+        """`value` on `core`: local, received from its producer core, or loaded from global memory
+        (only its rows `rows` when given)."""
+        key = (value, core, rows)
         if key in self.received:
             return self.received[key]
         if value in self.produced:
@@ -228,8 +234,11 @@ class PimLowering:
                 memref_type = MemRefType(value.type.element_type, value.type.get_shape())
                 buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
                 self.input_buffers[value] = buffer
-            empty = tensor.EmptyOp([], value.type)
-            load = pim.LoadOp(buffer.results[0], empty.tensor, 0, num_elements(value.type.get_shape()))
+            shape = value.type.get_shape()
+            start, end = rows if rows is not None else (0, shape[0])
+            row = num_elements(shape[1:])
+            empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
+            load = pim.LoadOp(buffer.results[0], empty.tensor, start * row, (end - start) * row)
             core.body += [empty, load]
             self.received[key] = load.result
         return self.received[key]
@@ -241,6 +250,17 @@ class PimLowering:
         core.body.append(pim.StoreOp(local, alloc.memref, 0))
         to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
         self.output_buffers[result] = (alloc, to_tensor)
+
+
+def rows_read(arg: SSAValue) -> tuple[int, int] | None:
+    """The rows `[start, end)` of a compute's input that its body reads when it reads it only through
+    `spat.extract_rows` (a band of a replicated layer) and not all of them; None otherwise."""
+    cuts = [use.operation for use in arg.uses]
+    if not cuts or not all(isinstance(cut, spat.ExtractRowsOp) for cut in cuts):
+        return None
+    start = min(cut.offset.value.data for cut in cuts)  # pyright: ignore[reportAttributeAccessIssue]
+    end = max(cut.offset.value.data + shape_of(cut.result)[0] for cut in cuts)  # pyright: ignore
+    return None if (start, end) == (0, shape_of(arg)[0]) else (start, end)
 
 
 def largest_layer(computes: list[spat.ComputeOp]) -> str:

@@ -9,19 +9,24 @@ from cimxdsl.transforms.mapping.problem import Mapping, MappingProblem, place, u
 
 
 def replicas_for(problem: MappingProblem, stage: float) -> list[int]:
-    """The fewest replicas that bring every compute's work per replica to `stage` or below."""
-    return [
-        min(most, max(1, math.ceil(cost / stage))) if stage > 0 else most
-        for cost, most in zip(problem.costs, problem.max_replicas, strict=True)
-    ]
+    """The fewest replicas that bring every compute's work per replica (its busiest band, halo and
+    uneven bands included) to `stage` or below."""
+    replicas = []
+    for i, (cost, most) in enumerate(zip(problem.costs, problem.max_replicas, strict=True)):
+        r = min(most, max(1, math.ceil(cost / stage))) if stage > 0 else most
+        while r < most and problem.cost(i, r) > stage:
+            r += 1
+        replicas.append(r)
+    return replicas
 
 
 def greedy_mapping(problem: MappingProblem) -> Mapping:
     """Binary search over the stage time for the smallest one whose replicas fit the crossbar
-    budget, then place them (largest first onto the least loaded core); if that placement does
-    not fit, the next larger stage time."""
+    budget, then place them (largest first onto the least loaded core) for it and every larger
+    stage time below the best busiest core so far (fewer replicas may pack onto the cores
+    better); the mapping whose busiest core has the least work."""
     best = unreplicated(problem)
-    stages = sorted({cost / r for cost, most in zip(problem.costs, problem.max_replicas) for r in range(1, most + 1)})
+    stages = sorted({problem.cost(i, r) for i, most in enumerate(problem.max_replicas) for r in range(1, most + 1)})
     low, high = 0, len(stages) - 1
     while low < high:  # the smallest stage time whose replicas fit the budget
         middle = (low + high) // 2
@@ -29,8 +34,10 @@ def greedy_mapping(problem: MappingProblem) -> Mapping:
             high = middle
         else:
             low = middle + 1
-    for stage in stages[low:]:
+    for stage in stages[low:]:  # placed, the busiest core may exceed the stage time: try larger ones
+        if stage >= best.bottleneck:
+            break
         mapping = place(problem, replicas_for(problem, stage))
-        if mapping is not None:
-            return mapping if mapping.bottleneck < best.bottleneck else best
+        if mapping is not None and mapping.bottleneck < best.bottleneck:
+            best = mapping
     return best

@@ -11,28 +11,64 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cimxdsl.dialects import spatial as spat
+from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
+from cimxdsl.device.chip import PRESETS
+from cimxdsl.device.latency import Latencies
+from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import num_elements, shape_of
 
 
-def compute_cost(compute: spat.ComputeOp, rows: Callable[[SSAValue], int] | None = None) -> int:
-    """The work of a compute: its crossbar reads (`mvmul`s), one per output pixel and matrix of each
-    `apply_filters` (`rows`: how many rows of each result a band computes; all by default). The
-    one place to plug a performance model's estimate in."""
-    cost = 0
-    for op in compute.body.block.ops:
+def compute_cost(
+    compute: spat.ComputeOp, rows: Callable[[SSAValue], int] | None = None, latencies: Latencies | None = None
+) -> float:
+    """The time of a compute in ns: the instructions `pim-codegen` emits for it, each at the
+    performance model's latency (`latencies`, default the `pimcomp` chip's): per output pixel one
+    `mvmul` per crossbar and a `vvadd` per partial sum (im2col: the patch gathered by `lmv`),
+    vector ops over their elements, pooling per window position, and the transfers of its inputs
+    and results. `rows`: how many rows of each value a band computes or reads (all by default)."""
+    model = latencies or Latencies(PRESETS["pimcomp"])
+    block = compute.body.block
+
+    def elements(value: SSAValue) -> int:
+        shape = shape_of(value)
+        return (rows(value) if rows is not None else shape[0]) * num_elements(shape[1:])
+
+    moved = [*compute.input_args, *block.last_op.operands]  # pyright: ignore[reportOptionalMemberAccess]
+    cost = sum(float(model.transfer(elements(v) * model.ibytes)) for v in moved)
+    for op in block.ops:
+        if not op.results:
+            continue
+        result = op.results[0]
+        n = elements(result)
+        channels = shape_of(result)[-1]
         if isinstance(op, spat.ApplyFiltersOp):
-            shape = shape_of(op.result)
-            pixels = num_elements(shape[1:-1]) * (rows(op.result) if rows is not None else shape[0])
-            cost += pixels * sum(1 for i in op.weight_index_list() if i >= 0)
+            pixels = n // channels
+            matrices = sum(1 for i in op.weight_index_list() if i >= 0)
+            cost += pixels * (matrices * model.mvmul() + (matrices - 1) * float(model.vector(channels)))
+            if op.packing() is not None:
+                cost += pixels * float(model.move(num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)))
+        elif isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp):
+            cost += (n // channels) * math.prod(op.geometry().kernel) * float(model.vector(channels))
+        elif isinstance(op, spat.GlobalAvgPoolOp):
+            cost += channels * float(model.vector(elements(op.input) // channels, binary=False, one_result=True))
+        elif isinstance(op, arith.MinSIOp):  # 0 - max(0 - a, 0 - b)
+            cost += float(model.fill(n)) + 4 * float(model.vector(n))
+        elif isinstance(op, spat.VectorBinaryOp | arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.MaxSIOp):
+            cost += float(model.vector(n))
+        elif isinstance(op, spat.VectorUnaryOp | arith.ShRSIOp | arith.ShLIOp):
+            cost += float(model.vector(n, binary=False))
+        elif isinstance(op, spat.ConcatOp):
+            cost += float(model.move(n))
+        elif isinstance(op, arith.ConstantOp):
+            cost += float(model.fill(n))
     return cost
 
 
 @dataclass(frozen=True)
 class MappingProblem:
-    """Per compute: its cost, its crossbars and the most replicas it can have (its output rows, 1
+    """Per compute: its cost (ns), its crossbars and the most replicas it can have (its output rows, 1
     when it cannot be split); the chip: `cores` of `per_core` crossbars."""
 
     costs: tuple[int, ...]

@@ -137,3 +137,15 @@ def test_chip_from_a_toml_file(tmp_path):
     path.write_text('preset = "pimsim-nn"\ncore_cnt = 16\n')
     chip = load_chip_config(path)
     assert (chip.core_cnt, chip.xbar_latency, chip.adc_count) == (16, 30.0, 2)
+
+
+def test_a_core_holding_two_stages_counts_both():
+    # Core 0 runs the first layer (10 ReLUs) and, after core 1's (30), the last one (25): in
+    # pipelined operation it works on two images' parts, 35 ReLUs and its transfers per image.
+    chip = CHIP.replace(local_memory_write_latency_cycle=1)  # a ReLU: read 2 + 3 + write 2 = 7
+    first, last = stage(0, None, 1, 10), stage(0, 1, None, 25)
+    program = {0: first + last[1:], 1: stage(1, 0, 0, 30)}
+    e = estimate(artifacts(program), chip)
+    transfer = 2 + (10 + 2) + 2
+    assert e.core_busy_ns == [1 + 35 * 7 + 2 * transfer, 1 + 30 * 7 + 2 * transfer]
+    assert e.bottleneck == "core 0" and e.throughput == pytest.approx(1e9 / (1 + 245 + 2 * transfer))

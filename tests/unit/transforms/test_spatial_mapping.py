@@ -1,15 +1,21 @@
 """`spatial-mapping`: replicas of the layers that bound the pipeline, on their own cores and their
 own bands of output rows, keep the result exact, split the work, and stay within the chip."""
 
+import re
+
 import numpy as np
 import onnx
 import pytest
 
 from cimxdsl.api import compile_pim
+from cimxdsl.backend import read_artifacts, write_program
+from cimxdsl.backend.performance import estimate
+from cimxdsl.device.chip import chip_preset
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.tools.cim_compile import main as cim_compile
-from cimxdsl.transforms.mapping import MappingProblem, genetic_mapping, greedy_mapping, place
+from cimxdsl.transforms.mapping import MappingProblem, compute_cost, genetic_mapping, greedy_mapping, place
 from cimxdsl.transforms.mapping.bands import band_bounds, window_input_rows
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
 from tests.unit.helpers import apply, parse
@@ -57,7 +63,8 @@ def test_replicas_stay_within_the_crossbar_budget_and_on_distinct_cores(tmp_path
     module, artifacts = compile_mapped(resnet_program(), x, "greedy", 12, 24, 8, tmp_path)
     assert all(len(core.groups) <= 24 for core in artifacts.cores) and len(artifacts.cores) <= 12
     summary = next(op.attributes["spat.mapping"].data for op in module.walk() if "spat.mapping" in op.attributes)
-    assert "computes replicated" in summary and "(without replicas 576)" in summary
+    busiest, alone = (float(t) for t in re.findall(r"([0-9.]+) ms", summary))
+    assert "computes replicated" in summary and "on chip 'pimcomp'" in summary and busiest < alone / 2
 
 
 @pytest.mark.parametrize("packing", ["kernel", "im2col"])
@@ -129,3 +136,43 @@ def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
     np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
     report = compiled.report()
     assert report["mapping"].startswith("greedy mapping on 6 cores") and report["cores_used"] <= 6
+
+
+@pytest.mark.parametrize("packing", ["kernel", "im2col"])
+def test_the_mapping_cost_is_the_performance_models_time(packing, tmp_path):
+    """The mapping's cost of the computes on each core and the performance model's busy time of the
+    cores name the same busiest core (the layer the mapping replicates) and agree on its time (the
+    cost counts every input as a transfer and every kernel position as read, so it errs high on
+    small cores and images)."""
+    chip = chip_preset("pimcomp")
+    module = parse(resnet_program())
+    apply(module, f"cinm-to-spatial{{xbar-size=8 crossbars-per-compute=24 packing={packing}}}")
+    apply(module, "spatial-mapping{strategy=none cores=12 crossbars-per-core=24}")
+    computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+    placed = [c.attributes["core"].value.data for c in computes]
+    order = sorted(set(placed), key=placed.index)  # spatial-to-pim numbers the cores in this order
+    cost = [0.0] * len(order)
+    for compute, core in zip(computes, placed):
+        cost[order.index(core)] += compute_cost(compute, latencies=Latencies(chip))
+    for stage in ("spatial-to-pim{cores=12 crossbars-per-core=24}", "pim-bufferize", "pim-codegen"):
+        apply(module, stage)
+    write_program(module, tmp_path)
+    busy = estimate(read_artifacts(tmp_path), chip).core_busy_ns
+    slowest = int(np.argmax(busy))
+    assert np.argmax(cost) == slowest and cost[slowest] == pytest.approx(busy[slowest], rel=0.25)
+
+
+def test_greedy_replicates_the_slowest_compute_by_its_band_costs():
+    # Compute 0 is the slowest, and its bands carry a halo: 3 replicas cost 400 each, more than the
+    # 350 of compute 1, so it needs 4 (cost 900 ÷ 3 = 300 is what a halo-free rule would say of 3).
+    band = {1: 900.0, 2: 600.0, 3: 400.0, 4: 320.0}
+    problem = MappingProblem(
+        (900, 350, 50),
+        (1, 1, 1),
+        (4, 1, 1),
+        cores=6,
+        per_core=1,
+        replica_cost=lambda i, r: band[r] if i == 0 else (350.0, 50.0)[i - 1],
+    )
+    mapping = greedy_mapping(problem)
+    assert mapping.replicas == [4, 1, 1] and mapping.bottleneck == 350.0

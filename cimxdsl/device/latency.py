@@ -1,0 +1,91 @@
+"""The latency of each pimsim-nn instruction class on a chip (`cimxdsl.device.chip.ChipConfig`),
+in ns, with NumPy: the one set of rules that the performance model (`cimxdsl.backend.performance`,
+whole instruction streams) and the PIM mapping's cost (`cimxdsl.transforms.mapping`, computes before
+any instruction exists) share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cimxdsl.device.chip import ChipConfig
+
+
+def mvm_cycles_and_energy(chip: ChipConfig, input_bits: int) -> tuple[int, float]:
+    """One crossbar MVM of `input_bits`-bit inputs: pimsim-nn's pipeline of DAC steps and ADC
+    passes (cycles), and the energy of its crossbar reads, DACs and ADCs (pJ)."""
+    steps = -(-input_bits // chip.dac_resolution) * -(-chip.xbar_rows // chip.dac_count)
+    adc_passes = -(-chip.xbar_cols // chip.adc_count)
+    front = (
+        chip.input_buffer_latency_cycle
+        + chip.dac_latency_cycle
+        + int(np.ceil(chip.xbar_latency / chip.period))
+        + chip.sample_hold_latency_cycle
+    )
+    after_adc = chip.shift_adder_latency_cycle + chip.output_buffer_latency_cycle
+    back = chip.adc_latency_cycle + after_adc + (adc_passes - 1) * max(chip.adc_latency_cycle, after_adc)
+    cycles = front + back + (steps - 1) * max(front, back) if chip.pipeline_mode else (front + back) * steps
+    step_energy = (
+        chip.period * chip.dac_dynamic_power * chip.dac_latency_cycle * chip.dac_count
+        + chip.xbar_read_power * chip.xbar_latency
+        + adc_passes * chip.period * chip.adc_dynamic_power * chip.adc_latency_cycle * chip.adc_count
+    )
+    return cycles, steps * step_energy
+
+
+@dataclass(frozen=True)
+class Latencies:
+    """The latency in ns of each instruction class on `chip` for data of `ibytes`/`obytes` bytes
+    per element (the `setbw` widths): the one set of rules behind `core_costs`, which times whole
+    streams with them, and the mapping's cost (`transforms/mapping`), which estimates computes
+    with them before any instruction exists. Lengths count elements; arrays work element-wise."""
+
+    chip: ChipConfig
+    ibytes: int = 4
+    obytes: int = 4
+
+    def access(self, nbytes, width: int, cycles: int) -> np.ndarray:
+        return -(-np.asarray(nbytes, np.int64) // width) * cycles * self.chip.period
+
+    def local_read(self, nbytes) -> np.ndarray:
+        return self.access(nbytes, self.chip.local_memory_data_width, self.chip.local_memory_read_latency_cycle)
+
+    def local_write(self, nbytes) -> np.ndarray:
+        return self.access(nbytes, self.chip.local_memory_data_width, self.chip.local_memory_write_latency_cycle)
+
+    def noc(self, h, nbytes) -> np.ndarray:
+        return (h * self.chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // self.chip.bus_width)) * self.chip.period
+
+    def mvmul_local(self) -> float:
+        """An `mvmul`'s local memory time: its input row read, its output written."""
+        return float(self.local_read(self.chip.xbar_rows * self.ibytes) + self.local_write(self.chip.xbar_cols * self.obytes))
+
+    def mvmul(self) -> float:
+        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes)
+        return cycles * self.chip.period + self.mvmul_local()
+
+    def vector_compute(self, length) -> np.ndarray:
+        return -(-np.asarray(length) // self.chip.vector_width) * self.chip.vector_latency_cycle * self.chip.period
+
+    def vector_local(self, length, binary=True, one_result=False) -> np.ndarray:
+        out = np.where(one_result, 1, length)
+        return (1 + np.asarray(binary)) * self.local_read(np.asarray(length) * self.ibytes) + self.local_write(
+            out * self.obytes
+        )
+
+    def vector(self, length, binary=True, one_result=False) -> np.ndarray:
+        """A vector instruction over `length` elements (two operands when `binary`)."""
+        return self.vector_compute(length) + self.vector_local(length, binary, one_result)
+
+    def fill(self, length) -> np.ndarray:
+        """`lldi`: a local write."""
+        return self.local_write(np.asarray(length) * self.obytes)
+
+    def move(self, length) -> np.ndarray:
+        """`lmv`: a local read and write."""
+        return self.local_read(np.asarray(length) * self.obytes) + self.local_write(np.asarray(length) * self.obytes)
+
+    def transfer(self, nbytes, h=1) -> np.ndarray:
+        """A `send`/`recv` pair over `h` hops: the sender's read, the NoC, the receiver's write."""
+        return self.local_read(nbytes) + self.noc(h, nbytes) + self.local_write(nbytes)
