@@ -440,7 +440,8 @@ class ProductOp(IRDLOperation):
 
     @staticmethod
     def inferred_type(left: Attribute, right: Attribute) -> TensorType:
-        raise NotImplementedError()
+        """The result type of `left · right`: abstract here, defined by `GemmOp` and `GemvOp`."""
+        raise NotImplementedError(f"{ProductOp.__name__} is abstract")
 
     @classmethod
     def parse(cls, parser: Parser) -> ProductOp:
