@@ -129,8 +129,13 @@ def expand_points(sweep: Sweep) -> list[Point]:
 
 
 def compile_key(owner: Sweep | Context, settings: dict[str, Any]) -> tuple:
-    """The `COMPILE_FIELDS` of a point (`owner`'s defaults where no axis sets them)."""
-    return tuple(settings.get(f, default_setting(owner, f)) for f in COMPILE_FIELDS)
+    """The `COMPILE_FIELDS` of a point (`owner`'s defaults where no axis sets them); under
+    `placement = "auto"` followed by its other swept fields as (field, value) pairs, since the
+    per-product decision weighs the point's own latencies and energies."""
+    key = tuple(settings.get(f, default_setting(owner, f)) for f in COMPILE_FIELDS)
+    if settings.get("placement", default_setting(owner, "placement")) != "auto":
+        return key
+    return key + tuple(sorted((f, v) for f, v in settings.items() if f not in COMPILE_FIELDS))
 
 
 def format_value(value: Any) -> str:
@@ -388,11 +393,11 @@ def compiled_program(context: Context, key: tuple, batch: int | None = None):
 def compile_program(context: Context, key: tuple, batch: int | None = None):
     """Compile the model for `batch` inputs (None: the data set) and the group's reference device:
     the base device with the group's compile fields (so the program does not depend on which point
-    of the group came first)."""
+    of the group came first), and under `auto` placement with the point's other swept fields."""
     from cimxdsl.api import compile as compile_model
 
-    fields = dict(zip(COMPILE_FIELDS, key, strict=True))
-    reference = context.base.replace(**device_settings(fields))
+    fields = {**dict(zip(COMPILE_FIELDS, key)), **dict(key[len(COMPILE_FIELDS) :])}
+    reference = context.cost.apply(context.base.replace(**device_settings(fields)), context.base)
     with tempfile.TemporaryDirectory(prefix="cimx-explore-") as tmp:
         strategy = context.strategy
         if strategy == "list":
