@@ -120,13 +120,17 @@ def linalg_elementwise(function: Callable):
     """The implementation of a named linalg op whose result is `function` of its `ins`."""
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, function(*args[: len(op.inputs)]))
+        return result_of(op, function(*args[: len(op.inputs)]), args[-1])
 
     return run
 
 
-def result_of(op: Operation, value) -> tuple:
-    """`value` as the runtime value of `op`'s single result."""
+def result_of(op: Operation, value, out=None) -> tuple:
+    """`value` as the runtime value of `op`'s single result; an op without results (a linalg op on
+    memrefs) writes it into `out`, its destination buffer, instead."""
+    if not op.results:
+        out[...] = value
+        return ()
     return (as_type(value, op.results[0].type),)
 
 
@@ -346,7 +350,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
-        return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
+        return result_of(op, np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())), args[1])
 
     run_add = impl(AddOp)(linalg_elementwise(np.add))
     run_sub = impl(SubOp)(linalg_elementwise(np.subtract))
@@ -357,7 +361,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: PythonValues):
-        return result_of(op, np.full(np.shape(args[1]), args[0]))
+        return result_of(op, np.full(np.shape(args[1]), args[0]), args[1])
 
     # tosa ---------------------------------------------------------------------------------------
     @impl(tosa.ClampOp)
