@@ -103,8 +103,8 @@ class ComputeToCim(RewritePattern):
                 rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
             case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
                 rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
-            case cinm.Im2colOp():
-                pass  # data movement, stays on the host
+            case cinm.Im2colOp() | cinm.ElementwiseBufferOp():
+                pass  # data movement or element-wise work on buffers: stays on the host as it is
             case _ if op.dialect_name() == "cinm":
                 raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
             case _:

@@ -71,3 +71,24 @@ def test_cim_ops_on_memrefs_schedule_and_lower():
 def test_a_buffer_form_product_larger_than_a_crossbar_is_a_clear_error():
     with pytest.raises(PassFailedException, match="on memrefs .* is not tiled and its 4x2 weights do not fit a 2x2 crossbar"):
         apply(parse(GEMMS), "cinm-isolate-compute,tile{rows=2 cols=2}")
+
+
+def test_element_wise_buffer_ops_in_a_compute_stay_on_the_host():
+    text = """
+    func.func @main(%a: memref<2x3xi32>, %b: memref<3x2xi32>) -> memref<2x2xi32> {
+      %o = memref.alloc() : memref<2x2xi32>
+      %z = arith.constant 0 : i32
+      linalg.fill ins(%z : i32) outs(%o : memref<2x2xi32>)
+      cinm.compute {
+        cinm.op.gemm %a, %b into %o : memref<2x3xi32>, memref<3x2xi32> into memref<2x2xi32>
+        cinm.op.elementwise mul %o, %o into %o : memref<2x2xi32> into memref<2x2xi32>
+        cinm.yield
+      }
+      return %o : memref<2x2xi32>
+    }
+    """
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(-5, 5, (2, 3)).astype(np.int32), rng.integers(-5, 5, (3, 2)).astype(np.int32)
+    lowered = apply(parse(text), "memristor")
+    assert [op.name for op in lowered.walk() if op.dialect_name() == "cinm"] == ["cinm.op.elementwise"]
+    np.testing.assert_array_equal(run(lowered, [a, b], "ideal").outputs[0], (a.astype(np.int64) @ b) ** 2)
