@@ -2,7 +2,9 @@
 
 A program acquires a device and crossbars on it, issues `cim.op.gemm`/`cim.op.gemv` that return
 futures, and waits for them with `cim.barrier`. Names, types, assembly formats and verifier
-messages follow the Cinnamon compiler's `cim` dialect.
+messages follow the Cinnamon compiler's `cim` dialect. Operands are tensors or futures (Cinnamon's
+thesis-era flow, bufferized in `cim-to-memristor`) or memrefs (its main branch, which bufferizes
+before `convert-cinm-to-cim`); a barrier gives a tensor or a memref.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from xdsl.dialects.builtin import (
     BoolAttr,
     IntAttr,
     IntegerAttr,
+    MemRefType,
     TensorType,
     i32,
 )
@@ -86,9 +89,13 @@ class FutureType(ParametrizedAttribute, TypeAttribute):
             printer.print_attribute(self.element_type)
 
 
+CimValue = TensorType | MemRefType
+"""What a barrier gives and what a crossbar op reads besides futures: tensors or memrefs."""
+
+
 def shape_and_element_type(t: Attribute) -> tuple[tuple[int, ...], Attribute]:
-    """Shape and element type of a tensor or a future (the `OpInput` of Cinnamon's cim ops)."""
-    assert isinstance(t, TensorType | FutureType)
+    """Shape and element type of a tensor, memref or future (the `OpInput` of Cinnamon's cim ops)."""
+    assert isinstance(t, CimValue | FutureType)
     return t.get_shape(), t.element_type
 
 
@@ -168,35 +175,35 @@ class ReleaseCrossbarOp(IRDLOperation):
 
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
-    """Blocks until the value of the future is present and returns it as a tensor.
+    """Blocks until the value of the future is present and returns it as a tensor or a memref.
 
     Barriers also fix where a scheduled crossbar op must have finished."""
 
     name = "cim.barrier"
 
     value = operand_def(FutureType)
-    result = result_def(TensorType)
+    result = result_def(CimValue)
 
     assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
 
-    def __init__(self, value: SSAValue | Operation):
+    def __init__(self, value: SSAValue | Operation, kind: type[TensorType | MemRefType] = TensorType):
         future = SSAValue.get(value).type
         assert isinstance(future, FutureType)
-        super().__init__(operands=[value], result_types=[TensorType(future.element_type, future.get_shape())])
+        super().__init__(operands=[value], result_types=[kind(future.element_type, future.get_shape())])
 
     def verify_(self) -> None:
         future, result = self.value.type, self.result.type
-        assert isinstance(future, FutureType) and isinstance(result, TensorType)
+        assert isinstance(future, FutureType) and isinstance(result, CimValue)
         if future.get_shape() != result.get_shape() or future.element_type != result.element_type:
             raise VerifyException(f"'cim.barrier' result type {result} does not match the future {future}")
 
 
 class CimMatrixOp(IRDLOperation):
-    """Base of `cim.op.gemm`/`cim.op.gemv`: a crossbar, two tensor-or-future operands, a future."""
+    """Base of `cim.op.gemm`/`cim.op.gemv`: a crossbar, two tensor, memref or future operands, a future."""
 
     crossbar_id = operand_def(CrossbarIdType)
-    lhs = operand_def(TensorType | FutureType)
-    rhs = operand_def(TensorType | FutureType)
+    lhs = operand_def(CimValue | FutureType)
+    rhs = operand_def(CimValue | FutureType)
     result = result_def(FutureType)
 
     assembly_format = (

@@ -9,6 +9,7 @@ integer type (`i8 x i8 -> i32`), which quantized crossbar programs need.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -21,8 +22,10 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -38,6 +41,7 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
     region_def,
     result_def,
@@ -49,9 +53,12 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     Commutative,
+    EffectInstance,
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    MemoryEffect,
+    MemoryEffectKind,
     Pure,
     ReturnLike,
     SameOperandsAndResultType,
@@ -347,28 +354,36 @@ def _parse_into(parser: Parser) -> UnresolvedOperand | None:
     return parser.parse_unresolved_operand() if parser.parse_optional_keyword("into") is not None else None
 
 
-def _refuse_buffers(parser: Parser, types: Sequence[Attribute | None], op_name: str, start: int) -> None:
-    """A clear error for Cinnamon's buffer form (memref operands accumulating into an `into` buffer,
-    no result), which cimxdsl's tensor-only `cinm` does not have."""
-    if not all(t is None or isinstance(t, TensorType) for t in types):
-        parser.raise_error(f"'{op_name}' on memrefs (Cinnamon's buffer form) is not supported: use tensors", start)
-
-
-def _resolve_into(parser: Parser, out: UnresolvedOperand | None, out_type: Attribute | None, op_name: str) -> None:
-    """Check the `into` destination of a tensor op and drop it. For tensors Cinnamon's `into` is only a
-    bufferization hint (the result may reuse the destination's buffer); values are the same without it."""
+def _resolve_into(
+    parser: Parser, out: UnresolvedOperand | None, out_type: Attribute | None, op_name: str
+) -> SSAValue | None:
+    """The `into` destination: a memref (Cinnamon's buffer form, which writes into it) is returned;
+    a tensor is checked and dropped, since for tensors Cinnamon's `into` is only a bufferization hint
+    (the result may reuse the destination's buffer) and values are the same without it."""
     if out is None:
-        return
+        return None
     if out_type is None:
         parser.raise_error(f"'{op_name}' with 'into' needs the destination's type ('into' type)")
-    parser.resolve_operand(out, out_type)
+    value = parser.resolve_operand(out, out_type)
+    return value if isinstance(out_type, MemRefType) else None
 
 
-def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attribute, dict[str, Attribute]]:
-    """Operands, result type and attributes of a gemm/gemv in either generation of Cinnamon's syntax:
-    `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
-    `%a, %b (plus %c)? (into %d)? attr-dict : ta, tb (plus tc)? (into td)? -> t` (its main branch)."""
-    start = parser.pos
+class BufferFormEffects(MemoryEffect):
+    """No effect on tensors; in the buffer form (no result) the op reads its operands and writes its
+    destination, so it is never removed as dead."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> AbstractSet[EffectInstance]:
+        if op.results:
+            return frozenset()
+        return frozenset((EffectInstance(MemoryEffectKind.READ), EffectInstance(MemoryEffectKind.WRITE)))
+
+
+def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], SSAValue | None, Attribute | None, dict]:
+    """Operands, buffer, result type and attributes of a gemm/gemv in either generation of Cinnamon's
+    syntax: `%a, %b (plus %c)? attr-dict : (ta, tb) -> t` (thesis era; the bias has the result type) or
+    `%a, %b (plus %c)? (into %d)? attr-dict : ta, tb (plus tc)? (into td)? (-> t)?` (its main branch;
+    no result when `%d` is a memref)."""
     names = [parser.parse_unresolved_operand()]
     parser.parse_punctuation(",")
     names.append(parser.parse_unresolved_operand())
@@ -389,43 +404,63 @@ def _parse_product(parser: Parser, op_name: str) -> tuple[list[SSAValue], Attrib
             types.append(parser.parse_type())
         if parser.parse_optional_keyword("into") is not None:
             out_type = parser.parse_type()
-    _refuse_buffers(parser, [*types, out_type], op_name, start)
-    _resolve_into(parser, out, out_type, op_name)
-    parser.parse_punctuation("->")
-    result_type = parser.parse_type()
-    if len(names) == 3 and len(types) == 2:
+    buffer = _resolve_into(parser, out, out_type, op_name)
+    result_type = None
+    if buffer is None or parser.parse_optional_punctuation("->") is not None:
+        if buffer is None:
+            parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+    if len(names) == 3 and len(types) == 2 and result_type is not None:
         types.append(result_type)
     if len(types) != len(names):
         parser.raise_error("a bias type ('plus' type) needs a bias operand ('plus' operand)")
-    return [parser.resolve_operand(n, t) for n, t in zip(names, types, strict=True)], result_type, attributes
+    operands = [parser.resolve_operand(n, t) for n, t in zip(names, types, strict=True)]
+    return operands, buffer, result_type, attributes
 
 
-def _print_product(printer: Printer, left: SSAValue, right: SSAValue, bias: SSAValue | None, op: Operation) -> None:
-    """The thesis-era form, which cimxdsl prints: `%a, %b (plus %c)? attr-dict : (ta, tb) -> t`."""
+def _print_product(printer: Printer, op: ProductOp) -> None:
+    """The thesis-era form on tensors, which cimxdsl prints: `%a, %b (plus %c)? attr-dict : (ta, tb) -> t`;
+    the buffer form in Cinnamon's main-branch syntax: `%a, %b (plus %c)? into %d attr-dict : ta, tb
+    (plus tc)? into td`."""
     printer.print_string(" ")
-    printer.print_operand(left)
+    printer.print_operand(op.left)
     printer.print_string(", ")
-    printer.print_operand(right)
-    if bias is not None:
+    printer.print_operand(op.right)
+    if op.bias is not None:
         printer.print_string(" plus ")
-        printer.print_operand(bias)
+        printer.print_operand(op.bias)
+    if op.out is not None:
+        printer.print_string(" into ")
+        printer.print_operand(op.out)
     printer.print_op_attributes(op.attributes)
-    printer.print_string(" : (")
-    printer.print_list([left.type, right.type], printer.print_attribute)
-    printer.print_string(") -> ")
-    printer.print_attribute(op.results[0].type)
+    if op.out is None:
+        printer.print_string(" : (")
+        printer.print_list([op.left.type, op.right.type], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(op.results[0].type)
+        return
+    printer.print_string(" : ")
+    printer.print_list([op.left.type, op.right.type], printer.print_attribute)
+    for keyword, value in (("plus", op.bias), ("into", op.out)):
+        if value is not None:
+            printer.print_string(f" {keyword} ")
+            printer.print_attribute(value.type)
 
 
 class ProductOp(IRDLOperation):
-    """Base of `cinm.op.gemm` and `cinm.op.gemv`: `left · right (+ bias)`, the bias of the result's type."""
+    """Base of `cinm.op.gemm` and `cinm.op.gemv`: `left · right (+ bias)`, the bias of the result's
+    type. On tensors the product is the result. In Cinnamon's buffer form (memrefs, no result) it is
+    added into the `out` memref: `out += left · right (+ bias)`.
 
-    R: ClassVar = VarConstraint("R", base(TensorType))
-    left = operand_def(TensorType)
-    right = operand_def(TensorType)
-    bias = opt_operand_def(R)
-    result = result_def(R)
+    Operands: left, right, bias?, out?. As in Cinnamon, `operandSegmentSizes` tells them apart; it is
+    only stored (and printed in the generic form) when there is an `out`, so that the thesis era's
+    generic form (left, right, bias?) stays valid."""
 
-    traits = traits_def(Pure())
+    operands_ = var_operand_def(TensorType | MemRefType)
+    segment_sizes = opt_prop_def(DenseArrayBase.constr(i32), prop_name="operandSegmentSizes")
+    result = opt_result_def(TensorType)
+
+    traits = traits_def(BufferFormEffects())
 
     def __init__(
         self,
@@ -433,25 +468,80 @@ class ProductOp(IRDLOperation):
         right: SSAValue | Operation,
         bias: SSAValue | Operation | None = None,
         result_type: Attribute | None = None,
+        out: SSAValue | Operation | None = None,
     ):
-        if result_type is None:
-            result_type = self.inferred_type(SSAValue.get(left).type, SSAValue.get(right).type)
-        super().__init__(operands=[left, right, [] if bias is None else [bias]], result_types=[result_type])
+        extra = [v for v in (bias, out) if v is not None]
+        properties = {}
+        result_types = []
+        if out is not None:
+            properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, (1, 1, int(bias is not None), 1))
+        else:
+            result_types = [result_type or self.inferred_type(SSAValue.get(left).type, SSAValue.get(right).type)]
+        super().__init__(operands=[[left, right, *extra]], result_types=[result_types], properties=properties)
 
     @staticmethod
     def inferred_type(left: Attribute, right: Attribute) -> TensorType:
         """The result type of `left · right`: abstract here, defined by `GemmOp` and `GemvOp`."""
         raise NotImplementedError(f"{ProductOp.__name__} is abstract")
 
+    def sizes(self) -> tuple[int, ...]:
+        """How many operands are left, right, bias and out."""
+        if self.segment_sizes is not None:
+            return tuple(self.segment_sizes.get_values())
+        return (1, 1, len(self.operands) - 2, 0)
+
+    def _operand(self, segment: int) -> SSAValue | None:
+        sizes = self.sizes()
+        return self.operands[sum(sizes[:segment])] if sizes[segment] else None
+
+    @property
+    def left(self) -> SSAValue:
+        return self.operands[0]
+
+    @property
+    def right(self) -> SSAValue:
+        return self.operands[1]
+
+    @property
+    def bias(self) -> SSAValue | None:
+        return self._operand(2)
+
+    @property
+    def out(self) -> SSAValue | None:
+        """The memref the buffer form adds the product into (None on tensors)."""
+        return self._operand(3)
+
+    @property
+    def target(self) -> SSAValue:
+        """Where the product goes: the result, or the buffer form's `out`."""
+        return self.out if self.result is None else self.result
+
+    def verify_forms(self) -> None:
+        """The operand segments, and one form: tensors with a result, or memrefs into `out`."""
+        sizes = self.sizes()
+        if len(sizes) != 4 or sizes[:2] != (1, 1) or not set(sizes[2:]) <= {0, 1} or sum(sizes) != len(self.operands):
+            raise VerifyException(
+                f"'{self.name}' takes left, right, an optional bias and an optional 'into' buffer, "
+                f"got {len(self.operands)} operands with segment sizes {list(sizes)}"
+            )
+        kind = MemRefType if self.out is not None else TensorType
+        if (self.result is None) != (self.out is not None) or not all(isinstance(v.type, kind) for v in self.operands):
+            raise VerifyException(
+                f"'{self.name}' operands must be tensors with a result, or memrefs adding into an 'into' memref "
+                "(Cinnamon's buffer form) without one"
+            )
+        if self.bias is not None and self.bias.type != self.target.type:
+            raise VerifyException(f"'{self.name}' bias type {self.bias.type} must be the result type {self.target.type}")
+
     @classmethod
     def parse(cls, parser: Parser) -> ProductOp:
-        operands, result_type, attributes = _parse_product(parser, cls.name)
-        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type)
+        operands, out, result_type, attributes = _parse_product(parser, cls.name)
+        op = cls(*operands[:2], operands[2] if len(operands) == 3 else None, result_type, out)
         op.attributes |= attributes
         return op
 
     def print(self, printer: Printer) -> None:
-        _print_product(printer, self.left, self.right, self.bias, self)
+        _print_product(printer, self)
 
 
 @irdl_op_definition
@@ -466,12 +556,13 @@ class GemmOp(ProductOp):
         return TensorType(left.element_type, (left.get_shape()[0], right.get_shape()[1]))
 
     def verify_(self) -> None:
-        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
+        self.verify_forms()
+        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.target)
         if len(left) != 2 or len(right) != 2 or len(result) != 2:
             raise VerifyException("'cinm.op.gemm' operands and result must be matrices (rank 2)")
         if element_type(self.left) != element_type(self.right):
             raise VerifyException("'cinm.op.gemm' left and right must have the same element type")
-        verify_accumulator_type(self.name, element_type(self.left), element_type(self.result))
+        verify_accumulator_type(self.name, element_type(self.left), element_type(self.target))
         if left[1] != right[0]:
             raise VerifyException(
                 f"'cinm.op.gemm' inner dimensions differ: left is {left[0]}x{left[1]}, right is {right[0]}x{right[1]}"
@@ -492,14 +583,15 @@ class GemvOp(ProductOp):
         return TensorType(left.element_type, (left.get_shape()[0],))
 
     def verify_(self) -> None:
-        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.result)
+        self.verify_forms()
+        left, right, result = shape_of(self.left), shape_of(self.right), shape_of(self.target)
         if len(left) != 2 or len(right) != 1:
             raise VerifyException("'cinm.op.gemv' left must be a matrix (rank 2) and right a vector (rank 1)")
         if len(result) != 1:
             raise VerifyException("'cinm.op.gemv' result must be a vector (rank 1)")
         if element_type(self.left) != element_type(self.right):
             raise VerifyException("'cinm.op.gemv' left and right must have the same element type")
-        verify_accumulator_type(self.name, element_type(self.left), element_type(self.result))
+        verify_accumulator_type(self.name, element_type(self.left), element_type(self.target))
         if left[1] != right[0]:
             raise VerifyException(
                 f"'cinm.op.gemv' inner dimensions differ: matrix is {left[0]}x{left[1]}, vector has {right[0]}"
@@ -716,28 +808,61 @@ class DivOp(ElementwiseBinaryOp):
     traits = traits_def(Pure(), SameOperandsAndResultType())
 
 
-_UNARY_SPELLINGS = {"neg": ElementwiseKind.NEGF} | {kind.value: kind for kind in ElementwiseKind}
+UNARY_SPELLINGS = {"neg": ElementwiseKind.NEGF} | {kind.value: kind for kind in ElementwiseKind}
 """Cinnamon's main-branch unary kinds of `cinm.op.elementwise`, as `cinm.op.element_wise` methods."""
 
 
+_BINARY_KINDS = ("add", "sub", "mul", "div")
+
+
 @irdl_op_definition
-class ElementwiseSyntaxOp(IRDLOperation):
-    """`cinm.op.elementwise add %a, %b (into %o)? : T (into T)?` and `cinm.op.elementwise exp %a …`:
-    the main branch of Cinnamon spells the element-wise ops this way. Binary kinds parse into
-    `cinm.op.add` (`sub`, `mul`, `div`), unary ones into `cinm.op.element_wise` (`neg` is `negf`),
-    which cimxdsl prints; a tensor destination (`into`, a bufferization hint) is dropped. No op of
-    this class is ever built."""
+class ElementwiseBufferOp(IRDLOperation):
+    """`cinm.op.elementwise kind %a(, %b)? (into %o)? : T (into T)?`, the element-wise ops as
+    Cinnamon's main branch spells them. On tensors, binary kinds parse into `cinm.op.add` (`sub`,
+    `mul`, `div`) and unary ones into `cinm.op.element_wise` (`neg` is `negf`), which cimxdsl prints;
+    a tensor destination (`into`, a bufferization hint) is dropped. The buffer form (memrefs, `into`
+    a memref: `out = a kind b`, no result) is kept as this op, printed in the same syntax."""
 
     name = "cinm.op.elementwise"
 
+    kind = prop_def(StringAttr)
+    operands_ = var_operand_def(MemRefType)
+    """lhs, rhs (binary kinds only), out"""
+
+    traits = traits_def(BufferFormEffects())
+
+    def __init__(self, kind: str, inputs: Sequence[SSAValue], out: SSAValue):
+        super().__init__(operands=[[*inputs, out]], properties={"kind": StringAttr(kind)})
+
+    @property
+    def inputs(self) -> Sequence[SSAValue]:
+        return self.operands[:-1]
+
+    @property
+    def out(self) -> SSAValue:
+        return self.operands[-1]
+
+    def verify_(self) -> None:
+        kind = self.kind.data
+        if kind not in _BINARY_KINDS and kind not in UNARY_SPELLINGS:
+            raise VerifyException(
+                f"'{self.name}' kind must be one of {', '.join([*_BINARY_KINDS, *UNARY_SPELLINGS])}, got '{kind}'"
+            )
+        count = 2 if kind in _BINARY_KINDS else 1
+        if len(self.inputs) != count:
+            raise VerifyException(f"'{self.name}' {kind} takes {count} operand(s) and an 'into' memref")
+        if any(v.type != self.out.type for v in self.inputs) and kind in _BINARY_KINDS:
+            raise VerifyException(f"'{self.name}' operands and 'into' memref must have the same type")
+        if shape_of(self.inputs[0]) != shape_of(self.out):
+            raise VerifyException(f"'{self.name}' 'into' memref must have the operands' shape")
+
     @classmethod
     def parse(cls, parser: Parser) -> Operation:
-        binary = {op.name.removeprefix("cinm.op."): op for op in (AddOp, SubOp, MulOp, DivOp)}
-        start = parser.pos
+        binary = dict(zip(_BINARY_KINDS, (AddOp, SubOp, MulOp, DivOp), strict=True))
         kind = parser.parse_identifier()
-        if kind not in binary and kind not in _UNARY_SPELLINGS:
+        if kind not in binary and kind not in UNARY_SPELLINGS:
             parser.raise_error(
-                f"'cinm.op.elementwise' kind must be one of {', '.join([*binary, *_UNARY_SPELLINGS])}, got '{kind}'"
+                f"'cinm.op.elementwise' kind must be one of {', '.join([*binary, *UNARY_SPELLINGS])}, got '{kind}'"
             )
         operands = [parser.parse_unresolved_operand()]
         if kind in binary:
@@ -748,19 +873,31 @@ class ElementwiseSyntaxOp(IRDLOperation):
         parser.parse_punctuation(":")
         operand_type = parser.parse_type()
         out_type = parser.parse_type() if parser.parse_optional_keyword("into") is not None else None
-        _refuse_buffers(parser, [operand_type, out_type], cls.name, start)
-        _resolve_into(parser, out, out_type, cls.name)
+        buffer = _resolve_into(parser, out, out_type, cls.name)
         values = [parser.resolve_operand(o, operand_type) for o in operands]
-        if kind in binary:
+        if buffer is not None:
+            op = cls(kind, values, buffer)
+        elif kind in binary:
             op = binary[kind](*values)
         else:
             op = ElementWiseOp.create(
                 operands=values,
                 result_types=[operand_type],
-                properties={"method": ElementwiseKindAttr(_UNARY_SPELLINGS[kind])},
+                properties={"method": ElementwiseKindAttr(UNARY_SPELLINGS[kind])},
             )
         op.attributes |= attributes
         return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(" into ")
+        printer.print_operand(self.out)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.inputs[0].type)
+        printer.print_string(" into ")
+        printer.print_attribute(self.out.type)
 
 
 class ElementwiseScalarOp(IRDLOperation):
@@ -1038,7 +1175,7 @@ Cinm = Dialect(
         MulsOp,
         DivsOp,
         ElementWiseOp,
-        ElementwiseSyntaxOp,
+        ElementwiseBufferOp,
         ReduceOp,
         ScanOp,
         TopKOp,

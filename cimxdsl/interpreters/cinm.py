@@ -72,6 +72,8 @@ _REDUCE = {
     ReduceMethod.MAXUI: unsigned(np.max),
     ReduceMethod.MINUI: unsigned(np.min),
 }
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": divide}
+"""The binary kinds of `cinm.op.elementwise` (the functions of `cinm.op.add`, … below)."""
 _SCAN = {ScanMethod.ADD: np.cumsum, ScanMethod.MUL: np.cumprod}
 _SIMILARITY = {SimilarityMetric.DOT: lambda left, right: left @ right.T, SimilarityMetric.COS: cosine}
 
@@ -87,13 +89,19 @@ def channel_scale(op: cinm.QuantizeOp | cinm.DequantizeOp, rank: int) -> np.ndar
 
 
 def product(functions: "CinmFunctions", interpreter: Interpreter, op: cinm.GemmOp | cinm.GemvOp, args: PythonValues):
-    """`left · right (+ bias)` of a gemm or gemv, in the result's element type."""
-    dtype = numpy_dtype(op.result.type.element_type)
+    """`left · right (+ bias)` of a gemm or gemv, in the result's element type; the buffer form adds
+    it into its `out` memref instead."""
+    dtype = numpy_dtype(op.target.type.element_type)
     result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
     if functions.runtime is not None and cinm.on_host(op):  # a product placed on the digital unit
         m, k = np.shape(args[0])
         functions.runtime.device.digital(m, k, 1 if np.ndim(args[1]) == 1 else np.shape(args[1])[-1])
-    return (result + args[2] if op.bias is not None else result,)
+    if op.bias is not None:
+        result = result + args[2]
+    if op.out is None:
+        return (result,)
+    args[-1][...] += result
+    return ()
 
 
 @register_impls
@@ -102,14 +110,14 @@ class CinmFunctions(InterpreterFunctions):
     runtime: CrossbarRuntime | None = None
     """Where products placed on the host are counted (none: they are not)."""
 
-    run_add = impl(cinm.AddOp)(elementwise(np.add))
-    run_sub = impl(cinm.SubOp)(elementwise(np.subtract))
-    run_mul = impl(cinm.MulOp)(elementwise(np.multiply))
-    run_div = impl(cinm.DivOp)(elementwise(divide))
-    run_adds = impl(cinm.AddsOp)(elementwise(np.add))
-    run_subs = impl(cinm.SubsOp)(elementwise(np.subtract))
-    run_muls = impl(cinm.MulsOp)(elementwise(np.multiply))
-    run_divs = impl(cinm.DivsOp)(elementwise(divide))
+    run_add = impl(cinm.AddOp)(elementwise(_BINARY["add"]))
+    run_sub = impl(cinm.SubOp)(elementwise(_BINARY["sub"]))
+    run_mul = impl(cinm.MulOp)(elementwise(_BINARY["mul"]))
+    run_div = impl(cinm.DivOp)(elementwise(_BINARY["div"]))
+    run_adds = impl(cinm.AddsOp)(elementwise(_BINARY["add"]))
+    run_subs = impl(cinm.SubsOp)(elementwise(_BINARY["sub"]))
+    run_muls = impl(cinm.MulsOp)(elementwise(_BINARY["mul"]))
+    run_divs = impl(cinm.DivsOp)(elementwise(_BINARY["div"]))
 
     @impl(cinm.ComputeOp)
     def run_compute(self, interpreter: Interpreter, op: cinm.ComputeOp, args: PythonValues):
@@ -134,6 +142,13 @@ class CinmFunctions(InterpreterFunctions):
 
     run_gemm = impl(cinm.GemmOp)(product)
     run_gemv = impl(cinm.GemvOp)(product)
+
+    @impl(cinm.ElementwiseBufferOp)
+    def run_elementwise_buffer(self, interpreter: Interpreter, op: cinm.ElementwiseBufferOp, args: PythonValues):
+        kind = op.kind.data
+        function = _BINARY[kind] if kind in _BINARY else _UNARY[cinm.UNARY_SPELLINGS[kind]]
+        args[-1][...] = function(*args[:-1])
+        return ()
 
     @impl(cinm.ElementWiseOp)
     def run_element_wise(self, interpreter: Interpreter, op: cinm.ElementWiseOp, args: PythonValues):

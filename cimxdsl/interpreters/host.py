@@ -7,7 +7,7 @@ same array, so writes through the memref are seen through the tensor.
 """
 
 import math as pymath
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, bufferization, math, memref, tensor, tosa
@@ -38,7 +38,7 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
-from cimxdsl.interpreters.values import as_type, constant_value, elementwise, numpy_dtype
+from cimxdsl.interpreters.values import as_type, constant_value, elementwise, interpretation_error, numpy_dtype
 
 IM2COL_BLOCK_BYTES = 1 << 19  # output rows im2col fills at once (about an L2 cache)
 
@@ -120,13 +120,17 @@ def linalg_elementwise(function: Callable):
     """The implementation of a named linalg op whose result is `function` of its `ins`."""
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return result_of(op, function(*args[: len(op.inputs)]))
+        return result_of(op, function(*args[: len(op.inputs)]), args[-1])
 
     return run
 
 
-def result_of(op: Operation, value) -> tuple:
-    """`value` as the runtime value of `op`'s single result."""
+def result_of(op: Operation, value, out=None) -> tuple:
+    """`value` as the runtime value of `op`'s single result; an op without results (a linalg op on
+    memrefs) writes it into `out`, its destination buffer, instead."""
+    if not op.results:
+        out[...] = value
+        return ()
     return (as_type(value, op.results[0].type),)
 
 
@@ -137,6 +141,18 @@ def slice_parameters(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, args: Pyt
     for static in (op.static_offsets, op.static_sizes, op.static_strides):
         values.append([next(dynamic) if v == DYNAMIC_INDEX else v for v in static.get_values()])
     return values
+
+
+def checked_slices(op: Operation, offsets, sizes, strides, shape: Sequence[int]) -> tuple[slice, ...]:
+    """`slices`, after checking that the slice lies inside `shape` (NumPy would wrap a negative
+    offset and clip an overlong slice silently)."""
+    for o, s, st, size in zip(offsets, sizes, strides, shape, strict=False):
+        if s > 0 and not (0 <= o and o + (s - 1) * st < size):
+            raise interpretation_error(
+                op, f"slice at offsets {list(offsets)} of sizes {list(sizes)} (strides {list(strides)}) "
+                f"is out of range for shape {list(shape)}"
+            )
+    return slices(offsets, sizes, strides, len(shape))
 
 
 def slices(offsets, sizes, strides, rank: int) -> tuple[slice, ...]:
@@ -270,20 +286,22 @@ class HostFunctions(InterpreterFunctions):
     @impl(tensor.ExtractSliceOp)
     def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
         source = args[0]
-        index = slices(*slice_parameters(op, args, 1), source.ndim)
+        index = checked_slices(op, *slice_parameters(op, args, 1), np.shape(source))
         return (source[index].reshape(op.result.type.get_shape()),)  # a view: tensors are not written
 
     @impl(tensor.InsertSliceOp)
     def run_insert_slice(self, interpreter: Interpreter, op: tensor.InsertSliceOp, args: PythonValues):
         source, dest = args[0], args[1].copy()
-        offsets, sizes, strides = slice_parameters(op, args, 2)
-        index = slices(offsets, sizes, strides, dest.ndim)
+        index = checked_slices(op, *slice_parameters(op, args, 2), dest.shape)
         dest[index] = np.reshape(source, dest[index].shape)
         return (dest,)
 
     @impl(tensor.ExtractOp)
     def run_extract(self, interpreter: Interpreter, op: tensor.ExtractOp, args: PythonValues):
-        return (args[0][tuple(args[1:])].item(),)
+        index = tuple(args[1:])
+        if not all(0 <= i < size for i, size in zip(index, np.shape(args[0]), strict=True)):
+            raise interpretation_error(op, f"index {list(index)} is out of range for {op.tensor.type}")
+        return (args[0][index].item(),)
 
     @impl(tensor.CollapseShapeOp)
     def run_collapse(self, interpreter: Interpreter, op: tensor.CollapseShapeOp, args: PythonValues):
@@ -346,7 +364,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
-        return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
+        return result_of(op, np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())), args[1])
 
     run_add = impl(AddOp)(linalg_elementwise(np.add))
     run_sub = impl(SubOp)(linalg_elementwise(np.subtract))
@@ -357,7 +375,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(FillOp)
     def run_fill(self, interpreter: Interpreter, op: FillOp, args: PythonValues):
-        return result_of(op, np.full(np.shape(args[1]), args[0]))
+        return result_of(op, np.full(np.shape(args[1]), args[0]), args[1])
 
     # tosa ---------------------------------------------------------------------------------------
     @impl(tosa.ClampOp)

@@ -1,6 +1,8 @@
 """`cim-opt`: `xdsl-opt` with the cimxdsl dialects and passes registered."""
 
+import argparse
 from collections.abc import Sequence
+from io import StringIO
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
@@ -12,6 +14,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cimxdsl.dialects import get_all_dialects, get_upstream_dialects
 from cimxdsl.parsing import LocatingParser, locate_failure
+from cimxdsl.printing import print_with_mlir_names
 from cimxdsl.tools.cli import run_reporting_errors
 from cimxdsl.transforms import get_all_passes
 
@@ -19,7 +22,8 @@ from cimxdsl.transforms import get_all_passes
 class CimOptMain(xDSLOptMain):
     """All upstream dialects and passes, plus ours (also when cimxdsl is not installed).
 
-    Verifier errors name the file, line and column of the op that fails."""
+    Verifier errors name the file, line and column of the op that fails. `--mlir-names` prints
+    values and blocks named as MLIR's printer names them (`%arg0`, `%0`, `%c0_i32`, …)."""
 
     version_format = "cim-opt built from xdsl version {xdsl_version}"
     op_spans: dict[Operation, Span]
@@ -29,6 +33,29 @@ class CimOptMain(xDSLOptMain):
         dialects = {**Universe.get_multiverse().all_dialects, **get_all_dialects(), **get_upstream_dialects()}
         for name, factory in dialects.items():
             self.ctx.register_dialect(name, factory)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--mlir-names",
+            default=False,
+            action="store_true",
+            help="name values and blocks as MLIR's printer does (%%arg0, %%0, %%c0_i32, ...), not as the source",
+        )
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if not self.args.mlir_names or self.args.target != "mlir":
+            return super().output_resulting_program(prog)
+        output = StringIO()
+        print_with_mlir_names(
+            prog,
+            output,
+            print_generic_format=self.args.print_op_generic,
+            print_properties_as_attributes=self.args.print_no_properties,
+            print_debuginfo=self.args.print_debuginfo,
+        )
+        output.write("\n")
+        return output.getvalue()
 
     def register_all_passes(self):
         super().register_all_passes()

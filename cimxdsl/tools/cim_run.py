@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.dialects import arith, tensor
+from xdsl.dialects.builtin import FileLineColLoc, IndexType, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Span
 
@@ -64,12 +65,13 @@ def load_inputs(module: ModuleOp, entry: str, given: Sequence[str], randomize: b
         except (OSError, ValueError) as e:
             raise UserError(f"cannot read input '{name}' from '{path}': {e}") from None
     rng = np.random.default_rng(seed)
+    arguments = entry_function(module, entry).body.block.args
     inputs = []
-    for name, t in zip(names, types, strict=True):
+    for name, t, argument in zip(names, types, arguments, strict=True):
         if name in values:
             inputs.append(check_kind(name, values[name], t))
         elif randomize:
-            inputs.append(random_value(rng, t, bits))
+            inputs.append(random_value(rng, t, bits, non_negative=becomes_index(argument)))
         else:
             raise UserError(
                 f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)"
@@ -84,14 +86,34 @@ def check_kind(name: str, value: np.ndarray, t) -> np.ndarray:
     return value
 
 
-def random_value(rng: np.random.Generator, t, bits: int):
-    """Random integers of `bits` signed bits (int8, or less if the device takes less), or standard
-    normal floats."""
+_TO_INDEX = (tensor.ExtractOp, arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
+"""Ops through which an argument's integers reach an index (an element read, casts)."""
+
+
+def becomes_index(value: SSAValue) -> bool:
+    """Whether `value` is an index, or its integers become one through `_TO_INDEX` ops (token ids
+    read from a tensor and cast to `index`, as an embedding lookup does)."""
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if isinstance(getattr(current.type, "element_type", current.type), IndexType):
+            return True
+        for use in current.uses:
+            if isinstance(use.operation, _TO_INDEX) and use.operation not in seen:
+                seen.add(use.operation)
+                pending += use.operation.results
+    return False
+
+
+def random_value(rng: np.random.Generator, t, bits: int, non_negative: bool = False):
+    """Random integers of `bits` signed bits (int8, or less if the device takes less; only the
+    non-negative ones for integers that become indices), or standard normal floats."""
     shape = getattr(t, "get_shape", lambda: ())()
     dtype = numpy_dtype(getattr(t, "element_type", t))
     if np.issubdtype(dtype, np.integer):
         bits = min(bits, np.iinfo(dtype).bits)
-        return rng.integers(-(2 ** (bits - 1)), 2 ** (bits - 1), shape).astype(dtype)
+        low = 0 if non_negative else -(2 ** (bits - 1))
+        return rng.integers(low, 2 ** (bits - 1), shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
 
@@ -114,7 +136,9 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument(
-        "--random-inputs", action="store_true", help="random int8 (or float) values for arguments not given"
+        "--random-inputs",
+        action="store_true",
+        help="random int8 (or float) values for arguments not given; integers that become indices are drawn in 0..127",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
     parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")

@@ -3,8 +3,9 @@
 Each `cim.acquire_crossbar` becomes an integer tile id (0, 1, … in program order, continuing
 across devices, so that the layers' weights can stay resident on different crossbars; the runtime
 wraps ids beyond the device's crossbars).
-A `cim.op.gemm %x, %a, %b` becomes a fresh result tensor, `memristor.write_to_crossbar` of `b` and
-`memristor.gemm` into the result's buffer; the result tensor replaces the future. A
+A `cim.op.gemm %x, %a, %b` becomes a fresh result tensor (a memref when its barriers give memrefs,
+as in Cinnamon's main branch), `memristor.write_to_crossbar` of `b` and `memristor.gemm` into the
+result's buffer; the result replaces the future. A
 `cim.op.gemv %x, %m, %v` (`m·v`) writes `mᵀ` so that `memristor.gevm` (`v·B` with B stored)
 computes `m·v`. A tile that already holds the same weights in the same orientation (the same
 `StoredTile`) is not written again. A `cim.barrier`
@@ -14,7 +15,7 @@ becomes `memristor.barrier` on the tile that computes its future.
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, bufferization, tensor
+from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, ModuleOp, TensorType, i32, i64
 from xdsl.dialects.linalg.ops import TransposeOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -26,19 +27,40 @@ from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.scheduling import StoredTile, stored_tile
 
 
-def to_buffer(value: SSAValue) -> Operation:
+def as_buffer(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """`value` as a memref: a memref as it is, a tensor through `bufferization.to_buffer`."""
     value_type = value.type
+    if isinstance(value_type, MemRefType):
+        return [], value
     assert isinstance(value_type, TensorType)
     memref = MemRefType(value_type.element_type, value_type.get_shape())
-    return bufferization.ToBufferOp.create(operands=[value], result_types=[memref])
+    op = bufferization.ToBufferOp.create(operands=[value], result_types=[memref])
+    return [op], op.results[0]
 
 
-def transposed(matrix: SSAValue) -> list[Operation]:
+def transposed(matrix: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """`matrixᵀ`, a tensor or (for a memref) a new buffer."""
     matrix_type = matrix.type
-    assert isinstance(matrix_type, TensorType)
+    assert isinstance(matrix_type, TensorType | MemRefType)
     rows, cols = matrix_type.get_shape()
+    permutation = DenseArrayBase.from_list(i64, (1, 0))
+    if isinstance(matrix_type, MemRefType):
+        init = memref.AllocOp([], [], MemRefType(matrix_type.element_type, (cols, rows)))
+        return [init, TransposeOp(matrix, init.memref, permutation)], init.memref
     init = tensor.EmptyOp([], TensorType(matrix_type.element_type, (cols, rows)))
-    return [init, TransposeOp(matrix, init.tensor, DenseArrayBase.from_list(i64, (1, 0)))]
+    transpose = TransposeOp(matrix, init.tensor, permutation, init.tensor.type)
+    return [init, transpose], transpose.results[0]
+
+
+def new_result(op: cim.GemmOp | cim.GemvOp) -> Operation:
+    """A fresh value for the product: a memref when its barriers give memrefs, else a tensor."""
+    future = op.result.type
+    assert isinstance(future, cim.FutureType)
+    wants_memref = any(isinstance(u.operation, cim.BarrierOp) and isinstance(u.operation.result.type, MemRefType)
+                       for u in op.result.uses)
+    if wants_memref:
+        return memref.AllocOp([], [], MemRefType(future.element_type, future.get_shape()))
+    return bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
 
 
 @dataclass
@@ -89,24 +111,30 @@ class MemristorLowering:
         for operand in (op.lhs, op.rhs):
             if isinstance(operand.type, cim.FutureType):
                 raise pass_error("cim-to-memristor", f"an operand of '{op.name}' is a future no crossbar op computes")
-        future = op.result.type
-        assert isinstance(future, cim.FutureType)
-        result = bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
+        result = new_result(op)
         new_ops: list[Operation] = [result]
-        inputs, kind = (op.lhs, memristor.GemmOp) if isinstance(op, cim.GemmOp) else (op.rhs, memristor.GevmOp)
+        kind = memristor.GemmOp if isinstance(op, cim.GemmOp) else memristor.GevmOp
         index, needed = self.tile_index[tile], stored_tile(op)
-        if self.held_weights.get(index) != needed:
+        write = self.held_weights.get(index) != needed
+        weights = needed.value
+        if write:
             self.held_weights[index] = needed
-            weights = needed.value
             if needed.transposed:
-                new_ops += transposed(weights)
-                weights = new_ops[-1].results[0]
-            stored = to_buffer(weights)
-            new_ops += [stored, memristor.WriteToCrossbarOp(tile, stored)]
-        input_buffer, result_buffer = to_buffer(inputs), to_buffer(result.tensor)
-        new_ops += [input_buffer, result_buffer, kind(tile, input_buffer, result_buffer)]
-        Rewriter.replace_op(op, new_ops, [result.tensor])
-        self.tile_computing[result.tensor] = tile
+                transposition, weights = transposed(weights)
+                new_ops += transposition
+        # Buffers in operand order, then the write and the product (Cinnamon's order).
+        inputs = op.lhs if isinstance(op, cim.GemmOp) else op.rhs
+        order = [w for v in (op.lhs, op.rhs) for w in ([weights] if write and v is needed.value else []) + (
+            [v] if v is inputs else [])]
+        buffers: dict[SSAValue, SSAValue] = {}
+        for value in [*order, result.results[0]]:
+            conversion, buffers[value] = as_buffer(value)
+            new_ops += conversion
+        if write:
+            new_ops.append(memristor.WriteToCrossbarOp(tile, buffers[weights]))
+        new_ops.append(kind(tile, buffers[inputs], buffers[result.results[0]]))
+        Rewriter.replace_op(op, new_ops, [result.results[0]])
+        self.tile_computing[result.results[0]] = tile
 
     def lower_barrier(self, op: cim.BarrierOp) -> None:
         if op.value not in self.tile_computing:

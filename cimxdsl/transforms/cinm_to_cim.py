@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.linalg.ops import AddOp as LinalgAddOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -86,20 +87,24 @@ class ComputeToCim(RewritePattern):
         match op:
             case cinm.GemmOp() | cinm.GemvOp():
                 lhs, rhs = (future_of(v) for v in (op.left, op.right))
-                result_type = op.result.type
-                assert isinstance(result_type, TensorType)
-                future = cim.FutureType(result_type.element_type, result_type.get_shape())
+                target = op.target.type
+                assert isinstance(target, TensorType | MemRefType)
+                future = cim.FutureType(target.element_type, target.get_shape())
                 kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
                 product = kind(crossbar, lhs, rhs, future)
-                barrier = cim.BarrierOp(product)
+                barrier = cim.BarrierOp(product, type(target))
                 new_ops: list[Operation] = [product, barrier]
-                if op.bias is not None:
+                if op.out is not None:  # the buffer form: out += product (+ bias)
+                    for addend in (barrier.result, op.bias):
+                        if addend is not None:
+                            new_ops.append(LinalgAddOp((op.out, addend), (op.out,), res=()))
+                elif op.bias is not None:
                     new_ops.append(host_arith(cinm.AddOp, barrier.result, op.bias))
-                rewriter.replace(op, new_ops)
+                rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
             case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
                 rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
-            case cinm.Im2colOp():
-                pass  # data movement, stays on the host
+            case cinm.Im2colOp() | cinm.ElementwiseBufferOp():
+                pass  # data movement or element-wise work on buffers: stays on the host as it is
             case _ if op.dialect_name() == "cinm":
                 raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
             case _:

@@ -134,12 +134,20 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
 
 def needs_tiling(op: cinm.GemmOp | cinm.GemvOp, rows: int, columns: int) -> bool:
     """Whether `op`, a product in a compute not marked `cinm.notile` nor placed on the host, is
-    larger than one crossbar."""
+    larger than one crossbar. Cinnamon's buffer form (memrefs) is not tiled: one that does not fit
+    is an error."""
     if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp) or cinm.on_host(op):
         return False
     weights = op.right if isinstance(op, cinm.GemmOp) else op.left
     k, n = weights.type.get_shape()[::-1] if isinstance(op, cinm.GemvOp) else weights.type.get_shape()
-    return k > rows or n > columns
+    larger = k > rows or n > columns
+    if larger and op.out is not None:
+        raise pass_error(
+            "tile",
+            f"'{op.name}' on memrefs (Cinnamon's buffer form) is not tiled and its {k}x{n} weights do not fit "
+            f"a {rows}x{columns} crossbar: write it on tensors",
+        )
+    return larger
 
 
 @dataclass

@@ -20,12 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from heapq import heapify, heappop, heappush
 
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.metrics import mvm_events, write_time_ns
-from cimxdsl.dialects.cim import FutureType, GemmOp
+from cimxdsl.dialects.cim import CimValue, FutureType, GemmOp
 from cimxdsl.transforms.scheduling.framework import (
     DependencyGraph,
     DependencyNode,
@@ -52,7 +51,7 @@ def crossbar_work(operation: Operation) -> CrossbarWork:
     tile = stored_tile(operation)
     rows = 1
     if isinstance(operation, GemmOp):
-        assert isinstance(operation.lhs.type, TensorType | FutureType)
+        assert isinstance(operation.lhs.type, CimValue | FutureType)
         rows = operation.lhs.type.get_shape()[0]
     return CrossbarWork(tile, rows, *tile.shape)
 

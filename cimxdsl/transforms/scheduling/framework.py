@@ -45,7 +45,7 @@ from typing import Generic, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects.builtin import BoolAttr, ModuleOp
+from xdsl.dialects.builtin import BoolAttr, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -506,9 +506,11 @@ def schedule_cim_op_on_crossbar(operation: Operation, crossbar: SSAValue) -> Non
 
 def insert_barrier_for_cim_op_result(builder: Builder, operation: Operation) -> Operation:
     """Barrier inserter: a `cim.barrier` on the op's future; every other use of the future (host
-    ops and later cim ops alike, as in Cinnamon) now takes the barrier's tensor."""
+    ops and later cim ops alike, as in Cinnamon) now takes the barrier's value, a memref when the
+    op's last operand is one (as Cinnamon decides), else a tensor."""
     future = operation.results[0]
-    barrier = builder.insert(BarrierOp(future))
+    kind = MemRefType if isinstance(operation.operands[-1].type, MemRefType) else TensorType
+    barrier = builder.insert(BarrierOp(future, kind))
     future.replace_uses_with_if(barrier.result, lambda use: use.operation is not barrier)
     return barrier
 

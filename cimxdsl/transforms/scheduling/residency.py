@@ -8,10 +8,9 @@ contents. `cim-to-memristor` writes a crossbar's weights only when the op needs 
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from cimxdsl.dialects.cim import FutureType, GemmOp, GemvOp
+from cimxdsl.dialects.cim import CimValue, FutureType, GemmOp, GemvOp
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,7 @@ class StoredTile:
     @property
     def shape(self) -> tuple[int, int]:
         """(K, N) as stored: K rows take the inputs, N columns give the results."""
-        assert isinstance(self.value.type, TensorType | FutureType)
+        assert isinstance(self.value.type, CimValue | FutureType)
         rows, cols = self.value.type.get_shape()
         return (cols, rows) if self.transposed else (rows, cols)
 

@@ -2,10 +2,6 @@
 // MIT licence, Copyright (c) 2024 Chair for Compiler Construction TU Dresden, notice in
 // inputs/llama2_110M.mlir). Only the RUN lines are translated (cinm-opt → cim-opt, FileCheck →
 // filecheck).
-// Deliberate difference, so this test is expected to fail: cimxdsl's cim ops take tensors or
-// futures (the thesis-era flow: bufferization happens in cim-to-memristor); Cinnamon's main branch
-// bufferizes before convert-cinm-to-cim, so its cim ops take memrefs.
-// XFAIL: *
 // RUN: cim-opt %s | cim-opt | filecheck %s
 // RUN: cim-opt %s --print-op-generic | cim-opt | filecheck %s
 

@@ -1,10 +1,6 @@
 // Cinnamon's lit test test/Dialect/Cinm/cinm-parse-memrefs.mlir (github.com/tud-ccc/Cinnamon, commit
 // 16fe950d7ff2ee5c4607fefdf8853d0f140ef1c9; MIT licence, Copyright (c) 2024 Chair for Compiler
 // Construction TU Dresden, notice in inputs/llama2_110M.mlir). Only the RUN lines are translated.
-// Not supported, so this test is expected to fail: the buffer form of cinm's products and element-wise
-// ops (memref operands accumulating into an 'into' buffer, no result); cimxdsl's cinm is tensor-only
-// and names the problem ('cinm.op.gemm' on memrefs (Cinnamon's buffer form) is not supported).
-// XFAIL: *
 // RUN: cim-opt %s | cim-opt | filecheck %s
 // RUN: cim-opt %s --print-op-generic | cim-opt | filecheck %s
 module {

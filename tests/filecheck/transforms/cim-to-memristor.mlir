@@ -22,10 +22,10 @@ func.func @lower(%a: tensor<6x3xi32>, %b: tensor<3x6xi32>, %m: tensor<5x3xi32>, 
 // CHECK-NEXT:    %[[T0:.*]] = arith.constant 0 : i32
 // CHECK-NEXT:    %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:    %[[R0:.*]] = bufferization.alloc_tensor() : tensor<6x6xi32>
-// CHECK-NEXT:    %[[B:.*]] = bufferization.to_buffer %b : tensor<3x6xi32> to memref<3x6xi32>
-// CHECK-NEXT:    memristor.write_to_crossbar %[[T0]], %[[B]] : i32, memref<3x6xi32>
 // CHECK-NEXT:    %[[A:.*]] = bufferization.to_buffer %a : tensor<6x3xi32> to memref<6x3xi32>
+// CHECK-NEXT:    %[[B:.*]] = bufferization.to_buffer %b : tensor<3x6xi32> to memref<3x6xi32>
 // CHECK-NEXT:    %[[C0:.*]] = bufferization.to_buffer %[[R0]] : tensor<6x6xi32> to memref<6x6xi32>
+// CHECK-NEXT:    memristor.write_to_crossbar %[[T0]], %[[B]] : i32, memref<3x6xi32>
 // CHECK-NEXT:    memristor.gemm %[[T0]], %[[A]], %[[C0]] : i32, memref<6x3xi32>, memref<6x6xi32>
 // CHECK-NEXT:    memristor.barrier %[[T0]] : i32
 // CHECK-NEXT:    %[[R1:.*]] = bufferization.alloc_tensor() : tensor<6x6xi32>
@@ -36,9 +36,9 @@ func.func @lower(%a: tensor<6x3xi32>, %b: tensor<3x6xi32>, %m: tensor<5x3xi32>, 
 // CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<3x5xi32>
 // CHECK-NEXT:    %[[MT:.*]] = linalg.transpose ins(%m:tensor<5x3xi32>) outs(%[[E]]:tensor<3x5xi32>) permutation = [1, 0]
 // CHECK-NEXT:    %[[MB:.*]] = bufferization.to_buffer %[[MT]] : tensor<3x5xi32> to memref<3x5xi32>
-// CHECK-NEXT:    memristor.write_to_crossbar %[[T1]], %[[MB]] : i32, memref<3x5xi32>
 // CHECK-NEXT:    %[[V:.*]] = bufferization.to_buffer %v : tensor<3xi32> to memref<3xi32>
 // CHECK-NEXT:    %[[C2:.*]] = bufferization.to_buffer %[[R2]] : tensor<5xi32> to memref<5xi32>
+// CHECK-NEXT:    memristor.write_to_crossbar %[[T1]], %[[MB]] : i32, memref<3x5xi32>
 // CHECK-NEXT:    memristor.gevm %[[T1]], %[[V]], %[[C2]] : i32, memref<3xi32>, memref<5xi32>
 // CHECK-NEXT:    memristor.barrier %[[T1]] : i32
 // CHECK-NEXT:    func.return %[[R0]], %[[R1]], %[[R2]]
@@ -64,14 +64,14 @@ func.func @gemm_and_gemv_on_one_matrix(%x: tensor<4x4xi32>, %w: tensor<4x4xi32>,
 
 // CHECK-LABEL: func.func @gemm_and_gemv_on_one_matrix
 // CHECK:         %[[W0:.*]] = bufferization.to_buffer %w : tensor<4x4xi32> to memref<4x4xi32>
-// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W0]]
+// CHECK:         memristor.write_to_crossbar %{{.*}}, %[[W0]]
 // CHECK:         memristor.gemm
 // CHECK:         %[[WT:.*]] = linalg.transpose ins(%w:tensor<4x4xi32>)
 // CHECK-NEXT:    %[[W1:.*]] = bufferization.to_buffer %[[WT]] : tensor<4x4xi32> to memref<4x4xi32>
-// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W1]]
+// CHECK:         memristor.write_to_crossbar %{{.*}}, %[[W1]]
 // CHECK:         memristor.gevm
 // CHECK:         %[[W2:.*]] = bufferization.to_buffer %w : tensor<4x4xi32> to memref<4x4xi32>
-// CHECK-NEXT:    memristor.write_to_crossbar %{{.*}}, %[[W2]]
+// CHECK:         memristor.write_to_crossbar %{{.*}}, %[[W2]]
 // CHECK:         memristor.gemm
 
 // -----

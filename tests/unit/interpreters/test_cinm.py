@@ -334,3 +334,47 @@ def test_pop_count_counts_the_set_bits():
         np.array([1, 0, 1, 1, 0, 1], bool),
     )
     assert out == 4
+
+
+def test_buffer_form_gemm_adds_the_product_and_bias_into_its_buffer():
+    """Cinnamon's buffer form: `out += a·b (+ bias)`; two products into one buffer add up."""
+    rng = np.random.default_rng(4)
+    a, b = rng.integers(-9, 9, (3, 4)), rng.integers(-9, 9, (4, 2))
+    c, start = rng.integers(-9, 9, (3, 2)), rng.integers(-9, 9, (3, 2))
+    (out,) = run_main(
+        "%a: memref<3x4xi32>, %b: memref<4x2xi32>, %c: memref<3x2xi32>, %o: memref<3x2xi32>",
+        """cinm.op.gemm %a, %b into %o : memref<3x4xi32>, memref<4x2xi32> into memref<3x2xi32>
+           cinm.op.gemm %a, %b plus %c into %o : memref<3x4xi32>, memref<4x2xi32> plus memref<3x2xi32> into memref<3x2xi32>
+           func.return %o : memref<3x2xi32>""",
+        "memref<3x2xi32>",
+        a,
+        b,
+        c,
+        start.copy(),
+    )
+    expected = [[start[i, j] + 2 * sum(a[i, k] * b[k, j] for k in range(4)) + c[i, j] for j in range(2)] for i in range(3)]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_buffer_form_gemv_and_elementwise_write_their_buffers():
+    m, v = np.arange(12).reshape(3, 4) - 5, np.array([1, -2, 0, 3])
+    x = np.array([0.5, -1.0, 2.0])
+    gemv, product, exp = run_main(
+        "%m: memref<3x4xi32>, %v: memref<4xi32>, %x: memref<3xf32>",
+        """%g = memref.alloc() : memref<3xi32>
+           %z = arith.constant 0 : i32
+           linalg.fill ins(%z : i32) outs(%g : memref<3xi32>)
+           cinm.op.gemv %m, %v into %g : memref<3x4xi32>, memref<4xi32> into memref<3xi32>
+           %p = memref.alloc() : memref<3xf32>
+           cinm.op.elementwise mul %x, %x into %p : memref<3xf32> into memref<3xf32>
+           %e = memref.alloc() : memref<3xf32>
+           cinm.op.elementwise exp %x into %e : memref<3xf32> into memref<3xf32>
+           func.return %g, %p, %e : memref<3xi32>, memref<3xf32>, memref<3xf32>""",
+        "memref<3xi32>, memref<3xf32>, memref<3xf32>",
+        m,
+        v,
+        x,
+    )
+    np.testing.assert_array_equal(gemv, [sum(int(m[i, k]) * int(v[k]) for k in range(4)) for i in range(3)])
+    np.testing.assert_array_equal(product, [0.25, 1.0, 4.0])
+    np.testing.assert_allclose(exp, [math.exp(0.5), math.exp(-1.0), math.exp(2.0)], rtol=1e-6)

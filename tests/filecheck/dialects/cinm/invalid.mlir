@@ -71,7 +71,7 @@ func.func @gemm_bias_type(%a: tensor<6x4xi32>, %b: tensor<4x22xi32>, %c: tensor<
   %d = "cinm.op.gemm"(%a, %b, %c) : (tensor<6x4xi32>, tensor<4x22xi32>, tensor<6x21xi32>) -> tensor<6x22xi32>
   return
 }
-// CHECK: attribute tensor<6x21xi32> expected from variable 'R', but got tensor<6x22xi32>
+// CHECK: 'cinm.op.gemm' bias type tensor<6x21xi32> must be the result type tensor<6x22xi32>
 
 // -----
 
