@@ -1002,6 +1002,11 @@ class ReduceOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$method `(` $input `)` attr-dict `:` type($input) `->` type($result)"
 
+    def __init__(self, input: SSAValue, method: ReduceMethodAttr, dimensions: DenseArrayBase, result_type: Attribute):
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"method": method, "dimensions": dimensions}
+        )
+
     def verify_(self) -> None:
         shape = shape_of(self.input)
         if not shape:

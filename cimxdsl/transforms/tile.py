@@ -28,7 +28,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.errors import pass_error
-from cimxdsl.transforms.tile_loops import tile_in_loops
+from cimxdsl.transforms.tile_loops import TILE_SIZES, tile_in_loops
 
 
 def ranges(size: int, step: int) -> list[tuple[int, int]]:
@@ -150,6 +150,19 @@ def needs_tiling(op: cinm.GemmOp | cinm.GemvOp, rows: int, columns: int) -> bool
     return larger
 
 
+def loops_needed(op: cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp, rows: int, columns: int) -> bool:
+    """Whether `tile{mode=loop}` tiles `op`: a product larger than one crossbar, or a product or
+    reduce in a compute whose tile sizes are given (`cinm.tile_sizes`); a reduce over a dimension
+    longer than a crossbar's rows also by default."""
+    if cinm.NOTILE in op.attributes or not isinstance(op.parent_op(), cinm.ComputeOp):
+        return False
+    if isinstance(op, cinm.ReduceOp):
+        return True  # `loop_reduce` leaves one that fits a window
+    return needs_tiling(op, rows, columns) or (
+        op.out is None and not cinm.on_host(op) and any(TILE_SIZES in o.attributes for o in (op, op.parent_op()))
+    )
+
+
 @dataclass
 class TileProducts(RewritePattern):
     rows: int
@@ -200,8 +213,8 @@ class TilePass(ModulePass):
         if self.mode == "unroll":
             PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
         elif self.mode == "loop":
-            for product in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp)]:
-                if needs_tiling(product, rows, columns):
-                    tile_in_loops(product, rows, columns)
+            for found in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp)]:
+                if loops_needed(found, rows, columns):
+                    tile_in_loops(found, rows, columns)
         else:
             raise pass_error(self.name, f"option 'mode' must be 'unroll' or 'loop', got '{self.mode}'")

@@ -2,6 +2,8 @@
 form and as NumPy, at every stage, on sizes at and across tile edges (tile sizes that must divide
 them) and on more than one device."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -84,3 +86,76 @@ def test_the_memristor_pipeline_with_loop_tiling_equals_unrolled_tiling(device):
         np.testing.assert_array_equal(result.outputs[0], x @ w + b)
         np.testing.assert_array_equal(result.outputs[1], w.T @ v + d)
     assert results["loop"].device.metrics["total"]["mvms"] > 0
+
+
+REDUCE = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.sampled_from([(12,), (3, 16), (2, 9, 4), (24, 5)]),
+    axis=st.integers(0, 2),
+    method=st.sampled_from(sorted(REDUCE)),
+    window=st.sampled_from([2, 3, 4, 8]),
+    seed=st.integers(0, 2**16),
+)
+def test_reduce_in_loops_equals_numpy_at_every_stage(shape, axis, method, window, seed):
+    """A reduce over one dimension becomes window reductions and one more over their results;
+    windows of the crossbar's rows (`rows=window`) that divide the dimension or not."""
+    axis %= len(shape)
+    x = np.random.default_rng(seed).integers(-3, 4, shape)
+    kept = [s for d, s in enumerate(shape) if d != axis]
+    result = f"tensor<{'x'.join(map(str, kept))}xi32>" if kept else "i32"
+    source = f"tensor<{'x'.join(map(str, shape))}xi32>"
+    text = f"""
+    func.func @main(%x: {source}) -> {result} {{
+      %r = cinm.compute -> {result} {{
+        %a = cinm.op.reduce {method} (%x) {{dimensions = array<i64: {axis}>}} : {source} -> {result}
+        cinm.yield %a : {result}
+      }}
+      func.return %r : {result}
+    }}
+    """
+    expected = REDUCE[method](x, axis=axis)
+    looped = apply(parse(text), f"tile{{rows={window} mode=loop}}")
+    windows = shape[axis] // fitting_divisor(shape[axis], window)
+    assert sum(op.name == "affine.for" for op in looped.walk()) == (windows > 1)
+    for spec in (f"tile{{rows={window} mode=loop}}", f"tile{{rows={window} mode=loop}},cinm-unroll-loops"):
+        got = run(apply(parse(text), spec), [x], "ideal").outputs[0]
+        np.testing.assert_array_equal(got, expected)
+
+
+GEMM_WITH_SIZES = """
+func.func @main(%x: tensor<8x64xi32>, %w: tensor<64x32xi32>) -> tensor<8x32xi32> {
+  %r = cinm.compute -> tensor<8x32xi32> {
+    %p = cinm.op.gemm %x, %w {cinm.tile_sizes = array<i64: SIZES>} : tensor<8x64xi32>, tensor<64x32xi32> -> tensor<8x32xi32>
+    cinm.yield %p : tensor<8x32xi32>
+  }
+  func.return %r : tensor<8x32xi32>
+}
+"""
+
+
+def test_explicit_tile_sizes_set_the_loop_steps():
+    """`cinm.tile_sizes = [M, N, K]` (Cinnamon's later tiling) gives the steps of the three loops,
+    even for a product that fits one crossbar; the result is unchanged."""
+    rng = np.random.default_rng(3)
+    x, w = rng.integers(-8, 8, (8, 64)), rng.integers(-8, 8, (64, 32))
+    module = apply(parse(GEMM_WITH_SIZES.replace("SIZES", "4, 16, 32")), "tile{mode=loop}")
+    steps = re.findall(r"affine.for %\S+ = 0 to (\d+) step (\d+)", str(module))
+    assert steps == [("8", "4"), ("32", "16"), ("64", "32")]
+    for spec in ("tile{mode=loop}", "tile{mode=loop},cinm-unroll-loops,cinm-to-cim,schedule-asap,cim-to-memristor"):
+        got = run(apply(parse(GEMM_WITH_SIZES.replace("SIZES", "4, 16, 32")), spec), [x, w], "ideal").outputs[0]
+        np.testing.assert_array_equal(got, x @ w)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [("4, 16", "must be an array of 3 integers"), ("4, 16, 48", "48 must divide 64"), ("8, 32, 256", "256 must divide 64")],
+)
+def test_bad_tile_sizes_are_one_line_errors(sizes, message):
+    from xdsl.utils.exceptions import PassFailedException
+
+    with pytest.raises(PassFailedException, match=message) as error:
+        apply(parse(GEMM_WITH_SIZES.replace("SIZES", sizes)), "tile{mode=loop}")
+    assert "\n" not in str(error.value)
