@@ -13,8 +13,8 @@ from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.onnx_backend import CimBackend
 
 SUPPORTED = (
-    "matmul|gemm|conv|relu|leakyrelu|clip|sigmoid|tanh|add|sub|mul|div|sum|maxpool|averagepool|"
-    "globalaveragepool|batchnorm|concat|reshape|flatten|transpose|squeeze|unsqueeze|softmax|dropout|"
+    "matmul|gemm|conv|relu|leakyrelu|clip|sigmoid|tanh|add|sub|mul|div|sum|maxpool|averagepool|lppool|"
+    "globalaveragepool|globalmaxpool|batchnorm|concat|reshape|flatten|transpose|squeeze|unsqueeze|softmax|dropout|"
     "identity|lrn|pad|constant|shape|quantizelinear|dequantizelinear|qlinearconv|qlinearmatmul|matmulinteger|"
     "convinteger|gather|layer_normalization|gelu|erf|exp|sqrt|pow|reciprocal|neg|reduce_mean|reduce_sum|"
     "reduce_max|where|equal|expand|cast|castlike|slice|split|trilu|tril|triu|range|constantofshape|less|greater|max|min"
@@ -24,9 +24,6 @@ SUPPORTED = (
 UNSUPPORTED = {
     r"(range|greater_equal|less_equal)_.*expanded": "function-expanded variants that use other ops (Or, Ceil, Loop)",
     r"(add|sub|mul|div|clip|maxpool.*)_(u?int(8|16)|uint(32|64))": "8/16-bit and unsigned integer arithmetic",
-    r"pool_(1d|3d)": "only 2-D pooling",
-    r"pool_.*dilations": "pooling with dilations",
-    r"maxpool_with_argmax": "the argmax output",
     r"training_mode": "batch normalization in training mode",
     r"quantizelinear_(blocked|e4m3|e5m2|float4|u?int(2|4|16))": "blocked and non-8-bit quantization",
     r"gather_elements|reduce_sum_square|split_to_sequence": "other ops (GatherElements, ReduceSumSquare, SplitToSequence)",
