@@ -134,8 +134,8 @@ EXPECTED: dict[str, dict[str, Expect]] = {
     "Cast": {"to": integer(), "saturate": flag(1)},
     "Split": {"axis": integer(0), "split": integers(None, low=0), "num_outputs": integer(None, low=1)},
     "Trilu": {"upper": flag(1)},
-    "QuantizeLinear": AXIS,
-    "DequantizeLinear": AXIS,
+    "QuantizeLinear": {**AXIS, "block_size": integer(0, low=0)},
+    "DequantizeLinear": {**AXIS, "block_size": integer(0, low=0)},
 }
 
 

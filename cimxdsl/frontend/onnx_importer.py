@@ -773,11 +773,14 @@ def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_dropout(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    """Inference: the input, and a mask that keeps every element."""
+    """The input, and a mask that keeps every element: inference, or training with ratio 0 (a
+    training dropout of a positive ratio is random)."""
     x = im.input(node, 0)
     training = node.input[2] if len(node.input) > 2 else ""
     if training and (training not in im.constants or bool(im.constants[training])):
-        raise node_error(node, "only inference (training_mode a constant false) is supported")
+        ratio = im.optional_constant(node, 1)
+        if ratio is None or float(ratio) != 0.0:
+            raise node_error(node, "training mode (random dropout) is supported only with a constant ratio of 0")
     return [x, im.ir.constant(np.ones(shape_of(x), bool), i1)]
 
 
@@ -785,9 +788,13 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.input(node, 0)]
 
 
+PAD_MODES = {"edge": "edge", "reflect": "reflect", "wrap": "wrap"}
+"""NumPy's `np.pad` mode of each ONNX Pad mode other than `constant`."""
+
+
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    if attrs["mode"] != "constant":
-        raise node_error(node, "only constant padding is supported")
+    """`constant` padding, or `edge`/`reflect`/`wrap`: a gather along each padded axis of the
+    source index of every padded position."""
     given = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)
@@ -799,7 +806,17 @@ def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     low, high = [0] * rank, [0] * rank
     for i, axis in enumerate(axes):
         low[axis], high[axis] = given[i], given[i + len(axes)]
-    return [im.ir.pad(x, low, high, float(value) if value is not None else 0.0)]
+    if attrs["mode"] == "constant":
+        return [im.ir.pad(x, low, high, float(value) if value is not None else 0.0)]
+    if min(low + high) < 0:
+        raise node_error(node, f"negative pads are supported in constant mode only, got {given}")
+    for axis, (before, after) in enumerate(zip(low, high, strict=True)):
+        if before or after:
+            if shape_of(x)[axis] == 0:
+                raise node_error(node, f"axis {axis} is empty: there is nothing to pad it with")
+            source = np.pad(np.arange(shape_of(x)[axis]), (before, after), PAD_MODES[attrs["mode"]])
+            x = take(im, x, im.ir.constant(source, i64), axis)
+    return [x]
 
 
 def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -887,6 +904,8 @@ def import_dequantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def quantization_axis(attrs: NodeAttributes, x: SSAValue, scale: Parameter) -> int:
     """The axis of per-axis scales (checked against the rank); per-tensor scales ignore it."""
+    if attrs["block_size"]:
+        raise node_error(attrs.node, f"blocked quantization (block_size {attrs['block_size']}) is not supported")
     count = scale.size if isinstance(scale, np.ndarray) else 1 if scale is None else int(np.prod(shape_of(scale)))
     return attrs.axis("axis", len(shape_of(x))) if count > 1 else attrs["axis"]
 
