@@ -579,15 +579,20 @@ def import_sigmoid(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], list[int]]:
-    """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node without
-    dilations; `ceil_mode` becomes extra bottom/right padding (which the pooling does not count)."""
+    """Kernel, strides and TOSA pads of a 2-D pooling node without dilations."""
     if len(shape_of(image)) != 4:
         raise node_error(node, "only 2-D pooling (NCHW) is supported")
     window = pool_window(node, attrs, shape_of(image))
     if any(d != 1 for d in window.dilations):
         raise node_error(node, "dilations are not supported")
-    end = [e + x for e, x in zip(window.end, window.extension, strict=True)]
-    return list(window.kernel), list(window.strides), [window.begin[0], end[0], window.begin[1], end[1]]
+    return list(window.kernel), list(window.strides), tosa_pads(window)
+
+
+def tosa_pads(window: Window) -> list[int]:
+    """TOSA pads [top, bottom, left, right] of 2-D windows; `ceil_mode`'s extension becomes extra
+    bottom/right padding (which TOSA pooling does not count)."""
+    (top, left), (bottom, right), (taller, wider) = window.begin, window.end, window.extension
+    return [top, bottom + taller, left, right + wider]
 
 
 def is_planar(window: Window) -> bool:
@@ -617,8 +622,7 @@ def import_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     window = pool_window(node, attrs, shape_of(image))
     indices = len(node.output) > 1 and bool(node.output[1])
     if is_planar(window) and not indices:
-        kernel, strides, pads = pool_geometry(node, attrs, image)
-        return [im.ir.pool(tosa.MaxPool2DOp, image, kernel, strides, pads)]
+        return [im.ir.pool(tosa.MaxPool2DOp, image, list(window.kernel), list(window.strides), tosa_pads(window))]
     elements = window_elements(im, image, window, float(np.finfo(np.float32).min))
     maxima = im.ir.reduce(tosa.ReduceMaxOp, elements, 3)
     results = [unflatten(im, maxima, window)]
@@ -648,12 +652,12 @@ def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
         sums = im.ir.reduce(tosa.ReduceSumOp, window_elements(im, image, window, 0.0), 3)
         counts = window.counts(bool(attrs["count_include_pad"])).reshape(1, 1, -1, 1)
         return [unflatten(im, im.ir.binary(arith.DivfOp, sums, im.ir.constant(counts)), window)]
-    kernel, strides, pads = pool_geometry(node, attrs, image)
+    pads = tosa_pads(window)
     if attrs["count_include_pad"]:
         (top, left), (bottom, right) = window.begin, window.end
         image = im.ir.pad(image, [0, 0, top, left], [0, 0, bottom, right])
-        pads = [0, pads[1] - bottom, 0, pads[3] - right]  # what ceil_mode adds stays uncounted
-    return [im.ir.pool(tosa.AvgPool2DOp, image, kernel, strides, pads)]
+        pads = [0, window.extension[0], 0, window.extension[1]]  # what ceil_mode adds stays uncounted
+    return [im.ir.pool(tosa.AvgPool2DOp, image, list(window.kernel), list(window.strides), pads)]
 
 
 def import_lp_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -788,10 +792,6 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.input(node, 0)]
 
 
-PAD_MODES = {"edge": "edge", "reflect": "reflect", "wrap": "wrap"}
-"""NumPy's `np.pad` mode of each ONNX Pad mode other than `constant`."""
-
-
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """`constant` padding, or `edge`/`reflect`/`wrap`: a gather along each padded axis of the
     source index of every padded position."""
@@ -814,7 +814,7 @@ def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
         if before or after:
             if shape_of(x)[axis] == 0:
                 raise node_error(node, f"axis {axis} is empty: there is nothing to pad it with")
-            source = np.pad(np.arange(shape_of(x)[axis]), (before, after), PAD_MODES[attrs["mode"]])
+            source = np.pad(np.arange(shape_of(x)[axis]), (before, after), attrs["mode"])  # NumPy's modes are ONNX's
             x = take(im, x, im.ir.constant(source, i64), axis)
     return [x]
 
