@@ -28,8 +28,10 @@ SHAPE_PARAMETERS = {
     "Trilu": (1,),
     "Range": (0, 1, 2),
     "ConstantOfShape": (0,),
+    "Dropout": (1, 2),
 }
-"""The inputs of each op that fix the shape of its result (they must be known when compiling)."""
+"""The inputs of each op that must be known when compiling: those that fix the shape of its result,
+and Dropout's ratio and training mode."""
 
 
 def graph_inputs(model: onnx.ModelProto) -> list[str]:

@@ -92,9 +92,18 @@ WINDOW = {
     "pads": integers([0, 0, 0, 0], length=4, low=0),
     "auto_pad": string("NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"),
 }
-"""Attributes of 2-D windows (convolutions and pooling); only 2-D windows are supported."""
+"""Attributes of 2-D convolution windows (only 2-D convolutions are supported)."""
 CONV = {**WINDOW, "kernel_shape": integers(None, length=2, low=1), "group": integer(1, low=1)}
-POOL = {**WINDOW, "ceil_mode": flag(), "storage_order": flag()}
+POOL = {
+    "kernel_shape": integers(low=1),
+    "strides": integers(None, low=1),
+    "dilations": integers(None, low=1),
+    "pads": integers(None, low=0),
+    "auto_pad": WINDOW["auto_pad"],
+    "ceil_mode": flag(),
+}
+"""Attributes of pooling windows over any number of spatial axes (their lengths checked against the
+input's rank when the node is imported)."""
 AXIS = {"axis": integer(1)}
 REDUCE = {"axes": integers(None), "keepdims": flag(1), "noop_with_empty_axes": flag(0)}
 
@@ -102,8 +111,9 @@ EXPECTED: dict[str, dict[str, Expect]] = {
     "Conv": CONV,
     "ConvInteger": CONV,
     "QLinearConv": CONV,
-    "MaxPool": POOL,
+    "MaxPool": {**POOL, "storage_order": flag()},
     "AveragePool": {**POOL, "count_include_pad": flag()},
+    "LpPool": {**POOL, "p": integer(2, low=1)},
     "Gemm": {"alpha": number(1.0), "beta": number(1.0), "transA": flag(), "transB": flag()},
     "LeakyRelu": {"alpha": number(0.01)},
     "Clip": {"min": number(None), "max": number(None)},
@@ -124,8 +134,8 @@ EXPECTED: dict[str, dict[str, Expect]] = {
     "Cast": {"to": integer(), "saturate": flag(1)},
     "Split": {"axis": integer(0), "split": integers(None, low=0), "num_outputs": integer(None, low=1)},
     "Trilu": {"upper": flag(1)},
-    "QuantizeLinear": AXIS,
-    "DequantizeLinear": AXIS,
+    "QuantizeLinear": {**AXIS, "block_size": integer(0, low=0)},
+    "DequantizeLinear": {**AXIS, "block_size": integer(0, low=0)},
 }
 
 

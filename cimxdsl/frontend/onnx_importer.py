@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 from cimxdsl.dialects.utils import dense_array, dense_attr
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
 from cimxdsl.frontend.builder import IRBuilder, shape_of
+from cimxdsl.frontend.pooling import Window, pool_window
 
 TARGET_OPSET = 17
 SHAPE_ONLY = {"Shape", "Size"}
@@ -578,49 +579,111 @@ def import_sigmoid(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def pool_geometry(node, attrs, image: SSAValue) -> tuple[list[int], list[int], list[int]]:
-    """Kernel, strides and TOSA pads [top, bottom, left, right] of a 2-D pooling node; `ceil_mode`
-    becomes extra bottom/right padding (which the pooling does not count)."""
+    """Kernel, strides and TOSA pads of a 2-D pooling node without dilations."""
     if len(shape_of(image)) != 4:
         raise node_error(node, "only 2-D pooling (NCHW) is supported")
-    kernel, strides = attrs["kernel_shape"], attrs["strides"]
-    if any(d != 1 for d in attrs["dilations"]):
+    window = pool_window(node, attrs, shape_of(image))
+    if any(d != 1 for d in window.dilations):
         raise node_error(node, "dilations are not supported")
-    size = shape_of(image)[2:]
-    pads = conv_pads(node, attrs, size, kernel, strides, [1, 1])
-    if attrs["ceil_mode"]:
-        for axis in range(2):
-            span = size[axis] + pads[axis] + pads[axis + 2] - kernel[axis]
-            out = -(-span // strides[axis]) + 1
-            if (out - 1) * strides[axis] >= size[axis] + pads[axis]:
-                out -= 1  # the last window must start inside the image or its leading padding
-            pads[axis + 2] += max(
-                0, (out - 1) * strides[axis] + kernel[axis] - (size[axis] + pads[axis] + pads[axis + 2])
-            )
-    return kernel, strides, [pads[0], pads[2], pads[1], pads[3]]
+    return list(window.kernel), list(window.strides), tosa_pads(window)
+
+
+def tosa_pads(window: Window) -> list[int]:
+    """TOSA pads [top, bottom, left, right] of 2-D windows; `ceil_mode`'s extension becomes extra
+    bottom/right padding (which TOSA pooling does not count)."""
+    (top, left), (bottom, right), (taller, wider) = window.begin, window.end, window.extension
+    return [top, bottom + taller, left, right + wider]
+
+
+def is_planar(window: Window) -> bool:
+    """Whether TOSA's 2-D pooling computes these windows (2 spatial axes, no dilations)."""
+    return len(window.size) == 2 and all(d == 1 for d in window.dilations)
+
+
+def window_elements(im: OnnxImporter, image: SSAValue, window: Window, fill: float) -> SSAValue:
+    """`[N, C, windows, kernel elements]`: the elements of every window (a gather from the image
+    flattened), padding read as `fill`."""
+    n, c = shape_of(image)[:2]
+    size = int(np.prod(window.size))
+    flat = im.ir.reshape(image, (n, c, size))
+    padded = im.ir.concat([flat, im.ir.splat(fill, (n, c, 1), image.type.element_type)], 2)
+    positions = window.flat_positions()
+    return take(im, padded, im.ir.constant(np.where(positions < 0, size, positions), i64), 2)
+
+
+def unflatten(im: OnnxImporter, pooled: SSAValue, window: Window) -> SSAValue:
+    """`[N, C, windows, 1]` as `[N, C, *out]`."""
+    return im.ir.reshape(pooled, (*shape_of(pooled)[:2], *window.out))
 
 
 def import_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """The maxima of the windows and, as the optional second output, where they are."""
     image = im.input(node, 0)
-    kernel, strides, pads = pool_geometry(node, attrs, image)
-    return [im.ir.pool(tosa.MaxPool2DOp, image, kernel, strides, pads)]
+    window = pool_window(node, attrs, shape_of(image))
+    indices = len(node.output) > 1 and bool(node.output[1])
+    if is_planar(window) and not indices:
+        return [im.ir.pool(tosa.MaxPool2DOp, image, list(window.kernel), list(window.strides), tosa_pads(window))]
+    elements = window_elements(im, image, window, float(np.finfo(np.float32).min))
+    maxima = im.ir.reduce(tosa.ReduceMaxOp, elements, 3)
+    results = [unflatten(im, maxima, window)]
+    if indices:
+        results.append(unflatten(im, max_indices(im, elements, maxima, window, attrs["storage_order"]), window))
+    return results
+
+
+def max_indices(im: OnnxImporter, elements: SSAValue, maxima: SSAValue, window: Window, column_major: int) -> SSAValue:
+    """`[N, C, windows, 1]`: for each window, ONNX's index of its first maximum (in the window's
+    row-major order) in the input flattened row-major (with `storage_order` 1, the spatial
+    dimensions column-major)."""
+    n, c, count, kernel = shape_of(elements)
+    order = im.ir.constant(np.arange(kernel), i64)
+    unmatched = im.ir.splat(kernel, (kernel,), i64)
+    first = im.ir.reduce(tosa.ReduceMinOp, im.ir.select(im.ir.compare(elements, maxima, "eq"), order, unmatched), 3)
+    picks = im.ir.binary(arith.AddiOp, first, im.ir.constant(np.arange(count)[:, None] * kernel, i64))
+    spatial = im.ir.gather(im.ir.constant(window.flat_positions(bool(column_major)).reshape(-1), i64), picks)
+    planes = np.arange(n * c).reshape(n, c, 1, 1) * int(np.prod(window.size))
+    return im.ir.binary(arith.AddiOp, spatial, im.ir.constant(planes, i64))
 
 
 def import_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
-    kernel, strides, pads = pool_geometry(node, attrs, image)
+    window = pool_window(node, attrs, shape_of(image))
+    if not is_planar(window):
+        sums = im.ir.reduce(tosa.ReduceSumOp, window_elements(im, image, window, 0.0), 3)
+        counts = window.counts(bool(attrs["count_include_pad"])).reshape(1, 1, -1, 1)
+        return [unflatten(im, im.ir.binary(arith.DivfOp, sums, im.ir.constant(counts)), window)]
+    pads = tosa_pads(window)
     if attrs["count_include_pad"]:
-        image = im.ir.pad(image, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]])
-        pads = [0, 0, 0, 0]
-    return [im.ir.pool(tosa.AvgPool2DOp, image, kernel, strides, pads)]
+        (top, left), (bottom, right) = window.begin, window.end
+        image = im.ir.pad(image, [0, 0, top, left], [0, 0, bottom, right])
+        pads = [0, window.extension[0], 0, window.extension[1]]  # what ceil_mode adds stays uncounted
+    return [im.ir.pool(tosa.AvgPool2DOp, image, list(window.kernel), list(window.strides), pads)]
+
+
+def import_lp_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`(Σ |x|^p)^(1/p)` over each window (padding adds 0)."""
+    image = im.input(node, 0)
+    window = pool_window(node, attrs, shape_of(image))
+    powers = im.ir.scalar_op(math.PowFOp, im.ir.unary(math.AbsFOp, image), float(attrs["p"]))
+    sums = im.ir.reduce(tosa.ReduceSumOp, window_elements(im, powers, window, 0.0), 3)
+    return [unflatten(im, im.ir.scalar_op(math.PowFOp, sums, 1.0 / attrs["p"]), window)]
+
+
+def spatial_axes(node, image: SSAValue) -> list[int]:
+    rank = len(shape_of(image))
+    if rank < 3 or 0 in shape_of(image)[2:]:
+        raise node_error(node, f"the input must be [N, C, spatial…] and not empty, got {list(shape_of(image))}")
+    return list(range(2, rank))
 
 
 def import_global_average_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     image = im.input(node, 0)
-    h, w = shape_of(image)[2:]
-    if h * w == 0:
-        raise node_error(node, "the image is empty")
-    total = im.ir.reduce(tosa.ReduceSumOp, im.ir.reduce(tosa.ReduceSumOp, image, 2), 3)
-    return [im.ir.scalar_op(arith.MulfOp, total, 1.0 / (h * w))]
+    return [mean(im, image, spatial_axes(node, image))]
+
+
+def import_global_max_pool(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    image = im.input(node, 0)
+    return [reduce_axes(im, tosa.ReduceMaxOp, image, spatial_axes(node, image))]
 
 
 def import_batch_norm(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -714,11 +777,14 @@ def import_softmax(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_dropout(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    """Inference: the input, and a mask that keeps every element."""
+    """The input, and a mask that keeps every element: inference, or training with ratio 0 (a
+    training dropout of a positive ratio is random)."""
     x = im.input(node, 0)
     training = node.input[2] if len(node.input) > 2 else ""
     if training and (training not in im.constants or bool(im.constants[training])):
-        raise node_error(node, "only inference (training_mode a constant false) is supported")
+        ratio = im.optional_constant(node, 1)
+        if ratio is None or float(ratio) != 0.0:
+            raise node_error(node, "training mode (random dropout) is supported only with a constant ratio of 0")
     return [x, im.ir.constant(np.ones(shape_of(x), bool), i1)]
 
 
@@ -727,8 +793,8 @@ def import_identity(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 
 def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    if attrs["mode"] != "constant":
-        raise node_error(node, "only constant padding is supported")
+    """`constant` padding, or `edge`/`reflect`/`wrap`: a gather along each padded axis of the
+    source index of every padded position."""
     given = [int(p) for p in im.constant(node, 1, "pads")]
     value = im.optional_constant(node, 2)
     x = im.input(node, 0)
@@ -740,7 +806,17 @@ def import_pad(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     low, high = [0] * rank, [0] * rank
     for i, axis in enumerate(axes):
         low[axis], high[axis] = given[i], given[i + len(axes)]
-    return [im.ir.pad(x, low, high, float(value) if value is not None else 0.0)]
+    if attrs["mode"] == "constant":
+        return [im.ir.pad(x, low, high, float(value) if value is not None else 0.0)]
+    if min(low + high) < 0:
+        raise node_error(node, f"negative pads are supported in constant mode only, got {given}")
+    for axis, (before, after) in enumerate(zip(low, high, strict=True)):
+        if before or after:
+            if shape_of(x)[axis] == 0:
+                raise node_error(node, f"axis {axis} is empty: there is nothing to pad it with")
+            source = np.pad(np.arange(shape_of(x)[axis]), (before, after), attrs["mode"])  # NumPy's modes are ONNX's
+            x = take(im, x, im.ir.constant(source, i64), axis)
+    return [x]
 
 
 def import_lrn(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -828,6 +904,8 @@ def import_dequantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
 
 def quantization_axis(attrs: NodeAttributes, x: SSAValue, scale: Parameter) -> int:
     """The axis of per-axis scales (checked against the rank); per-tensor scales ignore it."""
+    if attrs["block_size"]:
+        raise node_error(attrs.node, f"blocked quantization (block_size {attrs['block_size']}) is not supported")
     count = scale.size if isinstance(scale, np.ndarray) else 1 if scale is None else int(np.prod(shape_of(scale)))
     return attrs.axis("axis", len(shape_of(x))) if count > 1 else attrs["axis"]
 
@@ -1211,6 +1289,8 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "MaxPool": import_max_pool,
     "AveragePool": import_average_pool,
     "GlobalAveragePool": import_global_average_pool,
+    "GlobalMaxPool": import_global_max_pool,
+    "LpPool": import_lp_pool,
     "BatchNormalization": import_batch_norm,
     "Concat": import_concat,
     "Reshape": import_reshape,

@@ -28,7 +28,7 @@ def test_defaults_fill_in_and_given_values_are_typed():
         ("Conv", {"auto_pad": "SIDEWAYS"}, "attribute 'auto_pad' must be a string (one of NOTSET, SAME_UPPER,"),
         ("Gemm", {"transB": 2}, "attribute 'transB' must be an integer (one of 0, 1), got 2"),
         ("Gemm", {"alpha": 2}, "attribute 'alpha' must be a number, got 2"),
-        ("MaxPool", {}, "attribute 'kernel_shape' is missing; it must be a list of 2 integers ≥ 1"),
+        ("MaxPool", {}, "attribute 'kernel_shape' is missing; it must be a list of integers ≥ 1"),
         ("LRN", {"size": 0}, "attribute 'size' must be an integer ≥ 1, got 0"),
         ("Pad", {"mode": "mirror"}, "attribute 'mode' must be a string (one of constant, reflect, edge, wrap)"),
     ],

@@ -1,5 +1,6 @@
-"""ONNX's own node tests, for every op type the importer supports, through `cimxdsl.onnx_backend`
-(import, exact mode, the whole memristor flow, the ideal device)."""
+"""ONNX's own node tests, for every op type the importer supports and for every other op whose
+test graph (a function expansion) uses only supported ops, through `cimxdsl.onnx_backend` (import,
+exact mode, the whole memristor flow, the ideal device)."""
 
 import re
 
@@ -10,42 +11,46 @@ from onnx.backend.test.case.node import collect_testcases
 
 from cimxdsl.api import CompileError
 from cimxdsl.frontend.attributes import OnnxImportError
+from cimxdsl.frontend.onnx_importer import HANDLERS, SHAPE_ONLY
 from cimxdsl.onnx_backend import CimBackend
 
 SUPPORTED = (
-    "matmul|gemm|conv|relu|leakyrelu|clip|sigmoid|tanh|add|sub|mul|div|sum|maxpool|averagepool|"
-    "globalaveragepool|batchnorm|concat|reshape|flatten|transpose|squeeze|unsqueeze|softmax|dropout|"
+    "matmul|gemm|conv|relu|leakyrelu|clip|sigmoid|tanh|add|sub|mul|div|sum|maxpool|averagepool|lppool|"
+    "globalaveragepool|globalmaxpool|batchnorm|concat|reshape|flatten|transpose|squeeze|unsqueeze|softmax|dropout|"
     "identity|lrn|pad|constant|shape|quantizelinear|dequantizelinear|qlinearconv|qlinearmatmul|matmulinteger|"
     "convinteger|gather|layer_normalization|gelu|erf|exp|sqrt|pow|reciprocal|neg|reduce_mean|reduce_sum|"
-    "reduce_max|where|equal|expand|cast|castlike|slice|split|trilu|tril|triu|range|constantofshape|less|greater|max|min"
+    "reduce_max|where|equal|expand|cast|castlike|slice|split|trilu|tril|triu|range|constantofshape|less|greater|max|min|"
+    "size|basic_conv|training_dropout"
 )
+CASES = collect_testcases(None)
+COMPOSED = [
+    case.name for case in CASES if {n.op_type for n in case.model.graph.node} <= {*HANDLERS, *SHAPE_ONLY, "Constant"}
+]
+"""Tests whose graphs use only supported ops (the function expansions of Elu, RMSNormalization, …)."""
 
-# Variants outside what the importer supports, each with the reason.
-UNSUPPORTED = {
-    r"(range|greater_equal|less_equal)_.*expanded": "function-expanded variants that use other ops (Or, Ceil, Loop)",
-    r"(add|sub|mul|div|clip|maxpool.*)_(u?int(8|16)|uint(32|64))": "8/16-bit and unsigned integer arithmetic",
-    r"pool_(1d|3d)": "only 2-D pooling",
-    r"pool_.*dilations": "pooling with dilations",
-    r"maxpool_with_argmax": "the argmax output",
-    r"training_mode": "batch normalization in training mode",
-    r"quantizelinear_(blocked|e4m3|e5m2|float4|u?int(2|4|16))": "blocked and non-8-bit quantization",
-    r"gather_elements|reduce_sum_square|split_to_sequence": "other ops (GatherElements, ReduceSumSquare, SplitToSequence)",
-}
 REJECTED = {
     r"identity_(opt|sequence)": "optional and sequence types",
     r"cast(like)?_.*(BFLOAT16|FLOAT8|FLOAT4|INT4|INT2|UINT4|UINT2|E8M0)": "8-, 4- and 2-bit numbers and bfloat16",
-    r"(equal|less|greater)_(u?int16|uint32|uint64|string)": "integer types other than int32/int64, and strings",
+    r"(add|sub|mul|div|equal|less|greater)_(u?int16|uint32|uint64|string)": "16-bit and unsigned 32/64-bit integers, strings",
+    r"(range|greater_equal|less_equal)_.*expanded": "function-expanded variants that use other ops (Or, Ceil)",
+    r"training_mode": "batch normalization in training mode",
+    r"quantizelinear_(blocked|e4m3|e5m2|float4|u?int(2|4|16))": "blocked and non-8-bit quantization",
+    r"gather_elements|reduce_sum_square(?!.*_expanded)|split_to_sequence": "other ops (GatherElements, ReduceSumSquare, …)",
     r"(max|min)_u?int(16|32|64)": "integer arithmetic (models compute in float)",
     r"pow_types_(int|float32_uint)": "integer bases (models compute in float) and unsigned exponents",
     r"reduce_max_empty_set": "the maximum of an empty set",
+    r"training_dropout(?!_zero_ratio)": "training mode with a ratio above 0 (random)",
+    r"causal_conv_with_state": "1-D convolutions (in CausalConvWithState's expansion)",
+    r"center_crop_pad": "integer Max of run-time shapes (in CenterCropPad's expansion)",
 }
-"""Variants left out that the importer rejects with a one-line error (checked below)."""
+"""The variants left out, each with the reason: the importer rejects them with a one-line error
+(checked below)."""
 
-INCLUDED = re.compile(rf"^test_({SUPPORTED})(_.*)?_cpu$")
+INCLUDED = re.compile(rf"^test_({SUPPORTED})(_.*)?_cpu$|^({'|'.join(map(re.escape, COMPOSED))})_cpu$")
 
 backend_test = onnx.backend.test.BackendTest(CimBackend, __name__)
 backend_test.include(INCLUDED.pattern)
-for pattern in [*UNSUPPORTED, *REJECTED]:
+for pattern in REJECTED:
     backend_test.exclude(pattern)
 test_cases = backend_test.test_cases  # a property that builds new classes on every access
 for case in test_cases.values():
@@ -57,7 +62,7 @@ globals().update({name: case for name, case in test_cases.items() if any(n.start
 
 REJECTED_CASES = [
     case
-    for case in collect_testcases(None)
+    for case in CASES
     if INCLUDED.match(f"{case.name}_cpu") and any(re.search(p, case.name) for p in REJECTED)
 ]
 
