@@ -47,16 +47,29 @@ DEFAULT_CROSSBARS = 64
 """Crossbars each layer may use when the caller does not say (the scheduler acquires them all)."""
 
 
+KEPT_STAGES = ("import", "quantize", "schedule", "func")
+"""Stages whose IR `compile` keeps (the report runs `schedule`, a call `func`); the others are
+rebuilt from the stage before them when asked for, instead of cloning every stage's IR."""
+
+
 class CompileError(ValueError):
     """A model, option or device the compiler cannot take; the message is one line."""
+
+
+@dataclass(frozen=True)
+class RebuiltStage:
+    """A stage not kept: its IR is that of stage `base` after `passes` (deterministic)."""
+
+    base: str
+    passes: tuple[str | ModulePass, ...]
 
 
 @dataclass
 class CompiledModel:
     """A model lowered for a device: call it on NumPy inputs, read its report and its IR."""
 
-    stages: dict[str, ModuleOp | str]
-    """The IR after each stage (`STAGES`): a module, or its text until it is needed."""
+    stages: dict[str, ModuleOp | str | RebuiltStage]
+    """The IR after each stage (`STAGES`): a module, its text until it is needed, or how to rebuild it."""
     device: DeviceConfig
     options: dict
     notes: list[str] = field(default_factory=list)
@@ -81,6 +94,11 @@ class CompiledModel:
         ir = self.stages[stage]
         if isinstance(ir, str):
             ir = self.stages[stage] = parse_module_text(ir, f"<{stage}>")
+        elif isinstance(ir, RebuiltStage):
+            module = self.module(ir.base).clone()
+            for passes in ir.passes:
+                apply_passes(module, passes)
+            ir = self.stages[stage] = module
         return ir
 
     def mlir(self, stage: str = "func") -> str:
@@ -427,12 +445,24 @@ def compile(
     seconds: dict[str, float] = {}
     stages: dict[str, ModuleOp | str] = {}
 
-    def stage(name: str, work: Callable[[], ModuleOp]) -> ModuleOp:
+    rebuilt: list[str | ModulePass] = []
+    """The passes since the last kept stage."""
+
+    def stage(name: str, work: Callable[[], ModuleOp], passes: str | ModulePass | None = None) -> ModuleOp:
         say(name)
         start = time.perf_counter()
         module = work()
         seconds[name] = time.perf_counter() - start
-        stages[name] = module if name == STAGES[-1] else module.clone()  # the last stage is not changed again
+        if passes is not None:
+            rebuilt.append(passes)
+        if name == STAGES[-1]:
+            stages[name] = module  # not changed again
+        elif name in KEPT_STAGES:
+            stages[name] = module.clone()
+            rebuilt.clear()
+        else:
+            base = next(kept for kept in reversed(stages) if isinstance(stages[kept], ModuleOp))
+            stages[name] = RebuiltStage(base, tuple(rebuilt))
         freeze()
         return module
 
@@ -455,7 +485,7 @@ def compile(
             ("memristor", "cim-to-memristor"),
             ("func", "memristor-to-func"),
         ):
-            module = stage(name, lambda spec=spec: apply_passes(module, spec))
+            module = stage(name, lambda spec=spec: apply_passes(module, spec), spec)
     options = {
         "target": target,
         "mode": mode,

@@ -1,8 +1,8 @@
 """Emitting the standard MLIR ops the ONNX importer produces, with NumPy constants.
 
-Matrix work becomes `linalg.matmul`/`linalg.conv_2d_nchw_fchw` (what `linalg-to-cinm` offloads);
-host work becomes `arith`/`math` element-wise ops on tensors, `tosa` pooling, clamps and
-reductions, and `tensor`/`linalg` data movement.
+Matrix work becomes `linalg.matmul`/`linalg.conv_2d_nchw_fchw`/`linalg.conv_2d_ngchw_gfchw` (what
+`linalg-to-cinm` offloads); host work becomes `arith`/`math` element-wise ops on tensors, `tosa`
+pooling, clamps and reductions, and `tensor`/`linalg` data movement.
 """
 
 from collections.abc import Callable, Sequence
@@ -22,13 +22,20 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.linalg.ops import BroadcastOp, Conv2DNchwFchwOp, MatmulOp, SelectOp, TransposeOp
+from xdsl.dialects.linalg.ops import (
+    BroadcastOp,
+    Conv2DNchwFchwOp,
+    Conv2DNgchwGfchwOp,
+    MatmulOp,
+    SelectOp,
+    TransposeOp,
+)
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects.upstream import BatchMatmulOp, GatherOp, MapOp
-from cimxdsl.dialects.utils import dense_attr, shape_of
+from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
 
 
 class IRBuilder:
@@ -157,19 +164,53 @@ class IRBuilder:
         return value
 
     def conv(self, image: SSAValue, weights: SSAValue, strides: Sequence[int], dilations: Sequence[int]) -> SSAValue:
-        (n, _, h, w), (f, _, kh, kw) = shape_of(image), shape_of(weights)
+        """`linalg.conv_2d_nchw_fchw`, or `linalg.conv_2d_ngchw_gfchw` for 5-d (grouped) operands."""
+        *batch, h, w = shape_of(image)
+        *filters, _, kh, kw = shape_of(weights)
         oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
         ow = (w - dilations[1] * (kw - 1) - 1) // strides[1] + 1
-        result = TensorType(self.element, (n, f, oh, ow))
+        result = TensorType(self.element, (batch[0], *filters, oh, ow))
+        kind = Conv2DNchwFchwOp if len(batch) == 2 else Conv2DNgchwGfchwOp
         return self.named(
             self.insert(
-                Conv2DNchwFchwOp(
+                kind(
                     [image, weights],
                     [self.empty(result.get_shape())],
                     [result],
                     strides=dense_attr(np.array(strides, np.int64), i64),
                     dilations=dense_attr(np.array(dilations, np.int64), i64),
                 )
+            )
+        )
+
+    def grouped_conv(
+        self, image: SSAValue, weights: SSAValue, groups: int, strides: Sequence[int], dilations: Sequence[int]
+    ) -> SSAValue:
+        """A grouped NCHW convolution with FCHW weights as one `linalg.conv_2d_ngchw_gfchw`: the
+        channels split into `groups` (image G×C, weights G×F), the result merged back to NCHW."""
+        (n, c, h, w), (f, c_group, kh, kw) = shape_of(image), shape_of(weights)
+        split_image = self.expand(image, (n, groups, c // groups, h, w), [[0], [1, 2], [3], [4]])
+        split_weights = (f // groups, c_group, kh, kw)
+        owner = weights.owner
+        if isinstance(owner, arith.ConstantOp):
+            kernel = self.constant(dense_array(owner.value).reshape(groups, *split_weights), weights.type.element_type)
+            kernel.owner.attributes.update(owner.attributes)  # scales a quantized model gave (per filter)
+        else:
+            kernel = self.expand(weights, (groups, *split_weights), [[0, 1], [2], [3], [4]])
+        result = self.conv(split_image, kernel, strides, dilations)
+        n, g, f_group, oh, ow = shape_of(result)
+        return self.collapse(result, (n, g * f_group, oh, ow), [[0], [1, 2], [3], [4]])
+
+    def expand(self, value: SSAValue, shape: Sequence[int], groups: Sequence[Sequence[int]]) -> SSAValue:
+        result = TensorType(value.type.element_type, tuple(shape))
+        return self.insert(tensor.ExpandShapeOp(value, [], reassociation(groups), tuple(shape), result))
+
+    def collapse(self, value: SSAValue, shape: Sequence[int], groups: Sequence[Sequence[int]]) -> SSAValue:
+        return self.insert(
+            tensor.CollapseShapeOp.create(
+                operands=[value],
+                result_types=[TensorType(value.type.element_type, tuple(shape))],
+                properties={"reassociation": reassociation(groups)},
             )
         )
 

@@ -4,8 +4,8 @@ The model is upgraded to a recent opset and shape-inferred; initializers stay Nu
 become `arith.constant`s only where an op uses them. Nodes whose inputs are all constant (shape
 arithmetic, `Constant`, …) are folded with ONNX's reference evaluator. BatchNormalization after a
 convolution with constant weights is folded into it. Matrix products and convolutions become
-`linalg.matmul`/`linalg.conv_2d_nchw_fchw` (offloaded later by `linalg-to-cinm`); the rest becomes
-host ops (see `builder.py`).
+`linalg.matmul`/`linalg.conv_2d_nchw_fchw` (a grouped convolution: one `linalg.conv_2d_ngchw_gfchw`),
+offloaded later by `linalg-to-cinm`; the rest becomes host ops (see `builder.py`).
 """
 
 from __future__ import annotations
@@ -318,6 +318,13 @@ class OnnxImporter:
             return self.values[name]
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 
+    def drop_if_unused(self, value: SSAValue) -> None:
+        """Erase a materialized constant nothing uses (a later use materializes it again)."""
+        if not value.uses and isinstance(value.owner, arith.ConstantOp):
+            value.owner.detach()
+            value.owner.erase()
+            self.values = {name: v for name, v in self.values.items() if v is not value}
+
     def input(self, node: onnx.NodeProto, index: int) -> SSAValue:
         return self.value(node.input[index], node_label(node))
 
@@ -504,16 +511,9 @@ def convolution(im: OnnxImporter, node, attrs, image: SSAValue, weights: SSAValu
     image = im.ir.pad(image, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]])
     groups = attrs["group"]
     if groups == 1:
-        result = im.ir.conv(image, weights, strides, dilations)
-    else:
-        n, _, h, w = shape_of(image)
-        per_group = f // groups
-        outputs = []
-        for g in range(groups):
-            part = im.ir.slice(image, [0, g * c_group, 0, 0], [n, c_group, h, w])
-            kernel = im.ir.slice(weights, [g * per_group, 0, 0, 0], [per_group, c_group, kh, kw])
-            outputs.append(im.ir.conv(part, kernel, strides, dilations))
-        result = im.ir.concat(outputs, 1)
+        return im.ir.conv(image, weights, strides, dilations)
+    result = im.ir.grouped_conv(image, weights, groups, strides, dilations)
+    im.drop_if_unused(weights)  # the constant was regrouped
     return result
 
 

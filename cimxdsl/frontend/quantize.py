@@ -1,7 +1,7 @@
 """Post-training quantization of the imported float program.
 
-Every `linalg.matmul`/`linalg.conv_2d_nchw_fchw` whose weights are a constant becomes an integer
-product for the crossbars:
+Every `linalg.matmul`/`linalg.conv_2d_nchw_fchw`/`linalg.conv_2d_ngchw_gfchw` whose weights are a
+constant becomes an integer product for the crossbars:
 
     x_q = quantize(x, s_x)                    per-tensor activation scale from calibration
     W_q = round(W / s_w)                      per-output-channel symmetric weight scales
@@ -22,18 +22,18 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import arith, tensor
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType, f32, i32
-from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, MatmulOp
+from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, Conv2DNgchwGfchwOp, MatmulOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
-from cimxdsl.dialects.utils import dense_array, dense_attr
+from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
 from cimxdsl.frontend.onnx_importer import SCALES_ATTRIBUTE
 from cimxdsl.interpreters import run
 
-Product = MatmulOp | Conv2DNchwFchwOp
+Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
 
 
 @dataclass
@@ -117,13 +117,15 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
     the calibration."""
     weights = weights_of(op)
     assert weights is not None
+    grouped = isinstance(op, Conv2DNgchwGfchwOp)
+    filters = weights.reshape(-1, *weights.shape[2:]) if grouped else weights  # GFCHW as (G·F)CHW
     channel_axis = 1 if isinstance(op, MatmulOp) else 0
-    given = given_scales(op.inputs[1], channel_axis, weights.shape[channel_axis]) if weight_bits == 8 else None
-    w_scales = weight_scales(weights, channel_axis, weight_bits) if given is None else given
-    shape = [1] * weights.ndim
+    given = given_scales(op.inputs[1], channel_axis, filters.shape[channel_axis]) if weight_bits == 8 else None
+    w_scales = weight_scales(filters, channel_axis, weight_bits) if given is None else given
+    shape = [1] * filters.ndim
     shape[channel_axis] = -1
     limit = 2 ** (weight_bits - 1) - 1
-    codes = np.clip(np.rint(weights / w_scales.reshape(shape)), -limit, limit)
+    codes = np.clip(np.rint(filters / w_scales.reshape(shape)), -limit, limit).reshape(weights.shape)
     x_scale, signed = activation_scale(seen, input_bits)
     given_input = given_scales(op.inputs[0], 0, 1) if input_bits == 8 else None
     if given_input is not None:
@@ -147,7 +149,7 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
     if isinstance(op, MatmulOp):
         product = MatmulOp([quantized.result, weight_codes.result], [zeros.tensor])
     else:
-        product = Conv2DNchwFchwOp(
+        product = type(op)(
             [quantized.result, weight_codes.result],
             [zeros.tensor],
             [integer_type],
@@ -155,13 +157,30 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
             dilations=op.dilations,
         )
     product.res[0].name_hint = op.res[0].name_hint
-    dequantized = cinm.DequantizeOp(product.res[0], dense_attr(x_scale * w_scales, f32), result_type, axis=1)
-    new_ops += [product, dequantized]
-    result: SSAValue = dequantized.result
+    new_ops.append(product)
+    new_ops += dequantized_channels(product.res[0], x_scale * w_scales, result_type)
+    result: SSAValue = new_ops[-1].results[0]
     if not is_fresh(init):
         new_ops.append(add := arith.AddfOp(result, init))
         result = add.result
     Rewriter.replace_op(op, new_ops, [result])
+
+
+def dequantized_channels(codes: SSAValue, scales: np.ndarray, result_type: TensorType) -> list[Operation]:
+    """Ops dequantizing `codes` with a scale per channel (axis 1; of a grouped convolution's
+    N×G×F×… result, the G·F channels merged for the purpose)."""
+    shape = result_type.get_shape()
+    if len(shape) < 5:
+        return [cinm.DequantizeOp(codes, dense_attr(scales, f32), result_type, axis=1)]
+    channels = (shape[0], shape[1] * shape[2], *shape[3:])
+    merge = reassociation([[0], [1, 2], *([i] for i in range(3, len(shape)))])
+    merged = tensor.CollapseShapeOp.create(
+        operands=[codes], result_types=[TensorType(i32, channels)], properties={"reassociation": merge}
+    )
+    merged_type = TensorType(result_type.element_type, channels)
+    dequantized = cinm.DequantizeOp(merged.results[0], dense_attr(scales, f32), merged_type, axis=1)
+    split = tensor.ExpandShapeOp(dequantized.result, [], merge, shape, result_type)
+    return [merged, dequantized, split]
 
 
 def quantize_runtime_product(op: BatchMatmulOp, seen: tuple[Range, Range], weight_bits: int, input_bits: int) -> None:

@@ -17,6 +17,7 @@ from xdsl.dialects.linalg.ops import (
     AddOp,
     BroadcastOp,
     Conv2DNchwFchwOp,
+    Conv2DNgchwGfchwOp,
     FillOp,
     MatmulOp,
     MaxOp,
@@ -220,6 +221,16 @@ def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.nda
     return (cols @ w.reshape(f, -1).T).reshape(n, oh, -1, f).transpose(0, 3, 1, 2)
 
 
+def conv2d_ngchw_gfchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
+    """A grouped convolution (NGCHW images, GFCHW weights), as one batched product of each group's patches."""
+    n, g, c, h, width = x.shape
+    _, f, _, kh, kw = w.shape
+    cols = im2col(x.reshape(n, g * c, h, width), (kh, kw), strides, dilations)
+    per_group = np.matmul(cols.reshape(len(cols), g, -1).transpose(1, 0, 2), w.reshape(g, f, -1).transpose(0, 2, 1))
+    oh = (h - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    return per_group.reshape(g, n, oh, -1, f).transpose(1, 0, 4, 2, 3)
+
+
 @register_impls
 class HostFunctions(InterpreterFunctions):
     """NumPy implementations of upstream ops (the element-wise ones share one implementation)."""
@@ -343,6 +354,14 @@ class HostFunctions(InterpreterFunctions):
     def run_conv(self, interpreter: Interpreter, op: Conv2DNchwFchwOp, args: PythonValues):
         x, w, init = args
         product = conv2d_nchw_fchw(
+            x.astype(init.dtype), w.astype(init.dtype), op.strides.get_values(), op.dilations.get_values()
+        )
+        return result_of(op, init + product)
+
+    @impl(Conv2DNgchwGfchwOp)
+    def run_grouped_conv(self, interpreter: Interpreter, op: Conv2DNgchwGfchwOp, args: PythonValues):
+        x, w, init = args
+        product = conv2d_ngchw_gfchw(
             x.astype(init.dtype), w.astype(init.dtype), op.strides.get_values(), op.dilations.get_values()
         )
         return result_of(op, init + product)

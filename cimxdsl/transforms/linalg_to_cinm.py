@@ -5,7 +5,9 @@
 is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise.
 `linalg.conv_2d_nchw_fchw` becomes `cinm.op.im2col` of the image, a gemm with the FCHW weights as
 a `(C·KH·KW) × F` matrix (folded when the weights are a constant or a slice of one, as a group's
-are), and the reshape of the product back to NCHW. `linalg.batch_matmul` (a product of two run-time
+are), and the reshape of the product back to NCHW; `linalg.conv_2d_ngchw_gfchw` (a grouped convolution)
+becomes one compute of the image's im2col and a gemm per group of its columns with that group's
+weights. `linalg.batch_matmul` (a product of two run-time
 tensors: attention's Q·Kᵀ and P·V) becomes one compute of a gemm per batch entry (head), placed by
 the option `placement` (`cimxdsl.device.placement`): `host` (the digital unit; later passes leave
 the compute alone), `crossbar` (its right operand is written into crossbars, as any gemm's), or
@@ -28,9 +30,9 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, FillOp, MatmulOp, TransposeOp
-from xdsl.dialects.tensor import ExpandShapeOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, Conv2DNgchwGfchwOp, FillOp, MatmulOp, TransposeOp
+from xdsl.dialects.tensor import CollapseShapeOp, ExpandShapeOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -90,6 +92,13 @@ def constant_array(value: SSAValue) -> np.ndarray | None:
     return source[tuple(slice(offset, offset + size) for offset, size in window)].reshape(owner.result.type.get_shape())
 
 
+def folded_matrix(values: np.ndarray, element: Attribute, rewriter: PatternRewriter, before: Operation) -> SSAValue:
+    """FCHW weight values as a `(C·KH·KW) × F` constant inserted before `before`."""
+    constant = arith.ConstantOp(dense_attr(values.reshape(len(values), -1).T, element))
+    rewriter.insert(constant, InsertPoint.before(before))
+    return constant.result
+
+
 def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operation) -> tuple[list[Operation], SSAValue]:
     """FCHW weights as the `(C·KH·KW) × F` matrix a crossbar holds: a new constant (inserted before
     `before`) when they are a constant or a slice of one, else ops computing it inside the compute.
@@ -100,9 +109,7 @@ def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operatio
     element = weights_type.element_type
     values = constant_array(weights)
     if values is not None:
-        constant = arith.ConstantOp(dense_attr(values.reshape(f, c * kh * kw).T, element))
-        rewriter.insert(constant, InsertPoint.before(before))
-        return [], constant.result
+        return [], folded_matrix(values, element, rewriter, before)
     collapsed = tensor.CollapseShapeOp.create(
         operands=[weights],
         result_types=[TensorType(element, (f, c * kh * kw))],
@@ -125,30 +132,94 @@ class MatmulToCinm(RewritePattern):
 
 
 class ConvToCinm(RewritePattern):
+    """`linalg.conv_2d_nchw_fchw`, or a grouped `linalg.conv_2d_ngchw_gfchw`, → one compute:
+    `cinm.op.im2col` of the whole image (its columns grouped by channel), per group a gemm of its
+    columns with its own weight matrix (so each group's weights take their own tiles), the
+    products joined and reshaped to the result's layout."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: Conv2DNchwFchwOp, rewriter: PatternRewriter):
+    def match_and_rewrite(self, op: Conv2DNchwFchwOp | Conv2DNgchwGfchwOp, rewriter: PatternRewriter):
         if len(op.res) != 1 or isinstance(op.parent_op(), cinm.ComputeOp):
             return
         image, weights = op.inputs
         (init,) = op.outputs
         result_type = op.res[0].type
         assert isinstance(result_type, TensorType) and isinstance(weights.type, TensorType)
-        n, f, oh, ow = result_type.get_shape()
-        kernel = weights.type.get_shape()[2:]
+        n, *filters, oh, ow = result_type.get_shape()  # filters: (F,) or (G, F)
+        groups, f = filters if len(filters) == 2 else (1, filters[0])
+        c, kh, kw = weights.type.get_shape()[-3:]
         element = result_type.element_type
-        cols = cinm.Im2colOp(image, kernel, op.strides.get_values(), op.dilations.get_values())
-        matrix_ops, matrix = weight_matrix(weights, rewriter, op)
-        product = cinm.GemmOp(cols.result, matrix, None, TensorType(element, (n * oh * ow, f)))
-        nhwc = TensorType(element, (n, oh, ow, f))
-        expand = ExpandShapeOp(product.result, [], reassociation([[0, 1, 2], [3]]), (n, oh, ow, f), nhwc)
-        init_nchw = tensor.EmptyOp([], result_type)
-        nchw = TransposeOp(expand.result, init_nchw.tensor, DenseArrayBase.from_list(i64, (0, 3, 1, 2)))
-        body: list[Operation] = [cols, *matrix_ops, product, expand, init_nchw, nchw]
+        body: list[Operation] = []
+        cols = cinm.Im2colOp(merged_channels(image, body), (kh, kw), op.strides.get_values(), op.dilations.get_values())
+        body.append(cols)
+        rows, depth = n * oh * ow, c * kh * kw
+        values = constant_array(weights)
+        products = []
+        for g in range(groups):
+            part = cols.result
+            if groups > 1:
+                columns = tensor.ExtractSliceOp.from_static_parameters(part, [0, g * depth], [rows, depth])
+                body.append(columns)
+                part = columns.result
+            if values is not None:
+                group_values = values[g] if len(filters) == 2 else values
+                matrix_ops, matrix = [], folded_matrix(group_values, weights.type.element_type, rewriter, op)
+            else:
+                kernel_ops, kernel = group_weights(weights, g, len(filters) == 2)
+                matrix_ops, matrix = weight_matrix(kernel, rewriter, op)
+                matrix_ops = [*kernel_ops, *matrix_ops]
+            product = cinm.GemmOp(part, matrix, None, TensorType(element, (rows, f)))
+            body += [*matrix_ops, product]
+            products.append(product.result)
+        joined = products[0]
+        if groups > 1:
+            body.append(concat := tensor.ConcatOp(products, 1, TensorType(element, (rows, groups * f))))
+            joined = concat.result
+        pixels = TensorType(element, (n, oh, ow, *filters))
+        channels = list(range(3, pixels.get_num_dims()))
+        expand = ExpandShapeOp(joined, [], reassociation([[0, 1, 2], channels]), pixels.get_shape(), pixels)
+        init_result = tensor.EmptyOp([], result_type)
+        layout = (0, *channels, 1, 2)
+        result = TransposeOp(expand.result, init_result.tensor, DenseArrayBase.from_list(i64, layout))
+        body += [expand, init_result, result]
         if not is_zero(init):
-            body.append(cinm.AddOp(nchw.results[0], init))
+            body.append(cinm.AddOp(result.results[0], init))
         wrap_in_compute(rewriter, op, body)
-        if not matrix_ops and isinstance(weights.owner, tensor.ExtractSliceOp) and not weights.uses:
+        if values is not None and isinstance(weights.owner, tensor.ExtractSliceOp) and not weights.uses:
             rewriter.erase_op(weights.owner)
+
+
+def group_weights(weights: SSAValue, group: int, grouped: bool) -> tuple[list[Operation], SSAValue]:
+    """The FCHW weights of one group of GFCHW weights (a slice op; `weights` itself if not grouped)."""
+    if not grouped:
+        return [], weights
+    weights_type = weights.type
+    assert isinstance(weights_type, TensorType)
+    _, f, c, kh, kw = weights_type.get_shape()
+    kernel = TensorType(weights_type.element_type, (f, c, kh, kw))
+    part = tensor.ExtractSliceOp(weights, [group, 0, 0, 0, 0], [1, f, c, kh, kw], [1] * 5, kernel)
+    return [part], part.result
+
+
+def merged_channels(image: SSAValue, body: list[Operation]) -> SSAValue:
+    """An N×G×C×H×W image as N×(G·C)×H×W: the source of the expand that split it, or a new
+    collapse appended to `body`. An NCHW image is returned as it is."""
+    image_type = image.type
+    assert isinstance(image_type, TensorType)
+    if image_type.get_num_dims() == 4:
+        return image
+    n, g, c, h, w = image_type.get_shape()
+    shape = (n, g * c, h, w)
+    owner = image.owner
+    if isinstance(owner, ExpandShapeOp) and shape_of(owner.src) == shape:
+        return owner.src
+    collapse = CollapseShapeOp.create(
+        operands=[image],
+        result_types=[TensorType(image_type.element_type, shape)],
+        properties={"reassociation": reassociation([[0], [1, 2], [3], [4]])},
+    )
+    body.append(collapse)
+    return collapse.results[0]
 
 
 def batch_entry(value: SSAValue, index: int) -> tensor.ExtractSliceOp:
