@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from cimxdsl.dialects.utils import dense_attr, reassociation
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
+from cimxdsl.frontend.pooling import pool_window
 from cimxdsl.frontend.onnx_importer import (
     OnnxImporter,
     conv_pads,
@@ -349,15 +350,13 @@ class IntegerImporter:
         rounded and shifted to the output's exponent."""
         x, e_x = self.input(node)
         kernel, strides, pads = pool_geometry(node, attrs, x)
-        n, c, h, w = shape_of(x)
+        c = shape_of(x)[1]
+        window = pool_window(node, attrs, shape_of(x))
         x = self.ir.pad(x, [0, 0, pads[0], pads[2]], [0, 0, pads[1], pads[3]], 0)
         ones = np.zeros((c, c, *kernel), np.int64)
         ones[np.arange(c), np.arange(c)] = 1
         total = self.ir.conv(x, self.ir.constant(ones, i32), strides, [1, 1])
-        inside = np.pad(np.ones((1, 1, h, w)), ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
-        if attrs["count_include_pad"]:
-            inside = np.ones_like(inside)
-        counts = window_sums(inside, kernel, strides)
+        counts = window.counts(bool(attrs["count_include_pad"])).reshape(1, 1, *window.out)
         multiplier = np.rint(2.0**MULTIPLIER_BITS / counts).astype(np.int64)
         full = np.broadcast_to(multiplier, shape_of(total))
         acc = self.ir.insert(arith.MuliOp(total, self.ir.constant(np.ascontiguousarray(full), i32)))
@@ -442,12 +441,6 @@ class IntegerImporter:
         return self.input(node)
 
     import_dropout = import_identity
-
-
-def window_sums(image: np.ndarray, kernel: Sequence[int], strides: Sequence[int]) -> np.ndarray:
-    """The sum of each pooling window of a `[1, 1, H, W]` array (no padding)."""
-    windows = np.lib.stride_tricks.sliding_window_view(image, tuple(kernel), axis=(2, 3))
-    return windows[:, :, :: strides[0], :: strides[1]].sum(axis=(-2, -1))
 
 
 def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[np.ndarray]]) -> IntegerProgram:

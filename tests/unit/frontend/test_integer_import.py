@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from cimxdsl.frontend.attributes import OnnxImportError
-from cimxdsl.frontend.integer import exponent, import_integer, window_sums
+from cimxdsl.frontend.integer import exponent, import_integer
 from cimxdsl.interpreters import run
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -33,11 +33,29 @@ def test_integer_digits_model_agrees_with_float():
     assert all(v.dtype == np.dtype("int32") for v in program.quantize([images[0][None]]))
 
 
-def test_window_sums_count_the_pixels_inside_the_image():
-    inside = np.pad(np.ones((1, 1, 4, 4)), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    counts = window_sums(inside, (3, 3), (1, 1))[0, 0]
-    assert counts.shape == (4, 4)
-    assert counts[0, 0] == counts[3, 3] == 4 and counts[0, 1] == counts[2, 0] == 6 and counts[1, 2] == 9
+@pytest.mark.parametrize("include_pad", [0, 1])
+def test_average_pool_counts_padding_but_not_ceil_modes_extension(include_pad):
+    """`count_include_pad` counts the explicit padding, never the rows and columns `ceil_mode` adds
+    so that the last window fits (onnxruntime's rule): a constant image averages to the constant
+    where windows stay inside it, less near the border when padding counts."""
+    pool = helper.make_node(
+        "AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+        count_include_pad=include_pad,
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [pool],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 2, 6, 6))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 2, 4, 4))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.full((1, 2, 6, 6), 0.75, np.float32)
+    program = import_integer(model, [[x]])
+    ours = program.dequantize(run(program.module, program.quantize([x]), "ideal").outputs)[0]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    np.testing.assert_allclose(ours, expected, atol=2.0 ** (program.output_exponents[0] + 1))
+    assert (np.unique(np.round(expected, 3)).size > 1) == bool(include_pad)
 
 
 def test_a_softmax_over_pixels_is_refused():
