@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from cimxdsl.dialects.pim import (
+    BY_OPCODE,
     InstructionJsonError,
-    InstructionOp,
     InstructionStream,
     MvmulOp,
     RecvOp,
@@ -210,41 +210,39 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_instruction(obj: Any, where: str, core_count: int, core_id: int) -> InstructionOp:
-    """The verified op of an instruction object, or ArtifactError: the ISA's rules are the
-    dialect's; a peer core must exist and differ from this one."""
-    try:
-        op = InstructionOp.from_json(obj)
-    except InstructionJsonError as e:
-        raise ArtifactError(f"{where}: {e}") from None
-    if isinstance(op, SendOp | RecvOp | SyncOp):
-        where = f"{where} ({op.mnemonic()})"
-        peer = op.field("core")
-        if peer >= core_count:
-            raise ArtifactError(f"{where}: core {peer} does not exist (core_cnt is {core_count})")
-        if peer == core_id and not isinstance(op, SyncOp):
-            raise ArtifactError(f"{where}: a core cannot {op.mnemonic()} to itself")
-    return op
-
-
 def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> CoreProgram:
+    """The core's checked instruction stream: the ISA's rules are the dialect's
+    (`InstructionStream.from_json`); the directory adds that `setbw` comes first, an `mvmul`'s
+    group exists and a transfer's peer core exists and differs from this one."""
     name = core_file(core_id)
     data = load_json(directory / name)
     if not isinstance(data, list):
         raise ArtifactError(f"{name}: must be a JSON array of instructions")
-    instructions = [
-        read_instruction(obj, f"{name}: instruction {i}", core_count, core_id) for i, obj in enumerate(data)
-    ]
-    if instructions and not isinstance(instructions[0], SetbwOp):
-        first = instructions[0].mnemonic()
+    try:
+        stream = InstructionStream.from_json(data)
+    except InstructionJsonError as e:
+        raise ArtifactError(f"{name}: {e}") from None
+    if len(stream) and stream.opcodes[0] != SetbwOp.OPCODE:
+        first = BY_OPCODE[int(stream.opcodes[0])].mnemonic()
         raise ArtifactError(f"{name}: instruction 0 ({first}): the first instruction must be setbw")
-    for i, op in enumerate(instructions):
-        if isinstance(op, MvmulOp) and op.field("group") >= groups:
-            raise ArtifactError(
-                f"{name}: instruction {i} (mvmul): group {op.field('group')} is outside "
-                f"array_group_map.core{core_id} ({groups} groups)"
-            )
-    return CoreProgram(core_id, instructions, read_crossbars(directory, core_id, groups))
+    peer = stream.column("core")
+    transfer = np.isin(stream.opcodes, [SendOp.OPCODE, RecvOp.OPCODE, SyncOp.OPCODE])
+    mvmul = stream.opcodes == MvmulOp.OPCODE
+    problems = [
+        (transfer & (peer >= core_count), "core {core} does not exist (core_cnt is " + f"{core_count})"),
+        (transfer & (peer == core_id) & (stream.opcodes != SyncOp.OPCODE), "a core cannot {op} to itself"),
+        (
+            mvmul & (stream.column("group") >= groups),
+            "group {group} is outside " + f"array_group_map.core{core_id} ({groups} groups)",
+        ),
+    ]
+    if any(mask.any() for mask, _ in problems):
+        i = min(int(np.argmax(mask)) for mask, _ in problems if mask.any())
+        op = stream[i]
+        message = next(text for mask, text in problems if mask[i])
+        fields = op.fields()
+        raise ArtifactError(f"{name}: instruction {i} ({op.mnemonic()}): " + message.format(op=op.mnemonic(), **fields))
+    return CoreProgram(core_id, stream, read_crossbars(directory, core_id, groups))
 
 
 def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGroup]:
