@@ -28,6 +28,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.performance import PerformanceError
+from cimxdsl.backend.pipeline import DEFAULT_PACKING
 from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
@@ -313,7 +314,7 @@ def compile_pim(
     cores: int | None = None,
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
-    packing: str = "kernel",
+    packing: str = DEFAULT_PACKING,
     mapping: str = "none",
     mapping_budget: float = 10.0,
     chip: str | Path | ChipConfig = "pimcomp",

@@ -64,7 +64,8 @@ class CoreProgram:
     """Local memory the compiler allocated (0 when unknown, e.g. read back from a directory)."""
 
 
-MAX_LOCAL_BYTES = 1 << 28
+MAX_LOCAL_BYTES = 1 << 31
+"""What a (signed 32-bit) register addresses: VGG-19's first core at 224×224 uses 434 MB."""
 
 
 class ExecutionError(ValueError):

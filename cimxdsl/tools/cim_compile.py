@@ -156,7 +156,7 @@ def main(args: Sequence[str] | None = None) -> None:
         "--packing",
         choices=["kernel", "im2col"],
         help="--target pim: a crossbar matrix per kernel position (kernel, as RAPTOR) or kernel positions x channels "
-        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP; default: kernel)",
+        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP; the default)",
     )
     parser.add_argument(
         "--mapping",
