@@ -102,9 +102,9 @@ def run(
         row["import_s"] = time.perf_counter() - start
         with tempfile.TemporaryDirectory() as out:
             begin = time.perf_counter()
-            report = compile_to_pim(
-                program.module.clone(), cores, crossbars_per_core, out_dir=out, packing=packing, chip=load_chip_config(chip)
-            )
+            chip_config = load_chip_config(chip)
+            module = program.module.clone()
+            report = compile_to_pim(module, cores, crossbars_per_core, out_dir=out, packing=packing, chip=chip_config)
             row["compile_s"] = time.perf_counter() - begin
             row |= {k: report[k] for k in ("cores_used", "crossbars_used", "cell_utilization", "instructions")}
             p = report["performance"]

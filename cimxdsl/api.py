@@ -322,8 +322,8 @@ def compile_pim(
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
-    chip's when the model fits them, else as many cores as the model needs (`packing`: `kernel` or
-    `im2col`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
+    default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`). The report includes the chip's performance estimate
     (`performance`)."""
     import tempfile

@@ -390,10 +390,11 @@ class Machine:
         views = [
             core.view(address(core, f[1 + k], select, 2 << k, offset * scale), n, bits) for k in range(operands)
         ]
+        target = address(core, f[0], select, 1, offset * scale)
         if wide:
-            core.write(address(core, f[0], select, 1, offset * scale), function(*(v.astype(np.int64) for v in views)), bits)
+            core.write(target, function(*(v.astype(np.int64) for v in views)), bits)
         else:
-            function(*views, out=core.view(address(core, f[0], select, 1, offset * scale), n, bits))
+            function(*views, out=core.view(target, n, bits))
 
     def op_vvadd(self, core: Core, f: list[int]) -> None:
         self.vector(core, f, np.add, 2)

@@ -216,7 +216,8 @@ def test_compile_to_pim_writes_the_files_the_pim_codegen_ir_gives(tmp_path):
     """`compile_to_pim` keeps the instructions packed; the `pim-codegen` pass builds them as ops
     and `write_program` writes those: the two directories are byte for byte the same."""
     text = resnet_program(size=6, width=4)
-    compile_to_pim(parse(text), cores=16, crossbars_per_core=4, xbar_size=8, out_dir=tmp_path / "packed", packing="kernel")
+    options = {"cores": 16, "crossbars_per_core": 4, "xbar_size": 8, "packing": "kernel"}
+    compile_to_pim(parse(text), out_dir=tmp_path / "packed", **options)
     module = apply(parse(text), "pim{xbar-size=8 cores=16 crossbars-per-core=4}")
     write_program(module, tmp_path / "ops")
     files = sorted(p.name for p in (tmp_path / "packed").iterdir())
