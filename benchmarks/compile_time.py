@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
+from cimxdsl.backend.pipeline import DEFAULT_PACKING
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""
@@ -57,7 +58,7 @@ def main() -> None:
     parser.add_argument("--cores", type=int, help="PIM cores offered (default: the chip's if the model fits)")
     parser.add_argument("--crossbars-per-core", type=int, help="PIM crossbars per core (default: the chip's)")
     parser.add_argument("--chip", default="pimcomp", help="PIM chip preset or file of the performance estimate")
-    parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
+    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col"])
     parser.add_argument("--mapping", default="none", choices=["none", "greedy", "ga"])
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]

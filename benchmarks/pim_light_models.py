@@ -5,10 +5,13 @@ ZFNet-512, Inception v1/v2, DenseNet-121, ShuffleNet) through the PIM flow: inte
 The light models hold every weight as `ConstantOfShape(shape)`; `light_model` replaces those by
 random initializers (He-scaled, seeded) so the layers compute something non-trivial.
 
-    python -m benchmarks.pim_light_models [names...] [--crossbars-per-core N] [--size S] [--no-validate]
-        [--chip pimcomp]
+    python -m benchmarks.pim_light_models [names...] [--cores N] [--crossbars-per-core N] [--size S]
+        [--no-validate] [--chip pimcomp] [--packing kernel|im2col]
 
-Each row also has the performance estimate on the chip: pipelined throughput, latency, bottleneck.
+With no options a model compiles as `cim-compile --target pim` does with no flags (the chip's cores
+and crossbars per core when the model fits them, else as many cores as it needs; the default
+packing). Each row also has the performance estimate on the chip (pipelined throughput, latency,
+bottleneck) and, validated, the instruction-level execution's time and whether it is exact.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from cimxdsl.backend.pipeline import DEFAULT_PACKING
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 NAMES = [
@@ -72,11 +77,12 @@ def light_model(name: str, seed: int = 0, size: int | None = None) -> onnx.Model
 
 def run(
     name: str,
-    crossbars_per_core: int,
-    validate_artifacts: bool,
+    crossbars_per_core: int | None = None,
+    validate_artifacts: bool = True,
     size: int | None = None,
-    packing: str = "kernel",
+    packing: str = DEFAULT_PACKING,
     chip: str = "pimcomp",
+    cores: int | None = None,
 ) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.backend.pipeline import compile_to_pim
@@ -96,9 +102,9 @@ def run(
         row["import_s"] = time.perf_counter() - start
         with tempfile.TemporaryDirectory() as out:
             begin = time.perf_counter()
-            report = compile_to_pim(
-                program.module.clone(), 0, crossbars_per_core, out_dir=out, packing=packing, chip=load_chip_config(chip)
-            )
+            chip_config = load_chip_config(chip)
+            module = program.module.clone()
+            report = compile_to_pim(module, cores, crossbars_per_core, out_dir=out, packing=packing, chip=chip_config)
             row["compile_s"] = time.perf_counter() - begin
             row |= {k: report[k] for k in ("cores_used", "crossbars_used", "cell_utilization", "instructions")}
             p = report["performance"]
@@ -106,7 +112,9 @@ def run(
             if validate_artifacts:
                 (q,) = program.quantize([x])
                 (golden,) = interpret(program.module, [q], "ideal").outputs
+                begin = time.perf_counter()
                 (got,) = validate(read_artifacts(out), [q]).outputs
+                row["validate_s"] = time.perf_counter() - begin
                 row["exact"] = bool(np.array_equal(np.asarray(got).reshape(golden.shape), golden))
     except Exception as e:  # a benchmark row, not a crash: the one-line error is the result
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -117,14 +125,23 @@ def run(
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", default=NAMES)
-    parser.add_argument("--crossbars-per-core", type=int, default=64)
+    parser.add_argument("--cores", type=int, help="cores (default: the chip's if the model fits, else as needed)")
+    parser.add_argument("--crossbars-per-core", type=int, help="crossbars per core (default: the chip's)")
     parser.add_argument("--no-validate", action="store_true")
     parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
-    parser.add_argument("--packing", default="kernel", choices=["kernel", "im2col"])
+    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col"])
     parser.add_argument("--chip", default="pimcomp", help="the chip of the performance estimate (preset or file)")
     options = parser.parse_args(argv)
     for name in options.names:
-        row = run(name, options.crossbars_per_core, not options.no_validate, options.size, options.packing, options.chip)
+        row = run(
+            name,
+            options.crossbars_per_core,
+            not options.no_validate,
+            options.size,
+            options.packing,
+            options.chip,
+            options.cores,
+        )
         print(row, flush=True)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -27,6 +28,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.performance import PerformanceError
+from cimxdsl.backend.pipeline import DEFAULT_PACKING
 from cimxdsl.device import Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
@@ -318,6 +320,11 @@ def pim_unsupported(model: onnx.ModelProto) -> str | None:
     return None
 
 
+PIM_OPTIONS = ("cores", "crossbars_per_core", "out_dir", "packing", "mapping", "mapping_budget", "chip")
+"""The keyword options of `compile_pim` that `compile(target="pim")` and `cim-compile --target pim`
+forward as given (the defaults are `compile_pim`'s)."""
+
+
 def compile_pim(
     model: onnx.ModelProto | str | Path,
     device: str | Path | DeviceConfig = "ideal",
@@ -325,7 +332,7 @@ def compile_pim(
     cores: int | None = None,
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
-    packing: str = "kernel",
+    packing: str = DEFAULT_PACKING,
     mapping: str = "none",
     mapping_budget: float = 10.0,
     chip: str | Path | ChipConfig = "pimcomp",
@@ -333,8 +340,8 @@ def compile_pim(
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
-    chip's when the model fits them, else as many cores as the model needs (`packing`: `kernel` or
-    `im2col`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
+    default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`). The report includes the chip's performance estimate
     (`performance`)."""
     import tempfile
@@ -406,30 +413,30 @@ def compile(
     example_input=None,
     batch: int | None = None,
     progress: Callable[[str], None] | None = None,
-    cores: int | None = None,
-    crossbars_per_core: int | None = None,
-    out_dir: str | Path | None = None,
     placement: str = "host",
-    chip: str | Path | ChipConfig | None = None,
     threads: int | None = None,
+    **pim_options: Any,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
     `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
-    `target="pim"` compiles with `compile_pim` (`cores`, `crossbars_per_core`, `out_dir`, `chip`).
+    `target="pim"` compiles with `compile_pim`, which takes the `PIM_OPTIONS` (`cores`,
+    `crossbars_per_core`, `out_dir`, `packing`, `mapping`, `mapping_budget`, `chip`) as keywords.
     `threads`: the threads the compiled model's runs use (None: every core)."""
     try:
         check_threads(threads)
     except ValueError as e:
         raise CompileError(str(e)) from None
+    if unknown := sorted(set(pim_options) - set(PIM_OPTIONS)):
+        raise CompileError(f"unknown option {', '.join(unknown)} (options of target 'pim': {', '.join(PIM_OPTIONS)})")
     if target == "pim":
         model = to_onnx(model, example_input)
-        return compile_pim(model, device, calibration, cores, crossbars_per_core, out_dir, chip=chip or "pimcomp")
+        return compile_pim(model, device, calibration, **pim_options)
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
-    if (cores, crossbars_per_core, out_dir, chip) != (None, None, None, None):
-        raise CompileError("cores, crossbars_per_core, out_dir and chip are options of target 'pim'")
+    if pim_options:
+        raise CompileError(f"{', '.join(pim_options)}: options of target 'pim'")
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
     if placement not in PLACEMENTS:

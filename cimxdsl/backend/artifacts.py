@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from cimxdsl.dialects.pim import (
+    BY_OPCODE,
     InstructionJsonError,
-    InstructionOp,
     InstructionStream,
     MvmulOp,
     RecvOp,
@@ -206,50 +207,108 @@ def load_json(path: Path) -> Any:
         raise ArtifactError(f"{path.name}: not valid JSON ({e})") from None
 
 
+WEIGHTS_KEY = '"weights": '
+MATRIX_BYTES = np.isin(np.arange(256), list(b"0123456789-, []"))
+DIGITS = np.isin(np.arange(256), list(b"0123456789"))
+
+
+def integer_matrix(text: str) -> np.ndarray | None:
+    """The matrix of a JSON array of equally long arrays of integers (`[[1, -2], [3, 4]]`) parsed
+    in NumPy, several times faster than `json` on crossbar-sized weights; None for anything else."""
+    raw = np.frombuffer(text.encode(), np.uint8)
+    if not text.startswith("[[") or not MATRIX_BYTES[raw].all():
+        return None
+    opens, closes = np.flatnonzero(raw == ord("["))[1:], np.flatnonzero(raw == ord("]"))[:-1]
+    if len(opens) != len(closes) or not (np.all(opens < closes) and np.all(closes[:-1] < opens[1:])):
+        return None
+    commas = np.flatnonzero(raw == ord(","))
+    per_row = np.searchsorted(commas, closes) - np.searchsorted(commas, opens)
+    if per_row.min() != per_row.max():
+        return None
+    digits = DIGITS[raw]
+    numbers = int(np.count_nonzero(digits[1:] & ~digits[:-1]))  # (the text starts with "[")
+    if numbers != len(opens) * (per_row[0] + 1):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            values = np.fromstring(text.replace("[", " ").replace("]", " "), dtype=np.int64, sep=",")
+        except (ValueError, DeprecationWarning):
+            return None
+    limits = np.iinfo(np.int64)
+    if values.size != numbers or values.max() == limits.max or values.min() == limits.min:
+        return None  # (NumPy saturates what int64 cannot hold; json reports it)
+    return values.reshape(len(opens), -1)
+
+
+def load_crossbar_json(path: Path) -> tuple[Any, dict[str, np.ndarray]]:
+    """A crossbar file's JSON with each integer weight matrix parsed by `integer_matrix` and
+    replaced by a `"@<k>"` key of the returned matrices (`json` reads whatever it cannot parse)."""
+    if not path.is_file():
+        return load_json(path), {}
+    text = path.read_text()
+    parts, matrices, position = [], {}, 0
+    while (start := text.find(WEIGHTS_KEY, position)) >= 0:
+        begin = start + len(WEIGHTS_KEY)
+        end = text.find("]]", begin) + 2
+        matrix = integer_matrix(text[begin:end]) if end > begin else None
+        if matrix is not None:
+            key = f"@{len(matrices)}"
+            matrices[key] = matrix
+            parts += (text[position:begin], f'"{key}"')
+            position = end
+        else:
+            parts.append(text[position:begin])
+            position = begin
+    parts.append(text[position:])
+    try:
+        return json.loads("".join(parts)), matrices
+    except json.JSONDecodeError as e:
+        raise ArtifactError(f"{path.name}: not valid JSON ({e})") from None
+
+
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_instruction(obj: Any, where: str, core_count: int, core_id: int) -> InstructionOp:
-    """The verified op of an instruction object, or ArtifactError: the ISA's rules are the
-    dialect's; a peer core must exist and differ from this one."""
-    try:
-        op = InstructionOp.from_json(obj)
-    except InstructionJsonError as e:
-        raise ArtifactError(f"{where}: {e}") from None
-    if isinstance(op, SendOp | RecvOp | SyncOp):
-        where = f"{where} ({op.mnemonic()})"
-        peer = op.field("core")
-        if peer >= core_count:
-            raise ArtifactError(f"{where}: core {peer} does not exist (core_cnt is {core_count})")
-        if peer == core_id and not isinstance(op, SyncOp):
-            raise ArtifactError(f"{where}: a core cannot {op.mnemonic()} to itself")
-    return op
-
-
 def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> CoreProgram:
+    """The core's checked instruction stream: the ISA's rules are the dialect's
+    (`InstructionStream.from_json`); the directory adds that `setbw` comes first, an `mvmul`'s
+    group exists and a transfer's peer core exists and differs from this one."""
     name = core_file(core_id)
     data = load_json(directory / name)
     if not isinstance(data, list):
         raise ArtifactError(f"{name}: must be a JSON array of instructions")
-    instructions = [
-        read_instruction(obj, f"{name}: instruction {i}", core_count, core_id) for i, obj in enumerate(data)
-    ]
-    if instructions and not isinstance(instructions[0], SetbwOp):
-        first = instructions[0].mnemonic()
+    try:
+        stream = InstructionStream.from_json(data)
+    except InstructionJsonError as e:
+        raise ArtifactError(f"{name}: {e}") from None
+    if len(stream) and stream.opcodes[0] != SetbwOp.OPCODE:
+        first = BY_OPCODE[int(stream.opcodes[0])].mnemonic()
         raise ArtifactError(f"{name}: instruction 0 ({first}): the first instruction must be setbw")
-    for i, op in enumerate(instructions):
-        if isinstance(op, MvmulOp) and op.field("group") >= groups:
-            raise ArtifactError(
-                f"{name}: instruction {i} (mvmul): group {op.field('group')} is outside "
-                f"array_group_map.core{core_id} ({groups} groups)"
-            )
-    return CoreProgram(core_id, instructions, read_crossbars(directory, core_id, groups))
+    peer = stream.column("core")
+    transfer = np.isin(stream.opcodes, [SendOp.OPCODE, RecvOp.OPCODE, SyncOp.OPCODE])
+    mvmul = stream.opcodes == MvmulOp.OPCODE
+    problems = [
+        (transfer & (peer >= core_count), "core {core} does not exist (core_cnt is " + f"{core_count})"),
+        (transfer & (peer == core_id) & (stream.opcodes != SyncOp.OPCODE), "a core cannot {op} to itself"),
+        (
+            mvmul & (stream.column("group") >= groups),
+            "group {group} is outside " + f"array_group_map.core{core_id} ({groups} groups)",
+        ),
+    ]
+    if any(mask.any() for mask, _ in problems):
+        i = min(int(np.argmax(mask)) for mask, _ in problems if mask.any())
+        op = stream[i]
+        message = next(text for mask, text in problems if mask[i])
+        fields = op.fields()
+        raise ArtifactError(f"{name}: instruction {i} ({op.mnemonic()}): " + message.format(op=op.mnemonic(), **fields))
+    return CoreProgram(core_id, stream, read_crossbars(directory, core_id, groups))
 
 
 def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGroup]:
     name = crossbar_file(core_id)
-    data = load_json(directory / name)
+    data, matrices = load_crossbar_json(directory / name)
     entries = data.get("array_groups") if isinstance(data, Mapping) else None
     if not isinstance(entries, list):
         raise ArtifactError(f"{name}: must be an object with an 'array_groups' list")
@@ -263,7 +322,8 @@ def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGrou
         if not isinstance(entry, Mapping) or entry.get("group", g) != g:
             raise ArtifactError(f"{where}: must be an object with 'group': {g}")
         try:
-            weights = np.array(entry.get("weights"), dtype=np.int64)
+            value = entry.get("weights")
+            weights = matrices[value] if isinstance(value, str) and value in matrices else np.array(value, np.int64)
         except (TypeError, ValueError, OverflowError):
             raise ArtifactError(f"{where}: 'weights' must be a matrix of integers") from None
         if weights.ndim != 2 or weights.size == 0:

@@ -22,6 +22,11 @@ from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summa
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
+DEFAULT_PACKING = "im2col"
+"""The compile's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,
+better cell utilisation and fewer instructions on every measured model, exactly the same results."""
+
+
 def count_ops(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
 
@@ -47,7 +52,7 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
-    packing: str = "kernel",
+    packing: str = DEFAULT_PACKING,
     mapping: str = "none",
     mapping_budget: float = 10.0,
     chip: ChipConfig | None = None,

@@ -453,9 +453,14 @@ class InstructionOp(IRDLOperation):
             raise InstructionJsonError(str(e)) from e
         return op
 
+    @classmethod
+    def field_rule(cls, field: str, value: int) -> str | None:
+        """What is wrong with the value of one of the op's fields (None: nothing)."""
+        return _field_rule(field, value)
+
     def verify_(self) -> None:
         for f, value in self.fields().items():
-            if (problem := _field_rule(f, value)) is not None:
+            if (problem := self.field_rule(f, value)) is not None:
                 raise VerifyException(f"'{self.name}' {problem}")
 
     @classmethod
@@ -737,13 +742,11 @@ class GlobalTransferOp(InstructionOp):
     PAIR: ClassVar[str]
     """The field naming the global address's register pair."""
 
-    def verify_(self) -> None:
-        super().verify_()
-        pair = self.field(self.PAIR)
-        if pair % 2 or pair == 31:
-            raise VerifyException(
-                f"'{self.name}' {self.PAIR} must name an even register pair (the global address), got {pair}"
-            )
+    @classmethod
+    def field_rule(cls, field: str, value: int) -> str | None:
+        if field == cls.PAIR and (value % 2 or value == 31):
+            return f"{field} must name an even register pair (the global address), got {value}"
+        return super().field_rule(field, value)
 
 
 @irdl_op_definition
@@ -875,6 +878,21 @@ def json_template(cls: type[InstructionOp]) -> str:
     return text
 
 
+def _first_rule_break(table: np.ndarray) -> int:
+    """The index of the first packed record (`RECORD` int64 words) whose fields break their op's
+    `field_rule` or do not fit in 32 bits (the number of records when none does)."""
+    bad = np.zeros(len(table), bool)
+    for cls in INSTRUCTION_CLASSES:
+        rows = table[:, 0] == cls.OPCODE
+        for j, f in enumerate(cls.FIELDS, start=1):
+            column = table[rows, j]
+            values = np.unique(column)
+            wrong = [v for v in values.tolist() if not INT32_MIN <= v <= INT32_MAX or cls.field_rule(f, v) is not None]
+            if wrong:
+                bad[np.flatnonzero(rows)[np.isin(column, wrong)]] = True
+    return int(np.argmax(bad)) if bad.any() else len(table)
+
+
 class InstructionStream(Sequence[InstructionOp]):
     """A core's instructions packed in arrays: `opcodes[i]` is instruction i's pimsim-nn opcode,
     `fields[i, j]` the value of its j-th field in `FIELDS` order (0 past its fields). Code
@@ -901,6 +919,48 @@ class InstructionStream(Sequence[InstructionOp]):
             values = [op.OPCODE, *(op.field(f) for f in op.FIELDS)]
             words[i, : len(values)] = values
         return cls(words[:, 0], words[:, 1:])
+
+    @classmethod
+    def from_json(cls, objects: Sequence[Any]) -> InstructionStream:
+        """The stream of pimsim-nn instruction objects, checked as `InstructionOp.from_json` checks
+        each one, without building ops: the objects are packed in one pass and the field rules
+        applied to each field's distinct values. The first bad object raises its
+        `InstructionOp.from_json` error, prefixed with `instruction <index>: `."""
+        shapes = {
+            c.mnemonic(): (c.OPCODE, *_json_shape(c), [0] * (MAX_FIELDS - len(c.FIELDS))) for c in INSTRUCTION_CLASSES
+        }
+        words: list[Any] = []
+        bad = len(objects)
+        for index, obj in enumerate(objects):
+            try:
+                code, flat, nested, padding = shapes[obj["op"]]
+                get = obj.get
+                words.append(code)
+                words += [get(f, 0) for f in flat]
+                if nested:
+                    offset = get("offset", {})
+                    words += (offset.get("offset_select", 0), offset.get("offset_value", 0))
+            except (KeyError, TypeError, AttributeError):
+                bad = index
+                break
+            words += padding
+        table = np.zeros((0, RECORD), np.int64)
+        if bad == len(objects):
+            try:
+                if not set(map(type, words)) <= {int}:
+                    raise TypeError
+                table = np.array(words, np.int64).reshape(-1, RECORD)
+            except (TypeError, OverflowError):  # a bool, float, ... or a huge value: find its object
+                bad = next(k for k, v in enumerate(words) if type(v) is not int or abs(v) > INT32_MAX + 1) // RECORD
+            else:
+                bad = _first_rule_break(table)
+        if bad < len(objects):
+            try:
+                InstructionOp.from_json(objects[bad])
+            except InstructionJsonError as e:
+                raise InstructionJsonError(f"instruction {bad}: {e}") from None
+            raise AssertionError(f"instruction {bad} passes InstructionOp.from_json")  # pragma: no cover
+        return cls(table[:, 0], table[:, 1:])
 
     def __len__(self) -> int:
         return len(self.opcodes)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from cimxdsl.api import STAGES, CompiledModel, CompileError, compile, compile_pim
+from cimxdsl.api import PIM_OPTIONS, STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.device import DeviceConfigError
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.explore.chunks import chunk_bounds, run_chunks
@@ -149,28 +149,24 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--crossbars-per-core", type=int, help="crossbars per PIM core (default: the chip's)")
     parser.add_argument(
         "--chip",
-        default="pimcomp",
         help="the PIM chip of the performance estimate and the default geometry: a preset (pimcomp: 64 cores x 64 "
         "crossbars, pimsim-nn) or a TOML/JSON file of pimsim-nn parameters (--target pim; default: pimcomp)",
     )
     parser.add_argument(
         "--packing",
-        default="kernel",
         choices=["kernel", "im2col"],
         help="--target pim: a crossbar matrix per kernel position (kernel, as RAPTOR) or kernel positions x channels "
-        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP)",
+        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP; the default)",
     )
     parser.add_argument(
         "--mapping",
-        default="none",
         choices=["none", "greedy", "ga"],
         help="--target pim: replicate the layers that bound the pipeline onto the chip's free crossbars and balance "
-        "the cores (greedy, or a genetic search: ga); none keeps one copy of each",
+        "the cores (greedy, or a genetic search: ga); none (the default) keeps one copy of each",
     )
     parser.add_argument(
         "--mapping-budget",
         type=float,
-        default=10.0,
         metavar="SECONDS",
         help="time budget of the ga mapping search (default 10); past it, the best mapping so far",
     )
@@ -281,17 +277,10 @@ def main(args: Sequence[str] | None = None) -> None:
 def compile_pim_target(options) -> None:
     """`--target pim`: per-core instructions in `-o DIR`, executed by the instruction-level validator."""
     try:
+        given = {name: value for name in PIM_OPTIONS if (value := getattr(options, name, None)) is not None}
+        # (the options left out take compile_pim's defaults; -o is `output_dir`)
         model = compile_pim(
-            options.model,
-            device=options.device,
-            calibration=options.calibrate,
-            cores=options.cores,
-            crossbars_per_core=options.crossbars_per_core,
-            out_dir=options.output_dir,
-            packing=options.packing,
-            mapping=options.mapping,
-            mapping_budget=options.mapping_budget,
-            chip=options.chip,
+            options.model, device=options.device, calibration=options.calibrate, out_dir=options.output_dir, **given
         )
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cimxdsl.backend import ArtifactError, read_artifacts, write_artifacts
-from cimxdsl.backend.artifacts import matrix_json
+from cimxdsl.backend.artifacts import integer_matrix, matrix_json
 from tests.unit.backend.handmade import i, setbw, two_core_program, write
 
 
@@ -193,3 +193,18 @@ def test_program_with_an_idle_core_reads(tmp_path):
     artifacts = read_artifacts(write(tmp_path, {**two_core_program(), 2: []}))
     assert [len(c.instructions) for c in artifacts.cores] == [8, 12, 0]
     assert i("nop") == {"op": "nop"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[[1, 2], [3]]", "[[1 2], [3, 4]]", "[[]]", "[[1], [2], [3, 4]]", "[[1, 2], 3]", "[[1,,2]]", "[[-]]",
+     "[[1-2, 3]]", "[[1.5, 2]]", "[[99999999999999999999999]]", '[["1"]]'],
+)
+def test_only_regular_integer_matrices_take_the_fast_parser(text):
+    assert integer_matrix(text) is None
+
+
+def test_the_fast_parser_reads_what_json_reads():
+    matrix = np.arange(-60, 60).reshape(8, 15) * 12345
+    np.testing.assert_array_equal(integer_matrix(matrix_json(matrix)), matrix)
+    np.testing.assert_array_equal(integer_matrix("[[ -3 ,4],[5,  6]]"), [[-3, 4], [5, 6]])

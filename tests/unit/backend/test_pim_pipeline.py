@@ -145,7 +145,7 @@ def test_spatial_ir_size_does_not_depend_on_the_image_size():
 
 def test_compile_to_pim_reports_counts_utilization_and_time(tmp_path):
     module = parse(conv_program(size=4))
-    report = compile_to_pim(module, cores=12, crossbars_per_core=5, xbar_size=3, out_dir=tmp_path)
+    report = compile_to_pim(module, cores=12, crossbars_per_core=5, xbar_size=3, out_dir=tmp_path, packing="kernel")
     assert report["cores_used"] == 11 and report["core_utilization"] == 11 / 12
     assert report["crossbars_used"] == 54 == sum(report["crossbars_per_core_used"])
     assert report["instructions"] == sum(report["instruction_counts"].values())
@@ -216,7 +216,8 @@ def test_compile_to_pim_writes_the_files_the_pim_codegen_ir_gives(tmp_path):
     """`compile_to_pim` keeps the instructions packed; the `pim-codegen` pass builds them as ops
     and `write_program` writes those: the two directories are byte for byte the same."""
     text = resnet_program(size=6, width=4)
-    compile_to_pim(parse(text), cores=16, crossbars_per_core=4, xbar_size=8, out_dir=tmp_path / "packed")
+    options = {"cores": 16, "crossbars_per_core": 4, "xbar_size": 8, "packing": "kernel"}
+    compile_to_pim(parse(text), out_dir=tmp_path / "packed", **options)
     module = apply(parse(text), "pim{xbar-size=8 cores=16 crossbars-per-core=4}")
     write_program(module, tmp_path / "ops")
     files = sorted(p.name for p in (tmp_path / "packed").iterdir())

@@ -152,3 +152,100 @@ def test_vector_semantics(tmp_path):
     chain = np.maximum((((x - 2) * 2) >> 2) << 2, x)
     np.testing.assert_array_equal(y[:4], chain)
     np.testing.assert_array_equal(y[4:], [(9 + 4) // 2, (-7 - 2) // 2, chain[0], chain[1]])
+
+
+def one_word_memory() -> dict:
+    """Global word 0 holds input 0 (one element); word 1 is output 0."""
+    return {
+        "element_bytes": 4,
+        "dtype": "int32",
+        "size": 8,
+        "buffers": [
+            {"name": "x", "kind": "input", "offset": 0, "shape": [1], "input": 0, "input_elements": [0]},
+            {"name": "y", "kind": "output", "offset": 4, "shape": [1]},
+        ],
+        "inputs": [{"index": 0, "shape": [1]}],
+        "outputs": [{"index": 0, "shape": [1], "global_elements": [1]}],
+    }
+
+
+def prologue() -> list[dict]:
+    """setbw; the global address pair r28:r29 = 0; local address r0 = 0."""
+    return [setbw(), i("sldi", rd=28, imm=0), i("sldi", rd=29, imm=0), i("sldi", rd=0, imm=0)]
+
+
+def copy_word_0_to_1(first: list[dict]) -> list[dict]:
+    """`first`, then load global word 0 and store it to global word 1."""
+    return [
+        *first,
+        i("ld", rd=0, rs1=28, size=4),
+        i("sldi", rd=29, imm=4),
+        i("st", rd=28, rs1=0, size=4),
+    ]
+
+
+@pytest.mark.parametrize(("nops", "seen"), [(0, 5), (1, 42)])
+def test_global_memory_accesses_follow_the_round_robin_order(tmp_path, nops, seen):
+    """Core 0 stores 42 over the input word in step 5; core 1 loads it in step 4 + nops. In step 5
+    core 0 goes first, so core 1 reads 42 from step 5 on and the input (5) before."""
+    head = prologue()
+    program = {
+        0: [*head, i("lldi", rd=0, imm=42, len=1), i("st", rd=28, rs1=0, size=4)],
+        1: copy_word_0_to_1(head + [i("nop")] * nops),
+    }
+    result = validate(read_artifacts(write(tmp_path, program, {}, one_word_memory())), [np.array([5])])
+    np.testing.assert_array_equal(result.outputs[0], [seen])
+
+
+def test_wait_blocks_until_the_peer_syncs(tmp_path):
+    """Core 1 stores 42 over the input word, then syncs core 0, which waits for that event before
+    it copies the word: it copies 42 however late core 1 gets there."""
+    head = prologue()
+    program = {
+        0: copy_word_0_to_1([*head, i("wait", event_register=3, wait_value=1)]),
+        1: [
+            *head,
+            *[i("nop")] * 20,
+            i("lldi", rd=0, imm=42, len=1),
+            i("st", rd=28, rs1=0, size=4),
+            i("sync", event_register=3, core=0),
+        ],
+    }
+    result = validate(read_artifacts(write(tmp_path, program, {}, one_word_memory())), [np.array([5])])
+    np.testing.assert_array_equal(result.outputs[0], [42])
+    # core 1 syncs in step 26 (its 27th instruction); core 0 sees it in step 27 (core 0 goes first
+    # in a step) and runs wait, ld, sldi, st in steps 27 to 30.
+    assert result.steps == 31
+
+
+def test_a_wait_nobody_syncs_is_a_deadlock(tmp_path):
+    program = {0: [setbw(), i("wait", event_register=0, wait_value=1)], 1: [setbw(), i("nop")]}
+    with pytest.raises(ExecutionError, match=r"deadlock: core 0 at instruction 1 \(wait\); finished: cores 1"):
+        validate(read_artifacts(write(tmp_path, program, {}, one_word_memory())), [np.array([5])])
+
+
+def test_mvmul_beyond_float_precision_wraps_as_int64(tmp_path):
+    """Weights and inputs near 2**30: the products exceed 2**53 (no exact float product), the
+    32-bit result is the low word of the exact integer sum."""
+    weights = [[2**30 - 3], [-(2**30) + 7]]
+    x = np.array([2**30 - 1, 2**29 + 11])
+    program = {
+        0: [
+            *prologue(),
+            i("ld", rd=0, rs1=28, size=8),
+            i("sldi", rd=1, imm=64),
+            i("mvmul", rd=1, rs1=0, mbiw=8, relu=0, group=0),
+            i("sldi", rd=29, imm=8),
+            i("st", rd=28, rs1=1, size=4),
+        ]
+    }
+    mem = one_word_memory() | {"size": 12}
+    mem["buffers"] = [
+        {"name": "x", "kind": "input", "offset": 0, "shape": [2], "input": 0, "input_elements": [0, 1]},
+        {"name": "y", "kind": "output", "offset": 8, "shape": [1]},
+    ]
+    mem["inputs"] = [{"index": 0, "shape": [2]}]
+    mem["outputs"] = [{"index": 0, "shape": [1], "global_elements": [2]}]
+    (y,) = validate(read_artifacts(write(tmp_path, program, {0: [weights]}, mem)), [x]).outputs
+    exact = int(x[0]) * weights[0][0] + int(x[1]) * weights[1][0]
+    assert int(y[0]) == (exact + 2**31) % 2**32 - 2**31

@@ -79,6 +79,20 @@ def test_from_json_defaults_missing_fields_and_ignores_unknown_keys():
 def test_from_json_rejects_bad_instructions(obj, message: str):
     with pytest.raises(pim.InstructionJsonError, match=re.escape(message)):
         pim.InstructionOp.from_json(obj)
+    # A stream of JSON objects applies the same rules and names the first bad object.
+    good = [{"op": "setbw", "ibiw": 32, "obiw": 32}, {"op": "vvadd", "rd": 4, "len": 16}]
+    with pytest.raises(pim.InstructionJsonError, match=r"^instruction 2: " + re.escape(message)):
+        pim.InstructionStream.from_json([*good, obj, *good])
+
+
+def test_a_stream_from_json_packs_what_ops_from_json_hold():
+    objects = [{"op": cls.mnemonic(), **{f: 2 for f in cls.FIELDS}} for cls in pim.INSTRUCTION_CLASSES]
+    for obj in objects:
+        obj.update({k: 8 for k in ("ibiw", "obiw") if k in obj} | ({"relu": 1} if "relu" in obj else {}))
+    objects.append({"op": "ld", "rs1": 4, "size": 12, "note": "unknown keys are ignored"})
+    stream = pim.InstructionStream.from_json(objects)
+    assert [str(op) for op in stream] == [str(pim.InstructionOp.from_json(obj)) for obj in objects]
+    assert len(pim.InstructionStream.from_json([])) == 0
 
 
 def test_from_json_on_a_subclass_checks_the_op():

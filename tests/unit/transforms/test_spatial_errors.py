@@ -20,7 +20,7 @@ def lower_error(text: str, spec: str = "cinm-to-spatial{xbar-size=4}") -> str:
 def test_a_model_too_large_for_the_cores_says_how_many_crossbars_it_needs():
     module = parse(conv_program())
     with pytest.raises(PassFailedException) as error:
-        compile_to_pim(module, cores=2, crossbars_per_core=5, xbar_size=3)
+        compile_to_pim(module, cores=2, crossbars_per_core=5, xbar_size=3, packing="kernel")
     assert str(error.value) == (
         "spatial-to-pim: the program needs 54 crossbars (largest layer: conv9, 54 crossbars), but 2 cores x 5 "
         "crossbars per core hold only 10: "
