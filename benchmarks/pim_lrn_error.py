@@ -1,10 +1,10 @@
 """The PIM flow's LRN against onnxruntime on the light models that have one (AlexNet, ZFNet-512,
 Inception v1; random weights, one random 224×224 image that is also the calibration input).
 
-The integer import replaces `LRN(x)` by `x · 2^k`, `k` the rounded log2 of the calibrated ratio of
-the output's to the input's peak magnitude (`IntegerImporter.import_lrn`). Per LRN node this prints
-the relative error of that scale against onnxruntime's LRN on the same input (‖x·2^k − y‖ / ‖y‖ and
-max |x·2^k − y| / max |y|), and per model the error of the integer program's logits (dequantized,
+The integer import replaces `LRN(x)` by `x · r`, `r` the calibrated ratio of the output's to the
+input's peak magnitude as a fixed-point multiplier (`IntegerImporter.import_lrn`). Per LRN node this
+prints the relative error of that factor against onnxruntime's LRN on the same input (‖x·r − y‖ / ‖y‖
+and max |x·r − y| / max |y|), and per model the error of the integer program's logits (dequantized,
 the input of the final softmax) against onnxruntime's, and whether the top class agrees.
 
     python -m benchmarks.pim_lrn_error [names...]
@@ -50,10 +50,10 @@ def measure(name: str) -> None:
     values = reference(model, x, tensors)
     for node in lrns:
         a, y = values[node.input[0]].astype(np.float64), values[node.output[0]].astype(np.float64)
-        k = int(np.rint(np.log2(np.abs(y).max() / np.abs(a).max())))
-        approx = a * 2.0**k
+        ratio = np.abs(y).max() / np.abs(a).max()
+        approx = a * ratio
         print(
-            f"{name} LRN '{node.name or node.output[0]}': scale 2^{k}; relative error "
+            f"{name} LRN '{node.name or node.output[0]}': factor {ratio:.3f}; relative error "
             f"{np.linalg.norm(approx - y) / np.linalg.norm(y):.3f} (L2), "
             f"{np.abs(approx - y).max() / np.abs(y).max():.3f} (max)"
         )

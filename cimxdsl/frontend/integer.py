@@ -45,7 +45,7 @@ INT8 = (-128, 127)
 LOWEST = -(2**31)
 RESHAPES = ("Reshape", "Flatten", "Identity", "Dropout")
 MULTIPLIER_BITS = 14
-"""Fraction bits of the integer multiplier of an average pooling's `1 / count`."""
+"""Fraction bits of the integer multipliers of an average pooling's `1 / count` and of LRN's factor."""
 
 
 def exponent(peak: float) -> int:
@@ -363,11 +363,13 @@ class IntegerImporter:
         return self.requantize(acc, e_x - MULTIPLIER_BITS, node.output[0], None)
 
     def import_lrn(self, node, attrs):
-        """Approximated by the power of two closest to the calibrated ratio of output to input peaks:
-        the codes stay, the exponent moves."""
+        """Approximated by one factor per layer, the calibrated ratio of output to input peaks, as a
+        fixed-point multiplier (the ISA has no division or power for the per-element norm)."""
         x, e_x = self.input(node)
         ratio = self.peaks[node.output[0]] / max(self.peaks[node.input[0]], 1e-30)
-        return x, e_x + int(np.rint(np.log2(max(ratio, 1e-30))))
+        factor = np.full(shape_of(x), int(np.rint(ratio * 2.0**MULTIPLIER_BITS)), np.int64)
+        acc = self.ir.insert(arith.MuliOp(x, self.ir.constant(factor, i32)))
+        return self.requantize(acc, e_x - MULTIPLIER_BITS, node.output[0], None)
 
     def import_reshape(self, node, attrs):
         if node.input[0] in self.shuffles:
