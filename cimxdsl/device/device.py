@@ -89,7 +89,9 @@ class Device:
         if self._sources[i] is weights:
             return True
         held, weights = tile.weights, np.asarray(weights)
-        return bool(np.array_equal(held[0], weights[0]) and np.array_equal(held, weights))  # the first row rejects fast
+        if held.size and held.item(0) != weights.item(0):  # (rejects most other tiles fast)
+            return False
+        return bool(np.array_equal(held, weights))
 
     def _program(self, i: int, weights: np.ndarray) -> tuple[Tile, bytes]:
         """The tile `weights` program on crossbar `i` and its static-ADC key. A noiseless device
