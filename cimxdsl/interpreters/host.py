@@ -204,6 +204,17 @@ def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
     return cols.reshape(n * oh * ow, c * kh * kw)
 
 
+def pad(x: np.ndarray, widths: list[tuple[int, int]], value) -> np.ndarray:
+    """`x` padded by `widths` (low, high per axis) with `value`, in `x`'s order of axes in memory
+    (an NHWC array seen as NCHW stays NHWC in memory, as the `im2col` after it reads it)."""
+    order = sorted(range(x.ndim), key=lambda a: -x.strides[a])  # outermost axis first
+    shape = [n + low + high for n, (low, high) in zip(x.shape, widths, strict=True)]
+    result = np.empty([shape[a] for a in order], x.dtype).transpose(np.argsort(order))
+    result.fill(value)
+    result[tuple(slice(low, low + n) for n, (low, _) in zip(x.shape, widths, strict=True))] = x
+    return result
+
+
 def pool(x: np.ndarray, op, combine) -> tuple[np.ndarray, np.ndarray]:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
     offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
@@ -333,7 +344,7 @@ class HostFunctions(InterpreterFunctions):
     def run_pad(self, interpreter: Interpreter, op: tensor.PadOp, args: PythonValues):
         padding = interpreter.run_ssacfg_region(op.region, (0,) * len(op.static_low), "tensor.pad")[0]
         widths = list(zip(op.static_low.get_values(), op.static_high.get_values(), strict=True))
-        return (np.pad(args[0], widths, constant_values=padding),)
+        return (pad(np.asarray(args[0]), widths, padding),)
 
     @impl_terminator(tensor.YieldOp)
     def run_tensor_yield(self, interpreter: Interpreter, op: tensor.YieldOp, args: PythonValues):
@@ -365,7 +376,7 @@ class HostFunctions(InterpreterFunctions):
     def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
         source, init = args
         expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
-        return (np.ascontiguousarray(np.broadcast_to(expanded, init.shape)),)
+        return (np.broadcast_to(expanded, init.shape),)  # a read-only view: tensors are not written
 
     @impl(PoolingNchwMaxOp)
     def run_pooling_max(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):
@@ -378,7 +389,7 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
-        return (np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())),)
+        return (np.transpose(args[0], op.permutation.get_values()),)  # a view, as `run_extract_slice`'s
 
     run_add = impl(AddOp)(linalg_elementwise(np.add))
     run_sub = impl(SubOp)(linalg_elementwise(np.subtract))
