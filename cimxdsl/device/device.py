@@ -53,6 +53,7 @@ class Device:
         calibrating: bool = False,
     ):
         self.config = load_device_config(config)
+        self._noiseless, self._static_adc = self.config.noiseless, self.config.static_adc  # (asked per operation)
         self.adc_spans: dict[bytes, np.ndarray] = {} if adc_spans is None else adc_spans
         """Static ADC spans per weight tile (`tile_key`): per-column maxima of a calibration set."""
         self.calibrating = calibrating
@@ -96,7 +97,7 @@ class Device:
     def _program(self, i: int, weights: np.ndarray) -> tuple[Tile, bytes]:
         """The tile `weights` program on crossbar `i` and its static-ADC key. A noiseless device
         programs every crossbar alike, so it reuses the tiles of read-only weights it has seen."""
-        noiseless = self.config.noiseless
+        noiseless = self._noiseless
         seen = self._programmed.get(id(weights)) if noiseless else None
         if seen is not None and seen[0] is weights:
             return seen[1], seen[2]
@@ -152,7 +153,7 @@ class Device:
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)
-        return tile, self.adc_spans.get(self._keys[i]) if self.config.static_adc else None
+        return tile, self.adc_spans.get(self._keys[i]) if self._static_adc else None
 
     def _count_mvm(self, i: int, tile: Tile, x: np.ndarray) -> None:
         self._ops_seen[i, 1] += 1
