@@ -307,8 +307,8 @@ class HostFunctions(InterpreterFunctions):
     # tensors -------------------------------------------------------------------------------------
     @impl(tensor.EmptyOp)
     def run_empty(self, interpreter: Interpreter, op: tensor.EmptyOp, args: PythonValues):
-        t = op.tensor.type
-        return (np.zeros(t.get_shape(), numpy_dtype(t.element_type)),)
+        t = op.tensor.type  # zeros, as a read-only view that costs nothing: tensors are not written
+        return (np.broadcast_to(np.zeros((), numpy_dtype(t.element_type)), t.get_shape()),)
 
     @impl(tensor.ExtractSliceOp)
     def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
