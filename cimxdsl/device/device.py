@@ -36,6 +36,7 @@ from cimxdsl.device.metrics import (
 )
 
 _STUCK, _PROGRAM, _READ = 0, 1, 2
+_WRITE, _MVM, _DIGITAL = 0, 1, 2
 
 PROGRAMMED_TILES_BYTES = 512 << 20
 """How much a noiseless device keeps of the tiles it programmed from read-only weights (the
@@ -52,6 +53,7 @@ class Device:
         calibrating: bool = False,
     ):
         self.config = load_device_config(config)
+        self._noiseless, self._static_adc = self.config.noiseless, self.config.static_adc  # (asked per operation)
         self.adc_spans: dict[bytes, np.ndarray] = {} if adc_spans is None else adc_spans
         """Static ADC spans per weight tile (`tile_key`): per-column maxima of a calibration set."""
         self.calibrating = calibrating
@@ -61,7 +63,9 @@ class Device:
         self._stuck: dict[int, np.ndarray | None] = {}
         self._ops_seen = np.zeros((count, 2), np.int64)  # writes, MVMs: keys of the noise streams
         self._metrics = Metrics(count)
-        self._free_at = np.zeros(count)
+        self._free_at = [0.0] * count
+        self._costs: dict[tuple, tuple[int, float]] = {}
+        self._sources: list[np.ndarray | None] = [None] * count
         self.now_ns = 0.0
         self._chunk = 0
         self._programmed: dict[int, tuple[np.ndarray, Tile, bytes]] = {}
@@ -72,16 +76,28 @@ class Device:
         """Program logical crossbar `xbar` with a K×N weight tile (copied)."""
         i = self._index(xbar)
         self._tiles[i], self._keys[i] = self._program(i, weights)
-        tile = self._tiles[i]
+        self._sources[i] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
         self._ops_seen[i, 0] += 1
-        k, n = tile.shape
-        events = write_events(self.config, k, n)
-        self._run(i, events, write_time_ns(self.config, k))
+        self._run(i, self._cost(_WRITE, *self._tiles[i].shape))
+
+    def holds(self, xbar: int, weights: np.ndarray) -> bool:
+        """Whether crossbar `xbar` holds exactly `weights` (resident weights need no write): the
+        read-only array it was written from, or equal values."""
+        i = self._index(xbar)
+        tile = self._tiles[i]
+        if tile is None or tile.weights.shape != np.shape(weights):
+            return False
+        if self._sources[i] is weights:
+            return True
+        held, weights = tile.weights, np.asarray(weights)
+        if held.size and held.item(0) != weights.item(0):  # (rejects most other tiles fast)
+            return False
+        return bool(np.array_equal(held, weights))
 
     def _program(self, i: int, weights: np.ndarray) -> tuple[Tile, bytes]:
         """The tile `weights` program on crossbar `i` and its static-ADC key. A noiseless device
         programs every crossbar alike, so it reuses the tiles of read-only weights it has seen."""
-        noiseless = self.config.noiseless
+        noiseless = self._noiseless
         seen = self._programmed.get(id(weights)) if noiseless else None
         if seen is not None and seen[0] is weights:
             return seen[1], seen[2]
@@ -137,7 +153,7 @@ class Device:
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)
-        return tile, self.adc_spans.get(self._keys[i]) if self.config.static_adc else None
+        return tile, self.adc_spans.get(self._keys[i]) if self._static_adc else None
 
     def _count_mvm(self, i: int, tile: Tile, x: np.ndarray) -> None:
         self._ops_seen[i, 1] += 1
@@ -145,15 +161,13 @@ class Device:
         negative = None  # only sign-magnitude inputs cost more for rows with a negative entry
         if self.config.input_encoding == "sign_magnitude" and x.size:
             negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
-        events = mvm_events(self.config, batch, *tile.shape, negative)
-        self._run(i, events, events["busy_cycles"] * self.config.cycle_ns)
+        self._run(i, self._cost(_MVM, *tile.shape, batch, negative))
 
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
         host waits for it."""
-        events = digital_events(m, k, n)
-        duration = digital_time_ns(self.config, events["digital_macs"])
-        self._metrics.add(Metrics.DIGITAL, events, energy_pj(self.config, events), duration)
+        cost, duration = self._cost(_DIGITAL, m, k, n)
+        self._metrics.add(Metrics.DIGITAL, cost, duration)
         self.now_ns += duration
 
     def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None) -> np.ndarray:
@@ -170,7 +184,7 @@ class Device:
 
     def barrier(self, xbar: int) -> float:
         """Wait for crossbar `xbar`'s last operation; returns the new host time."""
-        self.now_ns = max(self.now_ns, float(self._free_at[self._index(xbar)]))
+        self.now_ns = max(self.now_ns, self._free_at[self._index(xbar)])
         return self.now_ns
 
     def sync(self) -> float:
@@ -181,7 +195,7 @@ class Device:
     def reset_metrics(self) -> None:
         """Zero the counters and the timeline; programmed weights stay."""
         self._metrics.reset()
-        self._free_at[:] = 0
+        self._free_at = [0.0] * self.config.crossbars
         self.now_ns = 0.0
 
     def start_chunk(self, index: int) -> None:
@@ -198,12 +212,12 @@ class Device:
 
     def busy_until(self, xbar: int) -> float:
         """The time crossbar `xbar`'s last operation ends."""
-        return float(self._free_at[self._index(xbar)])
+        return self._free_at[self._index(xbar)]
 
     @property
     def latency_ns(self) -> float:
         """The time the last operation ends."""
-        return max(self.now_ns, float(self._free_at.max()))
+        return max(self.now_ns, *self._free_at)
 
     @property
     def metrics(self) -> dict:
@@ -243,10 +257,30 @@ class Device:
             self._stuck[xbar] = draw_stuck_cells(self.config, self._rng(xbar, _STUCK, 0))
         return self._stuck[xbar]
 
-    def _run(self, xbar: int, events: dict[str, int], duration_ns: float) -> None:
-        start = max(self.now_ns, float(self._free_at[xbar]))
+    def _cost(self, kind: int, *shape) -> tuple[int, float]:
+        """The metrics' cost row and the duration of an operation of `kind` and `shape` (a write:
+        K, N; an MVM: K, N, rows, rows with a negative entry; the digital unit: M, K, N)."""
+        key = (kind, *shape)
+        cost = self._costs.get(key)
+        if cost is None:
+            config = self.config
+            if kind == _WRITE:
+                events, duration = write_events(config, *shape), write_time_ns(config, shape[0])
+            elif kind == _MVM:
+                k, n, batch, negative = shape
+                events = mvm_events(config, batch, k, n, negative)
+                duration = events["busy_cycles"] * config.cycle_ns
+            else:
+                events = digital_events(*shape)
+                duration = digital_time_ns(config, events["digital_macs"])
+            cost = self._costs[key] = (self._metrics.cost(events, energy_pj(config, events)), duration)
+        return cost
+
+    def _run(self, xbar: int, cost: tuple[int, float]) -> None:
+        row, duration_ns = cost
+        start = max(self.now_ns, self._free_at[xbar])
         self._free_at[xbar] = start + duration_ns
-        self._metrics.add(xbar, events, energy_pj(self.config, events), duration_ns)
+        self._metrics.add(xbar, row, duration_ns)
 
 
 def tile_key(weights: np.ndarray) -> bytes:

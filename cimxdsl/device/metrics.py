@@ -84,7 +84,9 @@ def energy_pj(config: DeviceConfig, events: dict[str, int]) -> dict[str, float]:
 
 class Metrics:
     """Counters, busy time and energy per crossbar (NumPy arrays, one row per crossbar, and a last
-    row, `DIGITAL`, for the digital unit)."""
+    row, `DIGITAL`, for the digital unit). Operations are recorded as rows of a table of costs
+    (`cost`: the events and energy of one kind of operation) and summed into the arrays in one
+    vectorised update, in the order they were recorded, when the metrics are read."""
 
     DIGITAL = -1
 
@@ -92,26 +94,55 @@ class Metrics:
         self.counts = np.zeros((crossbars + 1, len(COUNTERS)), np.int64)
         self.energy = np.zeros((crossbars + 1, len(COMPONENTS)))
         self.busy_ns = np.zeros(crossbars + 1)
+        self._costs: list[tuple[list[int], list[float]]] = []
+        self._table: tuple[np.ndarray, np.ndarray] | None = None
+        self._pending: tuple[list[int], list[int], list[float]] = ([], [], [])
 
-    def add(self, xbar: int, events: dict[str, int], energy: dict[str, float], busy_ns: float) -> None:
-        for key, value in events.items():
-            self.counts[xbar, COUNTERS.index(key)] += value
-        self.energy[xbar] += [energy[c] for c in COMPONENTS]
-        self.busy_ns[xbar] += busy_ns
+    def cost(self, events: dict[str, int], energy: dict[str, float]) -> int:
+        """A row of the table of costs for operations of these events and energy."""
+        self._costs.append(([events.get(key, 0) for key in COUNTERS], [energy[c] for c in COMPONENTS]))
+        self._table = None
+        return len(self._costs) - 1
+
+    def add(self, xbar: int, cost: int, busy_ns: float) -> None:
+        """Record an operation of `cost` (a `cost` row) on `xbar`, busy for `busy_ns`."""
+        xbars, costs, busy = self._pending
+        xbars.append(xbar)
+        costs.append(cost)
+        busy.append(busy_ns)
+
+    def _flush(self) -> None:
+        xbars, costs, busy = self._pending
+        if not xbars:
+            return
+        if self._table is None:
+            self._table = (
+                np.array([c for c, _ in self._costs], np.int64),
+                np.array([e for _, e in self._costs], np.float64),
+            )
+        rows, kinds = np.array(xbars), np.array(costs)
+        np.add.at(self.counts, rows, self._table[0][kinds])  # (unbuffered: in the order recorded)
+        np.add.at(self.energy, rows, self._table[1][kinds])
+        np.add.at(self.busy_ns, rows, np.array(busy))
+        self._pending = ([], [], [])
 
     def reset(self) -> None:
+        self._pending = ([], [], [])
         self.counts[:] = 0
         self.energy[:] = 0
         self.busy_ns[:] = 0
 
     def used(self) -> list[int]:
         """Crossbars with at least one write or MVM."""
+        self._flush()
         return [int(i) for i in np.flatnonzero(self.counts[: self.DIGITAL].any(axis=1))]
 
     def crossbar(self, xbar: int) -> dict:
+        self._flush()
         return _summary(self.counts[xbar], self.energy[xbar], self.busy_ns[xbar])
 
     def total(self) -> dict:
+        self._flush()
         return _summary(self.counts.sum(axis=0), self.energy.sum(axis=0), self.busy_ns.sum())
 
 

@@ -52,10 +52,21 @@ def divide(a, b):
 
 ERF_SERIES = np.array([(-1) ** n / (pymath.factorial(n) * (2 * n + 1)) for n in range(40)]) * 2 / pymath.sqrt(pymath.pi)
 """erf(x) = x · Σ ERF_SERIES[n] · x²ⁿ (the Maclaurin series of the error function)."""
-ERF_SPLIT = 2.0
-"""|x| below which the series is used; above, the continued fraction of erfc."""
+ERF_BANDS = (0.5, 1.0, 2.0)
+"""Bounds of |x| below which the series is cut after as many terms as that bound needs; from the
+last on, the continued fraction of erfc."""
 ERF_ONE = 6.0
 """|x| from which erf(x) = ±1 in float64 (erfc(6) ≈ 2e-17); each branch runs only on its elements."""
+ERF_BLOCK = 1 << 15
+"""Elements the series evaluates at once (its terms then stay in cache)."""
+
+
+def series_terms(bound: float) -> int:
+    """The terms of the erf series after which the next is below 1e-20 for |x| < `bound`."""
+    n = 1
+    while bound ** (2 * n) / (pymath.factorial(n) * (2 * n + 1)) > 1e-20:
+        n += 1
+    return n
 
 
 def erf(x):
@@ -64,19 +75,40 @@ def erf(x):
     cut after 40 terms (Abramowitz & Stegun, Handbook of Mathematical Functions, 1964, 7.1.5 and
     7.1.14). Within 1e-14 of `math.erf`; the result keeps a float input's dtype."""
     x = np.asarray(x)
-    magnitude = np.abs(x.astype(np.float64))
-    result = np.where(np.isnan(magnitude), np.nan, 1.0)  # erf(|x|) is 1.0 in float64 from |x| = ERF_ONE on
-    near = magnitude < ERF_SPLIT
-    small = magnitude[near]
-    result[near] = small * np.polynomial.polynomial.polyval(small * small, ERF_SERIES)
-    middle = ~near & (magnitude < ERF_ONE)
-    far = magnitude[middle]
-    fraction = far.copy()
-    for k in range(40, 0, -1):
-        fraction = far + (k / 2) / fraction
-    result[middle] = 1 - np.exp(-far * far) / (pymath.sqrt(pymath.pi) * fraction)
-    result = np.copysign(result, x)
+    magnitude = np.abs(x.astype(np.float64)).ravel()
+    result = np.ones_like(magnitude)  # erf(|x|) is 1.0 in float64 from |x| = ERF_ONE on; NaN stays in band 0
+    band = sum((magnitude >= edge).view(np.int8) for edge in (*ERF_BANDS, ERF_ONE))
+    for b, bound in enumerate(ERF_BANDS + (None,)):
+        where = np.flatnonzero(band == b)
+        if where.size:
+            part = magnitude[where]
+            result[where] = erf_series(part, series_terms(bound)) if bound else erf_fraction(part)
+    result = np.copysign(result.reshape(x.shape), x)
     return result.astype(np.result_type(x, np.float32) if x.dtype.kind == "f" else np.float64)
+
+
+def erf_series(magnitude: np.ndarray, terms: int) -> np.ndarray:
+    """The first `terms` terms of the erf series, by Horner's rule in place, a block at a time."""
+    result = np.empty_like(magnitude)
+    for start in range(0, magnitude.size, ERF_BLOCK):
+        part = magnitude[start : start + ERF_BLOCK]
+        square, acc = part * part, result[start : start + ERF_BLOCK]
+        np.multiply(square, ERF_SERIES[terms - 1], out=acc)
+        for c in ERF_SERIES[terms - 2 : 0 : -1]:
+            acc += c
+            acc *= square
+        acc += ERF_SERIES[0]
+        acc *= part
+    return result
+
+
+def erf_fraction(magnitude: np.ndarray) -> np.ndarray:
+    """erf from the continued fraction of erfc (see `erf`)."""
+    fraction = magnitude.copy()
+    for k in range(40, 0, -1):
+        np.divide(k / 2, fraction, out=fraction)
+        fraction += magnitude
+    return 1 - np.exp(-magnitude * magnitude) / (pymath.sqrt(pymath.pi) * fraction)
 
 
 def identity(x):
@@ -189,6 +221,17 @@ def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
     return cols.reshape(n * oh * ow, c * kh * kw)
 
 
+def pad(x: np.ndarray, widths: list[tuple[int, int]], value) -> np.ndarray:
+    """`x` padded by `widths` (low, high per axis) with `value`, in `x`'s order of axes in memory
+    (an NHWC array seen as NCHW stays NHWC in memory, as the `im2col` after it reads it)."""
+    order = sorted(range(x.ndim), key=lambda a: -x.strides[a])  # outermost axis first
+    shape = [n + low + high for n, (low, high) in zip(x.shape, widths, strict=True)]
+    result = np.empty([shape[a] for a in order], x.dtype).transpose(np.argsort(order))
+    result.fill(value)
+    result[tuple(slice(low, low + n) for n, (low, _) in zip(x.shape, widths, strict=True))] = x
+    return result
+
+
 def pool(x: np.ndarray, op, combine) -> tuple[np.ndarray, np.ndarray]:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
     offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
@@ -291,8 +334,8 @@ class HostFunctions(InterpreterFunctions):
     # tensors -------------------------------------------------------------------------------------
     @impl(tensor.EmptyOp)
     def run_empty(self, interpreter: Interpreter, op: tensor.EmptyOp, args: PythonValues):
-        t = op.tensor.type
-        return (np.zeros(t.get_shape(), numpy_dtype(t.element_type)),)
+        t = op.tensor.type  # zeros, as a read-only view that costs nothing: tensors are not written
+        return (np.broadcast_to(np.zeros((), numpy_dtype(t.element_type)), t.get_shape()),)
 
     @impl(tensor.ExtractSliceOp)
     def run_extract_slice(self, interpreter: Interpreter, op: tensor.ExtractSliceOp, args: PythonValues):
@@ -330,7 +373,7 @@ class HostFunctions(InterpreterFunctions):
     def run_pad(self, interpreter: Interpreter, op: tensor.PadOp, args: PythonValues):
         padding = interpreter.run_ssacfg_region(op.region, (0,) * len(op.static_low), "tensor.pad")[0]
         widths = list(zip(op.static_low.get_values(), op.static_high.get_values(), strict=True))
-        return (np.pad(args[0], widths, constant_values=padding),)
+        return (pad(np.asarray(args[0]), widths, padding),)
 
     @impl_terminator(tensor.YieldOp)
     def run_tensor_yield(self, interpreter: Interpreter, op: tensor.YieldOp, args: PythonValues):
@@ -370,7 +413,7 @@ class HostFunctions(InterpreterFunctions):
     def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
         source, init = args
         expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
-        return (np.ascontiguousarray(np.broadcast_to(expanded, init.shape)),)
+        return (np.broadcast_to(expanded, init.shape),)  # a read-only view: tensors are not written
 
     @impl(PoolingNchwMaxOp)
     def run_pooling_max(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):
@@ -383,7 +426,8 @@ class HostFunctions(InterpreterFunctions):
 
     @impl(TransposeOp)
     def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
-        return result_of(op, np.ascontiguousarray(np.transpose(args[0], op.permutation.get_values())), args[1])
+        # a view on tensors, as `run_extract_slice`'s; written into the destination on memrefs
+        return result_of(op, np.transpose(args[0], op.permutation.get_values()), args[1])
 
     run_add = impl(AddOp)(linalg_elementwise(np.add))
     run_sub = impl(SubOp)(linalg_elementwise(np.subtract))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from xdsl.dialects import arith, bufferization, memref, tensor
+from xdsl.dialects import arith, bufferization, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.interpreter import OpImplResult
 from xdsl.ir import Operation
@@ -25,12 +25,10 @@ from xdsl.ir import Operation
 from cimxdsl.device import Device
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
-from cimxdsl.dialects import memristor, upstream
+from cimxdsl.dialects import memristor
 from cimxdsl.interpreters.memristor import MemristorFunctions, runtime_op
-from cimxdsl.interpreters.values import as_type, read_only
+from cimxdsl.interpreters.values import VIEWS, as_type, read_only
 
-_VIEWS = (bufferization.ToBufferOp, upstream.ToMemrefOp, memref.CastOp, upstream.CastOp)
-"""Ops whose result is their operand's array."""
 _SUMS = (arith.AddfOp, arith.AddiOp)
 
 
@@ -75,9 +73,9 @@ class Graph:
         return self.steps[i].op if i is not None and isinstance(self.steps[i].op, kind) else None
 
     def root(self, slot: int) -> tuple[int, list[int]]:
-        """The slot whose array `slot` views (through `_VIEWS`), and the steps of those views."""
+        """The slot whose array `slot` views (through `VIEWS`), and the steps of those views."""
         chain = []
-        while self.made_by(slot, _VIEWS):
+        while self.made_by(slot, VIEWS):
             chain.append(self.producer[slot])
             slot = self.steps[self.producer[slot]].operands[0]
         return slot, chain

@@ -2,6 +2,7 @@
 (what `memristor-to-func` emits), both running the device model."""
 
 from dataclasses import dataclass
+from functools import cache
 
 from xdsl.dialects import func
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
@@ -21,6 +22,7 @@ _DEVICE = {
 """What each memristor op does on the device, given its crossbar and its memrefs."""
 
 
+@cache
 def runtime_op(callee: str) -> type[memristor.MemristorOp] | None:
     """The memristor op whose runtime function `callee` is (`library_call_name`: the op's name
     suffixed with element types, as `memristor_gemm_i8_i32`)."""

@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import InterpretationError
 from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.layer_products import fuse_layer_products
 from cimxdsl.interpreters.lifetimes import dying_values
-from cimxdsl.interpreters.values import read_only
+from cimxdsl.interpreters.values import VIEWS, read_only
 
 ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
 """Dialects whose interpreter functions read values of the environment that are not operands."""
@@ -174,11 +174,12 @@ def preparable(function: func.FuncOp) -> bool:
 
 
 def constant_foldable(op: Operation, constants: dict) -> bool:
-    """A constant, or a side-effect-free op without regions of shaped constants alone (an op of
-    scalars only, as `tensor.empty` of constant sizes, makes a fresh buffer every run)."""
+    """A constant, a view of a constant (its read-only array), or a side-effect-free op without
+    regions of shaped constants alone (an op of scalars only, as `tensor.empty` of constant sizes,
+    makes a fresh buffer every run)."""
     if op.regions or not op.results:
         return False
-    if op.has_trait(ConstantLike):
+    if op.has_trait(ConstantLike) or (isinstance(op, VIEWS) and id(op.operands[0]) in constants):
         return True
     operands = op.operands
     return (

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 import numpy as np
+from xdsl.dialects import bufferization, memref
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -17,7 +18,11 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from cimxdsl.dialects import upstream
 from cimxdsl.dialects.utils import dense_array, numpy_dtype
+
+VIEWS = (bufferization.ToBufferOp, upstream.ToMemrefOp, memref.CastOp, upstream.CastOp)
+"""Ops whose result is their operand's array."""
 
 
 def element_type(t: Attribute) -> Attribute:

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.interpreters import run
-from cimxdsl.interpreters.host import erf
+from cimxdsl.interpreters.host import ERF_BANDS, ERF_ONE, erf, pad
 from tests.unit.helpers import parse
 from tests.unit.interpreters.programs import run_main
 
@@ -267,6 +267,19 @@ def test_pad_with_the_yielded_value():
     np.testing.assert_array_equal(out, [[9, 9, 9, 9], [1, 2, 9, 9], [3, 4, 9, 9]])
 
 
+def test_pad_of_a_transposed_array_keeps_its_order_in_memory():
+    """An NHWC array seen as NCHW (a transposed view) is padded as `np.pad` pads it, and stays NHWC
+    in memory, as the `im2col` that reads it next needs."""
+    nhwc = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    nchw = nhwc.transpose(0, 3, 1, 2)
+    widths = [(0, 0), (0, 0), (1, 2), (2, 1)]
+    padded = pad(nchw, widths, -1.5)
+    np.testing.assert_array_equal(padded, np.pad(nchw, widths, constant_values=-1.5))
+    assert padded.transpose(0, 2, 3, 1).flags.c_contiguous
+    np.testing.assert_array_equal(pad(nhwc, widths, 0), np.pad(nhwc, widths))  # C order stays C order
+    assert pad(nhwc, widths, 0).flags.c_contiguous
+
+
 def test_concat_and_cast():
     concatenated, cast = run_main(
         "%a: tensor<2x2xi32>, %b: tensor<2x1xi32>",
@@ -477,7 +490,9 @@ def test_writes_through_a_buffer_of_a_tensor_are_seen_through_the_tensor():
 
 
 def test_erf_is_within_1e_14_of_math_erf_on_a_dense_grid():
-    grid = np.concatenate([np.linspace(-7, 7, 200_001), [-np.inf, np.inf, 0.0, -0.0, 2.0, -2.0]])
+    edges = np.array([*ERF_BANDS, ERF_ONE])
+    edges = np.concatenate([edges, np.nextafter(edges, 0)])  # each band's first and the previous band's last value
+    grid = np.concatenate([np.linspace(-7, 7, 200_001), [-np.inf, np.inf, 0.0, -0.0], edges, -edges])
     expected = np.array([math.erf(x) for x in grid])
     np.testing.assert_allclose(erf(grid), expected, rtol=0, atol=1e-14)
     assert erf(np.float32([0.5])).dtype == np.float32 and np.isnan(erf(np.array([np.nan])))[0]
