@@ -126,7 +126,8 @@ class Program:
         with using_threads(self.threads):
             outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
         self.device.sync()
-        outputs = [np.asarray(o) if isinstance(o, np.ndarray) else o for o in outputs]
+        # results may be read-only views (of constants, broadcasts, transposes): the caller gets its own arrays
+        outputs = [o if not isinstance(o, np.ndarray) or o.flags.writeable else o.copy() for o in outputs]
         return RunResult(outputs, self.device, self.runtime.layers)
 
     def reporting_errors(self, work):

@@ -175,3 +175,23 @@ def test_a_program_called_from_several_threads_runs_each_call_alone():
         alone = Program(tiled_program("i32", w), Device(device.config))([x])
         np.testing.assert_array_equal(result.outputs[0], alone.outputs[0])
         assert result.device is device and device.report() == alone.device.report()
+
+
+def test_outputs_are_the_callers_writable_arrays():
+    """A function returning a broadcast of its argument (a read-only view inside the run) gives
+    the caller an array it may write."""
+    from cimxdsl.interpreters import run
+    from tests.unit.helpers import parse
+
+    module = parse(
+        """
+        func.func @main(%x: tensor<3xf32>) -> tensor<2x3xf32> {
+          %e = tensor.empty() : tensor<2x3xf32>
+          %b = linalg.broadcast ins(%x : tensor<3xf32>) outs(%e : tensor<2x3xf32>) dimensions = [0]
+          func.return %b : tensor<2x3xf32>
+        }
+        """
+    )
+    (out,) = run(module, [np.arange(3, dtype=np.float32)], "ideal").outputs
+    out[0, 0] = 7.0
+    np.testing.assert_array_equal(out, [[7, 1, 2], [0, 1, 2]])
