@@ -413,7 +413,8 @@ class HostFunctions(InterpreterFunctions):
     def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
         source, init = args
         expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
-        return (np.broadcast_to(expanded, init.shape),)  # a read-only view: tensors are not written
+        # a read-only view on tensors (they are not written); written into the destination on memrefs
+        return result_of(op, np.broadcast_to(expanded, np.shape(init)), init)
 
     @impl(PoolingNchwMaxOp)
     def run_pooling_max(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):

@@ -460,6 +460,22 @@ def test_memref_alloc_store_load_copy_and_dealloc():
     np.testing.assert_array_equal(copied, [[0, 0], [0, 7]])
 
 
+def test_linalg_broadcast_and_transpose_on_memrefs_write_their_outs():
+    x = np.array([1, 2, 3], np.int32)
+    broadcast, transposed = run_main(
+        "%x: memref<3xi32>",
+        """%b = memref.alloc() : memref<2x3xi32>
+           linalg.broadcast ins(%x : memref<3xi32>) outs(%b : memref<2x3xi32>) dimensions = [0]
+           %t = memref.alloc() : memref<3x2xi32>
+           linalg.transpose ins(%b : memref<2x3xi32>) outs(%t : memref<3x2xi32>) permutation = [1, 0]
+           func.return %b, %t : memref<2x3xi32>, memref<3x2xi32>""",
+        "memref<2x3xi32>, memref<3x2xi32>",
+        x,
+    )
+    np.testing.assert_array_equal(broadcast, [x, x])
+    np.testing.assert_array_equal(transposed, np.stack([x, x], axis=1))
+
+
 def test_an_index_out_of_bounds_names_the_op_and_its_place():
     """NumPy's errors inside an op (here an IndexError) are reported as the op's."""
     module = parse(
