@@ -7,6 +7,7 @@ same array, so writes through the memref are seen through the tensor.
 """
 
 import math as pymath
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -167,13 +168,21 @@ def result_of(op: Operation, value, out=None) -> tuple:
     return (as_type(value, op.results[0].type),)
 
 
+_STATIC_SLICES: weakref.WeakKeyDictionary[Operation, tuple] = weakref.WeakKeyDictionary()
+"""Per slice op: its static offset/size/stride attributes and their values (read once, not per run)."""
+
+
 def slice_parameters(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, args: PythonValues, first: int):
     """Static offsets/sizes/strides with the dynamic ones taken from the operands after `first`."""
+    attributes = (op.static_offsets, op.static_sizes, op.static_strides)
+    found = _STATIC_SLICES.get(op)
+    if found is None or any(a is not b for a, b in zip(found[0], attributes, strict=True)):
+        values = tuple(tuple(a.get_values()) for a in attributes)
+        found = _STATIC_SLICES[op] = (attributes, values, any(DYNAMIC_INDEX in v for v in values))
+    if not found[2]:
+        return found[1]
     dynamic = iter(args[first:])
-    values = []
-    for static in (op.static_offsets, op.static_sizes, op.static_strides):
-        values.append([next(dynamic) if v == DYNAMIC_INDEX else v for v in static.get_values()])
-    return values
+    return [[next(dynamic) if v == DYNAMIC_INDEX else v for v in static] for static in found[1]]
 
 
 def checked_slices(op: Operation, offsets, sizes, strides, shape: Sequence[int]) -> tuple[slice, ...]:

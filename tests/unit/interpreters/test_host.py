@@ -543,3 +543,21 @@ def test_linalg_select_picks_per_element():
     body = f"%r = linalg.select ins(%c, %a, %b : {c}, {t}, {t}) outs(%a : {t}) -> {t}\nfunc.return %r : {t}"
     (out,) = run_main(f"%c: {c}, %a: {t}, %b: {t}", body, t, cond, a, b)
     np.testing.assert_array_equal(out, [1, -2, 3])
+
+
+def test_a_slice_whose_offsets_change_reads_the_new_ones():
+    """Slice parameters are read once per op, and again when a pass replaces them."""
+    from xdsl.dialects import tensor
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    module = parse(
+        """func.func @main(%x: tensor<6xi32>) -> tensor<2xi32> {
+             %s = tensor.extract_slice %x[1] [2] [1] : tensor<6xi32> to tensor<2xi32>
+             func.return %s : tensor<2xi32>
+           }"""
+    )
+    x = np.arange(6, dtype=np.int32) * 10
+    np.testing.assert_array_equal(run(module, [x]).outputs[0], [10, 20])
+    (op,) = [o for o in module.walk() if isinstance(o, tensor.ExtractSliceOp)]
+    op.properties["static_offsets"] = DenseArrayBase.from_list(i64, [3])
+    np.testing.assert_array_equal(run(module, [x]).outputs[0], [30, 40])
