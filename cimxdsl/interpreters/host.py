@@ -159,6 +159,18 @@ def linalg_elementwise(function: Callable):
     return run
 
 
+def linalg_convolution(product: Callable):
+    """The implementation of a linalg convolution: `init` plus `product(x, w, strides, dilations)`
+    in the accumulator's type."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        x, w, init = args
+        strides, dilations = op.strides.get_values(), op.dilations.get_values()
+        return result_of(op, init + product(x.astype(init.dtype), w.astype(init.dtype), strides, dilations))
+
+    return run
+
+
 def result_of(op: Operation, value, out=None) -> tuple:
     """`value` as the runtime value of `op`'s single result; an op without results (a linalg op on
     memrefs) writes it into `out`, its destination buffer, instead."""
@@ -402,21 +414,8 @@ class HostFunctions(InterpreterFunctions):
         a, b, c = args
         return result_of(op, c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)))
 
-    @impl(Conv2DNchwFchwOp)
-    def run_conv(self, interpreter: Interpreter, op: Conv2DNchwFchwOp, args: PythonValues):
-        x, w, init = args
-        product = conv2d_nchw_fchw(
-            x.astype(init.dtype), w.astype(init.dtype), op.strides.get_values(), op.dilations.get_values()
-        )
-        return result_of(op, init + product)
-
-    @impl(Conv2DNgchwGfchwOp)
-    def run_grouped_conv(self, interpreter: Interpreter, op: Conv2DNgchwGfchwOp, args: PythonValues):
-        x, w, init = args
-        product = conv2d_ngchw_gfchw(
-            x.astype(init.dtype), w.astype(init.dtype), op.strides.get_values(), op.dilations.get_values()
-        )
-        return result_of(op, init + product)
+    run_conv = impl(Conv2DNchwFchwOp)(linalg_convolution(conv2d_nchw_fchw))
+    run_grouped_conv = impl(Conv2DNgchwGfchwOp)(linalg_convolution(conv2d_ngchw_gfchw))
 
     @impl(BroadcastOp)
     def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
