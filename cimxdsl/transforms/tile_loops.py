@@ -155,18 +155,22 @@ def loop_reduce(builder: Builder, op: cinm.ReduceOp, rows: int, columns: int) ->
     if window == shape[axis]:
         return None
     count = shape[axis] // window
-    partials = TensorType(element_type(op.input), [count if d == axis else s for d, s in enumerate(shape)])
-    ones = [1 if d == axis else s for d, s in enumerate(shape)]
+    zeros = [0] * len(shape)
+
+    def at_axis(value, others: Sequence) -> list:
+        """`others` with `value` on the reduced axis."""
+        return [value if d == axis else other for d, other in enumerate(others)]
+
+    partials = TensorType(element_type(op.input), at_axis(count, shape))
     step = builder.insert(arith.ConstantOp(IntegerAttr(window, IndexType()))).result
 
     def part(b: Builder, p: SSAValue, acc: SSAValue) -> SSAValue:
         start = b.insert(arith.MuliOp(p, step)).result
-        offsets = [start if d == axis else 0 for d in range(len(shape))]
-        piece = extract(b, op.input, offsets, [window if d == axis else s for d, s in enumerate(shape)])
+        piece = extract(b, op.input, at_axis(start, zeros), at_axis(window, shape))
         partial = b.insert(notile(cinm.ReduceOp(piece, op.method, op.dimensions, op.result.type))).result
         if not isinstance(op.result.type, TensorType):
             return b.insert(tensor.InsertOp(partial, acc, [p])).result
-        return insert(b, partial, acc, [p if d == axis else 0 for d in range(len(shape))], ones)
+        return insert(b, partial, acc, at_axis(p, zeros), at_axis(1, shape))
 
     collected = loop(builder, count, 1, builder.insert(tensor.EmptyOp([], partials)).tensor, part)
     return builder.insert(notile(cinm.ReduceOp(collected, op.method, op.dimensions, op.result.type))).result
