@@ -28,7 +28,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.errors import pass_error
-from cimxdsl.transforms.tile_loops import TILE_SIZES, tile_in_loops
+from cimxdsl.transforms.tile_loops import given_tile_sizes, tile_in_loops
 
 
 def ranges(size: int, step: int) -> list[tuple[int, int]]:
@@ -158,9 +158,8 @@ def loops_needed(op: cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp, rows: int, colum
         return False
     if isinstance(op, cinm.ReduceOp):
         return True  # `loop_reduce` leaves one that fits a window
-    return needs_tiling(op, rows, columns) or (
-        op.out is None and not cinm.on_host(op) and any(TILE_SIZES in o.attributes for o in (op, op.parent_op()))
-    )
+    given = op.out is None and not cinm.on_host(op) and given_tile_sizes(op) is not None
+    return needs_tiling(op, rows, columns) or given
 
 
 @dataclass

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
@@ -83,13 +83,17 @@ def notile(op: Operation) -> Operation:
     return op
 
 
+def given_tile_sizes(op: Operation) -> Attribute | None:
+    """The `cinm.tile_sizes` of `op`, else of its compute, if any."""
+    return next((o.attributes[TILE_SIZES] for o in (op, op.parent_op()) if o and TILE_SIZES in o.attributes), None)
+
+
 def tile_sizes(op: Operation, dims: Sequence[int], default: Sequence[int], limits: Sequence[int | None]) -> list[int]:
     """The tile sizes of `op` along `dims`: its (or its compute's) `cinm.tile_sizes`, else `default`.
     Each must divide its dimension and stay within its limit (a crossbar's rows or columns)."""
-    owner = next((o for o in (op, op.parent_op()) if o is not None and TILE_SIZES in o.attributes), None)
-    if owner is None:
+    sizes = given_tile_sizes(op)
+    if sizes is None:
         return list(default)
-    sizes = owner.attributes[TILE_SIZES]
     values = list(sizes.get_values()) if isinstance(sizes, DenseArrayBase) else []
     if len(values) != len(dims):
         raise pass_error("tile", f"'{TILE_SIZES}' must be an array of {len(dims)} integers, got {sizes}", op)
