@@ -1,8 +1,8 @@
 """PNG figures of a sweep (matplotlib, Agg; no pyplot state, so it is safe in threads and workers).
 
 - `accuracy_vs_<axis>.png` per axis: mean top-1 accuracy with ± one standard deviation over seeds
-  and every seed's value as a dot, one line per setting of the other axes (at most `MAX_LINES`;
-  beyond that their mean with the min–max band), the float model's accuracy dashed;
+  and every seed's value as a dot, one line per combination of the other axes' values (colour: the
+  first other axis; dash and marker: the rest), the float model's accuracy dashed;
 - `energy_vs_accuracy.png`: every point's energy per image against its mean accuracy, the Pareto
   front joined and labelled.
 """
@@ -12,15 +12,19 @@ from __future__ import annotations
 import itertools
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
     from cimxdsl.explore.results import ExploreResults
 
-MAX_LINES = 8
+INSIDE_LEGEND = 4
+"""Plots with more lines than this get their legend beside the axes (and a wider figure)."""
+DASHES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P")
 DPI = 110
 SIZE = (6.4, 4.2)
 
@@ -31,7 +35,8 @@ def write_plots(results: ExploreResults, out_dir: Path) -> dict[str, Path]:
 
     written = {}
     for axis in results.sweep.axes:
-        figure = Figure(figsize=SIZE, dpi=DPI)
+        wide = len(accuracy_lines(results, axis)[0]) > INSIDE_LEGEND
+        figure = Figure(figsize=(SIZE[0] + (2.4 if wide else 0), SIZE[1]), dpi=DPI)
         FigureCanvasAgg(figure)
         accuracy_vs_axis(figure.subplots(), results, axis)
         figure.tight_layout()
@@ -53,15 +58,39 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def accuracy_vs_axis(ax, results: ExploreResults, axis) -> None:
+@dataclass(frozen=True)
+class Line:
+    """One line of an accuracy-vs-axis plot: the points that share every other swept setting."""
+
+    settings: tuple[tuple[str, Any], ...]
+    """(field, value) of every other swept field, in the sweep's axis order."""
+    xs: np.ndarray
+    means: np.ndarray
+    """Mean top-1 accuracy over seeds (%), at `xs`."""
+    stds: np.ndarray
+    seeds: tuple[np.ndarray, ...]
+    """Every seed's accuracy (%) at each of `xs`."""
+    colour: int
+    """Index of the first other axis's step (the line's colour)."""
+    style: int
+    """Index of the combination of the remaining other axes' steps (the line's dash and marker)."""
+
+    @property
+    def label(self) -> str | None:
+        return ", ".join(f"{f}={_fmt(v, f)}" for f, v in self.settings) or None
+
+
+def accuracy_lines(results: ExploreResults, axis) -> tuple[list[Line], int]:
+    """The lines of `accuracy_vs_<axis>`: one per combination of the other swept axes' values
+    (nothing averaged), in the sweep's order; and the number of failed points on the axis."""
     sweep = results.sweep
-    numeric = all(isinstance(v[0], int | float) and not isinstance(v[0], bool) for v in axis.values)
-    positions, ticks = axis_positions(axis, numeric)
-    others = [f for f in sweep.swept_fields if f not in axis.fields]
-    rows_of = defaultdict(list)
+    positions, _ = axis_positions(axis)
+    others = [a for a in sweep.axes if a is not axis]
+    seeds_of = defaultdict(list)
     for row in results.rows:
-        rows_of[row["point"]].append(row)
-    lines: dict[tuple, list[tuple[float, dict, list[float]]]] = defaultdict(list)
+        if row["status"] == "ok":
+            seeds_of[row["point"]].append(100 * row["accuracy"])
+    groups: dict[tuple, list[tuple[float, dict]]] = defaultdict(list)
     failed = 0
     for entry in results.summary:
         if axis.name not in entry["axes"]:
@@ -69,41 +98,54 @@ def accuracy_vs_axis(ax, results: ExploreResults, axis) -> None:
         if entry["status"] != "ok":
             failed += 1
             continue
-        x = positions[tuple(entry[f] for f in axis.fields)]
-        seeds = [r["accuracy"] for r in rows_of[entry["point"]] if r["status"] == "ok"]
-        lines[tuple((f, entry[f]) for f in others)].append((x, entry, seeds))
-    if len(lines) <= MAX_LINES:
-        order = {
-            (f, values[i]): step
-            for a in sweep.axes
-            for step, values in enumerate(a.values)
-            for i, f in enumerate(a.fields)
-        }
-        for n, (group, items) in enumerate(sorted(lines.items(), key=lambda kv: [order.get(fv, -1) for fv in kv[0]])):
-            items.sort(key=lambda item: item[0])
-            xs = np.array([item[0] for item in items], dtype=float)
-            means = np.array([100 * item[1]["accuracy_mean"] for item in items])
-            stds = np.array([100 * item[1]["accuracy_std"] for item in items])
-            label = ", ".join(f"{f}={_fmt(v, f)}" for f, v in group) or None
-            color = f"C{n % 10}"
-            ax.errorbar(xs, means, yerr=stds, marker="o", ms=4, capsize=3, color=color, label=label)
-            for x, _, seeds in items:
-                if len(seeds) > 1:
-                    ax.plot([x] * len(seeds), 100 * np.array(seeds), ".", color=color, alpha=0.35, ms=3)
-    else:
-        by_x: dict[float, list[float]] = defaultdict(list)
-        for items in lines.values():
-            for x, _, seeds in items:
-                by_x[x].extend(seeds)
-        xs = np.array(sorted(by_x), dtype=float)
-        values = [100 * np.array(by_x[x]) for x in sorted(by_x)]
-        label = f"mean over {len(lines)} settings of the other axes"
-        if numeric:
-            ax.plot(xs, [v.mean() for v in values], "o-", ms=4, label=label)
-            ax.fill_between(xs, [v.min() for v in values], [v.max() for v in values], alpha=0.2, label="min–max")
-        else:
-            ax.boxplot(values, positions=xs, widths=0.4, showmeans=True, manage_ticks=False)
-            ax.plot([], [], "^", color="C2", label=label + " (box: quartiles, whiskers: 1.5 IQR)")
+        steps = tuple(step_of(a, entry) for a in others)
+        groups[steps].append((positions[tuple(entry[f] for f in axis.fields)], entry))
+    colours = sorted({steps[:1] for steps in groups})
+    styles = sorted({steps[1:] for steps in groups})
+    lines = []
+    for steps in sorted(groups):
+        items = sorted(groups[steps], key=lambda item: item[0])
+        settings = tuple((f, items[0][1][f]) for a in others for f in a.fields)
+        lines.append(
+            Line(
+                settings=settings,
+                xs=np.array([x for x, _ in items], dtype=float),
+                means=np.array([100 * e["accuracy_mean"] for _, e in items]),
+                stds=np.array([100 * e["accuracy_std"] for _, e in items]),
+                seeds=tuple(np.array(seeds_of[e["point"]]) for _, e in items),
+                colour=colours.index(steps[:1]),
+                style=styles.index(steps[1:]),
+            )
+        )
+    return lines, failed
+
+
+def step_of(axis, entry: dict) -> int:
+    """Which step of `axis` a summary entry is at (-1: the base device's value, off the axis)."""
+    values = tuple(entry[f] for f in axis.fields)
+    return axis.values.index(values) if values in axis.values else -1
+
+
+def accuracy_vs_axis(ax, results: ExploreResults, axis) -> None:
+    sweep = results.sweep
+    positions, ticks = axis_positions(axis)
+    lines, failed = accuracy_lines(results, axis)
+    for line in lines:
+        colour = f"C{line.colour % 10}"
+        ax.errorbar(
+            line.xs,
+            line.means,
+            yerr=line.stds,
+            marker=MARKERS[line.style % len(MARKERS)],
+            ls=DASHES[line.style % len(DASHES)],
+            ms=4,
+            capsize=3,
+            color=colour,
+            label=line.label,
+        )
+        for x, seeds in zip(line.xs, line.seeds, strict=True):
+            if len(seeds) > 1:
+                ax.plot([x] * len(seeds), seeds, ".", color=colour, alpha=0.35, ms=3)
     ax.axhline(100 * results.float_accuracy, color="0.4", ls="--", lw=1, label="float model")
     title = axis.name if axis.fields == (axis.name,) else f"{axis.name} ({', '.join(axis.fields)})"
     ax.set_xlabel(title)
@@ -121,14 +163,17 @@ def accuracy_vs_axis(ax, results: ExploreResults, axis) -> None:
         ax.text(0.01, 0.01, f"{failed} point(s) failed", transform=ax.transAxes, fontsize=8, color="C3")
     ax.set_ylim(bottom=max(0, ax.get_ylim()[0]), top=min(101, ax.get_ylim()[1]))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if len(lines) > INSIDE_LEGEND:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        ax.legend(fontsize=7, loc="best")
 
 
-def axis_positions(axis, numeric: bool) -> tuple[dict[tuple, float], tuple[list, list] | None]:
+def axis_positions(axis) -> tuple[dict[tuple, float], tuple[list, list] | None]:
     """Where each step of `axis` goes on the x axis, and the ticks (None: matplotlib's own).
     Categories are evenly spaced; integers get a tick each, and a lossless ADC (adc_bits = 0) is
     drawn right of the widest one, labelled "lossless"."""
-    if not numeric:
+    if not all(isinstance(v[0], int | float) and not isinstance(v[0], bool) for v in axis.values):
         positions = {values: float(i) for i, values in enumerate(axis.values)}
         return positions, (list(positions.values()), ["/".join(_fmt(v) for v in values) for values in axis.values])
     positions = {values: float(values[0]) for values in axis.values}
@@ -149,7 +194,7 @@ def energy_vs_accuracy(axes, results: ExploreResults) -> None:
     listed."""
     ok = [s for s in results.summary if s["status"] == "ok"]
     front = results.pareto
-    energy = np.array([s["energy_per_image_pj"] / 1e3 for s in ok])
+    energy = np.array([s["energy_per_image_pj"] for s in ok])
     low = min((100 * s["accuracy_mean"] for s in front), default=0.0) - 2
     colour_by = next(
         (a for a in results.sweep.axes if len(a) <= 6 and all(isinstance(v[0], str) for v in a.values)), None
@@ -168,7 +213,7 @@ def energy_vs_accuracy(axes, results: ExploreResults) -> None:
                 and (values is None or tuple(s[f] for f in colour_by.fields) == values)
             ]
             ax.errorbar(
-                [s["energy_per_image_pj"] / 1e3 for s in shown],
+                [s["energy_per_image_pj"] for s in shown],
                 [100 * s["accuracy_mean"] for s in shown],
                 yerr=[100 * s["accuracy_std"] for s in shown],
                 fmt="o",
@@ -178,7 +223,7 @@ def energy_vs_accuracy(axes, results: ExploreResults) -> None:
                 label=f"{label} (± std over seeds)",
             )
         if front:
-            fx = [s["energy_per_image_pj"] / 1e3 for s in front]
+            fx = [s["energy_per_image_pj"] for s in front]
             fy = [100 * s["accuracy_mean"] for s in front]
             ax.plot(fx, fy, "s-", color="C3", ms=7, lw=1.5, mfc="none", mew=1.5, label="Pareto front")
             if n == 1:
@@ -187,7 +232,7 @@ def energy_vs_accuracy(axes, results: ExploreResults) -> None:
         ax.axhline(100 * results.float_accuracy, color="0.4", ls="--", lw=1, label="float model")
         if len(energy) and energy.min() > 0 and energy.max() / energy.min() >= 10:
             ax.set_xscale("log")
-        ax.set_xlabel("energy per image (nJ)")
+        ax.set_xlabel("energy per image (pJ)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("top-1 accuracy (%)")
     axes[0].set_title("all points", fontsize=9)

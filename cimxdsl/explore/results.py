@@ -108,22 +108,23 @@ class ExploreResults:
         return written
 
     def table(self) -> str:
-        """A plain-text summary: one line per point."""
-        head = ["point", "settings", "accuracy %", "agreement %", "energy/image nJ", "latency us", "pareto"]
+        """A plain-text summary: one line per point, its columns named and in the units of results.csv
+        (accuracy and agreement as fractions, ± the standard deviation over seeds)."""
+        head = ["point", "settings", "accuracy", "agreement", "energy_per_image_pj", "latency_ns", "pareto"]
         lines = [head]
         for s in self.summary:
             if s["status"] == "error":
                 lines.append([str(s["point"]), s["label"], "error: " + s["error"], "", "", "", ""])
                 continue
-            spread = f" ± {100 * s['accuracy_std']:.2f}" if s["runs"] > 1 else ""
+            spread = f" ± {s['accuracy_std']:.4f}" if s["runs"] > 1 else ""
             lines.append(
                 [
                     str(s["point"]),
                     s["label"],
-                    f"{100 * s['accuracy_mean']:.2f}{spread}",
-                    f"{100 * s['agreement_mean']:.2f}",
-                    f"{s['energy_per_image_pj'] / 1e3:.4g}",
-                    f"{s['latency_ns'] / 1e3:.4g}",
+                    f"{s['accuracy_mean']:.4f}{spread}",
+                    f"{s['agreement_mean']:.4f}",
+                    f"{s['energy_per_image_pj']:.5g}",
+                    f"{s['latency_ns']:.5g}",
                     "*" if s["pareto"] else "",
                 ]
             )

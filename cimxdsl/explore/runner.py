@@ -233,7 +233,8 @@ def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:
         raise SweepError(f"'model': sweeps need a model with one input, this one has {len(shapes)}")
     if tuple(inputs.shape[1:]) != shapes[0][1:]:
         raise SweepError(
-            f"'data': examples of shape {list(inputs.shape[1:])} do not fit the model's input {list(shapes[0])}"
+            f"'data': 'inputs' of shape {list(inputs.shape)} holds examples of shape {list(inputs.shape[1:])}; "
+            f"the model's input {list(shapes[0])} takes examples of shape {list(shapes[0][1:])}"
         )
 
 
