@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -20,6 +21,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
+
+
+def location_prefix(op: Operation) -> str:
+    """`file:line:col: ` where `op` was parsed from, or "" when its location is not a file position;
+    the prefix of every one-line error about an op."""
+    place = op.location
+    if isinstance(place, FileLineColLoc):
+        return f"{place.filename.data}:{place.line.data}:{place.column.data}: "
+    return ""
 
 
 def is_accumulator_type(operand_type: Attribute, result_type: Attribute) -> bool:

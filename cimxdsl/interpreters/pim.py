@@ -22,8 +22,8 @@ from xdsl.ir import Block, Operation
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, ExecutionError, Machine
-from cimxdsl.interpreters.spatial import enclosing_weight_values, filters_result, op_error
-from cimxdsl.interpreters.values import numpy_dtype
+from cimxdsl.interpreters.spatial import enclosing_weight_values, filters_result
+from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
 
 
 @dataclass(eq=False)
@@ -48,7 +48,7 @@ class CoreBlock:
 def flat_view(op: Operation, array: np.ndarray, what: str) -> np.ndarray:
     array = np.asarray(array)
     if not array.flags.c_contiguous:
-        raise op_error(op, f"{what} must be a contiguous buffer")
+        raise interpretation_error(op, f"{what} must be a contiguous buffer")
     return array.reshape(-1)
 
 
@@ -86,7 +86,7 @@ def run_instruction_cores(interpreter: Interpreter, cores: Sequence[pim.CoreOp])
     try:
         machine.run()
     except ExecutionError as e:
-        raise op_error(cores[0], str(e)) from None
+        raise interpretation_error(cores[0], str(e)) from None
     for array, address in buffers:
         target = np.asarray(array)
         if target.flags.writeable:  # constants are read-only values
@@ -139,7 +139,7 @@ class PimFunctions(InterpreterFunctions):
     def finish(self, interpreter: Interpreter, cores: CoreBlock) -> None:
         if cores.instruction_cores:
             if cores.runs:
-                raise op_error(
+                raise interpretation_error(
                     cores.instruction_cores[0], "a block mixes cores of instructions with cores of higher-level ops"
                 )
             run_instruction_cores(interpreter, cores.instruction_cores)
@@ -148,7 +148,7 @@ class PimFunctions(InterpreterFunctions):
         while waiting:
             if not any([self.advance(run) for run in waiting]):
                 names = ", ".join(str(run.op.get_core_id()) for run in waiting)
-                raise op_error(
+                raise interpretation_error(
                     waiting[0].op, f"deadlock: cores {names} wait on 'spat.channel_receive' with nothing sent"
                 )
             waiting = [run for run in waiting if not run.done]

@@ -11,7 +11,6 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -22,11 +21,10 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import ApplyFiltersBase, FilterGeometry, Im2col, enclosing_weights
-from cimxdsl.interpreters.values import as_type, numpy_dtype
+from cimxdsl.interpreters.values import as_type, interpretation_error, numpy_dtype
 
 
 @dataclass(eq=False)
@@ -134,7 +132,7 @@ def enclosing_weight_values(interpreter: Interpreter, op: Operation) -> tuple:
     """The runtime values of the crossbar matrices `op` (an apply_filters) selects from."""
     found = enclosing_weights(op)
     if found is None:
-        raise op_error(op, "outside a 'spat.compute' or 'pim.core' holding its weights")
+        raise interpretation_error(op, "outside a 'spat.compute' or 'pim.core' holding its weights")
     holder, weights = found
     if isinstance(holder, spat.ComputeOp):
         weights = holder.weight_args
@@ -159,15 +157,6 @@ def unary(op: spat.VectorUnaryOp, args: PythonValues, function) -> tuple:
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
-
-
-def op_error(op: Operation, message: str) -> InterpretationError:
-    """An interpretation failure naming the op (and its `file:line:col` when it has one)."""
-    location = op.location
-    place = ""
-    if isinstance(location, FileLineColLoc):
-        place = f"{location.filename.data}:{location.line.data}:{location.column.data}: "
-    return InterpretationError(f"{place}'{op.name}': {message}")
 
 
 class SpatialFunctions(InterpreterFunctions):
@@ -247,7 +236,7 @@ class SpatialFunctions(InterpreterFunctions):
     def run_channel_receive(self, interpreter: Interpreter, op: spat.ChannelReceiveOp, args: PythonValues):
         (channel,) = args
         if not channel.queue:
-            raise op_error(op, "receive on a channel with nothing sent")
+            raise interpretation_error(op, "receive on a channel with nothing sent")
         return (channel.queue.popleft(),)
 
 

@@ -7,7 +7,6 @@ from xdsl.dialects import bufferization, memref
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    FileLineColLoc,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -19,7 +18,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import upstream
-from cimxdsl.dialects.utils import dense_array, numpy_dtype
+from cimxdsl.dialects.utils import dense_array, location_prefix, numpy_dtype
 
 VIEWS = (bufferization.ToBufferOp, upstream.ToMemrefOp, memref.CastOp, upstream.CastOp)
 """Ops whose result is their operand's array."""
@@ -64,11 +63,7 @@ def constant_value(op: ConstantOp):
 
 def op_context(op: Operation) -> str:
     """`file:line:col: 'dialect.op': ` naming `op`, with its place when its location is a file position."""
-    place = op.location
-    where = (
-        f"{place.filename.data}:{place.line.data}:{place.column.data}: " if isinstance(place, FileLineColLoc) else ""
-    )
-    return f"{where}'{op.name}': "
+    return f"{location_prefix(op)}'{op.name}': "
 
 
 def interpretation_error(op: Operation, message: str) -> InterpretationError:
