@@ -254,7 +254,7 @@ class DeviceConfig:
     @property
     def tile_shape(self) -> tuple[int, int]:
         """(max K, max N) of a weight tile one logical crossbar holds."""
-        return self.rows, self.cols // self.cells_per_weight
+        return tile_shape(self.rows, self.cols, self.cells_per_weight)
 
     @property
     def adc_full_scale(self) -> int:
@@ -304,6 +304,12 @@ class DeviceConfig:
     def exact(self) -> bool:
         """Lossless ADC and no noise: every MVM equals the exact product."""
         return self.lossless_adc and self.noiseless
+
+
+def tile_shape(rows: int, cols: int, cells_per_weight: int) -> tuple[int, int]:
+    """(max K, max N) of a weight tile on a `rows × cols` crossbar: a row per reduction index, and
+    `cells_per_weight` neighbouring columns per output."""
+    return rows, cols // cells_per_weight
 
 
 # ---- validation -------------------------------------------------------------------------------

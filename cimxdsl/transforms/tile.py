@@ -26,6 +26,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from cimxdsl.device import load_device_config
+from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.tile_loops import given_tile_sizes, tile_in_loops
@@ -205,7 +206,7 @@ class TilePass(ModulePass):
         cells = config.cells_per_weight if config else 1
         if cols < cells:
             raise pass_error(self.name, f"a crossbar of {cols} columns cannot hold one weight of {cells} cells")
-        return rows, cols // cells
+        return tile_shape(rows, cols, cells)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rows, columns = self.tile_shape()
