@@ -26,14 +26,12 @@ the same ADC; to model that convention, set `adc_pj` accordingly.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
-import math
-import numbers
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cimxdsl.device.settings import Schema, did_you_mean, is_file_spec, setting
 
 ENCODINGS = ("differential", "offset")
 SUBTRACTIONS = ("digital", "analog")
@@ -121,39 +119,41 @@ class DeviceConfig:
     cores: int = 1
     crossbars_per_core: int = 16
     # precision
-    weight_bits: int = 8
-    input_bits: int = 8
-    cell_bits: int = 2
-    dac_bits: int = 1
-    adc_bits: int = 0
-    adc_range: str = "full"
+    weight_bits: int = setting(8, low=1, high=MAX_BITS)
+    input_bits: int = setting(8, low=1, high=MAX_BITS)
+    cell_bits: int = setting(2, low=1, high=MAX_BITS)
+    dac_bits: int = setting(1, low=1, high=MAX_BITS)
+    adc_bits: int = setting(0, low=0, high=MAX_BITS, expected=f"an integer from 0 (lossless) to {MAX_BITS}")
+    adc_range: str = setting("full", choices=ADC_RANGES)
     """`full`: the true largest column sum; `full_pow2`: that rounded up to a power of two;
     `calibrated`: the largest sum of each read (idealised); `static_array` / `static_column`: a
     span per array / per column fixed from a calibration set (see docs/device-model.md)."""
-    encoding: str = "differential"
-    input_encoding: str = "offset"
+    encoding: str = setting("differential", choices=ENCODINGS)
+    input_encoding: str = setting("offset", choices=INPUT_ENCODINGS)
     """How signed inputs reach the unsigned DACs: `offset` (x + 2**(input_bits-1)),
     `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
     the positive and one for the negative entries)."""
-    subtraction: str = "digital"
+    subtraction: str = setting("digital", choices=SUBTRACTIONS)
     """Where a differential pair is subtracted: `digital` after one ADC per array (Reißmann 2024, §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
     two, of a signed sum)."""
     # noise
     prog_noise: float = 0.0
-    prog_noise_model: str = "proportional"
-    prog_noise_table: tuple[float, ...] = ()
+    prog_noise_model: str = setting("proportional", choices=PROG_NOISE_MODELS)
+    prog_noise_table: tuple[float, ...] = setting(
+        (), low=0, expected="a list of non-negative numbers (one σ per conductance level, in units of G_max)"
+    )
     read_noise: float = 0.0
-    stuck_on_rate: float = 0.0
-    stuck_off_rate: float = 0.0
+    stuck_on_rate: float = setting(0.0, low=0, high=1)
+    stuck_off_rate: float = setting(0.0, low=0, high=1)
     drift_nu: float = 0.0
-    drift_time_s: float = 1.0
-    seed: int = 0
+    drift_time_s: float = setting(1.0, positive=True)
+    seed: int = setting(0, low=0)
     # timing
-    cycle_ns: float = 1.0
+    cycle_ns: float = setting(1.0, positive=True)
     pipeline_fill_cycles: int = 1
     write_ns_per_row: float = 0.0
-    digital_macs_per_ns: float = _DIGITAL_MACS_PER_NS
+    digital_macs_per_ns: float = setting(_DIGITAL_MACS_PER_NS, positive=True)
     # energy (pJ per event)
     crossbar_read_pj: float = 0.0
     dac_pj: float = 0.0
@@ -164,8 +164,7 @@ class DeviceConfig:
     digital_pj_per_mac: float = 0.0
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, check_field(f.name, getattr(self, f.name)))
+        DEVICE.validate(self)
         if self.stuck_on_rate + self.stuck_off_rate > 1:
             raise DeviceConfigError(
                 "'stuck_on_rate' + 'stuck_off_rate' must be at most 1, "
@@ -195,17 +194,14 @@ class DeviceConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DeviceConfig:
-        """Load a TOML file (flat keys or [geometry]/[precision]/[noise]/[timing]/[energy] tables)."""
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-            raise DeviceConfigError(f"cannot read '{path}': {err}") from None
-        return cls.from_dict(data)
+        """Load a TOML (or, by its `.json` suffix, JSON) file: flat keys or
+        [geometry]/[precision]/[noise]/[timing]/[energy] tables."""
+        return cls.from_dict(DEVICE.read(path))
 
     def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with `changes` applied, validated like a new config."""
         for key in changes:
-            _check_known(key)
+            DEVICE.check_known(key)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -313,18 +309,9 @@ def tile_shape(rows: int, cols: int, cells_per_weight: int) -> tuple[int, int]:
 
 
 # ---- validation -------------------------------------------------------------------------------
-_POSITIVE_INT = ("rows", "cols", "crossbars", "cores", "crossbars_per_core", "pipeline_fill_cycles")
-_BITS = ("weight_bits", "input_bits", "cell_bits", "dac_bits")
-_RATES = ("stuck_on_rate", "stuck_off_rate")
-_POSITIVE_FLOAT = ("cycle_ns", "drift_time_s", "digital_macs_per_ns")
-_CHOICES = {
-    "adc_range": ADC_RANGES,
-    "encoding": ENCODINGS,
-    "input_encoding": INPUT_ENCODINGS,
-    "subtraction": SUBTRACTIONS,
-    "prog_noise_model": PROG_NOISE_MODELS,
-}
-FIELD_NAMES = tuple(f.name for f in dataclasses.fields(DeviceConfig))
+DEVICE = Schema(DeviceConfig, DeviceConfigError)
+"""The keys of a device configuration and their checks (the presets are added below)."""
+FIELD_NAMES = tuple(DEVICE.fields)
 CALIBRATION_FIELDS = (
     "rows",
     "cols",
@@ -338,78 +325,19 @@ CALIBRATION_FIELDS = (
 )
 
 
-def _check_known(key: str) -> None:
-    if key not in FIELD_NAMES:
-        close = difflib.get_close_matches(key, FIELD_NAMES, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise DeviceConfigError(f"unknown key '{key}'{hint}")
-
-
-def _is_int(value: Any) -> bool:
-    """Python or NumPy integers, not booleans."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def check_field(key: str, value: Any) -> Any:
     """Validate one field and return it normalised (ints to float for float fields)."""
-
-    def bad(expected: str) -> DeviceConfigError:
-        return DeviceConfigError(f"'{key}' must be {expected}, got {value!r}")
-
-    if key == "name":
-        if not isinstance(value, str) or not value:
-            raise bad("a non-empty string")
-        return value
-    if key in _CHOICES:
-        if value not in _CHOICES[key]:
-            raise bad("one of " + ", ".join(repr(c) for c in _CHOICES[key]))
-        return value
-    if key in _POSITIVE_INT:
-        if not _is_int(value) or value < 1:
-            raise bad("a positive integer")
-        return int(value)
-    if key in _BITS:
-        if not _is_int(value) or not 1 <= value <= MAX_BITS:
-            raise bad(f"an integer from 1 to {MAX_BITS}")
-        return int(value)
-    if key == "adc_bits":
-        if not _is_int(value) or not 0 <= value <= MAX_BITS:
-            raise bad(f"an integer from 0 (lossless) to {MAX_BITS}")
-        return int(value)
-    if key == "seed":
-        if not _is_int(value) or value < 0:
-            raise bad("a non-negative integer")
-        return int(value)
-    if key == "prog_noise_table":
-        if not isinstance(value, list | tuple) or not all(_is_number(v) and v >= 0 for v in value):
-            raise bad("a list of non-negative numbers (one σ per conductance level, in units of G_max)")
-        return tuple(float(v) for v in value)
-    if not _is_number(value):
-        raise bad("a number")
-    if key in _RATES and not 0 <= value <= 1:
-        raise bad("a number from 0 to 1")
-    if key in _POSITIVE_FLOAT and value <= 0:
-        raise bad("a positive number")
-    if key not in _RATES and key not in _POSITIVE_FLOAT and value < 0:
-        raise bad("a non-negative number")
-    return float(value)
+    return DEVICE.check(key, value)
 
 
 def flatten(data: Any) -> dict[str, Any]:
     """Merge the known group tables into one flat dict; reject unknown tables and duplicates."""
-    if not isinstance(data, dict):
-        raise DeviceConfigError(f"expected a table of keys, got {type(data).__name__}")
+    DEVICE.table_of(data)
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict):
             if key not in GROUPS:
-                close = difflib.get_close_matches(key, list(GROUPS), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise DeviceConfigError(f"unknown table '{key}'{hint}; tables: {', '.join(GROUPS)}")
+                raise DeviceConfigError(f"unknown table '{key}'{did_you_mean(key, GROUPS)}; tables: {', '.join(GROUPS)}")
             items = value.items()
             for sub_key in value:
                 if sub_key in FIELD_NAMES and sub_key not in GROUPS[key]:
@@ -422,7 +350,7 @@ def flatten(data: Any) -> dict[str, Any]:
             if sub_key in flat:
                 raise DeviceConfigError(f"key '{sub_key}' given twice")
             if sub_key != "preset":
-                _check_known(sub_key)
+                DEVICE.check_known(sub_key)
             flat[sub_key] = sub_value
     return flat
 
@@ -570,22 +498,16 @@ PRESETS: dict[str, DeviceConfig] = {
     ),
 }
 # fmt: on
+DEVICE.presets.update(PRESETS)
 
 
 def preset(name: str) -> DeviceConfig:
     """The named preset: ideal, cinnamon, isaac, puma or prime."""
-    if name not in PRESETS:
-        close = difflib.get_close_matches(str(name), list(PRESETS), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise DeviceConfigError(f"'preset' must be one of {', '.join(PRESETS)}, got {name!r}{hint}")
-    return PRESETS[name]
+    return DEVICE.preset(name)
 
 
 def load_device_config(spec: str | Path | DeviceConfig) -> DeviceConfig:
-    """A config from a preset name or a .toml path (which may say `preset = "isaac"` and override)."""
+    """A config from a preset name or a .toml/.json path (which may say `preset = "isaac"` and override)."""
     if isinstance(spec, DeviceConfig):
         return spec
-    text = str(spec)
-    if isinstance(spec, Path) or text.endswith(".toml") or "/" in text or Path(text).is_file():
-        return DeviceConfig.from_toml(text)
-    return preset(text)
+    return DeviceConfig.from_toml(spec) if is_file_spec(spec) else preset(str(spec))
