@@ -1,4 +1,4 @@
-"""Relative error of the crossbar model vs ADC bits (issue 18), for the configuration of
+"""Relative error of the crossbar model vs ADC bits, for the configuration of
 docs/device-model.md: 128×64 int8 weights in four 2-bit cell slices on a differential pair
 subtracted before a signed ADC, 16 int8 input rows, full-resolution (8-bit DAC, one pass) and
 bit-serial (1-bit DAC) inputs, ADC 4–12 bits, random uniform int8 matrices (`--trials` of them).

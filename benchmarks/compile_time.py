@@ -1,7 +1,7 @@
 """Compile time per stage of ResNet-18/50-, VGG-19- and MobileNetV2-shaped models (224×224, random
 weights) and of onnx's light architectures (`light:shufflenet`, …, or `light` for all of them, as
 shipped: `--size`/`--width` do not apply) through `-p memristor` (with the number of crossbar tiles)
-or `-p pim` (with the crossbars, cores and instructions), and the peak memory (issue 7). Run one
+or `-p pim` (with the crossbars, cores and instructions), and the peak memory. Run one
 model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]

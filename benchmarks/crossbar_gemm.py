@@ -1,4 +1,4 @@
-"""Simulation speed of a tiled crossbar product (issue 4 §5): a 4096×1024 by 1024×1024 int8 gemm
+"""Simulation speed of a tiled crossbar product: a 4096×1024 by 1024×1024 int8 gemm
 lowered through `tile, cinm-to-cim, schedule-asap, cim-to-memristor, memristor-to-func` for
 128×128 crossbars, interpreted on `ideal` and on `cinnamon` with 8-bit values and an 8-bit ADC.
 Times are ratios to `numpy.matmul` of the same matrices in the same process.

@@ -1,4 +1,4 @@
-"""Schedule quality (issue 7): per layer, the simulated latency of each strategy's schedule divided
+"""Schedule quality: per layer, the simulated latency of each strategy's schedule divided
 by a lower bound on any schedule's latency (writes included: the longest op, the total busy time ÷
 crossbars, and the pigeonhole bound of indivisible ops, see `lower_bounds`), for 1, 4, 16 and 64
 crossbars on the Cinnamon device (8-bit values). `--layers` also prints every layer's ratios.

@@ -1,4 +1,4 @@
-"""Simulation speed (issue 7): a ResNet-18-shaped model (224×224, random weights) compiled through
+"""Simulation speed: a ResNet-18-shaped model (224×224, random weights) compiled through
 `-p memristor` and run on the crossbar model, as a ratio to onnxruntime's float run of the same model
 in the same process, at batch 1 and 16:
 

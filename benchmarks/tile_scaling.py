@@ -1,5 +1,5 @@
 """Compile time of the memristor flow against the number of crossbar tiles, pass by pass, on MLIR
-programs of the Cinnamon benchmarks' shape (issue 14 §7): two independent gemms sharing their
+programs of the Cinnamon benchmarks' shape: two independent gemms sharing their
 activation (`2mm_par`) and a matrix-vector product, scaled so that `tile` makes N tiles.
 
     python benchmarks/tile_scaling.py [--tiles 1000 4000 16000] [--kind 2mm|mv] [--crossbars 16]

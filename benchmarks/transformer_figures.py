@@ -1,4 +1,4 @@
-"""Transformer figures (issue 13): a BERT-base-shaped encoder (12 layers, hidden 768, 12 heads,
+"""Transformer figures: a BERT-base-shaped encoder (12 layers, hidden 768, 12 heads,
 sequence 128, post-norm, exact GELU) and a GPT-2-small-shaped decoder stack (12 causal pre-norm
 blocks, hidden 768, 12 heads, sequence 128, tanh GELU; the token and position embeddings and the
 final LayerNorm, no LM head), random weights, built with `onnx.helper` on int64 token ids. Per model:

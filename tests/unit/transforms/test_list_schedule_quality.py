@@ -1,4 +1,4 @@
-"""Schedule quality of the list scheduler (issue 7): the lower bound on any schedule's makespan is a
+"""Schedule quality of the list scheduler: the lower bound on any schedule's makespan is a
 valid one, and list schedules stay within 10% of it (or of the optimum) where simpler ones do not."""
 
 import random
