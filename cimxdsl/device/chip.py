@@ -24,14 +24,11 @@ Presets:
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
-import math
-import numbers
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cimxdsl.device.settings import Schema, is_file_spec, setting
 
 
 class ChipConfigError(ValueError):
@@ -44,7 +41,7 @@ class ChipConfig:
     core_cnt: int = 64
     xbar_array_count: int = 64
     """Crossbars per core."""
-    period: float = 1.0
+    period: float = setting(1.0, positive=True)
     # matrix unit
     xbar_rows: int = 128
     xbar_cols: int = 128
@@ -53,7 +50,7 @@ class ChipConfig:
     dac_resolution: int = 1
     dac_count: int = 128
     dac_latency_cycle: int = 1
-    input_buffer_latency_cycle: int = 0
+    input_buffer_latency_cycle: int = setting(0, low=0)
     xbar_latency: float = 7.0
     sample_hold_latency_cycle: int = 1
     adc_count: int = 16
@@ -81,38 +78,23 @@ class ChipConfig:
     # network: a mesh `mesh_columns` wide, the global memory attached next to core 0
     bus_width: int = 32
     mesh_columns: int = 8
-    noc_hop_latency_cycle: int = 1
+    noc_hop_latency_cycle: int = setting(1, low=0)
     noc_energy_per_byte_hop: float = 0.0
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            check(f.name, getattr(self, f.name), f.type)
+        CHIP.validate(self)
 
     def replace(self, **changes: Any) -> ChipConfig:
         return dataclasses.replace(self, **changes)
 
 
-FIELDS = {f.name: f.type for f in dataclasses.fields(ChipConfig)}
-ZERO_ALLOWED = {"input_buffer_latency_cycle", "noc_hop_latency_cycle"}
-
-
-def check(key: str, value: Any, kind: Any) -> None:
-    def bad(expected: str) -> ChipConfigError:
-        return ChipConfigError(f"chip config: '{key}' must be {expected}, got {value!r}")
-
-    if kind == "str":
-        if not isinstance(value, str) or not value:
-            raise bad("a non-empty string")
-    elif kind == "bool":
-        if not isinstance(value, bool):
-            raise bad("true or false")
-    elif kind == "int":
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < (key not in ZERO_ALLOWED):
-            raise bad("a non-negative integer" if key in ZERO_ALLOWED else "a positive integer")
-    elif not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-        raise bad("a non-negative number")
-    elif key == "period" and value == 0:
-        raise bad("a positive number")
+CHIP = Schema(
+    ChipConfig,
+    ChipConfigError,
+    label="chip config: ",
+    preset_message="chip: unknown preset '{name}'{hint} (presets: {presets})",
+)
+"""The keys of a chip configuration and their checks (the presets are added below)."""
 
 
 PRESETS: dict[str, ChipConfig] = {
@@ -140,27 +122,19 @@ PRESETS: dict[str, ChipConfig] = {
 }
 
 
-def unknown_key(key: str) -> ChipConfigError:
-    close = difflib.get_close_matches(key, list(FIELDS), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return ChipConfigError(f"chip config: unknown key '{key}'{hint}")
+CHIP.presets.update(PRESETS)
 
 
 def chip_preset(name: str) -> ChipConfig:
-    if name not in PRESETS:
-        close = difflib.get_close_matches(name, list(PRESETS), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ChipConfigError(f"chip: unknown preset '{name}'{hint} (presets: {', '.join(PRESETS)})")
-    return PRESETS[name]
+    return CHIP.preset(name)
 
 
 def chip_from_dict(data: dict[str, Any]) -> ChipConfig:
     """A chip from flat keys; `preset` names the one it starts from (default `pimcomp`)."""
-    data = dict(data)
+    data = dict(CHIP.table_of(data))
     base = chip_preset(str(data.pop("preset", "pimcomp")))
     for key in data:
-        if key not in FIELDS:
-            raise unknown_key(key)
+        CHIP.check_known(key)
     return base.replace(**data)
 
 
@@ -169,14 +143,6 @@ def load_chip_config(spec: str | Path | ChipConfig) -> ChipConfig:
     the chip is named after the file unless it says `name`)."""
     if isinstance(spec, ChipConfig):
         return spec
-    path = Path(spec)
-    if path.suffix not in (".toml", ".json"):
+    if not is_file_spec(spec):
         return chip_preset(str(spec))
-    try:
-        text = path.read_text()
-        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        raise ChipConfigError(f"chip config {path}: {e}") from None
-    if not isinstance(data, dict):
-        raise ChipConfigError(f"chip config {path}: must be a table of keys")
-    return chip_from_dict({"name": path.stem, **data})
+    return chip_from_dict({"name": Path(spec).stem, **CHIP.read(spec)})
