@@ -325,11 +325,6 @@ CALIBRATION_FIELDS = (
 )
 
 
-def check_field(key: str, value: Any) -> Any:
-    """Validate one field and return it normalised (ints to float for float fields)."""
-    return DEVICE.check(key, value)
-
-
 def flatten(data: Any) -> dict[str, Any]:
     """Merge the known group tables into one flat dict; reject unknown tables and duplicates."""
     DEVICE.table_of(data)

@@ -39,16 +39,15 @@ Every error is a `SweepError` whose message is one line naming the key.
 
 from __future__ import annotations
 
-import difflib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cimxdsl.data import DIGITS_MODEL, DIGITS_TEST, DIGITS_TRAIN
 from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
-from cimxdsl.device.config import FIELD_NAMES, check_field, flatten
+from cimxdsl.device.config import DEVICE, FIELD_NAMES, flatten
 from cimxdsl.device.placement import PLACEMENTS
+from cimxdsl.device.settings import Schema, did_you_mean, setting
 
 BUNDLED_MODELS = {"digits": DIGITS_MODEL}
 BUNDLED_DATA = {"digits": DIGITS_TEST, "digits-train": DIGITS_TRAIN}
@@ -62,24 +61,6 @@ SWEEPABLE = (*(f for f in FIELD_NAMES if f not in ("name", "seed")), *COMPILE_OP
 COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars", *COMPILE_OPTIONS)
 """Fields that change the compiled program (quantization bits, tiling, placement); the rest only
 change how the device computes, so points that agree on these share one compiled program."""
-TOP_KEYS = (
-    "name",
-    "model",
-    "data",
-    "calibration",
-    "limit",
-    "batch_size",
-    "mode",
-    "strategy",
-    "placement",
-    "grid",
-    "seeds",
-    "seed",
-    "device",
-    "axes",
-    "cost",
-)
-COST_KEYS = ("adc", "adc_reference_bits", "dac", "dac_reference_bits")
 
 
 class SweepError(ValueError):
@@ -114,10 +95,10 @@ class CostModel:
     (`adc_bits = 0`) is costed as the ADC that converts a full-scale column sum exactly.
     """
 
-    adc: str = "fixed"
-    adc_reference_bits: int = 8
-    dac: str = "fixed"
-    dac_reference_bits: int = 1
+    adc: str = setting("fixed", choices=SCALINGS)
+    adc_reference_bits: int = setting(8, low=1, high=32)
+    dac: str = setting("fixed", choices=SCALINGS)
+    dac_reference_bits: int = setting(1, low=1, high=32)
 
     def apply(self, config: DeviceConfig, base: DeviceConfig) -> DeviceConfig:
         changes = {}
@@ -136,30 +117,40 @@ def scale(rule: str, bits: int, reference: int) -> float:
     return bits / reference if rule == "linear" else 2.0 ** (bits - reference)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sweep:
-    """A validated sweep (see the module docstring)."""
+    """A validated sweep (see the module docstring); its fields are the keys of a sweep file, with
+    `base` read from the `device` table."""
 
     name: str
     model: Path
     data: Path
-    calibration: Path | None
-    limit: int | None
-    mode: str
-    strategy: str
-    grid: str
-    seeds: int
-    seed: int
-    base: DeviceConfig
-    axes: tuple[Axis, ...]
-    cost: CostModel = field(default_factory=CostModel)
-    placement: str = "host"
-    batch_size: int | None = None
+    calibration: Path | None = None
+    limit: int | None = setting(None, low=1)
+    batch_size: int | None = setting(None, low=1)
     """Inputs per chunk of the data set (None: the whole data set as one batch)."""
+    mode: str = setting("int8", choices=MODES)
+    strategy: str = setting("list", choices=STRATEGIES)
+    placement: str = setting("host", choices=PLACEMENTS)
+    grid: str = setting("product", choices=GRIDS)
+    seeds: int = setting(1, low=1)
+    seed: int = setting(0, low=0)
+    base: DeviceConfig = field(default_factory=DeviceConfig)
+    axes: tuple[Axis, ...] = ()
+    cost: CostModel = field(default_factory=CostModel)
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
         return tuple(f for axis in self.axes for f in axis.fields)
+
+
+SWEEP = Schema(Sweep, SweepError, quote_choices=False, suggest=True)
+"""The keys of a sweep file and their checks."""
+COST = Schema(CostModel, SweepError, table="cost", quote_choices=False)
+"""The keys of its `[cost]` table."""
+TOP_KEYS = tuple("device" if name == "base" else name for name in SWEEP.fields)
+SCALARS = ("limit", "batch_size", "mode", "strategy", "placement", "grid", "seeds", "seed")
+"""The keys checked by their field alone (besides `name`, which defaults to the file's stem)."""
 
 
 def default_setting(owner: Any, name: str) -> Any:
@@ -181,23 +172,13 @@ def load_sweep(spec: dict | str | Path | Sweep) -> Sweep:
     if isinstance(spec, dict):
         return parse_sweep(spec, Path.cwd(), "sweep")
     path = Path(spec)
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise SweepError(f"cannot read '{path}': no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SweepError(f"cannot read '{path}': {e}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise SweepError(f"'{path}' is not valid TOML: {e}") from None
-    return parse_sweep(data, path.resolve().parent, path.stem)
+    return parse_sweep(SWEEP.read(path), path.resolve().parent, path.stem)
 
 
 def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
-    if not isinstance(data, dict):
-        raise SweepError(f"expected a table of keys, got {type(data).__name__}")
+    SWEEP.table_of(data)
     for key in data:
-        if key not in TOP_KEYS:
-            raise SweepError(f"unknown key '{key}'{did_you_mean(key, TOP_KEYS)}")
+        SWEEP.check_known(key, TOP_KEYS)
     for key in ("model", "data", "axes"):
         if key not in data:
             raise SweepError(f"missing key '{key}'")
@@ -205,21 +186,14 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
     axes = parse_axes(data["axes"])
     cost = parse_cost(data.get("cost", {}), axes)
     return Sweep(
-        name=str(expect(data, "name", str, default_name)),
+        **{key: SWEEP.check(key, data[key]) for key in SCALARS if key in data},
+        name=SWEEP.check("name", data.get("name", default_name)),
         model=resolve(data, "model", root, BUNDLED_MODELS),
         data=resolve(data, "data", root, BUNDLED_DATA),
         calibration=resolve(data, "calibration", root, BUNDLED_DATA) if "calibration" in data else None,
-        limit=positive_int(data, "limit", None),
-        mode=choice(data, "mode", MODES, "int8"),
-        strategy=choice(data, "strategy", STRATEGIES, "list"),
-        placement=choice(data, "placement", PLACEMENTS, "host"),
-        grid=choice(data, "grid", GRIDS, "product"),
-        seeds=positive_int(data, "seeds", 1),
-        seed=non_negative_int(data, "seed", 0),
         base=base,
         axes=axes,
         cost=cost,
-        batch_size=positive_int(data, "batch_size", None),
     )
 
 
@@ -289,7 +263,7 @@ def axis_values(where: str, field_name: str, values: Any) -> list:
     checked = []
     for i, value in enumerate(values):
         try:
-            checked.append(check_field(field_name, value))
+            checked.append(DEVICE.check(field_name, value))
         except DeviceConfigError as e:
             message = str(e).removeprefix("device config: ")
             raise SweepError(f"axis '{where}' value {i + 1}: {message}") from None
@@ -300,20 +274,8 @@ def parse_cost(table: Any, axes: tuple[Axis, ...]) -> CostModel:
     if not isinstance(table, dict):
         raise SweepError(f"'cost' must be a table, got {table!r}")
     for key in table:
-        if key not in COST_KEYS:
-            raise SweepError(f"unknown key 'cost.{key}'{did_you_mean(key, COST_KEYS)}")
-    kwargs = {}
-    for key in ("adc", "dac"):
-        if key in table:
-            if table[key] not in SCALINGS:
-                raise SweepError(f"cost.{key} must be one of {', '.join(SCALINGS)}, got {table[key]!r}")
-            kwargs[key] = table[key]
-        bits_key = f"{key}_reference_bits"
-        if bits_key in table:
-            bits = table[bits_key]
-            if not isinstance(bits, int) or isinstance(bits, bool) or not 1 <= bits <= 32:
-                raise SweepError(f"cost.{bits_key} must be an integer from 1 to 32, got {bits!r}")
-            kwargs[bits_key] = bits
+        COST.check_known(key)
+    kwargs = {key: COST.check(key, value) for key, value in table.items()}
     cost = CostModel(**kwargs)
     swept = {f for axis in axes for f in axis.fields}
     for scaled in cost.scaled_fields():
@@ -322,40 +284,7 @@ def parse_cost(table: Any, axes: tuple[Axis, ...]) -> CostModel:
     return cost
 
 
-# ---- scalar keys ----------------------------------------------------------------------------------
-def did_you_mean(key: str, choices) -> str:
-    close = difflib.get_close_matches(str(key), list(choices), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def expect(data: dict, key: str, kind: type, default: Any) -> Any:
-    value = data.get(key, default)
-    if not isinstance(value, kind):
-        raise SweepError(f"'{key}' must be a {kind.__name__}, got {value!r}")
-    return value
-
-
-def choice(data: dict, key: str, choices: tuple[str, ...], default: str) -> str:
-    value = data.get(key, default)
-    if value not in choices:
-        raise SweepError(f"'{key}' must be one of {', '.join(choices)}, got {value!r}{did_you_mean(value, choices)}")
-    return value
-
-
-def positive_int(data: dict, key: str, default: int | None) -> int | None:
-    value = data.get(key, default)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise SweepError(f"'{key}' must be a positive integer, got {value!r}")
-    return value
-
-
-def non_negative_int(data: dict, key: str, default: int) -> int:
-    value = data.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise SweepError(f"'{key}' must be a non-negative integer, got {value!r}")
-    return value
-
-
+# ---- paths ------------------------------------------------------------------------------------------
 def resolve(data: dict, key: str, root: Path, bundled: dict[str, Path]) -> Path:
     value = data[key]
     if not isinstance(value, str) or not value:
