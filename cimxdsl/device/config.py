@@ -332,7 +332,8 @@ def flatten(data: Any) -> dict[str, Any]:
     for key, value in data.items():
         if isinstance(value, dict):
             if key not in GROUPS:
-                raise DeviceConfigError(f"unknown table '{key}'{did_you_mean(key, GROUPS)}; tables: {', '.join(GROUPS)}")
+                hint = did_you_mean(key, GROUPS)
+                raise DeviceConfigError(f"unknown table '{key}'{hint}; tables: {', '.join(GROUPS)}")
             items = value.items()
             for sub_key in value:
                 if sub_key in FIELD_NAMES and sub_key not in GROUPS[key]:
