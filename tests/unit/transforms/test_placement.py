@@ -118,6 +118,25 @@ def test_the_cost_model_counts_what_the_device_counts():
     assert cheaper_placement(config.replace(digital_pj_per_mac=1e6), m, k, n, heads) == "crossbar"
 
 
+
+def test_tiles_beyond_the_crossbars_take_rounds_of_write_and_read():
+    """7 one-tile products on 3 crossbars take ceil(7 / 3) = 3 rounds, each a full tile's write
+    (K rows at `write_ns_per_row`) then its read (the pipeline fill, then one cycle per input
+    slice of each of the M rows): the latency from the device parameters, and the device model's
+    for the tiles written and read in turn on crossbars 0, 1, 2, 0, …"""
+    config = preset("cinnamon").replace(crossbars=3, crossbars_per_core=3)
+    heads, m, k, n = 7, 5, 100, 20
+    write = k * config.write_ns_per_row
+    read = (config.pipeline_fill_cycles + config.input_slices * m - 1) * config.cycle_ns
+    estimate = crossbar_cost(config, m, k, n, heads)
+    assert estimate.latency_ns == pytest.approx(3 * (write + read), rel=1e-12)
+    device = Device(config)
+    for head in range(heads):
+        device.write(head % 3, np.ones((k, n), np.int64))
+        device.mvm(head % 3, np.ones((m, k), np.int64))
+    assert estimate.latency_ns == pytest.approx(device.latency_ns, rel=1e-12)
+    assert estimate.energy_pj == pytest.approx(device.report()["total"]["energy_pj"]["total"], rel=1e-12)
+
 @pytest.mark.parametrize("placement", ["host", "crossbar"])
 def test_linalg_to_cinm_keeps_the_program_s_results(placement):
     """The imported block before and after the pass, in the interpreter, on the same ids."""
