@@ -134,3 +134,16 @@ def test_two_dimensional_average_with_pads_counted_does_not_count_the_ceil_mode_
     (result,) = cimxdsl.compile(model, device="ideal", mode="exact").run(x).outputs
     # windows at rows/columns 0-2 and 2-3 (the third row or column is the extension): their means
     np.testing.assert_allclose(result.ravel(), [x[0, 0, :3, :3].mean(), x[0, 0, :3, 2:].mean(), x[0, 0, 2:, :3].mean(), 12.5])
+
+
+def test_an_average_whose_dilated_window_holds_only_padding_is_zero():
+    """Rows 0 and 1 with a pad of 1 each side, kernel 2, dilation 3: the one window reads rows -1
+    and 2, both padding; without the padding counted onnxruntime averages it to 0 (not 0 / 0)."""
+    model = pool_model(
+        "AveragePool", (1, 2, 2, 5), kernel_shape=[2, 2], dilations=[3, 1], pads=[1, 0, 1, 0], count_include_pad=0
+    )
+    x = np.random.default_rng(3).normal(size=(1, 2, 2, 5)).astype(np.float32)
+    (expected,) = onnxruntime_outputs(model, x)
+    (result,) = cimxdsl.compile(model, device="ideal", mode="exact").run(x).outputs
+    assert expected.shape == (1, 2, 1, 4)
+    np.testing.assert_array_equal(result, expected)
