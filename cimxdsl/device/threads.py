@@ -3,9 +3,17 @@
 `using_threads(n)` runs a block with n threads: products run their chunks of rows (`map_chunks`,
 `matmul`) on a pool of n threads while NumPy's BLAS keeps to one thread, so that the two never
 multiply (no oversubscription; a busy-waiting BLAS thread on a shared core costs far more than it
-gives). Chunk boundaries do not depend on n, so results do not either. The BLAS is the OpenBLAS
-NumPy loads; its thread count is set once per block through its `openblas_set_num_threads` entry
-point (under the symbol prefix and suffix NumPy's build gives it).
+gives). The BLAS is the OpenBLAS NumPy loads; its thread count is set once per block through its
+`openblas_set_num_threads` entry point (under the symbol prefix and suffix NumPy's build gives it).
+
+Results do not depend on n: chunk boundaries are fixed (`MATMUL_ROWS` rows of a `matmul`, whatever
+the thread count) and each chunk is one BLAS call on one thread, so every float is computed alike.
+Across batches the same rows are not bitwise the same: OpenBLAS picks its kernel, hence the order
+of a product's sums, by the operands' shapes (and by `OPENBLAS_CORETYPE`), so the rows of a product
+of some rows differ from those of all rows by float rounding, at most 2·γ_K·(|x|·|w|) per element
+for a K-term reduction (γ_K = K·u / (1 - K·u), u the unit roundoff; Higham, "Accuracy and Stability
+of Numerical Algorithms", 2002, §3.1). Integer-valued products (int8 codes, the bit-sliced
+crossbar's sums) are exact in float, hence the same whatever the order, batch or kernel.
 """
 
 from __future__ import annotations
@@ -119,9 +127,10 @@ MATMUL_ROWS = 512
 
 
 def matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """x @ w for a 2-D x, in chunks of `MATMUL_ROWS` rows on the pool (into `out` when given)."""
+    """x @ w for a 2-D x, in chunks of `MATMUL_ROWS` rows on the pool (into `out` when given); the
+    same chunks on one thread, so that the result does not depend on the thread count."""
     rows = x.shape[0]
-    if _state["threads"] <= 1 or rows <= MATMUL_ROWS:
+    if rows <= MATMUL_ROWS:
         return np.matmul(x, w) if out is None else np.matmul(x, w, out=out)
     if out is None:
         out = np.empty((rows, w.shape[1]), np.result_type(x, w))

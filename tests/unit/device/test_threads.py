@@ -32,7 +32,15 @@ def test_chunks_on_threads_equal_one_thread(config):
         np.testing.assert_array_equal(other, results[0])
 
 
+def rounding_bound(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """γ_K·(|x|·|w|) in float32 (γ_K = K·u / (1 - K·u), u = 2**-24): how far a float32 product of
+    K-term reductions can be from the exact one, whatever the order of its sums (Higham 2002, §3.1)."""
+    u, k = np.finfo(np.float32).eps / 2, x.shape[1]
+    return k * u / (1 - k * u) * (np.abs(x).astype(np.float64) @ np.abs(w).astype(np.float64))
+
+
 def test_exact_products_on_threads_equal_one_thread():
+    """The chunks of rows are the same on any number of threads: the float product is bitwise the same."""
     rng = np.random.default_rng(1)
     x, w = rng.normal(size=(1500, 300)).astype(np.float32), rng.normal(size=(300, 70)).astype(np.float32)
     with using_threads(1):
@@ -41,7 +49,24 @@ def test_exact_products_on_threads_equal_one_thread():
         np.testing.assert_array_equal(exact_matmul(x, w), alone)
         ints = rng.integers(-128, 128, (1500, 300))
         np.testing.assert_array_equal(exact_matmul(ints, ints[:300, :70]), ints @ ints[:300, :70])
-    np.testing.assert_allclose(alone, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+    assert np.all(np.abs(alone - x.astype(np.float64) @ w) <= rounding_bound(x, w))
+
+
+@pytest.mark.parametrize("rows", [slice(0, 1), slice(0, 7), slice(37, 700), slice(1000, 1500)])
+def test_products_of_some_rows_equal_those_rows_of_the_whole(rows):
+    """A product of some rows is not bitwise those rows of the product of all (the BLAS picks its
+    kernel by the shape): float products agree within twice the rounding bound of a K-term
+    reduction; integer-valued ones, exact in float32 whatever the order, are bitwise the same."""
+    rng = np.random.default_rng(2)
+    x, w = rng.normal(size=(1500, 300)).astype(np.float32), rng.normal(size=(300, 70)).astype(np.float32)
+    some = exact_matmul(x[rows], w)
+    assert np.all(np.abs(some - exact_matmul(x, w)[rows]) <= 2 * rounding_bound(x[rows], w))
+    ints, int_w = rng.integers(-128, 128, (1500, 300)), rng.integers(-127, 128, (300, 70))
+    assert 128 * 127 * 300 < 2**24  # every partial sum is an integer float32 holds exactly
+    floats, float_w = ints.astype(np.float32), int_w.astype(np.float32)
+    np.testing.assert_array_equal(exact_matmul(floats[rows], float_w), exact_matmul(floats, float_w)[rows])
+    np.testing.assert_array_equal(exact_matmul(floats[rows], float_w), ints[rows] @ int_w)
+    np.testing.assert_array_equal(exact_matmul(ints[rows], int_w), (ints @ int_w)[rows])
 
 
 def test_blas_keeps_one_thread_in_a_run_and_is_restored():
