@@ -243,9 +243,7 @@ def calibration_samples(
 ) -> list[list[np.ndarray]]:
     """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
     array, or `calibration`), or a reported fallback of standard-normal inputs."""
-    shapes = [
-        list(input_shape(i)) for i in model.graph.input if i.name not in {init.name for init in model.graph.initializer}
-    ]
+    shapes = model_input_shapes(model)
     if calibration is None:
         notes.append(f"no calibration data given: calibrated on {count} standard-normal random inputs")
         rng = np.random.default_rng(0)
@@ -259,6 +257,26 @@ def calibration_samples(
             raise CompileError("a calibration array needs a single-input model; give a list of input lists")
         return batches(calibration.astype(np.float32), shapes[0])
     return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
+
+
+def model_input_shapes(model: onnx.ModelProto) -> list[list[int]]:
+    """The shapes of the model's run-time inputs (`input_shape`)."""
+    initializers = {init.name for init in model.graph.initializer}
+    return [list(input_shape(i)) for i in model.graph.input if i.name not in initializers]
+
+
+def regroup(samples: list[list[np.ndarray]], shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
+    """Samples (lists of inputs) as inputs of `shapes`: each input's examples in order, grouped as
+    `batches` does. Samples whose examples do not have the shapes' are left as they are (a run
+    then says which shape it expected)."""
+    if any(len(sample) != len(shapes) for sample in samples) or not all(shapes):
+        return samples
+    pairs = [(np.shape(x), tuple(shape)) for sample in samples for x, shape in zip(sample, shapes, strict=True)]
+    if all(got == want for got, want in pairs) or any(got[1:] != want[1:] for got, want in pairs):
+        return samples
+    inputs = [np.concatenate([sample[i] for sample in samples]) for i in range(len(shapes))]
+    grouped = [batches(examples, shape) for examples, shape in zip(inputs, shapes, strict=True)]
+    return [[group[0] for group in sample] for sample in zip(*grouped, strict=True)]
 
 
 def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]]:
@@ -419,7 +437,8 @@ def compile(
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
     the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
-    `example_input`. `batch` compiles for that many inputs at once (the leading dimension).
+    `example_input`. `batch` compiles for that many inputs at once (the leading dimension); int8
+    quantization is calibrated on the model at its own batch, so its scales are the same for any `batch`.
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
     `target="pim"` compiles with `compile_pim`, which takes the `PIM_OPTIONS` (`cores`,
     `crossbars_per_core`, `out_dir`, `packing`, `mapping`, `mapping_budget`, `chip`) as keywords.
@@ -474,12 +493,22 @@ def compile(
         return module
 
     with stages_frozen() as freeze:
-        onnx_model = load_model(to_onnx(model, example_input), batch)
+        source = to_onnx(model, example_input)
+        onnx_model = load_model(source, batch)
         module = stage("import", lambda: import_onnx(onnx_model))
         if mode == "int8":
-            samples = calibration_samples(calibration, onnx_model, notes)
+            # calibrated on the model at its own batch: the scales do not depend on the batch compiled for
+            own = onnx_model if batch is None else load_model(source)
+            own_shapes, shapes = model_input_shapes(own), model_input_shapes(onnx_model)
+            samples = regroup(calibration_samples(calibration, own, notes), own_shapes)
             bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
-            module = stage("quantize", lambda: quantize(module, samples, **bits))
+
+            def quantized() -> ModuleOp:
+                calibrated = None if own_shapes == shapes else import_onnx(own)
+                return quantize(module, samples, calibrated=calibrated, **bits)
+
+            module = stage("quantize", quantized)
+            samples = regroup(samples, shapes)
         rows, columns = config.tile_shape
         schedule: str | ModulePass = (
             ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"

@@ -1,5 +1,8 @@
 """A data set larger than one batch: evaluated in chunks of `batch_size` inputs, in one process or
-sharded across workers, with the same results.
+sharded across workers, with the same results whatever the sharding. In int8 mode the outputs are
+also bitwise those of one batch (the quantization does not depend on the batch compiled for, and
+the products are of integers, exact in any order); in exact mode a chunk's float products agree
+with one batch's within float rounding (`cimxdsl.device.threads`).
 
 The program is compiled for the chunk batch (and once more for a smaller last chunk). The chunks
 run one after another on one device, which keeps the weights it programmed (`Device.start_chunk`

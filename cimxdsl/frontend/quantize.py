@@ -31,7 +31,7 @@ from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
 from cimxdsl.frontend.onnx_importer import SCALES_ATTRIBUTE
-from cimxdsl.interpreters import run
+from cimxdsl.interpreters import Program
 
 Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
 
@@ -78,8 +78,9 @@ def quantizable(module: ModuleOp) -> list[Operation]:
 def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict[Operation, tuple[Range, ...]]:
     """Run the float program on each sample (a list of inputs) and return every product's input ranges."""
     recorder = RangeRecorder(quantizable(module))
+    program = Program(module, "ideal", listeners=[recorder])
     for inputs in samples:
-        run(module, list(inputs), "ideal", listeners=[recorder])
+        program(list(inputs))
     return recorder.ranges
 
 
@@ -219,9 +220,16 @@ def quantize(
     samples: Sequence[Sequence[np.ndarray]],
     weight_bits: int = 8,
     input_bits: int = 8,
+    calibrated: ModuleOp | None = None,
 ) -> ModuleOp:
-    """Quantize every product with constant weights in place, calibrated on `samples`."""
-    ranges = calibrate(module, samples)
+    """Quantize every product with constant weights in place, calibrated on `samples`: inputs of
+    `module`, or of `calibrated`, the same float program for another batch, whose products' ranges
+    then stand for those of `module`'s products in the same order."""
+    recorded = calibrate(module if calibrated is None else calibrated, samples)
+    products = quantizable(module)
+    if [op.name for op in recorded] != [op.name for op in products]:
+        raise ValueError("the calibrated program's products are not those of the program to quantize")
+    ranges = dict(zip(products, recorded.values(), strict=True))
     for op, seen in ranges.items():
         if not np.isfinite(seen[0].low):
             raise ValueError(f"calibration never reached the product '{op.results[0].name_hint or op.name}'")

@@ -3,6 +3,7 @@ results whether a point's chunks run in one process, in local processes or on a 
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from cimxdsl.device import Device
@@ -53,33 +54,86 @@ def test_chunked_sweep_equals_one_batch(chunked):
         assert a["mvms"] == 3 * b["mvms"]  # an MVM per layer product per run: three runs
 
 
-def test_chunk_outputs_and_summed_latency_match_runs_of_the_chunks():
+@pytest.fixture(scope="module")
+def chunk_programs():
+    """The int8 digits model compiled for the chunks of 20, 20 and 8 inputs and for all 48, on a
+    device with a 5-bit ADC, with the data set's inputs."""
     sweep = load_sweep({**SWEEP, "axes": {"adc_bits": [5]}, "batch_size": BATCH})
     context = prepare_context(sweep)
     config = runner.point_config(context, expand_points(sweep)[0])
     models = {
         b: cimxdsl.compile(sweep.model, device=config, calibration=context.calibration, batch=b) for b in (8, 20, 48)
     }
-    result = run_chunks(models.__getitem__, context.inputs, config, chunk_bounds(IMAGES, BATCH))
-    whole = models[48].run(context.inputs, device=Device(config)).outputs[0]
-    assert np.array_equal(result.outputs[0], whole)
-    device, latency, mvms = Device(config), 0.0, 0  # the chunks one after another on one device
+    return models, context.inputs, config
+
+
+def test_chunk_outputs_equal_the_whole_batch(chunk_programs):
+    """In int8 mode the products are of integers, exact whatever their order, and the quantization
+    is calibrated on the model at its own batch, whatever batch it is compiled for: the chunks'
+    outputs are bitwise those of one batch, on any BLAS kernel."""
+    models, inputs, config = chunk_programs
+    result = run_chunks(models.__getitem__, inputs, config, chunk_bounds(IMAGES, BATCH))
+    whole = models[48].run(inputs, device=Device(config)).outputs[0]
+    np.testing.assert_array_equal(result.outputs[0], whole)
+    scaled = ("cinm.op.quantize", "cinm.op.dequantize")
+    scales = [[str(op.scale) for op in m.module("quantize").walk() if op.name in scaled] for m in models.values()]
+    assert scales[0] == scales[1] == scales[2] and len(scales[0]) == 6  # a quantize and a dequantize per layer
+
+
+def test_summed_latency_and_mvms_are_those_of_the_chunks_run_in_turn(chunk_programs):
+    """A data set's latency and MVM count are the sums over its chunks, run one after another on
+    one device (the weights programmed by the first)."""
+    models, inputs, config = chunk_programs
+    result = run_chunks(models.__getitem__, inputs, config, chunk_bounds(IMAGES, BATCH))
+    device, latencies, mvms = Device(config), [], 0
     for start, stop in ((0, 20), (20, 40), (40, 48)):
         device.reset_metrics()
-        models[stop - start].run(context.inputs[start:stop], device=device)
-        latency += device.latency_ns
+        models[stop - start].run(inputs[start:stop], device=device)
+        latencies.append(device.latency_ns)
         mvms += device.report()["total"]["mvms"]
-    assert result.report["latency_ns"] == pytest.approx(latency, rel=1e-12)
+    assert min(latencies) < max(latencies)  # the first chunk writes the weights, the last is smaller
+    assert result.report["latency_ns"] == pytest.approx(sum(latencies), rel=1e-12)
     assert result.report["total"]["mvms"] == mvms
-    # on a noisy device, chunks run elsewhere (a shard from chunk 1 on) give what they give here
+
+
+def test_chunks_run_elsewhere_give_what_they_give_in_one_process(chunk_programs):
+    """On a noisy device, chunks run elsewhere (a shard from chunk 1 on) give what they give here,
+    and no chunk repeats another's noise."""
+    models, inputs, config = chunk_programs
     noisy = config.replace(prog_noise=0.1, read_noise=0.2, seed=7)
     chunks = chunk_bounds(IMAGES, BATCH)
-    full = run_chunks(models.__getitem__, context.inputs, noisy, chunks)
+    full = run_chunks(models.__getitem__, inputs, noisy, chunks)
     for first in (1, 2):
-        tail = run_chunks(models.__getitem__, context.inputs, noisy, chunks[first:])
-        assert np.array_equal(tail.outputs[0], full.outputs[0][chunks[first].start :])
+        tail = run_chunks(models.__getitem__, inputs, noisy, chunks[first:])
+        np.testing.assert_array_equal(tail.outputs[0], full.outputs[0][chunks[first].start :])
         assert tail.reports == full.reports[first:]
     assert not np.array_equal(full.outputs[0][:8], full.outputs[0][BATCH : BATCH + 8])  # no noise repeated
+
+
+def test_exact_mode_chunks_agree_with_one_batch_within_float_rounding():
+    """In exact mode a chunk's float product is not bitwise the same rows of the whole batch's (the
+    BLAS picks its kernel by the shape): each output of a K-term product is within 2·γ_K·(|x|·|w|)
+    of the whole batch's, γ_K = K·u / (1 - K·u) (Higham 2002, §3.1)."""
+    rng = np.random.default_rng(5)
+    k, n = 300, 20
+    weights = rng.normal(size=(k, n)).astype(np.float32)
+    node = helper.make_node("MatMul", ["x", "w"], ["y"], name="fc")
+    graph = helper.make_graph(
+        [node],
+        "fc",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])],
+        [numpy_helper.from_array(weights, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    models = {b: cimxdsl.compile(model, device="ideal", mode="exact", batch=b) for b in (8, 20, 48)}
+    x = rng.normal(size=(IMAGES, k)).astype(np.float32)
+    result = run_chunks(models.__getitem__, x, models[48].device, chunk_bounds(IMAGES, BATCH))
+    whole = models[48].run(x).outputs[0]
+    u = np.finfo(np.float32).eps / 2
+    bound = 2 * k * u / (1 - k * u) * (np.abs(x).astype(np.float64) @ np.abs(weights))
+    assert np.all(np.abs(result.outputs[0] - whole) <= bound)
+    assert result.report["total"]["mvms"] == 3 * models[48].run(x).device.report()["total"]["mvms"]
 
 
 NOISY = {

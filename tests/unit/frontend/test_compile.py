@@ -136,3 +136,19 @@ def test_second_inference_writes_nothing_when_all_tiles_fit(crossbars, resident)
     np.testing.assert_array_equal(first, second)
     assert first_writes > 0
     assert (second_writes == 0) == resident
+
+
+def test_int8_quantization_does_not_depend_on_the_batch_compiled_for():
+    """The calibration runs on the model at its own batch: compiled for 1, 4 or 6 inputs, with the
+    calibration examples as one array or as lists of 4-input batches, the scales are the same, and
+    the calibration inputs kept (for a static ADC range) are batches of the compiled model's."""
+    examples = np.load(EXAMPLES / "digits_test.npz")["calibration"][:12]
+    scaled = ("cinm.op.quantize", "cinm.op.dequantize")
+    scales, kept = [], []
+    batches = [[examples[i : i + 4]] for i in (0, 4, 8)]
+    for batch, calibration in ((None, examples), (4, examples), (6, examples), (4, batches)):
+        compiled = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device="ideal", calibration=calibration, batch=batch)
+        scales.append([str(op.scale) for op in compiled.module("quantize").walk() if op.name in scaled])
+        kept.append([sample[0].shape for sample in compiled.calibration_inputs])
+    assert len(scales[0]) == 6 and all(s == scales[0] for s in scales)
+    assert kept == [[(1, 1, 8, 8)] * 12, [(4, 1, 8, 8)] * 3, [(6, 1, 8, 8)] * 2, [(4, 1, 8, 8)] * 3]
