@@ -1,5 +1,6 @@
-"""Threads: the sliced product's chunks on a pool give the same results as on one thread, and the
-BLAS thread count is restored after a run."""
+"""Threads: products (sliced, and exact in float) give bitwise the same results on a pool as on one
+thread; a product of some rows gives those rows of the whole product, bitwise for integer values and
+within float rounding otherwise; the BLAS thread count is restored after a run."""
 
 import numpy as np
 import pytest
