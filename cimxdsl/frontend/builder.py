@@ -271,7 +271,12 @@ class IRBuilder:
 
     def gather(self, table: SSAValue, indices: SSAValue) -> SSAValue:
         """`table[indices]` along its first dimension (`tensor.gather`, the gathered dimension dropped)."""
-        shape = (*shape_of(indices), *shape_of(table)[1:])
-        column = self.reshape(indices, (*shape_of(indices), 1))
+        return self.gather_points(table, self.reshape(indices, (*shape_of(indices), 1)))
+
+    def gather_points(self, table: SSAValue, coordinates: SSAValue) -> SSAValue:
+        """`table` at the coordinates that the last dimension of `coordinates` holds, one for each of
+        its first dimensions (`tensor.gather`, those dimensions dropped)."""
+        count = shape_of(coordinates)[-1]
+        shape = (*shape_of(coordinates)[:-1], *shape_of(table)[count:])
         result = TensorType(table.type.element_type, shape)
-        return self.insert(GatherOp(table, column, [0], result))
+        return self.insert(GatherOp(table, coordinates, list(range(count)), result))

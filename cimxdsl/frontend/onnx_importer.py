@@ -154,8 +154,28 @@ def np_to_onnx(dtype: np.dtype) -> int:
     return helper.np_dtype_to_tensor_dtype(dtype)
 
 
+def gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> list[np.ndarray]:
+    """GatherElements on constants (ONNX's reference picks one element per row once the axis is longer
+    than `np.choose` takes, as a `[1, 512]` position buffer is, and wraps indices out of range).
+    Indices that do not fit raise, and the node's run-time import says why."""
+    axis = NodeAttributes(node).axis("axis", data.ndim)
+    size = data.shape[axis]
+    region = data[tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(indices.shape))]
+    if region.shape[:axis] + region.shape[axis + 1 :] != indices.shape[:axis] + indices.shape[axis + 1 :]:
+        raise ValueError("the indices do not fit the data")
+    if indices.size and not -size <= indices.min() <= indices.max() < size:
+        raise IndexError("an index is out of range")
+    return [np.take_along_axis(region, np.where(indices < 0, indices + size, indices).astype(np.int64), axis)]
+
+
+NUMPY_EVALUATIONS: dict[str, Callable[..., list[np.ndarray]]] = {"GatherElements": gather_elements}
+"""Ops evaluated on constants with NumPy instead of ONNX's reference, where the reference is wrong."""
+
+
 def evaluate_node(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
-    """Run one node on constant inputs with ONNX's reference implementation."""
+    """Run one node on constant inputs with ONNX's reference implementation (or `NUMPY_EVALUATIONS`)."""
+    if node.op_type in NUMPY_EVALUATIONS:
+        return NUMPY_EVALUATIONS[node.op_type](node, *inputs)
     names = [n for n in node.input if n]
     feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
     graph = helper.make_graph(
@@ -273,16 +293,8 @@ class OnnxImporter:
         if node.op_type == "Constant" or (
             node.input and all(v is not None or not n for v, n in zip(inputs, node.input, strict=True))
         ):
-            try:
-                values = evaluate_node(node, inputs, self.opset)
-            except Exception as e:  # the reference raises IndexError, ValueError, … for inputs that do not fit
-                message = str(e).splitlines()[0] if str(e) else type(e).__name__
-                raise node_error(node, f"its constant inputs cannot be evaluated ({message})") from None
-            for name, value in zip(node.output, values, strict=False):
-                self.constants[name] = value
-            if node.op_type == "DequantizeLinear":
-                self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
-            return
+            if self.fold(node, inputs):
+                return
         if node.op_type in SHAPE_ONLY and node.input[0] in self.values:
             shape = shape_of(self.values[node.input[0]])
             self.constants[node.output[0]] = evaluate_node(node, [np.zeros(shape, np.float32)], self.opset)[0]
@@ -302,6 +314,22 @@ class OnnxImporter:
             if name:
                 value.name_hint = sanitize(name)
                 self.values[name] = value
+
+    def fold(self, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> bool:
+        """Evaluate a node whose inputs are all constant; False when that fails and the node is to be
+        imported as a run-time op instead (whose handler then checks the inputs and names what is wrong)."""
+        try:
+            values = evaluate_node(node, inputs, self.opset)
+        except Exception as e:  # the reference raises IndexError, ValueError, … for inputs that do not fit
+            if HANDLERS.get(node.op_type, constant_only) is not constant_only:
+                return False
+            message = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise node_error(node, f"its constant inputs cannot be evaluated ({message})") from None
+        for name, value in zip(node.output, values, strict=False):
+            self.constants[name] = value
+        if node.op_type == "DequantizeLinear":
+            self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
+        return True
 
     # -- values ------------------------------------------------------------------------------------
     def value(self, name: str, user: str) -> SSAValue:
@@ -974,31 +1002,76 @@ def is_integer(value: SSAValue) -> bool:
 
 
 def import_gather(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-    """`data` indexed along `axis` (embedding lookups): negative indices count from the end; constant
-    indices are checked here, run-time ones when the gather runs (an index out of range is an error)."""
+    """`data` indexed along `axis` (embedding lookups)."""
     data = im.input(node, 0)
     shape = shape_of(data)
     axis = attrs.axis("axis", len(shape))
-    size = shape[axis]
-    constant = im.optional_constant(node, 1)
+    return [take(im, data, index_operand(im, node, 1, np.array(shape[axis]), np.array(axis)), axis)]
+
+
+def index_operand(im: OnnxImporter, node, index: int, sizes: np.ndarray, axes: np.ndarray) -> SSAValue:
+    """Input `index` as i64 indices into axes `axes` of sizes `sizes` (both broadcast over the
+    indices), negative ones counted from the end: constant indices are checked here, run-time ones
+    when the gather runs (an index out of range is an error)."""
+    constant = im.optional_constant(node, index)
     if constant is not None:
         indices = np.asarray(constant).astype(np.int64)
-        if indices.size and (indices.min() < -size or indices.max() >= size):
-            bad = int(indices[(indices < -size) | (indices >= size)].flat[0])
+        sizes = np.broadcast_to(sizes, indices.shape)
+        outside = (indices < -sizes) | (indices >= sizes)
+        if outside.any():
+            bad, axis, size = (int(a[outside].flat[0]) for a in (indices, np.broadcast_to(axes, indices.shape), sizes))
             raise node_error(node, f"index {bad} is out of range for axis {axis} of size {size}")
-        index_value = im.ir.constant(np.where(indices < 0, indices + size, indices), i64)
-    else:
-        index_value = im.input(node, 1)
-        if not is_integer(index_value):
-            raise node_error(node, "the indices must be integers")
-        negative = im.ir.compare(
-            index_value, im.ir.splat(0, shape_of(index_value), index_value.type.element_type), "slt"
+        return im.ir.constant(np.where(indices < 0, indices + sizes, indices), i64)
+    value = im.input(node, index)
+    if not is_integer(value) or value.type.element_type == i1:
+        raise node_error(node, "the indices must be integers")
+    value = convert(im, value, i64)
+    sizes = im.ir.constant(np.broadcast_to(sizes, shape_of(value)), i64)
+    wrapped = im.ir.binary(arith.AddiOp, value, sizes)
+    # -size <= index < 0 exactly when 0 <= index + size < size, one unsigned comparison; an index out
+    # of range stays as given, for the gather to report
+    return im.ir.select(im.ir.compare(wrapped, sizes, "ult"), wrapped, value)
+
+
+def operand_shape(im: OnnxImporter, node, index: int) -> tuple[int, ...]:
+    """The shape of input `index`, a constant or a run-time value."""
+    name = node.input[index]
+    return np.shape(im.constants[name]) if name in im.constants else shape_of(im.input(node, index))
+
+
+def import_gather_elements(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`data` at the indices along `axis` and, along the other axes, at each index's own position."""
+    data = im.input(node, 0)
+    shape = shape_of(data)
+    rank = len(shape)
+    axis = attrs.axis("axis", rank)
+    positions = operand_shape(im, node, 1)
+    if len(positions) != rank or any(p > d for a, (p, d) in enumerate(zip(positions, shape)) if a != axis):
+        raise node_error(node, f"indices of shape {list(positions)} do not fit data of shape {list(shape)}")
+    indices = im.ir.reshape(index_operand(im, node, 1, np.array(shape[axis]), np.array(axis)), (*positions, 1))
+    grids = np.indices(positions)[..., None]
+    columns = [indices if a == axis else im.ir.constant(grids[a], i64) for a in range(rank)]
+    return [im.ir.gather_points(data, im.ir.concat(columns, rank))]
+
+
+def import_gather_nd(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Slices of `data` at the coordinates along the last dimension of the indices, within each of
+    the leading `batch_dims` entries."""
+    data = im.input(node, 0)
+    shape = shape_of(data)
+    batch = attrs["batch_dims"]
+    positions = operand_shape(im, node, 1)
+    count = positions[-1] if positions else 0
+    if not positions or batch >= len(positions) or batch + count > len(shape) or positions[:batch] != shape[:batch]:
+        raise node_error(
+            node, f"indices of shape {list(positions)} do not fit data of shape {list(shape)} (batch_dims {batch})"
         )
-        wrapped = im.ir.binary(
-            arith.AddiOp, index_value, im.ir.splat(size, shape_of(index_value), index_value.type.element_type)
-        )
-        index_value = im.ir.select(negative, wrapped, index_value)
-    return [take(im, data, index_value, axis)]
+    axes = np.arange(batch, batch + count)
+    coordinates = index_operand(im, node, 1, np.array(shape)[axes], axes)
+    if batch:
+        columns = [im.ir.constant(grid[..., None], i64) for grid in np.indices(positions[:-1])[:batch]]
+        coordinates = im.ir.concat([*columns, coordinates], len(positions) - 1)
+    return [im.ir.gather_points(data, coordinates)]
 
 
 def take(im: OnnxImporter, data: SSAValue, indices: SSAValue, axis: int) -> SSAValue:
@@ -1118,6 +1191,44 @@ def float_unary(kind) -> Callable:
         return [im.ir.unary(kind, float_input(im, node, 0))]
 
     return handler
+
+
+def import_is_nan(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = float_input(im, node, 0)
+    return [im.ir.map(lambda a: arith.CmpfOp(a, a, "uno"), [x], i1)]
+
+
+def import_is_inf(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """`x` beyond the largest float32 (+∞, −∞ or either, by `detect_positive`/`detect_negative`)."""
+    x = float_input(im, node, 0)
+    largest = float(np.finfo(np.float32).max)
+    positive, negative = attrs["detect_positive"], attrs["detect_negative"]
+    if not positive and not negative:
+        return [im.ir.constant(np.zeros(shape_of(x), bool), i1)]
+    if positive and negative:
+        return [im.ir.compare(im.ir.unary(math.AbsFOp, x), im.ir.splat(largest, shape_of(x)), "gt")]
+    return [im.ir.compare(x, im.ir.splat(largest if positive else -largest, shape_of(x)), "gt" if positive else "lt")]
+
+
+def logical(kind) -> Callable:
+    """And, Or, Xor of booleans, with broadcasting."""
+
+    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+        return [im.ir.binary(kind, boolean_input(im, node, 0), boolean_input(im, node, 1))]
+
+    return handler
+
+
+def import_not(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    x = boolean_input(im, node, 0)
+    return [im.ir.binary(arith.XOrIOp, x, im.ir.constant(np.ones(shape_of(x), bool), i1))]
+
+
+def boolean_input(im: OnnxImporter, node, index: int) -> SSAValue:
+    value = im.input(node, index)
+    if value.type.element_type != i1:
+        raise node_error(node, f"the operands must be booleans, got {value.type.element_type}")
+    return value
 
 
 def import_where(im: OnnxImporter, node, attrs) -> list[SSAValue]:
@@ -1304,6 +1415,14 @@ HANDLERS: dict[str, Callable[[OnnxImporter, onnx.NodeProto, dict], list[SSAValue
     "LRN": import_lrn,
     "Pad": import_pad,
     "Gather": import_gather,
+    "GatherElements": import_gather_elements,
+    "GatherND": import_gather_nd,
+    "IsNaN": import_is_nan,
+    "IsInf": import_is_inf,
+    "And": logical(arith.AndIOp),
+    "Or": logical(arith.OrIOp),
+    "Xor": logical(arith.XOrIOp),
+    "Not": import_not,
     "LayerNormalization": import_layer_norm,
     "Gelu": import_gelu,
     "Erf": float_unary(math.ErfOp),

@@ -73,10 +73,11 @@ def interpretation_error(op: Operation, message: str) -> InterpretationError:
 
 def elementwise(function: Callable):
     """The implementation of an op whose one result is `function` of its operands, converted to
-    the result's type."""
+    the result's type; IEEE results (∞ − ∞ = NaN, x / 0 = ±∞) come without NumPy's warnings."""
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
-        return (as_type(function(*args), op.results[0].type),)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return (as_type(function(*args), op.results[0].type),)
 
     return run
 
