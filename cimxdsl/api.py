@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, f32
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
@@ -34,7 +34,7 @@ from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
-from cimxdsl.frontend.onnx_importer import import_onnx, input_shape, load_model
+from cimxdsl.frontend.onnx_importer import ONNX_ELEMENT_TYPES, import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import Program, RunResult, entry_function, run
 from cimxdsl.parsing import make_context, parse_module_text
@@ -245,9 +245,7 @@ def calibration_samples(
     array, or `calibration`), or a reported fallback of standard-normal inputs."""
     shapes = model_input_shapes(model)
     if calibration is None:
-        notes.append(f"no calibration data given: calibrated on {count} standard-normal random inputs")
-        rng = np.random.default_rng(0)
-        return [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(count)]
+        return random_calibration(model, count, notes)
     if isinstance(calibration, str | Path):
         with np.load(calibration) as data:
             key = "calibration" if "calibration" in data else data.files[0]
@@ -259,10 +257,15 @@ def calibration_samples(
     return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
 
 
+def model_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The model's run-time inputs (not initializers)."""
+    initializers = {init.name for init in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
 def model_input_shapes(model: onnx.ModelProto) -> list[list[int]]:
     """The shapes of the model's run-time inputs (`input_shape`)."""
-    initializers = {init.name for init in model.graph.initializer}
-    return [list(input_shape(i)) for i in model.graph.input if i.name not in initializers]
+    return [list(input_shape(i)) for i in model_inputs(model)]
 
 
 def regroup(samples: list[list[np.ndarray]], shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
@@ -277,6 +280,21 @@ def regroup(samples: list[list[np.ndarray]], shapes: Sequence[Sequence[int]]) ->
     inputs = [np.concatenate([sample[i] for sample in samples]) for i in range(len(shapes))]
     grouped = [batches(examples, shape) for examples, shape in zip(inputs, shapes, strict=True)]
     return [[group[0] for group in sample] for sample in zip(*grouped, strict=True)]
+
+
+def random_calibration(model: onnx.ModelProto, count: int, notes: list[str]) -> list[list[np.ndarray]]:
+    """`count` random samples, reported in `notes`: standard-normal floats, and 0s and 1s for integer
+    inputs (token ids, token types, attention masks: in range of any table they index)."""
+    inputs = model_inputs(model)
+    integer = [ONNX_ELEMENT_TYPES.get(i.type.tensor_type.elem_type, f32) != f32 for i in inputs]
+    kinds = "standard-normal (floats) and 0/1 (integers)" if any(integer) else "standard-normal"
+    notes.append(f"no calibration data given: calibrated on {count} {kinds} random inputs")
+    rng = np.random.default_rng(0)
+
+    def sample(shape: tuple[int, ...], whole: bool) -> np.ndarray:
+        return (rng.integers(0, 2, shape) if whole else rng.standard_normal(shape)).astype(np.float32)
+
+    return [[sample(input_shape(i), whole) for i, whole in zip(inputs, integer, strict=True)] for _ in range(count)]
 
 
 def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]]:

@@ -95,6 +95,18 @@ def test_export_in_int8_mode_stays_within_five_percent_of_onnxruntime(name):
         assert error < 0.05
 
 
+def test_int8_mode_without_calibration_data_calibrates_integer_inputs_in_range():
+    """Token ids, token types and masks calibrate on 0s and 1s (standard-normal values, cast to
+    integers, index outside BERT's 2 token types), and the note says so."""
+    session = session_of("bert_dynamo")
+    names = [i.name for i in session.get_inputs()]
+    example, _ = example_inputs("bert_dynamo", session)
+    compiled = cimxdsl.compile(EXPORTS / "bert_dynamo.onnx", device="ideal")
+    assert "calibrated on 16 standard-normal (floats) and 0/1 (integers) random inputs" in compiled.notes[0]
+    expected = session.run(None, dict(zip(names, example)))[0]
+    assert np.linalg.norm(compiled(*example) - expected) / np.linalg.norm(expected) < 0.05
+
+
 def computed_reshape(last: list[int]) -> onnx.ModelProto:
     """x[1,6,4] reshaped to [x.shape[1] / 6, *last] (a shape shape inference leaves symbolic, as in
     the exports' attention), then unsqueezed at axis 1 and squeezed back."""
