@@ -1,11 +1,17 @@
 """Parsing MLIR text with every dialect registered, naming the place of verifier errors."""
 
+import re
+
+import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import AnyFloat, BytesAttr, DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.lexer import Span
+
+LITERAL = re.compile(r"-?0x[0-9a-fA-F]+|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+"""A number in a dense literal: hexadecimal, or a decimal integer or float."""
 
 
 def make_context() -> Context:
@@ -53,6 +59,27 @@ class LocatingParser(Parser):
         op = super().parse_operation()
         self.op_spans[op] = start
         return op
+
+    def parse_dense_int_or_fp_elements_attr(self, type) -> DenseIntOrFPElementsAttr:
+        """A `dense<…>` literal. In a float one, MLIR reads a hexadecimal literal as the float's bits
+        (xDSL prints NaN, ±∞ and whole floats such as 16777216 so); xDSL 0.74 reads it as an integer
+        value (0xFF800000, −∞ in f32, as 4.28657869e+09): those literals are read again, as bits."""
+        start = self._current_token.span
+        attr = super().parse_dense_int_or_fp_elements_attr(type)
+        element = attr.get_element_type()
+        text = start.input.content[start.start : self._current_token.span.start]
+        text = text.decode() if isinstance(text, bytes) else text
+        body = text[text.find("<") + 1 : text.find(">")]
+        if not isinstance(element, AnyFloat) or "0x" not in body or '"' in body or "-0x" in body:
+            return attr
+        dtype = np.dtype(element.format)
+        bits = np.dtype(f"<u{dtype.itemsize}")
+        values = [
+            np.array(int(t, 16), bits).view(dtype) if t.startswith("0x") else dtype.type(t)
+            for t in LITERAL.findall(body)
+        ]
+        data = np.broadcast_to(np.array(values, dtype), (len(attr),))  # a splat's one value, everywhere
+        return DenseIntOrFPElementsAttr(attr.type, BytesAttr(np.ascontiguousarray(data).tobytes()))
 
 
 def locate_failure(module: ModuleOp, op_spans: dict[Operation, Span], line_offset: int = 0) -> str:
