@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.dialects.utils import dense_array, dense_attr
@@ -312,7 +312,8 @@ class OnnxImporter:
         check_new_ops(node, last, self.ir.builder.insertion_point.block)
         for name, value in zip(node.output, results, strict=False):
             if name:
-                value.name_hint = sanitize(name)
+                if not isinstance(value, BlockArgument):  # an input passed through keeps its name (`cim-run --input`)
+                    value.name_hint = sanitize(name)
                 self.values[name] = value
 
     def fold(self, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> bool:

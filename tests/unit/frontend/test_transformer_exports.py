@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 import cimxdsl
 from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.frontend.onnx_importer import import_onnx, load_model
+from cimxdsl.interpreters import entry_function
 
 EXPORTS = Path(__file__).parent / "transformer_exports"
 VOCAB = 100
@@ -105,6 +106,14 @@ def test_int8_mode_without_calibration_data_calibrates_integer_inputs_in_range()
     assert "calibrated on 16 standard-normal (floats) and 0/1 (integers) random inputs" in compiled.notes[0]
     expected = session.run(None, dict(zip(names, example)))[0]
     assert np.linalg.norm(compiled(*example) - expected) / np.linalg.norm(expected) < 0.05
+
+
+@pytest.mark.parametrize("name", ["gpt2_torchscript", "gpt2_dynamo"])
+def test_the_ir_arguments_keep_the_model_input_names_when_reshaped_first(name):
+    """Both exports reshape the inputs to their own shape first (no op): the arguments keep the
+    input names, which `cim-run --input NAME=…` takes."""
+    module = import_onnx(EXPORTS / f"{name}.onnx")
+    assert [a.name_hint for a in entry_function(module, "main").body.block.args] == ["input_ids", "attention_mask"]
 
 
 def computed_reshape(last: list[int]) -> onnx.ModelProto:
