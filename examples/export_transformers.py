@@ -21,9 +21,9 @@ torch's `output`), and prints which exporter failed on which model and why (the 
 error).
 
 With torch 2.14.1, torchvision 0.29.1, transformers 5.24.0, onnx 1.23.2 and onnxscript 0.7.2 (the
-files here), and with torch 2.13.0 (CPU build, without torchvision), every export succeeds. (Older
-transformers: the TorchScript exporter stopped on GPT-2 at `aten::diff`, which opset 17 does not
-have.)
+files here), and with torch 2.13.0 (CPU build, without torchvision), every export succeeds. Without
+an attention mask the TorchScript exporter stops on GPT-2 at `aten::diff` (the model's check for
+padding), which opset 17 does not have; with its mask, as here, it exports.
 
 Dev-time dependencies: torch, torchvision (for `vit`), transformers, onnx, onnxscript.
 
