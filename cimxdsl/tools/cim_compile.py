@@ -20,6 +20,7 @@ from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape
 from cimxdsl.limits import dominant_limit
 from cimxdsl.reference import onnxruntime_outputs, reference_name
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
+from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.tools.report import format_layers, format_precision, format_report
 
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
@@ -238,6 +239,8 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.target == "pim":
             compile_pim_target(options)
             return
+        if options.plot:
+            figure_class()  # before the work, a missing matplotlib
         compile_options = dict(
             device=options.device,
             target=options.target,
@@ -306,8 +309,6 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.output_dir:
             write_outputs(Path(options.output_dir), model, report, dict(zip(names_of(names), inputs)), outputs)
         if options.plot:
-            from cimxdsl.tools.layer_plots import plot_layers
-
             for path in plot_layers(report, Path(options.plot)):
                 print(f"plot: {path}")
 

@@ -17,12 +17,18 @@ from cimxdsl.tools.cli import UserError
 DPI = 110
 
 
-def layer_figures(report: dict) -> dict[str, object]:
-    """The figures by file stem, drawn from `report["layers"]` (matplotlib `Figure`s)."""
+def figure_class() -> type:
+    """matplotlib's `Figure`, or a one-line error saying how to install it."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
         raise UserError("--plot needs matplotlib: pip install matplotlib") from None
+    return Figure
+
+
+def layer_figures(report: dict) -> dict[str, object]:
+    """The figures by file stem, drawn from `report["layers"]` (matplotlib `Figure`s)."""
+    Figure = figure_class()
     layers = report["layers"]
     names = [layer["layer"] for layer in layers]
     x = np.arange(len(layers))

@@ -151,3 +151,38 @@ def test_output_dir_without_inputs_compiles_only(tmp_path, capsys):
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert written == sorted([*(f"{stage}.mlir" for stage in cimxdsl.api.STAGES), "model.cimx"])
     assert cimxdsl.load(tmp_path / "out" / "model.cimx").mlir("tile") == (tmp_path / "out" / "tile.mlir").read_text()
+
+
+def test_plots_draw_every_layer_from_the_report(tmp_path, capsys):
+    from cimxdsl.tools.layer_plots import layer_figures
+
+    compiled = cimxdsl.compile(DIGITS, device="cinnamon")
+    compiled(np.load(first_image(tmp_path)))
+    report = compiled.report()
+    layers = report["layers"]
+    names = [layer["layer"] for layer in layers]
+    figures = layer_figures(report)
+    (latency,) = figures["latency"].axes
+    assert [t.get_text() for t in latency.get_xticklabels()] == names
+    assert [bar.get_height() for bar in latency.patches] == [layer["latency_ns"] for layer in layers]
+    (energy,) = figures["energy"].axes
+    stacked = np.zeros(len(layers))
+    for bar in energy.patches:
+        stacked[round(bar.get_x() + bar.get_width() / 2)] += bar.get_height()
+    np.testing.assert_allclose(stacked, [layer["energy_pj"]["total"] for layer in layers], rtol=1e-9)
+    writes, cells = figures["writes"].axes
+    assert [bar.get_height() for bar in writes.patches] == [layer["writes"] for layer in layers]
+    assert [bar.get_height() for bar in cells.patches] == [layer["cells_written"] for layer in layers]
+
+    out = run_cli(cim_compile, [DIGITS, "--input", first_image(tmp_path), "--plot", tmp_path / "plots"], capsys)
+    for stem in ("latency", "energy", "writes"):
+        path = tmp_path / "plots" / f"{stem}.png"
+        assert f"plot: {path}" in out and path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_plots_without_matplotlib_are_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(SystemExit):
+        cim_compile([str(DIGITS), "--input", str(first_image(tmp_path)), "--plot", str(tmp_path / "plots")])
+    assert capsys.readouterr().err == "cim-compile: error: --plot needs matplotlib: pip install matplotlib\n"
