@@ -173,11 +173,11 @@ def main(args: Sequence[str] | None = None) -> None:
         if names_platform(module):
             print("note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
                   f"not used; it runs on the crossbar device '{device.config.name}'")
+        output_names = result_names(entry_function(module, options.entry), "result")
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
-            for i, output in enumerate(result.outputs):
-                print(f"result {i}: {output!r}")
+            for i, (name, output) in enumerate(zip(output_names, result.outputs, strict=True)):
+                print(f"result {i if name == f'result_{i}' else name}: {output!r}")
         if options.output:
-            output_names = result_names(entry_function(module, options.entry), "result")
             save_results(options.output, argument_names(module, options.entry), inputs, result.outputs, output_names)
         report = result.device.report()
         if options.report:
