@@ -474,6 +474,17 @@ def compile_pim(
     notes += chip_notes(report, chip_config, cores)
     report["notes"] = notes
     report["device"] = config.name
+    report["precision"] = {
+        "mode": "int8",
+        "quantized_bits": {"weights": 8, "inputs": 8},
+        "device": config.name,
+        "crossbar_rows": config.rows,
+        "summary": (
+            f"mode int8 (power-of-two scales, 8-bit weights and inputs); device {config.name}: its "
+            f"{config.rows}-row crossbars only (the PIM instructions compute exact integer products: "
+            "no cell, DAC, ADC or noise model)"
+        ),
+    }
     names = dict(
         input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
     )

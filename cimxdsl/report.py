@@ -19,8 +19,9 @@ class Report(dict):
             lines = [format_report(summary)]
             if self.get("layers"):
                 lines.append(format_layers(self["layers"]))
-        else:  # a PIM model's: its figures, one a line
-            lines = [f"{k}: {format_value(v)}" for k, v in self.items() if not isinstance(v, dict | list)]
+        else:  # a PIM model's: its precision and figures, one a line
+            lines = [f"precision: {self['precision']['summary']}"] if "precision" in self else []
+            lines += [f"{k}: {format_value(v)}" for k, v in self.items() if not isinstance(v, dict | list)]
         lines += [f"note: {note}" for note in self.get("notes", [])]
         return "\n".join(lines)
 

@@ -339,6 +339,7 @@ def compile_pim_target(options) -> None:
         np.save(model.directory / f"input_{i}.npy", x)
         np.save(model.directory / f"expected_{i}.npy", y)
     print(f"model: {options.model}  target: pim  artifacts: {model.directory}")
+    print(f"precision: {report['precision']['summary']}")
     print(
         f"instruction-level execution {'equals' if exact else 'DIFFERS FROM'} the interpreted integer program "
         f"(check again: cim-validate {model.directory} --input {model.directory}/input_0.npy "

@@ -62,7 +62,10 @@ def test_a_pim_model_takes_inputs_by_name(tmp_path):
     np.testing.assert_array_equal(model({"x": X}), model(X))
     (by_name,) = model.run_onnx(["y"], {"x": X})
     np.testing.assert_array_equal(by_name, model(X))
-    assert str(model.report()).splitlines()  # prints its figures, one a line
+    report = model.report()
+    assert report["precision"]["device"] == "isaac" and report["precision"]["crossbar_rows"] == 128
+    assert str(report).startswith("precision: mode int8 (power-of-two scales, 8-bit weights and inputs); device isaac")
+    assert f"cores_used: {report['cores_used']}" in str(report).splitlines()
     with pytest.raises(CompileError, match="no value for input 'x'"):
         model({})
 
