@@ -1,21 +1,23 @@
-"""cimxdsl: an MLIR-compatible compiler and simulator for memristive-crossbar
-compute-in-memory accelerators, built on xDSL."""
+"""cimxdsl: an MLIR-compatible compiler and simulator for memristive-crossbar compute-in-memory
+accelerators, built on xDSL."""
 
 __version__ = "0.1.0"
 
-
-def compile(*args, **kwargs):
-    """See `cimxdsl.api.compile`."""
-    from cimxdsl.api import compile as compile_model
-
-    return compile_model(*args, **kwargs)
+_API = {"compile": "cimxdsl.api", "load": "cimxdsl.api"}
+"""Functions of the Python API imported when first used (`import cimxdsl` stays light); they are
+the functions themselves, with their signatures and docstrings."""
 
 
-def load(path):
-    """See `cimxdsl.api.load`."""
-    from cimxdsl.api import load as load_model
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
 
-    return load_model(path)
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'cimxdsl' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])
 
 
 def explore(*args, **kwargs):

@@ -1,9 +1,9 @@
 """The Python face: `compile` a model for a crossbar device, run it, report, save and load.
 
 import cimxdsl
-m = cimxdsl.compile("model.onnx", device="cinnamon", calibration=samples)
-y = m(x)
-m.report()              # latency, energy by component, writes: total and per layer
+m = cimxdsl.compile("model.onnx", device="isaac", calibration=samples)
+y = m(x)                # or m({"x": x}), or m.run_onnx(["y"], {"x": x}) as onnxruntime's run
+m.report()              # latency, energy by component, writes: total and per layer; .to_pandas()
 m.mlir("schedule")      # the IR after any stage
 m.save("model.cimx"); cimxdsl.load("model.cimx")
 """
@@ -15,7 +15,7 @@ import io
 import json
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +29,16 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.performance import PerformanceError
 from cimxdsl.backend.pipeline import DEFAULT_PACKING
-from cimxdsl.device import Device, DeviceConfig, load_device_config
+from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
-from cimxdsl.frontend.onnx_importer import ONNX_ELEMENT_TYPES, import_onnx, input_shape, load_model
+from cimxdsl.frontend.onnx_importer import ONNX_ELEMENT_TYPES, graph_inputs, import_onnx, input_shape, load_model
 from cimxdsl.frontend.quantize import quantize
-from cimxdsl.interpreters import Program, RunResult, entry_function, run
+from cimxdsl.interpreters import Program, RunResult, entry_function, result_names, run
 from cimxdsl.parsing import make_context, parse_module_text
+from cimxdsl.report import Report
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.schedule_list import ScheduleListPass
@@ -66,9 +67,49 @@ class RebuiltStage:
     passes: tuple[str | ModulePass, ...]
 
 
-@dataclass
-class CompiledModel:
-    """A model lowered for a device: call it on NumPy inputs, read its report and its IR."""
+class OnnxFace:
+    """Calls in onnxruntime's manner, shared by `CompiledModel` and `PimModel`: the inputs as one dict
+    by name (`model({"x": x})`) and `run_onnx(output_names, feed)`, as `InferenceSession.run`."""
+
+    input_names: list[str]
+    output_names: list[str]
+
+    def positional(self, inputs: tuple) -> tuple:
+        """`inputs` in the model's order: given so, or as one dict of named inputs."""
+        if len(inputs) != 1 or not isinstance(inputs[0], Mapping):
+            return inputs
+        feed, names = inputs[0], self.input_names
+        if unknown := [n for n in feed if n not in names]:
+            raise CompileError(f"the model has no input '{unknown[0]}' (inputs: {', '.join(names)})")
+        if missing := [n for n in names if n not in feed]:
+            raise CompileError(f"no value for input '{missing[0]}' (inputs: {', '.join(names)})")
+        return tuple(feed[n] for n in names)
+
+    def run_onnx(self, output_names: Sequence[str] | None, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The outputs named in `output_names` (None: all, in the model's order) for the inputs in
+        `feed`, by name, as `onnxruntime.InferenceSession.run` gives them."""
+        outputs = self(dict(feed))
+        outputs = outputs if isinstance(outputs, list) else [outputs]
+        if output_names is None:
+            return outputs
+        if unknown := [n for n in output_names if n not in self.output_names]:
+            raise CompileError(f"the model has no output '{unknown[0]}' (outputs: {', '.join(self.output_names)})")
+        return [outputs[self.output_names.index(n)] for n in output_names]
+
+
+def model_name(model) -> str:
+    """A short name for a model given to `compile`: a file's stem, a graph's or a module's name."""
+    if isinstance(model, str | Path):
+        return Path(model).stem
+    if isinstance(model, onnx.ModelProto):
+        return model.graph.name or "model"
+    return type(model).__name__
+
+
+@dataclass(repr=False)
+class CompiledModel(OnnxFace):
+    """A model lowered for a device: call it on NumPy inputs (in order, or one dict by name), read
+    its report and its IR."""
 
     stages: dict[str, ModuleOp | str | RebuiltStage]
     """The IR after each stage (`STAGES`): a module, its text until it is needed, or how to rebuild it."""
@@ -89,6 +130,24 @@ class CompiledModel:
     """The stages prepared to run so far."""
     threads: int | None = None
     """The threads a run uses (None: every core; `cimxdsl.device.threads`)."""
+    name: str = "model"
+    input_names: list[str] = field(default_factory=list)
+    """The ONNX model's input names (empty: the entry function's argument names)."""
+    output_names: list[str] = field(default_factory=list)
+    """The ONNX model's output names (empty: the names of the values the entry function returns)."""
+
+    def __post_init__(self) -> None:
+        if not self.input_names or not self.output_names:
+            function = entry_function(self.module(), "main")
+            arguments = function.body.block.args
+            self.input_names = self.input_names or [a.name_hint or f"input_{i}" for i, a in enumerate(arguments)]
+            self.output_names = self.output_names or result_names(function)
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledModel(model={self.name!r}, target={self.options.get('target', 'memristor')!r}, "
+            f"device={self.device.name!r}, mode={self.options.get('mode')!r}, stages={list(self.stages)})"
+        )
 
     def module(self, stage: str = "func") -> ModuleOp:
         if stage not in self.stages:
@@ -136,9 +195,11 @@ class CompiledModel:
             self.adc_spans[key] = recorder.adc_spans
         return self.adc_spans[key]
 
-    def __call__(self, *inputs: np.ndarray) -> np.ndarray | list[np.ndarray]:
-        """Run the lowered program on the device; one output array, or a list of them. The device
-        keeps its weights between calls, so weights still resident are not written again."""
+    def __call__(self, *inputs: np.ndarray | Mapping[str, np.ndarray]) -> np.ndarray | list[np.ndarray]:
+        """Run the lowered program on the device; one output array, or a list of them. The inputs in
+        order, or one dict by name. The device keeps its weights between calls, so weights still
+        resident are not written again."""
+        inputs = self.positional(inputs)
         if self.resident is None:
             self.resident = Device(self.device)
         self.resident.reset_metrics()
@@ -147,24 +208,37 @@ class CompiledModel:
         outputs = self.last_run.outputs
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def report(self) -> dict:
+    @property
+    def precision(self) -> dict:
+        """The mode, the bits the model was quantized to, and what limits the device's results."""
+        mode = self.options.get("mode", "int8")
+        quantized = quantization_bits(self.device) if mode == "int8" else None
+        return {"mode": mode, "quantized_bits": quantized, **self.device.precision}
+
+    def report(self) -> Report:
         """Latency, energy by component and crossbar writes of the last call: the total of the
-        lowered program, and per layer from the scheduled cim program on the same inputs."""
+        lowered program, and per layer from the scheduled cim program on the same inputs; with
+        the device, mode and bits that produced them (`precision`). A dict that prints as tables."""
         if self.last_run is None or self.last_inputs is None:
             raise CompileError("call the model on an input before asking for its report")
         layers = self.run(*self.last_inputs, stage="schedule").layers
         report = self.last_run.device.report()
-        return {
-            "device": self.device.name,
-            "options": self.options,
-            "notes": self.notes,
-            "compile_seconds": self.compile_seconds,
-            "latency_ns": report["latency_ns"],
-            "total": report["total"],
-            "layers": layers,
-            "runtime_products": runtime_products(layers),
-            "crossbars": report.get("crossbars", {}),
-        }
+        return Report(
+            {
+                "model": self.name,
+                "device": self.device.name,
+                "precision": self.precision,
+                "options": self.options,
+                "notes": self.notes,
+                "compile_seconds": self.compile_seconds,
+                "latency_ns": report["latency_ns"],
+                "latency_cycles": report["latency_cycles"],
+                "total": report["total"],
+                "layers": layers,
+                "runtime_products": runtime_products(layers),
+                "crossbars": report.get("crossbars", {}),
+            }
+        )
 
     def save(self, path: str | Path) -> None:
         """Write a `.cimx` file: a zip of `manifest.json` (format version, device, options), the
@@ -177,6 +251,9 @@ class CompiledModel:
             "options": self.options,
             "notes": self.notes,
             "stages": list(self.stages),
+            "name": self.name,
+            "input_names": self.input_names,
+            "output_names": self.output_names,
         }
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("manifest.json", json.dumps(manifest, indent=2))
@@ -184,6 +261,11 @@ class CompiledModel:
                 archive.writestr(f"{stage}.mlir", self.mlir(stage))
             if self.calibration_inputs is not None:
                 archive.writestr("calibration.npz", calibration_bytes(self.calibration_inputs))
+
+
+def quantization_bits(config: DeviceConfig) -> dict[str, int]:
+    """The bits int8 mode quantizes weights and inputs to on `config`: 8, or fewer if it holds fewer."""
+    return {"weights": min(8, config.weight_bits), "inputs": min(8, config.input_bits)}
 
 
 def runtime_products(layers: list[dict]) -> dict:
@@ -216,7 +298,8 @@ def load(path: str | Path) -> CompiledModel:
     except (OSError, zipfile.BadZipFile, KeyError, json.JSONDecodeError) as e:
         raise CompileError(f"cannot read compiled model '{path}': {e}") from None
     device = DeviceConfig.from_dict(manifest["device"])
-    model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []))
+    names = {k: manifest[k] for k in ("name", "input_names", "output_names") if k in manifest}
+    model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []), **names)
     model.calibration_inputs = None if calibration is None else calibration_from_bytes(calibration)
     return model
 
@@ -257,15 +340,9 @@ def calibration_samples(
     return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
 
 
-def model_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    """The model's run-time inputs (not initializers)."""
-    initializers = {init.name for init in model.graph.initializer}
-    return [i for i in model.graph.input if i.name not in initializers]
-
-
 def model_input_shapes(model: onnx.ModelProto) -> list[list[int]]:
     """The shapes of the model's run-time inputs (`input_shape`)."""
-    return [list(input_shape(i)) for i in model_inputs(model)]
+    return [list(input_shape(i)) for i in graph_inputs(model)]
 
 
 def regroup(samples: list[list[np.ndarray]], shapes: Sequence[Sequence[int]]) -> list[list[np.ndarray]]:
@@ -285,7 +362,7 @@ def regroup(samples: list[list[np.ndarray]], shapes: Sequence[Sequence[int]]) ->
 def random_calibration(model: onnx.ModelProto, count: int, notes: list[str]) -> list[list[np.ndarray]]:
     """`count` random samples, reported in `notes`: standard-normal floats, and 0s and 1s for integer
     inputs (token ids, token types, attention masks: in range of any table they index)."""
-    inputs = model_inputs(model)
+    inputs = graph_inputs(model)
     integer = [ONNX_ELEMENT_TYPES.get(i.type.tensor_type.elem_type, f32) != f32 for i in inputs]
     kinds = "standard-normal (floats) and 0/1 (integers)" if any(integer) else "standard-normal"
     notes.append(f"no calibration data given: calibrated on {count} {kinds} random inputs")
@@ -307,16 +384,26 @@ def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]
     return [[filled[i * batch : (i + 1) * batch].reshape(shape)] for i in range(groups)]
 
 
-@dataclass
-class PimModel:
+@dataclass(repr=False)
+class PimModel(OnnxFace):
     """A model compiled to per-core PIM instructions (pimsim-nn artifacts in `directory`): calling
-    it quantizes the inputs, executes the instructions in the validator and dequantizes."""
+    it (inputs in order, or one dict by name) quantizes the inputs, executes the instructions in the
+    validator and dequantizes."""
 
     program: IntegerProgram
     """The integer program before lowering: its interpretation is what the instructions must give."""
     directory: Path
     report_data: dict
     last_result: object = None
+    name: str = "model"
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return (
+            f"PimModel(model={self.name!r}, target='pim', device={self.report_data.get('device', '')!r}, "
+            f"cores={self.report_data.get('cores_used')}, artifacts='{self.directory}')"
+        )
 
     def golden(self, *inputs: np.ndarray) -> list[np.ndarray]:
         """The integer outputs of the program interpreted on the host, for `inputs`."""
@@ -326,12 +413,13 @@ class PimModel:
         from cimxdsl.backend.artifacts import read_artifacts
         from cimxdsl.backend.validator import validate
 
+        inputs = self.positional(inputs)
         self.last_result = validate(read_artifacts(self.directory), self.program.quantize(inputs))
         outputs = self.program.dequantize(self.last_result.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
-    def report(self) -> dict:
-        report = dict(self.report_data)
+    def report(self) -> Report:
+        report = Report(self.report_data)
         if self.last_result is not None:
             report["executed_instructions"] = self.last_result.executed
             report["round_robin_steps"] = self.last_result.steps
@@ -363,7 +451,7 @@ forward as given (the defaults are `compile_pim`'s)."""
 
 def compile_pim(
     model: onnx.ModelProto | str | Path,
-    device: str | Path | DeviceConfig = "ideal",
+    device: str | Path | DeviceConfig = DEFAULT_DEVICE,
     calibration=None,
     cores: int | None = None,
     crossbars_per_core: int | None = None,
@@ -415,7 +503,22 @@ def compile_pim(
     report["compile_time_s"] = {"import and calibrate": import_seconds, **report["compile_time_s"]}
     notes += chip_notes(report, chip_config, cores)
     report["notes"] = notes
-    return PimModel(program, directory, report)
+    report["device"] = config.name
+    report["precision"] = {
+        "mode": "int8",
+        "quantized_bits": {"weights": 8, "inputs": 8},
+        "device": config.name,
+        "crossbar_rows": config.rows,
+        "summary": (
+            f"mode int8 (power-of-two scales, 8-bit weights and inputs); device {config.name}: its "
+            f"{config.rows}-row crossbars only (the PIM instructions compute exact integer products: "
+            "no cell, DAC, ADC or noise model)"
+        ),
+    }
+    names = dict(
+        input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
+    )
+    return PimModel(program, directory, report, name=model_name(model), **names)
 
 
 def chip_notes(report: dict, chip: ChipConfig, cores: int | None) -> list[str]:
@@ -440,7 +543,7 @@ def chip_notes(report: dict, chip: ChipConfig, cores: int | None) -> list[str]:
 
 def compile(
     model: onnx.ModelProto | str | Path,
-    device: str | Path | DeviceConfig = "ideal",
+    device: str | Path | DeviceConfig = DEFAULT_DEVICE,
     target: str = "memristor",
     calibration=None,
     mode: str = "int8",
@@ -454,9 +557,12 @@ def compile(
     **pim_options: Any,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
-    the memristor flow and keep the IR of every stage. A `torch.nn.Module` is exported to ONNX with
-    `example_input`. `batch` compiles for that many inputs at once (the leading dimension); int8
-    quantization is calibrated on the model at its own batch, so its scales are the same for any `batch`.
+    the memristor flow for `device` (a preset name, a TOML file or a `DeviceConfig`; by default
+    `cimxdsl.device.DEFAULT_DEVICE`, ISAAC) and keep the IR of every stage. The compiled model is
+    called on NumPy inputs (in order, or one dict by name) and reports what the call cost
+    (`report()`). A `torch.nn.Module` is exported to ONNX with `example_input`. `batch` compiles for
+    that many inputs at once (the leading dimension); int8 quantization is calibrated on the model at
+    its own batch, so its scales are the same for any `batch`.
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
     `target="pim"` compiles with `compile_pim`, which takes the `PIM_OPTIONS` (`cores`,
     `crossbars_per_core`, `out_dir`, `packing`, `mapping`, `mapping_budget`, `chip`) as keywords.
@@ -480,7 +586,9 @@ def compile(
         raise CompileError(f"unknown placement '{placement}' (placements: {', '.join(PLACEMENTS)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     if mode == "exact" and not config.exact:
-        raise CompileError(f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not")
+        raise CompileError(
+            f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not (device 'ideal' is)"
+        )
     crossbars = min(config.crossbars, DEFAULT_CROSSBARS) if crossbars is None else crossbars
     if not 1 <= crossbars <= config.crossbars:
         raise CompileError(f"crossbars must be in 1..{config.crossbars} for device '{config.name}', got {crossbars}")
@@ -511,6 +619,7 @@ def compile(
         return module
 
     with stages_frozen() as freeze:
+        label = model_name(model)
         source = to_onnx(model, example_input)
         onnx_model = load_model(source, batch)
         module = stage("import", lambda: import_onnx(onnx_model))
@@ -519,7 +628,8 @@ def compile(
             own = onnx_model if batch is None else load_model(source)
             own_shapes, shapes = model_input_shapes(own), model_input_shapes(onnx_model)
             samples = regroup(calibration_samples(calibration, own, notes), own_shapes)
-            bits = dict(weight_bits=min(8, config.weight_bits), input_bits=min(8, config.input_bits))
+            quantized_bits = quantization_bits(config)
+            bits = dict(weight_bits=quantized_bits["weights"], input_bits=quantized_bits["inputs"])
 
             def quantized() -> ModuleOp:
                 calibrated = None if own_shapes == shapes else import_onnx(own)
@@ -548,7 +658,10 @@ def compile(
         "batch": batch,
         "placement": placement,
     }
-    model = CompiledModel(stages, config, options, notes, seconds, threads=threads)
+    names = dict(
+        input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
+    )
+    model = CompiledModel(stages, config, options, notes, seconds, threads=threads, name=label, **names)
     model.calibration_inputs = samples if mode == "int8" else None
     return model
 

@@ -10,6 +10,7 @@ Pure NumPy (no xDSL), so it can be used on its own::
 """
 
 from cimxdsl.device.config import (
+    DEFAULT_DEVICE,
     PRESETS,
     DeviceConfig,
     DeviceConfigError,
@@ -24,6 +25,7 @@ from cimxdsl.device.metrics import COMPONENTS, COUNTERS
 __all__ = [
     "COMPONENTS",
     "COUNTERS",
+    "DEFAULT_DEVICE",
     "PRESETS",
     "Device",
     "DeviceConfig",

@@ -195,8 +195,11 @@ class DeviceConfig:
     @classmethod
     def from_toml(cls, path: str | Path) -> DeviceConfig:
         """Load a TOML (or, by its `.json` suffix, JSON) file: flat keys or
-        [geometry]/[precision]/[noise]/[timing]/[energy] tables."""
-        return cls.from_dict(DEVICE.read(path))
+        [geometry]/[precision]/[noise]/[timing]/[energy] tables. Without a `name` key, the device
+        is named after the file (so that reports do not name the preset it starts from)."""
+        data = DEVICE.read(path)
+        config = cls.from_dict(data)
+        return config if "name" in flatten(data) else config.replace(name=Path(path).stem)
 
     def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with `changes` applied, validated like a new config."""
@@ -295,6 +298,26 @@ class DeviceConfig:
             and self.stuck_off_rate == 0
             and (self.drift_nu == 0 or self.drift_time_s == 1)
         )
+
+    @property
+    def precision(self) -> dict[str, Any]:
+        """What limits the device's results, as reports show it: the bits of weights, inputs,
+        cells, DACs and ADC (0: lossless), the ADC range policy, the encodings and the noise
+        parameters that are not zero."""
+        noise_fields = ("prog_noise", "read_noise", "stuck_on_rate", "stuck_off_rate", "drift_nu")
+        noise = {f: getattr(self, f) for f in noise_fields if getattr(self, f)}
+        if self.prog_noise_model == "table" and any(self.prog_noise_table):
+            noise["prog_noise_table"] = list(self.prog_noise_table)
+        if "drift_nu" in noise:
+            noise["drift_time_s"] = self.drift_time_s
+        return {
+            "device": self.name,
+            **{f: getattr(self, f) for f in ("weight_bits", "input_bits", "cell_bits", "dac_bits", "adc_bits")},
+            "adc_range": self.adc_range,
+            "encoding": self.encoding,
+            "input_encoding": self.input_encoding,
+            "noise": noise,
+        }
 
     @property
     def exact(self) -> bool:
@@ -495,6 +518,18 @@ PRESETS: dict[str, DeviceConfig] = {
 }
 # fmt: on
 DEVICE.presets.update(PRESETS)
+
+
+DEFAULT_DEVICE = "isaac"
+"""The device of every face when none is given: `cim-compile`, `cim-run`, `cimxdsl.compile` and
+the passes with a `device` option. ISAAC (Shafiee et al., ISCA 2016), because a default should give
+the right answer and real costs. Its 9-bit ADC over the full range resolves every column sum of a
+read exactly (at most 128 rows x a 1-bit input digit x a 2-bit cell level = 384 < 2**9 - 1), and
+its cells and DACs hold int8 values, so an int8 model computes on it the same numbers as on exact
+crossbars; its latency and energy come from published figures. `ideal` also computes exactly, but
+has no cost model (zero energy); `cinnamon`'s 4-bit weights and inputs cost accuracy. The
+interpreters (`cimxdsl.interpreters.run`, `Program`) and `Device` given no device compute exact
+products: the meaning of the IR itself."""
 
 
 def preset(name: str) -> DeviceConfig:

@@ -227,6 +227,7 @@ class Device:
         """Plain-dict metrics: totals, latency and (optionally) every used crossbar."""
         report = {
             "device": self.config.name,
+            "precision": self.config.precision,
             "latency_ns": self.latency_ns,
             "latency_cycles": self.latency_ns / self.config.cycle_ns,
             "total": self._metrics.total(),

@@ -239,26 +239,18 @@ def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:
 
 
 def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: int | None = None) -> np.ndarray:
-    """Top-1 predictions of the float model, in chunks of `batch_size`: onnxruntime, or (without it)
-    the exact-mode compile on an ideal device."""
+    """Top-1 predictions of the float model (onnxruntime, `cimxdsl.reference`), in chunks of `batch_size`."""
     from cimxdsl.frontend.onnx_importer import with_batch
+    from cimxdsl.reference import onnxruntime_session
 
     runs: dict[int, Any] = {}
 
     def outputs(batch: np.ndarray) -> np.ndarray:
         if len(batch) not in runs:
             batched = with_batch(model, len(batch))
-            try:
-                import onnxruntime
-            except ImportError:
-                from cimxdsl.api import compile as compile_model
-
-                exact = compile_model(batched, device="ideal", mode="exact", batch=len(batch))
-                runs[len(batch)] = lambda x: exact(x)
-            else:
-                session = onnxruntime.InferenceSession(batched.SerializeToString(), providers=["CPUExecutionProvider"])
-                name = session.get_inputs()[0].name
-                runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
+            session = onnxruntime_session(batched.SerializeToString())
+            name = session.get_inputs()[0].name
+            runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
         return np.argmax(runs[len(batch)](batch), axis=-1).reshape(len(batch))
 
     return np.concatenate([outputs(inputs[c.start : c.stop]) for c in chunk_bounds(len(inputs), batch_size)])

@@ -103,6 +103,12 @@ def input_shape(info: onnx.ValueInfoProto) -> tuple[int, ...]:
     return tuple(d.dim_value if d.HasField("dim_value") else 1 for d in info.type.tensor_type.shape.dim)
 
 
+def graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The inputs a caller gives: the graph inputs that are not initializers."""
+    initializers = {init.name for init in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
 def with_batch(model: onnx.ModelProto, batch: int) -> onnx.ModelProto:
     model = onnx.ModelProto.FromString(model.SerializeToString())
     initializers = {init.name for init in model.graph.initializer}

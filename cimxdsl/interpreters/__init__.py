@@ -78,6 +78,16 @@ def entry_function(module: ModuleOp, entry: str) -> func.FuncOp:
     raise ValueError(f"no function '@{entry}' with a body in the module")
 
 
+def result_names(function: func.FuncOp, fallback: str = "output") -> list[str]:
+    """Names of the values a function returns: their name hints, `<fallback>_<i>` where a value
+    has none or shares it with another (or the function returns in more than one place)."""
+    returns = [op for block in function.body.blocks for op in block.ops if isinstance(op, func.ReturnOp)]
+    hints = [v.name_hint for v in returns[0].operands] if len(returns) == 1 else []
+    count = len(function.function_type.outputs.data)
+    hints = hints or [None] * count
+    return [h if h and hints.count(h) == 1 else f"{fallback}_{i}" for i, h in enumerate(hints)]
+
+
 class Program:
     """`@entry` of `module` prepared to run on `device` (`prepared`): call it on inputs, as many
     times as needed; each call is one run, with its own crossbar allocation and layer records, on

@@ -11,26 +11,17 @@ import numpy as np
 import onnx
 
 from cimxdsl.api import PIM_OPTIONS, STAGES, CompiledModel, CompileError, compile, compile_pim
-from cimxdsl.device import DeviceConfigError
+from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, DeviceConfigError
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.explore.chunks import chunk_bounds, run_chunks
 from cimxdsl.explore.runner import float_predictions
+from cimxdsl.explore.sweep import COMPILE_FIELDS
 from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape
+from cimxdsl.limits import dominant_limit
+from cimxdsl.reference import onnxruntime_outputs, reference_name
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
-from cimxdsl.tools.report import format_number, format_report, format_table
-
-LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "digital_macs", "latency_ns")
-
-
-def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The outputs of onnxruntime for a model (a path or serialized bytes)."""
-    import onnxruntime
-
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    types = {i.name: i.type.removeprefix("tensor(").removesuffix(")") for i in session.get_inputs()}
-    numpy_types = {"float": "float32", "double": "float64"}  # onnxruntime's names; the others are NumPy's
-    return session.run(None, {n: np.asarray(x).astype(numpy_types.get(types[n], types[n])) for n, x in inputs.items()})
-
+from cimxdsl.tools.layer_plots import figure_class, plot_layers
+from cimxdsl.tools.report import format_layers, format_precision, format_report
 
 def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
     initializers = {init.name for init in model.graph.initializer}
@@ -99,34 +90,66 @@ def evaluate_dataset(
     predictions = np.argmax(result.outputs[0], axis=-1).reshape(len(labels))
     progress.finish()
     reference = float_predictions(onnx.load(model_path), inputs, batch_size)
-    return {
+    evaluation = {
         "images": len(labels),
         "batch_size": chunks[0].stop - chunks[0].start,
+        "float_reference": reference_name(),
         "float_accuracy": float(np.mean(reference == labels)),
         "crossbar_accuracy": float(np.mean(predictions == labels)),
         "top1_agreement": float(np.mean(predictions == reference)),
     }
+    if evaluation["float_accuracy"] - evaluation["crossbar_accuracy"] > ACCURACY_LOSS_LIMIT:
+        sample = inputs[:LIMITS_SAMPLE]
+        outputs = device_runs(model_path, compile_options, [sample], len(sample))
+
+        def disagreement(config: DeviceConfig) -> float:
+            predicted = np.argmax(outputs(config)[0], axis=-1).reshape(len(sample))
+            return float(np.mean(predicted != reference[: len(sample)]))
+
+        measure = f"top-1 disagreement with the float model on {len(sample)} images"
+        device = next(iter(programs.values())).device
+        evaluation["limits"] = dominant_limit(device, compile_options["mode"], disagreement, measure)
+    return evaluation
+
+
+COMPARE_LIMIT = 0.05
+"""The largest relative error `--compare` takes without finding which device limit dominates it."""
+ACCURACY_LOSS_LIMIT = 0.02
+"""The largest accuracy loss on `--dataset` taken without finding which device limit dominates it."""
+LIMITS_SAMPLE = 32
+"""The images of the data set the device limits are measured on."""
+
+
+def device_runs(
+    model_path: str,
+    compile_options: dict,
+    inputs: list[np.ndarray],
+    batch: int | None,
+    compiled: CompiledModel | None = None,
+) -> Callable[[DeviceConfig], list[np.ndarray]]:
+    """The outputs for `inputs` on any device: the model compiled again only for a device that
+    changes the program (`COMPILE_FIELDS`: bits, geometry), else `compiled` (or the first
+    compile) run on that device."""
+    programs: dict[tuple, CompiledModel] = {}
+
+    def key(config: DeviceConfig) -> tuple:
+        return tuple(getattr(config, f, None) for f in COMPILE_FIELDS)
+
+    if compiled is not None:
+        programs[key(compiled.device)] = compiled
+
+    def outputs(config: DeviceConfig) -> list[np.ndarray]:
+        if key(config) not in programs:
+            programs[key(config)] = compile(model_path, batch=batch, **{**compile_options, "device": config})
+        return programs[key(config)].run(*inputs, device=Device(config)).outputs
+
+    return outputs
 
 
 def stages(progress: Progress, purpose: str = "") -> Callable[[str], None]:
     """`compile`'s progress callback: the stage about to run, as a step of `STAGES`."""
     label = f"compiling {purpose}".rstrip()
     return lambda stage: progress.step(f"{label}: {stage}", STAGES.index(stage), len(STAGES))
-
-
-def format_layers(layers: list[dict]) -> str:
-    """The per-layer table; a product of two run-time tensors shows where it ran (`placement`)."""
-    rows = [["layer", "placement", *LAYER_COLUMNS, "energy_pj"]]
-    for layer in layers:
-        rows.append(
-            [
-                layer["layer"],
-                layer.get("placement", ""),
-                *(format_number(layer[c]) for c in LAYER_COLUMNS),
-                format_number(layer["energy_pj"]["total"]),
-            ]
-        )
-    return format_table(rows)
 
 
 def format_runtime_products(summary: dict) -> str:
@@ -170,7 +193,9 @@ def main(args: Sequence[str] | None = None) -> None:
         metavar="SECONDS",
         help="time budget of the ga mapping search (default 10); past it, the best mapping so far",
     )
-    parser.add_argument("--device", default="cinnamon", help="a device preset or TOML file (default: cinnamon)")
+    parser.add_argument(
+        "--device", default=DEFAULT_DEVICE, help=f"a device preset or TOML file (default: {DEFAULT_DEVICE})"
+    )
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
     parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
     parser.add_argument("--strategy", default="list", choices=["asap", "alap", "list", "round-robin"])
@@ -199,6 +224,11 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")
     parser.add_argument("--report-json", metavar="FILE")
+    parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="draw per-layer latency, energy by component and crossbar writes as PNG files in DIR (matplotlib)",
+    )
     options = parser.parse_args(args)
 
     progress = Progress("stages")
@@ -209,6 +239,8 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.target == "pim":
             compile_pim_target(options)
             return
+        if options.plot:
+            figure_class()  # before the work, a missing matplotlib
         compile_options = dict(
             device=options.device,
             target=options.target,
@@ -227,7 +259,17 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.emit_mlir:
             print(model.mlir(options.emit_mlir))
             return
+        crossbars = model.options["crossbars"]
+        print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
+        print(format_precision(model.precision))
         names = model_inputs(onnx.load(options.model))
+        if options.output_dir and not (options.input or options.random_inputs or options.dataset or options.compare):
+            write_stages(Path(options.output_dir), model)
+            print(
+                f"no inputs given: compiled only, stages written to {options.output_dir} "
+                "(run with --input or --random-inputs)"
+            )
+            return
         if options.dataset and not options.input:
             inputs = [dataset_arrays(options.dataset)[0][0][None]]
             print("input: the first image of the data set")
@@ -238,35 +280,37 @@ def main(args: Sequence[str] | None = None) -> None:
         progress.finish()
         outputs = outputs if isinstance(outputs, list) else [outputs]
         report = model.report()
-        crossbars = model.options["crossbars"]
-        print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
-        show_outputs(options, model.notes, names, inputs, outputs, report)
+        reference = show_outputs(options, model.notes, names, inputs, outputs, report, model.output_names)
+        if reference is not None and report["compare"]["max_rel_error"] > COMPARE_LIMIT:
+            runs = device_runs(options.model, compile_options, inputs, None, model)
+
+            def relative_error(config: DeviceConfig) -> float:
+                return comparison(runs(config), reference)["max_rel_error"]
+
+            report["limits"] = dominant_limit(model.device, options.mode, relative_error, "max rel error")
+            print(report["limits"]["text"])
         if options.dataset:
             report["dataset"] = evaluate_dataset(
                 compile_options, options.model, options.dataset, progress, options.batch_size
             )
             d = report["dataset"]
             print(
-                f"accuracy on {d['images']} images: float (onnxruntime) {d['float_accuracy']:.2%}, "
+                f"accuracy on {d['images']} images: float ({d['float_reference']}) {d['float_accuracy']:.2%}, "
                 f"crossbars {d['crossbar_accuracy']:.2%}, top-1 agreement {d['top1_agreement']:.2%}"
             )
-        print(
-            format_report(
-                {
-                    "device": model.device.name,
-                    "latency_ns": report["latency_ns"],
-                    "latency_cycles": report["latency_ns"] / model.device.cycle_ns,
-                    "total": report["total"],
-                }
-            )
-        )
+            if "limits" in d:
+                print(d["limits"]["text"])
+        print(format_report({k: v for k, v in report.items() if k not in ("crossbars", "precision")}))
         print(format_layers(report["layers"]))
         if report["runtime_products"]["products"]:
             print(format_runtime_products(report["runtime_products"]))
         if options.report_json:
             Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
         if options.output_dir:
-            write_outputs(Path(options.output_dir), model, report, outputs)
+            write_outputs(Path(options.output_dir), model, report, dict(zip(names_of(names), inputs)), outputs)
+        if options.plot:
+            for path in plot_layers(report, Path(options.plot)):
+                print(f"plot: {path}")
 
     try:
         run_reporting_errors("cim-compile", body)
@@ -295,12 +339,13 @@ def compile_pim_target(options) -> None:
         np.save(model.directory / f"input_{i}.npy", x)
         np.save(model.directory / f"expected_{i}.npy", y)
     print(f"model: {options.model}  target: pim  artifacts: {model.directory}")
+    print(f"precision: {report['precision']['summary']}")
     print(
         f"instruction-level execution {'equals' if exact else 'DIFFERS FROM'} the interpreted integer program "
         f"(check again: cim-validate {model.directory} --input {model.directory}/input_0.npy "
         f"--expect {model.directory}/expected_0.npy)"
     )
-    show_outputs(options, report["notes"], names, inputs, outputs, report)
+    show_outputs(options, report["notes"], names, inputs, outputs, report, model.output_names)
     print(
         f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
         f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars), "
@@ -335,30 +380,49 @@ def format_performance(p: dict) -> str:
     )
 
 
-def show_outputs(options, notes: list[str], names, inputs, outputs: list[np.ndarray], report: dict) -> None:
-    """Print the notes and outputs and, with --compare, the comparison with onnxruntime (kept in
-    `report["compare"]`)."""
+def show_outputs(
+    options, notes: list[str], names, inputs, outputs: list[np.ndarray], report: dict, output_names: list[str]
+) -> list[np.ndarray] | None:
+    """Print the notes and outputs (by name) and, with --compare, the comparison with onnxruntime
+    (kept in `report["compare"]`); returns onnxruntime's outputs (None without --compare)."""
     for note in notes:
         print(f"note: {note}")
     with np.printoptions(threshold=20, edgeitems=3, linewidth=100, precision=4):
-        for i, output in enumerate(outputs):
-            print(f"output {i}: {output!r}")
-    if options.compare:
-        reference = onnxruntime_outputs(options.model, {n: x for (n, _), x in zip(names, inputs, strict=True)})
-        report["compare"] = c = comparison(outputs, reference)
-        print(
-            f"onnxruntime: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
-            f"top-1 agreement {c['top1_agreement']:.0%}"
-        )
+        for name, output in zip(output_names, outputs, strict=True):
+            print(f"output {name}: {output!r}")
+    if not options.compare:
+        return None
+    reference = onnxruntime_outputs(options.model, dict(zip(names_of(names), inputs, strict=True)))
+    report["compare"] = c = comparison(outputs, reference)
+    report["compare"]["reference"] = reference_name()
+    print(
+        f"{reference_name()}: max abs error {c['max_abs_error']:.4g}, max rel error {c['max_rel_error']:.4g}, "
+        f"top-1 agreement {c['top1_agreement']:.0%}"
+    )
+    return reference
 
 
-def write_outputs(directory: Path, model: CompiledModel, report: dict, outputs: list[np.ndarray]) -> None:
+def names_of(names: list[tuple[str, tuple[int, ...]]]) -> list[str]:
+    return [name for name, _ in names]
+
+
+def write_stages(directory: Path, model: CompiledModel) -> None:
+    """Every stage's IR (`<stage>.mlir`) and the compiled model (`model.cimx`) in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     for stage in model.stages:
         (directory / f"{stage}.mlir").write_text(model.mlir(stage))
-    (directory / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    np.savez(directory / "outputs.npz", *outputs)
     model.save(directory / "model.cimx")
+
+
+def write_outputs(
+    directory: Path, model: CompiledModel, report: dict, inputs: dict[str, np.ndarray], outputs: list[np.ndarray]
+) -> None:
+    """The stages, the report (`report.json`), the outputs by the model's output names
+    (`outputs.npz`) and the inputs they came from by input name (`inputs.npz`)."""
+    write_stages(directory, model)
+    (directory / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    np.savez(directory / "outputs.npz", **dict(zip(model.output_names, outputs, strict=True)))
+    np.savez(directory / "inputs.npz", **inputs)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Span
 
-from cimxdsl.device import Device, DeviceConfigError
+from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError
 from cimxdsl.dialects.upmem import names_platform
-from cimxdsl.interpreters import entry_function, run
+from cimxdsl.interpreters import entry_function, result_names, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
 from cimxdsl.tools.cli import UserError, run_reporting_errors
@@ -117,11 +117,13 @@ def random_value(rng: np.random.Generator, t, bits: int, non_negative: bool = Fa
     return rng.standard_normal(shape).astype(dtype)
 
 
-def save_results(path: str, names: list[str], inputs: list, outputs: list) -> None:
-    """An `.npz` of the results, named by their index (`result_0`, …), and of the inputs they came
-    from (`input_<argument>`)."""
-    arrays = {f"result_{i}": np.asarray(value) for i, value in enumerate(outputs)}
-    arrays.update({f"input_{name}": np.asarray(value) for name, value in zip(names, inputs, strict=True)})
+def save_results(path: str, names: list[str], inputs: list, outputs: list, output_names: list[str]) -> None:
+    """An `.npz` of the results, by the names of the values the function returns (`result_<i>`
+    where a value has none), and of the inputs they came from (`input_<argument>`)."""
+    inputs_by_name = {f"input_{name}": np.asarray(value) for name, value in zip(names, inputs, strict=True)}
+    output_names = [f"result_{i}" if name in inputs_by_name else name for i, name in enumerate(output_names)]
+    arrays = {name: np.asarray(value) for name, value in zip(output_names, outputs, strict=True)}
+    arrays.update(inputs_by_name)
     try:
         with open(path, "wb") as file:
             np.savez(file, **arrays)
@@ -132,7 +134,9 @@ def save_results(path: str, names: list[str], inputs: list, outputs: list) -> No
 def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-run", description=__doc__)
     parser.add_argument("file", help="an MLIR file at any level of the flow")
-    parser.add_argument("--device", default="ideal", help="a device preset or a TOML file (default: ideal)")
+    parser.add_argument(
+        "--device", default=DEFAULT_DEVICE, help=f"a device preset or a TOML file (default: {DEFAULT_DEVICE})"
+    )
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument(
@@ -145,7 +149,10 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--report", action="store_true", help="print the device metrics")
     parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
     parser.add_argument(
-        "-o", "--output", metavar="FILE.npz", help="write the results (result_0, …) and the inputs (input_NAME)"
+        "-o",
+        "--output",
+        metavar="FILE.npz",
+        help="write the results (by the names of the returned values, else result_0, …) and the inputs (input_NAME)",
     )
     options = parser.parse_args(args)
 
@@ -166,11 +173,12 @@ def main(args: Sequence[str] | None = None) -> None:
         if names_platform(module):
             print("note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
                   f"not used; it runs on the crossbar device '{device.config.name}'")
+        output_names = result_names(entry_function(module, options.entry), "result")
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
-            for i, output in enumerate(result.outputs):
-                print(f"result {i}: {output!r}")
+            for i, (name, output) in enumerate(zip(output_names, result.outputs, strict=True)):
+                print(f"result {i if name == f'result_{i}' else name}: {output!r}")
         if options.output:
-            save_results(options.output, argument_names(module, options.entry), inputs, result.outputs)
+            save_results(options.output, argument_names(module, options.entry), inputs, result.outputs, output_names)
         report = result.device.report()
         if options.report:
             print(format_report(report))

@@ -59,7 +59,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.device import Device, DeviceConfigError, load_device_config
+from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
@@ -798,12 +798,13 @@ def remove_dead_ops(block: Block) -> None:
 
 
 def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute: int | None) -> tuple[int, int]:
-    """(tile size, crossbars per compute) from the options, defaulting to the device's."""
+    """(tile size, crossbars per compute) from the options, defaulting to the device's crossbar
+    rows (one weight per cell, as `compile_pim` takes them) and crossbars per core."""
     try:
         config = load_device_config(device)
     except DeviceConfigError as e:
         raise pass_error("cinm-to-spatial", str(e)) from None
-    size = xbar_size if xbar_size is not None else min(config.tile_shape)
+    size = xbar_size if xbar_size is not None else config.rows
     per = crossbars_per_compute if crossbars_per_compute is not None else config.crossbars_per_core
     if size < 1 or per < 1:
         raise pass_error("cinm-to-spatial", "xbar-size and crossbars-per-compute must be positive")
@@ -822,7 +823,7 @@ class CinmToSpatialPass(ModulePass):
 
     xbar_size: int | None = None
     crossbars_per_compute: int | None = None
-    device: str = "ideal"
+    device: str = DEFAULT_DEVICE
     packing: str = "kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

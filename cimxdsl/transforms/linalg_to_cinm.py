@@ -43,7 +43,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.device.placement import PLACEMENTS, placement_of
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
@@ -271,7 +271,7 @@ class LinalgToCinmPass(DeviceOption, ModulePass):
     name = "linalg-to-cinm"
 
     placement: str = "host"
-    device: str = "ideal"
+    device: str = DEFAULT_DEVICE
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 

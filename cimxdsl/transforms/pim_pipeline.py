@@ -14,6 +14,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
@@ -32,7 +33,7 @@ def pim_passes(
     mapping_budget: float = 10.0,
 ) -> list[ModulePass]:
     cores, per_core = pim_geometry(device, cores, crossbars_per_core)
-    size, _ = crossbar_geometry(device or "ideal", xbar_size, per_core)
+    size, _ = crossbar_geometry(device or DEFAULT_DEVICE, xbar_size, per_core)
     mapped: list[ModulePass] = []
     if mapping != "none":
         mapped.append(
@@ -40,7 +41,9 @@ def pim_passes(
         )
     return [
         LinalgToCinmPass(),
-        CinmToSpatialPass(xbar_size=size, crossbars_per_compute=per_core, device=device or "ideal", packing=packing),
+        CinmToSpatialPass(
+            xbar_size=size, crossbars_per_compute=per_core, device=device or DEFAULT_DEVICE, packing=packing
+        ),
         *mapped,
         SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
         PimBufferizePass(),

@@ -6,6 +6,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.errors import pass_error
 
 
@@ -19,7 +20,7 @@ class MemristorPipelinePass(ModulePass):
 
     name = "memristor"
 
-    device: str = "cinnamon"
+    device: str = DEFAULT_DEVICE
     crossbars: int = 16
     strategy: str = "list"
     tiling: str = "unroll"

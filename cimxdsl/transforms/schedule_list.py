@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
-from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.dialects.cim import AcquireDeviceOp
 from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.errors import pass_error
@@ -28,7 +28,7 @@ class ScheduleListPass(DeviceOption, CimSchedulePass):
 
     name = "schedule-list"
 
-    device: str = "cinnamon"
+    device: str = DEFAULT_DEVICE
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 

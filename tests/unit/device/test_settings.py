@@ -112,7 +112,7 @@ def test_toml_and_json_files(tmp_path):
 def test_devices_chips_and_sweeps_share_the_files_and_hints(tmp_path):
     device = tmp_path / "device.json"
     device.write_text(json.dumps({"preset": "isaac", "precision": {"adc_bits": 6}}))
-    assert load_device_config(device) == preset("isaac").replace(adc_bits=6)
+    assert load_device_config(device) == preset("isaac").replace(adc_bits=6, name="device")  # named after its file
     chip = tmp_path / "chip.json"
     chip.write_text(json.dumps({"preset": "pimsim-nn", "adc_count": 4}))
     assert load_chip_config(chip).adc_count == 4

@@ -38,7 +38,7 @@ def test_a_sweep_file_is_read_with_defaults_and_paths_relative_to_it(tmp_path):
     s = load_sweep(tmp_path / "s.toml")
     assert s.name == "s" and s.model == model.resolve() and s.data == BUNDLED_DATA["digits"]
     assert (s.seeds, s.seed, s.grid, s.mode, s.strategy, s.limit) == (3, 0, "product", "int8", "list", None)
-    assert s.base == preset("isaac").replace(adc_bits=7, dac_bits=2)
+    assert s.base == preset("isaac").replace(adc_bits=7, dac_bits=2, name="dev")  # named after its file
     assert [a.name for a in s.axes] == ["prog_noise", "stuck"]
     assert s.axes[0].values == ((0.0,), (0.1,))  # ints become floats like the device field
     assert s.axes[1].fields == ("stuck_on_rate", "stuck_off_rate")

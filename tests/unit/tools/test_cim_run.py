@@ -1,4 +1,4 @@
-"""`cim-run -o results.npz`: the results by index and the inputs they came from."""
+"""`cim-run -o results.npz`: the results by the names of the returned values and the inputs they came from."""
 
 from pathlib import Path
 
@@ -10,7 +10,7 @@ from cimxdsl.tools.cim_run import main
 PRODUCT = Path(__file__).resolve().parents[2] / "filecheck" / "tools" / "inputs" / "product.mlir"
 
 
-def test_results_are_written_by_index_with_their_inputs(tmp_path, capsys):
+def test_results_are_written_by_name_with_their_inputs(tmp_path, capsys):
     a = np.arange(6, dtype=np.int32).reshape(2, 3) - 2
     b = np.array([[1, -2], [3, 4], [-5, 6]], np.int32)
     np.save(tmp_path / "a.npy", a)
@@ -18,11 +18,11 @@ def test_results_are_written_by_index_with_their_inputs(tmp_path, capsys):
     main([str(PRODUCT), "--input", f"a={tmp_path / 'a.npy'}", "--random-inputs", "--seed", "3", "-o", str(out)])
     capsys.readouterr()
     with np.load(out) as results:
-        assert sorted(results.files) == ["input_a", "input_b", "result_0"]
+        assert sorted(results.files) == ["input_a", "input_b", "r"]  # product.mlir returns %r
         np.testing.assert_array_equal(results["input_a"], a)
         b = results["input_b"]
         assert b.shape == (3, 2) and b.dtype == np.int32
-        np.testing.assert_array_equal(results["result_0"], a.astype(np.int64) @ b.astype(np.int64))
+        np.testing.assert_array_equal(results["r"], a.astype(np.int64) @ b.astype(np.int64))
 
 
 def test_an_unwritable_output_is_a_one_line_error(tmp_path, capsys):
@@ -39,7 +39,7 @@ def test_threads_give_the_same_results_and_a_bad_count_is_one_line(tmp_path, cap
         out = tmp_path / f"r{threads}.npz"
         main([str(PRODUCT), "--random-inputs", "--device", "cinnamon", "--threads", threads, "-o", str(out)])
         with np.load(out) as results:
-            outputs.append(results["result_0"])
+            outputs.append(results["r"])
     np.testing.assert_array_equal(outputs[0], outputs[1])
     capsys.readouterr()
     with pytest.raises(SystemExit) as caught:
@@ -76,7 +76,7 @@ def test_random_integers_that_become_indices_are_not_negative(tmp_path, capsys):
     with np.load(out) as results:
         ids, table = results["input_ids"], results["input_table"]
         assert ids.min() >= 0 and ids.max() < 128 and table.min() < 0  # the table keeps signed values
-        np.testing.assert_array_equal(results["result_0"], np.stack([table[i] for i in ids]))
+        np.testing.assert_array_equal(results["r"], np.stack([table[i] for i in ids]))
 
 
 @pytest.mark.parametrize("bad", [-1, 16])

@@ -566,7 +566,7 @@ def test_errors_name_the_pass_and_the_op(text: str, message: str):
     module = parse(text)
     before = str(module)
     with pytest.raises(PassFailedException) as error:
-        apply(module, "schedule-list")
+        apply(module, "schedule-list{device=cinnamon}")
     assert message in str(error.value)
     assert str(module) == before  # nothing changed
 

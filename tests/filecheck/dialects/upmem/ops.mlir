@@ -17,5 +17,5 @@ func.func @va(%x: tensor<8xi32> {cinm.static}, %y: tensor<8xi32>) -> tensor<8xi3
 // CHECK: func.func @va(%x: tensor<8xi32> {cinm.static}, %y: tensor<8xi32>) -> tensor<8xi32> attributes {cinm.available_platforms = [#upmem.platform<type = v1A, dpus = 2048, tasklets = 24>, #upmem.platform<type = v1A, dimensions = 32x64x24>]} {
 // CHECK: cinm.compute attributes {cinm.available_platforms = [#upmem.platform<type = v1A, dpus = 2048, tasklets = 24>]} -> tensor<8xi32> {
 
-// NOTE: note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, not used; it runs on the crossbar device 'ideal'
-// NOTE-NEXT: result 0: array(
+// NOTE: note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, not used; it runs on the crossbar device 'isaac'
+// NOTE-NEXT: result r: array(

@@ -1,0 +1,38 @@
+"""The float reference every comparison and accuracy is measured against: onnxruntime running the
+ONNX model as given (a dependency of cimxdsl)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ReferenceUnavailable(ValueError):
+    """onnxruntime cannot be imported; the message is one line saying how to install it."""
+
+
+def onnxruntime_module():
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise ReferenceUnavailable(
+            f"the float reference needs onnxruntime, which cannot be imported ({e}): pip install onnxruntime"
+        ) from None
+    return onnxruntime
+
+
+def reference_name() -> str:
+    """The reference that ran, as reports name it: `onnxruntime <version>`."""
+    return f"onnxruntime {onnxruntime_module().__version__}"
+
+
+def onnxruntime_session(model: str | bytes):
+    """An onnxruntime CPU session of a model (a path or serialized bytes)."""
+    return onnxruntime_module().InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The outputs of onnxruntime for a model (a path or serialized bytes)."""
+    session = onnxruntime_session(model)
+    types = {i.name: i.type.removeprefix("tensor(").removesuffix(")") for i in session.get_inputs()}
+    numpy_types = {"float": "float32", "double": "float64"}  # onnxruntime's names; the others are NumPy's
+    return session.run(None, {n: np.asarray(x).astype(numpy_types.get(types[n], types[n])) for n, x in inputs.items()})
