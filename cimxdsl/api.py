@@ -28,13 +28,29 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.performance import PerformanceError
+from cimxdsl.data_io import (
+    InputError,
+    InputSpec,
+    check_inputs,
+    examples,
+    function_inputs,
+    onnx_inputs,
+    read_dataset,
+)
 from cimxdsl.backend.pipeline import DEFAULT_PACKING
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
-from cimxdsl.frontend.onnx_importer import ONNX_ELEMENT_TYPES, graph_inputs, import_onnx, input_shape, load_model
+from cimxdsl.frontend.onnx_importer import (
+    ONNX_ELEMENT_TYPES,
+    OnnxImportError,
+    graph_inputs,
+    import_onnx,
+    input_shape,
+    load_model,
+)
 from cimxdsl.frontend.quantize import quantize
 from cimxdsl.interpreters import Program, RunResult, entry_function, result_names, run
 from cimxdsl.parsing import make_context, parse_module_text
@@ -42,6 +58,7 @@ from cimxdsl.report import Report
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.schedule_list import ScheduleListPass
+from cimxdsl.transforms.tile import TilePass
 
 FORMAT_VERSION = 1
 MODES = ("int8", "exact")
@@ -167,14 +184,13 @@ class CompiledModel(OnnxFace):
         return str(self.module(stage))
 
     def run(self, *inputs: np.ndarray, stage: str = "func", device: Device | None = None) -> RunResult:
-        module = self.module(stage)
-        names = [a.name_hint for a in entry_function(module, "main").body.block.args]
-        if len(inputs) != len(names):
-            raise CompileError(f"the model takes {len(names)} inputs ({', '.join(map(str, names))}), got {len(inputs)}")
+        """Run the IR after `stage` on `inputs`, which must have the shapes and types of the
+        compiled model's inputs (`cimxdsl.data_io`; else an `InputError`)."""
+        arrays, _ = check_inputs(function_inputs(self.module(stage)), inputs)
         device = device or Device(self.device)
         if device.config.static_adc and not device.adc_spans:
             device.adc_spans = self.static_adc_spans(device.config)
-        return self.program(stage)([np.asarray(x, np.float32) for x in inputs], device)
+        return self.program(stage)(arrays, device)
 
     def program(self, stage: str = "func") -> Program:
         """The IR after `stage` prepared to run (once per stage: every later run reuses it)."""
@@ -324,20 +340,26 @@ def calibration_from_bytes(data: bytes) -> list:
 def calibration_samples(
     calibration: Sequence | np.ndarray | str | Path | None, model: onnx.ModelProto, notes: list[str], count: int = 16
 ) -> list[list[np.ndarray]]:
-    """Calibration inputs: given arrays (one input: a batch along axis 0), an `.npz` (its first
-    array, or `calibration`), or a reported fallback of standard-normal inputs."""
-    shapes = model_input_shapes(model)
+    """Calibration inputs, each a list of the model's inputs: an array of examples of a
+    single-input model along axis 0 (`data_io.examples`), an `.npz` (its `calibration`, else
+    `inputs`, else the input's array: `data_io.read_dataset`), a list of samples (each a list of
+    input arrays of any batch, `regroup`ed later, or one array for a single-input model), or a
+    reported fallback of random inputs (`random_calibration`). An open batch is 1."""
+    specs = [s.with_batch(1) if s.open_batch else s for s in onnx_inputs(model)]
     if calibration is None:
         return random_calibration(model, count, notes)
-    if isinstance(calibration, str | Path):
-        with np.load(calibration) as data:
-            key = "calibration" if "calibration" in data else data.files[0]
-            calibration = data[key]
-    if isinstance(calibration, np.ndarray):
-        if len(shapes) != 1:
-            raise CompileError("a calibration array needs a single-input model; give a list of input lists")
-        return batches(calibration.astype(np.float32), shapes[0])
-    return [[np.asarray(x, np.float32) for x in sample] for sample in calibration]
+    try:
+        if isinstance(calibration, str | Path | np.ndarray) and len(specs) != 1:
+            raise CompileError("calibration data as one array needs a single-input model; give a list of input lists")
+        if isinstance(calibration, str | Path):
+            calibration = read_dataset(calibration, specs[0], labels=False)[0]
+        if isinstance(calibration, np.ndarray):
+            return batches(examples(specs[0], calibration, "calibration data for input", True), specs[0].shape)
+        samples = [[sample] if isinstance(sample, np.ndarray) else sample for sample in calibration]
+        open_specs = [InputSpec(s.name, (None, *s.shape[1:]), s.dtype) if s.shape else s for s in specs]
+        return [check_inputs(open_specs, sample, "calibration input")[0] for sample in samples]
+    except InputError as e:
+        raise CompileError(str(e)) from None
 
 
 def model_input_shapes(model: onnx.ModelProto) -> list[list[int]]:
@@ -375,25 +397,27 @@ def random_calibration(model: onnx.ModelProto, count: int, notes: list[str]) -> 
 
 
 def batches(examples: np.ndarray, shape: Sequence[int]) -> list[list[np.ndarray]]:
-    """Examples (one per leading index, or one per batch-1 input) grouped into inputs of `shape`;
+    """Examples (one per leading index, of shape `shape[1:]`) grouped into inputs of `shape`;
     the last group is filled up by repeating examples."""
     batch = shape[0]
-    examples = examples.reshape(-1, *shape[1:])
     groups = -(-len(examples) // batch)
     filled = np.resize(examples, (groups * batch, *shape[1:]))
-    return [[filled[i * batch : (i + 1) * batch].reshape(shape)] for i in range(groups)]
+    return [[filled[i * batch : (i + 1) * batch]] for i in range(groups)]
 
 
 @dataclass(repr=False)
 class PimModel(OnnxFace):
-    """A model compiled to per-core PIM instructions (pimsim-nn artifacts in `directory`): calling
-    it (inputs in order, or one dict by name) quantizes the inputs, executes the instructions in the
-    validator and dequantizes."""
+    """A model compiled to per-core PIM instructions (pimsim-nn artifacts in `directory`) for one
+    image: calling it (inputs in order, or one dict by name) checks the inputs against the model's
+    (`inputs`), quantizes them, executes the instructions in the validator for each image of the
+    batch in turn and dequantizes."""
 
     program: IntegerProgram
-    """The integer program before lowering: its interpretation is what the instructions must give."""
+    """The integer program of one image: its interpretation is what the instructions must give."""
     directory: Path
     report_data: dict
+    inputs: list[InputSpec] = field(default_factory=list)
+    """The model's inputs as declared (an open or fixed batch of N streams N images)."""
     last_result: object = None
     name: str = "model"
     input_names: list[str] = field(default_factory=list)
@@ -405,24 +429,38 @@ class PimModel(OnnxFace):
             f"cores={self.report_data.get('cores_used')}, artifacts='{self.directory}')"
         )
 
+    def images(self, inputs: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
+        """The checked inputs, one list per image (its batch of 1)."""
+        try:
+            arrays, _ = check_inputs(self.inputs or function_inputs(self.program.module), inputs)
+        except InputError as e:
+            raise CompileError(str(e)) from None
+        count = len(arrays[0]) if arrays and arrays[0].ndim else 1
+        return [[x[i : i + 1] for x in arrays] for i in range(count)]
+
     def golden(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        """The integer outputs of the program interpreted on the host, for `inputs`."""
-        return run(self.program.module, self.program.quantize(inputs), "ideal").outputs
+        """The integer outputs of the program interpreted on the host, for `inputs` (image by image)."""
+        module = self.program.module
+        runs = [run(module, self.program.quantize(image), "ideal").outputs for image in self.images(inputs)]
+        return [np.concatenate(outputs) for outputs in zip(*runs, strict=True)]
 
     def __call__(self, *inputs: np.ndarray) -> np.ndarray | list[np.ndarray]:
         from cimxdsl.backend.artifacts import read_artifacts
-        from cimxdsl.backend.validator import validate
+        from cimxdsl.backend.validator import validate_images
 
-        inputs = self.positional(inputs)
-        self.last_result = validate(read_artifacts(self.directory), self.program.quantize(inputs))
+        images = self.images(self.positional(inputs))
+        quantized = [np.concatenate(x) for x in zip(*(self.program.quantize(image) for image in images), strict=True)]
+        self.last_result = validate_images(read_artifacts(self.directory), quantized)
         outputs = self.program.dequantize(self.last_result.outputs)
         return outputs[0] if len(outputs) == 1 else outputs
 
     def report(self) -> Report:
         report = Report(self.report_data)
         if self.last_result is not None:
+            report["images"] = self.last_result.images
             report["executed_instructions"] = self.last_result.executed
             report["round_robin_steps"] = self.last_result.steps
+            report["executed_instructions_per_image"] = self.last_result.executed_per_image
         return report
 
 
@@ -479,9 +517,11 @@ def compile_pim(
         raise CompileError(str(e)) from None
     notes: list[str] = []
     onnx_model = load_model(model)
+    specs = onnx_inputs(onnx_model)
     unsupported = pim_unsupported(onnx_model)
     if unsupported:
         raise CompileError(unsupported)
+    onnx_model = one_image(onnx_model, specs)
     start = time.perf_counter()
     program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes))
     import_seconds = time.perf_counter() - start
@@ -518,7 +558,23 @@ def compile_pim(
     names = dict(
         input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
     )
-    return PimModel(program, directory, report, name=model_name(model), **names)
+    return PimModel(program, directory, report, specs, name=model_name(model), **names)
+
+
+def one_image(model: onnx.ModelProto, specs: list[InputSpec]) -> onnx.ModelProto:
+    """`model` for a batch of one image: the PIM pipeline streams a batch image after image. A
+    fixed batch that cannot be set to 1 (a shape computed from it) is an error."""
+    batches = {s.shape[0] for s in specs if s.shape}
+    if batches <= {1}:
+        return model
+    try:
+        single = load_model(model, 1)
+    except OnnxImportError as e:
+        raise CompileError(
+            f"--target pim compiles one image at a time, but this model's batch cannot be 1 ({e}); "
+            "export it with batch 1"
+        ) from None
+    return single
 
 
 def chip_notes(report: dict, chip: ChipConfig, cores: int | None) -> list[str]:
@@ -637,13 +693,12 @@ def compile(
 
             module = stage("quantize", quantized)
             samples = regroup(samples, shapes)
-        rows, columns = config.tile_shape
         schedule: str | ModulePass = (
             ScheduleListPass.for_device(config) if strategy == "list" else f"schedule-{strategy}"
         )
         for name, spec in (
             ("cinm", LinalgToCinmPass.for_device(config, placement=placement)),
-            ("tile", f"tile{{rows={rows} cols={columns}}}"),
+            ("tile", TilePass.for_device(config)),
             ("cim", f"cinm-to-cim{{crossbars={crossbars}}}"),
             ("schedule", schedule),
             ("memristor", "cim-to-memristor"),

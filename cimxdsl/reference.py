@@ -3,7 +3,10 @@ ONNX model as given (a dependency of cimxdsl)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import onnx
 
 
 class ReferenceUnavailable(ValueError):
@@ -36,3 +39,21 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
     types = {i.name: i.type.removeprefix("tensor(").removesuffix(")") for i in session.get_inputs()}
     numpy_types = {"float": "float32", "double": "float64"}  # onnxruntime's names; the others are NumPy's
     return session.run(None, {n: np.asarray(x).astype(numpy_types.get(types[n], types[n])) for n, x in inputs.items()})
+
+
+def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: int | None = None) -> np.ndarray:
+    """Top-1 predictions of the float model on examples of its single input, in chunks of
+    `batch_size` (one session per chunk size)."""
+    from cimxdsl.explore.chunks import chunk_bounds
+    from cimxdsl.frontend.onnx_importer import with_batch
+
+    runs: dict[int, Any] = {}
+
+    def outputs(batch: np.ndarray) -> np.ndarray:
+        if len(batch) not in runs:
+            session = onnxruntime_session(with_batch(model, len(batch)).SerializeToString())
+            name = session.get_inputs()[0].name
+            runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
+        return np.argmax(runs[len(batch)](batch), axis=-1).reshape(len(batch))
+
+    return np.concatenate([outputs(inputs[c.start : c.stop]) for c in chunk_bounds(len(inputs), batch_size)])

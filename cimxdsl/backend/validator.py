@@ -13,7 +13,7 @@ import numpy as np
 from cimxdsl.backend.artifacts import Artifacts, MemoryLayout
 from cimxdsl.interpreters.pim_machine import ExecutionError, Machine
 
-__all__ = ["ExecutionError", "ValidationResult", "initial_memory", "read_outputs", "validate"]
+__all__ = ["ExecutionError", "ValidationResult", "initial_memory", "read_outputs", "validate", "validate_images"]
 
 
 @dataclass
@@ -22,6 +22,12 @@ class ValidationResult:
     executed: int
     steps: int
     per_core: dict[int, int]
+    executed_per_image: list[int] | None = None
+    """Instructions executed for each image of a streamed batch (`validate_images`)."""
+
+    @property
+    def images(self) -> int:
+        return len(self.executed_per_image) if self.executed_per_image else 1
 
 
 def initial_memory(memory: MemoryLayout, inputs: Sequence[np.ndarray]) -> np.ndarray:
@@ -72,4 +78,26 @@ def validate(artifacts: Artifacts, inputs: Sequence[np.ndarray]) -> ValidationRe
     per_core = {c.core_id: c.executed for c in machine.cores}
     return ValidationResult(
         read_outputs(artifacts.memory, machine.memory), sum(per_core.values()), machine.steps, per_core
+    )
+
+
+def validate_images(artifacts: Artifacts, inputs: Sequence[np.ndarray]) -> ValidationResult:
+    """Run a program of one image (inputs of batch 1) on a batch of N images, one after another,
+    as a pipeline streams them: the inputs hold N images along their leading axis (any N when the
+    program's inputs have a leading 1, else exactly its shapes). The outputs are concatenated;
+    the instruction counts and steps summed."""
+    layouts = artifacts.memory.inputs
+    streams = all(len(t.shape) and t.shape[0] == 1 for t in layouts) and len(inputs) == len(layouts)
+    arrays = [np.asarray(x) for x in inputs]
+    count = len(arrays[0]) if streams and arrays and arrays[0].ndim else 1
+    if count <= 1 or any(x.ndim == 0 or len(x) != count for x in arrays):
+        return validate(artifacts, arrays)
+    runs = [validate(artifacts, [x[i : i + 1] for x in arrays]) for i in range(count)]
+    per_core = {core: sum(r.per_core[core] for r in runs) for core in runs[0].per_core}
+    return ValidationResult(
+        [np.concatenate(outputs) for outputs in zip(*(r.outputs for r in runs), strict=True)],
+        sum(r.executed for r in runs),
+        sum(r.steps for r in runs),
+        per_core,
+        [r.executed for r in runs],
     )

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from cimxdsl.data_io import InputError, onnx_inputs, read_dataset
 from cimxdsl.device import COMPONENTS, DeviceConfig
 from cimxdsl.explore.chunks import Chunk, ChunksResult, chunk_bounds, merge, run_chunks, shards
 from cimxdsl.explore.sweep import (
@@ -37,6 +38,7 @@ from cimxdsl.explore.sweep import (
     default_setting,
     device_settings,
 )
+from cimxdsl.reference import float_predictions
 
 CALIBRATION_EXAMPLES = 64
 COUNTS = ("writes", "cells_written", "mvms", "input_slices", "array_reads", "dac_activations", "adc_conversions")
@@ -164,16 +166,22 @@ def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
         onnx_model = onnx.load_from_string(model)
     except Exception as e:  # onnx raises DecodeError and others for corrupt files
         raise SweepError(f"'model': '{sweep.model}' is not a valid ONNX model ({type(e).__name__})") from None
-    inputs, labels, stored_calibration = read_dataset(sweep.data)
+    specs = onnx_inputs(onnx_model)
+    if len(specs) != 1:
+        raise SweepError(f"'model': sweeps need a model with one input, this one has {len(specs)}")
+    try:
+        inputs, labels, stored_calibration = read_dataset(sweep.data, specs[0])
+    except InputError as e:
+        raise SweepError(f"'data': {e}") from None
     if sweep.limit is not None:
         inputs, labels = inputs[: sweep.limit], labels[: sweep.limit]
     if sweep.calibration is not None:
-        calibration = read_dataset(sweep.calibration, need_labels=False)[2]
-        if calibration is None:
-            raise SweepError(f"'calibration': '{sweep.calibration}' has no array 'calibration' or 'inputs'")
+        try:
+            calibration = read_dataset(sweep.calibration, specs[0], labels=False)[0]
+        except InputError as e:
+            raise SweepError(f"'calibration': {e}") from None
     else:
         calibration = stored_calibration if stored_calibration is not None else inputs[:CALIBRATION_EXAMPLES]
-    check_input_shape(onnx_model, inputs)
     batch_size = batch_size or sweep.batch_size
     reference = float_predictions(onnx_model, inputs, batch_size)
     digest = hashlib.sha256(model)
@@ -196,64 +204,6 @@ def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
         placement=sweep.placement,
         batch_size=batch_size,
     )
-
-
-def read_dataset(path: Path, need_labels: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """`inputs`, `labels` and (if present) `calibration` of an .npz; for a calibration file only the
-    latter (or its `inputs`) is needed."""
-    key = "data" if need_labels else "calibration"
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError) as e:
-        raise SweepError(f"'{key}': cannot read '{path}': {e}") from None
-    if not need_labels:
-        calibration = arrays.get("calibration", arrays.get("inputs"))
-        return np.empty(0), np.empty(0), None if calibration is None else calibration.astype(np.float32)
-    for name in ("inputs", "labels"):
-        if name not in arrays:
-            raise SweepError(f"'data': '{path}' has no array '{name}' (it has: {', '.join(arrays) or 'none'})")
-    inputs, labels = arrays["inputs"].astype(np.float32), np.asarray(arrays["labels"]).reshape(-1)
-    if len(inputs) != len(labels) or len(inputs) == 0:
-        raise SweepError(f"'data': '{path}' has {len(inputs)} inputs but {len(labels)} labels")
-    calibration = arrays.get("calibration")
-    return inputs, labels.astype(np.int64), None if calibration is None else calibration.astype(np.float32)
-
-
-def model_input_shape(model: onnx.ModelProto) -> list[tuple[int, ...]]:
-    from cimxdsl.frontend.onnx_importer import input_shape
-
-    initializers = {init.name for init in model.graph.initializer}
-    return [input_shape(i) for i in model.graph.input if i.name not in initializers]
-
-
-def check_input_shape(model: onnx.ModelProto, inputs: np.ndarray) -> None:
-    shapes = model_input_shape(model)
-    if len(shapes) != 1:
-        raise SweepError(f"'model': sweeps need a model with one input, this one has {len(shapes)}")
-    if tuple(inputs.shape[1:]) != shapes[0][1:]:
-        raise SweepError(
-            f"'data': 'inputs' of shape {list(inputs.shape)} holds examples of shape {list(inputs.shape[1:])}; "
-            f"the model's input {list(shapes[0])} takes examples of shape {list(shapes[0][1:])}"
-        )
-
-
-def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: int | None = None) -> np.ndarray:
-    """Top-1 predictions of the float model (onnxruntime, `cimxdsl.reference`), in chunks of `batch_size`."""
-    from cimxdsl.frontend.onnx_importer import with_batch
-    from cimxdsl.reference import onnxruntime_session
-
-    runs: dict[int, Any] = {}
-
-    def outputs(batch: np.ndarray) -> np.ndarray:
-        if len(batch) not in runs:
-            batched = with_batch(model, len(batch))
-            session = onnxruntime_session(batched.SerializeToString())
-            name = session.get_inputs()[0].name
-            runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
-        return np.argmax(runs[len(batch)](batch), axis=-1).reshape(len(batch))
-
-    return np.concatenate([outputs(inputs[c.start : c.stop]) for c in chunk_bounds(len(inputs), batch_size)])
 
 
 # ---- evaluation -----------------------------------------------------------------------------------

@@ -11,43 +11,63 @@ import numpy as np
 import onnx
 
 from cimxdsl.api import PIM_OPTIONS, STAGES, CompiledModel, CompileError, compile, compile_pim
+from cimxdsl.data_io import InputSpec, gather_inputs, given_batch, onnx_inputs, read_dataset, read_input_files
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, DeviceConfigError
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.explore.chunks import chunk_bounds, run_chunks
-from cimxdsl.explore.runner import float_predictions
 from cimxdsl.explore.sweep import COMPILE_FIELDS
-from cimxdsl.frontend.onnx_importer import OnnxImportError, input_shape
+from cimxdsl.frontend.onnx_importer import OnnxImportError, load_model
 from cimxdsl.limits import dominant_limit
-from cimxdsl.reference import onnxruntime_outputs, reference_name
+from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxruntime_outputs, reference_name
 from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.tools.report import format_layers, format_precision, format_report
 
-def model_inputs(model: onnx.ModelProto) -> list[tuple[str, tuple[int, ...]]]:
-    initializers = {init.name for init in model.graph.initializer}
-    return [(i.name, input_shape(i)) for i in model.graph.input if i.name not in initializers]
+
+def model_inputs(options) -> tuple[onnx.ModelProto, list[InputSpec], dict[str, np.ndarray], int | None]:
+    """The model, its inputs, the arrays given for them (`--input`, else with `--dataset` its first
+    images) and the batch to compile for: the batch of the arrays given, else `--batch`, where the
+    model's batch is open (None: it is fixed)."""
+    try:
+        model = load_model(options.model)
+    except OnnxImportError as e:
+        raise UserError(str(e)) from None
+    specs = onnx_inputs(model)
+    open_batch = any(s.open_batch for s in specs)
+    if options.batch is not None:
+        if options.batch < 1:
+            raise UserError(f"--batch must be a positive integer, got {options.batch}")
+        fixed = next((s.shape[0] for s in specs if s.shape and not s.open_batch), None)
+        if not open_batch and fixed != options.batch:
+            raise UserError(f"--batch {options.batch}: the model's batch is fixed at {fixed}")
+    if options.dataset and not options.input:
+        if len(specs) != 1:
+            raise UserError(f"--dataset needs a model with one input, this one has {len(specs)}")
+        count = options.batch or (1 if specs[0].open_batch else specs[0].shape[0])
+        given = {specs[0].name: read_dataset(options.dataset, specs[0])[0][:count]}
+        print(f"input: the first {'image' if count == 1 else f'{count} images'} of the data set")
+    else:
+        given = read_input_files(options.input, specs)
+    batch = given_batch(specs, given)
+    if batch is not None and options.batch is not None and batch != options.batch:
+        raise UserError(f"--batch {options.batch}, but the inputs given hold a batch of {batch}")
+    batch = batch or options.batch
+    return model, specs, given, (batch or 1) if open_batch else None
 
 
-def read_inputs(given: Sequence[str], names: list[tuple[str, tuple[int, ...]]], randomize: bool, seed: int) -> list:
-    values = {}
-    for item in given:
-        name, sep, path = item.partition("=")
-        if not sep:
-            name, path = names[0][0], item
-        try:
-            values[name] = np.load(path, allow_pickle=False).astype(np.float32)
-        except (OSError, ValueError) as e:
-            raise UserError(f"cannot read input '{name}' from '{path}': {e}") from None
-    rng = np.random.default_rng(seed)
-    inputs = []
-    for name, shape in names:
-        if name in values:
-            inputs.append(values[name].reshape(shape))
-        elif randomize:
-            inputs.append(rng.standard_normal(shape).astype(np.float32))
-        else:
-            raise UserError(f"no value for model input '{name}' (give --input {name}=file.npy or --random-inputs)")
-    return inputs
+def read_inputs(options, specs: list[InputSpec], given: dict[str, np.ndarray], batch: int | None) -> list[np.ndarray]:
+    """The checked inputs: those given, the others standard-normal with `--random-inputs`."""
+    rng = np.random.default_rng(options.seed)
+
+    def random(spec: InputSpec) -> np.ndarray:
+        if spec.dtype.kind in "biu":
+            return rng.integers(0, 2, spec.shape).astype(spec.dtype)
+        return rng.standard_normal(spec.shape).astype(spec.dtype)
+
+    def missing(name: str) -> str:
+        return f"no value for model input '{name}' (give --input {name}=file.npy or --random-inputs)"
+
+    return gather_inputs(specs, given, random if options.random_inputs else None, batch, missing)[0]
 
 
 def comparison(ours: list[np.ndarray], reference: list[np.ndarray]) -> dict:
@@ -61,21 +81,18 @@ def comparison(ours: list[np.ndarray], reference: list[np.ndarray]) -> dict:
     }
 
 
-def dataset_arrays(dataset: str) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        with np.load(dataset) as data:
-            return data["inputs"].astype(np.float32), data["labels"]
-    except (OSError, KeyError, ValueError) as e:
-        raise UserError(f"cannot read data set '{dataset}' (it needs arrays 'inputs' and 'labels'): {e}") from None
-
-
 def evaluate_dataset(
-    compile_options: dict, model_path: str, dataset: str, progress: Progress, batch_size: int | None = None
+    compile_options: dict,
+    model_path: str,
+    dataset: str,
+    spec: InputSpec,
+    progress: Progress,
+    batch_size: int | None = None,
 ) -> dict:
     """Accuracy of the float model (onnxruntime) and of the crossbar program on a labelled set, in
     chunks of `batch_size` inputs (None: all at once; the model compiled for the chunk batch and
     once more for a smaller last chunk)."""
-    inputs, labels = dataset_arrays(dataset)
+    inputs, labels, _ = read_dataset(dataset, spec)
     chunks = chunk_bounds(len(inputs), batch_size)
     programs: dict[int, CompiledModel] = {}
 
@@ -210,6 +227,13 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--batch",
+        type=int,
+        metavar="N",
+        help="inputs per run of a model whose batch is open (default: the batch of --input, else 1); "
+        "--target pim streams the images through the pipeline one after another",
+    )
     parser.add_argument("--dataset", metavar="DATA.npz", help="labelled inputs ('inputs', 'labels') for accuracy")
     parser.add_argument(
         "--batch-size",
@@ -236,8 +260,9 @@ def main(args: Sequence[str] | None = None) -> None:
     def body() -> None:
         if options.batch_size is not None and options.batch_size < 1:
             raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
+        onnx_model, specs, given, batch = model_inputs(options)
         if options.target == "pim":
-            compile_pim_target(options)
+            compile_pim_target(options, specs, given)
             return
         if options.plot:
             figure_class()  # before the work, a missing matplotlib
@@ -252,7 +277,7 @@ def main(args: Sequence[str] | None = None) -> None:
             threads=options.threads,
         )
         try:
-            model = compile(options.model, progress=stages(progress), **compile_options)
+            model = compile(onnx_model, batch=batch, progress=stages(progress), **compile_options)
         except (CompileError, OnnxImportError, DeviceConfigError) as e:
             raise UserError(str(e)) from None
         progress.finish()
@@ -262,7 +287,6 @@ def main(args: Sequence[str] | None = None) -> None:
         crossbars = model.options["crossbars"]
         print(f"model: {options.model}  device: {model.device.name}  mode: {options.mode}  crossbars: {crossbars}")
         print(format_precision(model.precision))
-        names = model_inputs(onnx.load(options.model))
         if options.output_dir and not (options.input or options.random_inputs or options.dataset or options.compare):
             write_stages(Path(options.output_dir), model)
             print(
@@ -270,19 +294,15 @@ def main(args: Sequence[str] | None = None) -> None:
                 "(run with --input or --random-inputs)"
             )
             return
-        if options.dataset and not options.input:
-            inputs = [dataset_arrays(options.dataset)[0][0][None]]
-            print("input: the first image of the data set")
-        else:
-            inputs = read_inputs(options.input, names, options.random_inputs, options.seed)
+        inputs = read_inputs(options, specs, given, batch)
         progress.step("simulating")
         outputs = model(*inputs)
         progress.finish()
         outputs = outputs if isinstance(outputs, list) else [outputs]
         report = model.report()
-        reference = show_outputs(options, model.notes, names, inputs, outputs, report, model.output_names)
+        reference = show_outputs(options, model.notes, specs, inputs, outputs, report, model.output_names)
         if reference is not None and report["compare"]["max_rel_error"] > COMPARE_LIMIT:
-            runs = device_runs(options.model, compile_options, inputs, None, model)
+            runs = device_runs(options.model, compile_options, inputs, batch, model)
 
             def relative_error(config: DeviceConfig) -> float:
                 return comparison(runs(config), reference)["max_rel_error"]
@@ -291,7 +311,7 @@ def main(args: Sequence[str] | None = None) -> None:
             print(report["limits"]["text"])
         if options.dataset:
             report["dataset"] = evaluate_dataset(
-                compile_options, options.model, options.dataset, progress, options.batch_size
+                compile_options, options.model, options.dataset, specs[0], progress, options.batch_size
             )
             d = report["dataset"]
             print(
@@ -307,7 +327,7 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.report_json:
             Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
         if options.output_dir:
-            write_outputs(Path(options.output_dir), model, report, dict(zip(names_of(names), inputs)), outputs)
+            write_outputs(Path(options.output_dir), model, report, {s.name: x for s, x in zip(specs, inputs, strict=True)}, outputs)
         if options.plot:
             for path in plot_layers(report, Path(options.plot)):
                 print(f"plot: {path}")
@@ -318,18 +338,18 @@ def main(args: Sequence[str] | None = None) -> None:
         progress.finish()  # also when an error ends the run: the terminal gets its cursor back
 
 
-def compile_pim_target(options) -> None:
-    """`--target pim`: per-core instructions in `-o DIR`, executed by the instruction-level validator."""
+def compile_pim_target(options, specs: list[InputSpec], given: dict[str, np.ndarray]) -> None:
+    """`--target pim`: per-core instructions in `-o DIR`, executed by the instruction-level
+    validator, one image after another for a batch."""
     try:
-        given = {name: value for name in PIM_OPTIONS if (value := getattr(options, name, None)) is not None}
+        chosen = {name: value for name in PIM_OPTIONS if (value := getattr(options, name, None)) is not None}
         # (the options left out take compile_pim's defaults; -o is `output_dir`)
         model = compile_pim(
-            options.model, device=options.device, calibration=options.calibrate, out_dir=options.output_dir, **given
+            options.model, device=options.device, calibration=options.calibrate, out_dir=options.output_dir, **chosen
         )
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None
-    names = model_inputs(onnx.load(options.model))
-    inputs = read_inputs(options.input, names, options.random_inputs, options.seed)
+    inputs = read_inputs(options, specs, given, options.batch)
     outputs = model(*inputs)
     outputs = outputs if isinstance(outputs, list) else [outputs]
     report = model.report()
@@ -345,7 +365,13 @@ def compile_pim_target(options) -> None:
         f"(check again: cim-validate {model.directory} --input {model.directory}/input_0.npy "
         f"--expect {model.directory}/expected_0.npy)"
     )
-    show_outputs(options, report["notes"], names, inputs, outputs, report, model.output_names)
+    show_outputs(options, report["notes"], specs, inputs, outputs, report, model.output_names)
+    if report.get("images", 1) > 1:
+        per_image = report["executed_instructions_per_image"]
+        print(
+            f"batch: {report['images']} images streamed one after another, {report['executed_instructions']} "
+            f"instructions executed ({min(per_image)}..{max(per_image)} per image)"
+        )
     print(
         f"cores: {report['cores_used']} of {report['cores']} ({report['core_utilization']:.0%}), crossbars: "
         f"{report['crossbars_used']} ({report['crossbar_utilization']:.0%} of the used cores' crossbars), "
@@ -381,7 +407,13 @@ def format_performance(p: dict) -> str:
 
 
 def show_outputs(
-    options, notes: list[str], names, inputs, outputs: list[np.ndarray], report: dict, output_names: list[str]
+    options,
+    notes: list[str],
+    specs: list[InputSpec],
+    inputs,
+    outputs: list[np.ndarray],
+    report: dict,
+    output_names: list[str],
 ) -> list[np.ndarray] | None:
     """Print the notes and outputs (by name) and, with --compare, the comparison with onnxruntime
     (kept in `report["compare"]`); returns onnxruntime's outputs (None without --compare)."""
@@ -392,7 +424,12 @@ def show_outputs(
             print(f"output {name}: {output!r}")
     if not options.compare:
         return None
-    reference = onnxruntime_outputs(options.model, dict(zip(names_of(names), inputs, strict=True)))
+    try:
+        reference = onnxruntime_outputs(options.model, {s.name: x for s, x in zip(specs, inputs, strict=True)})
+    except ReferenceUnavailable:
+        raise
+    except Exception as e:  # onnxruntime raises its own error types
+        raise UserError(f"--compare: onnxruntime cannot run the model: {' '.join(str(e).split())}") from None
     report["compare"] = c = comparison(outputs, reference)
     report["compare"]["reference"] = reference_name()
     print(
@@ -400,10 +437,6 @@ def show_outputs(
         f"top-1 agreement {c['top1_agreement']:.0%}"
     )
     return reference
-
-
-def names_of(names: list[tuple[str, tuple[int, ...]]]) -> list[str]:
-    return [name for name, _ in names]
 
 
 def write_stages(directory: Path, model: CompiledModel) -> None:

@@ -15,6 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 from xdsl.utils.lexer import Span
 
+from cimxdsl.data_io import InputSpec, function_inputs, gather_inputs, read_input_files
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError
 from cimxdsl.dialects.upmem import names_platform
 from cimxdsl.interpreters import entry_function, result_names, run
@@ -22,6 +23,7 @@ from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
 from cimxdsl.tools.cli import UserError, run_reporting_errors
 from cimxdsl.tools.report import format_report
+from cimxdsl.transforms.device_record import device_mismatch, recorded_device
 
 
 def load_module(path: str) -> ModuleOp:
@@ -46,44 +48,27 @@ def set_locations(text: str, path: str, spans: dict[Operation, Span]) -> None:
 
 
 def argument_names(module: ModuleOp, entry: str) -> list[str]:
-    function = entry_function(module, entry)
-    return [arg.name_hint or str(i) for i, arg in enumerate(function.body.block.args)]
+    return [spec.name for spec in function_inputs(module, entry)]
 
 
 def load_inputs(module: ModuleOp, entry: str, given: Sequence[str], randomize: bool, seed: int, bits: int) -> list:
-    names = argument_names(module, entry)
-    types = entry_function(module, entry).function_type.inputs.data
-    values: dict[str, object] = {}
-    for item in given:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise UserError(f"--input expects NAME=file.npy, got '{item}'")
-        if name not in names:
-            raise UserError(f"'@{entry}' has no argument '{name}' (arguments: {', '.join(names)})")
-        try:
-            values[name] = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise UserError(f"cannot read input '{name}' from '{path}': {e}") from None
+    """The arguments of `@entry`: `--input NAME=FILE` arrays, checked against their types
+    (`cimxdsl.data_io`), else random with `randomize`."""
+    specs = function_inputs(module, entry)
+    function = entry_function(module, entry)
+    types = zip(function.function_type.inputs.data, function.body.block.args, strict=True)
+    arguments = dict(zip((s.name for s in specs), types, strict=True))
+    values = read_input_files(given, specs, bare=False)
     rng = np.random.default_rng(seed)
-    arguments = entry_function(module, entry).body.block.args
-    inputs = []
-    for name, t, argument in zip(names, types, arguments, strict=True):
-        if name in values:
-            inputs.append(check_kind(name, values[name], t))
-        elif randomize:
-            inputs.append(random_value(rng, t, bits, non_negative=becomes_index(argument)))
-        else:
-            raise UserError(
-                f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)"
-            )
-    return inputs
 
+    def random(spec: InputSpec):
+        t, argument = arguments[spec.name]
+        return random_value(rng, t, bits, non_negative=becomes_index(argument))
 
-def check_kind(name: str, value: np.ndarray, t) -> np.ndarray:
-    dtype = numpy_dtype(getattr(t, "element_type", t))
-    if np.issubdtype(dtype, np.integer) and not np.issubdtype(value.dtype, np.integer):
-        raise UserError(f"argument '{name}' must hold integers ({t}), got {value.dtype}")
-    return value
+    def missing(name: str) -> str:
+        return f"no value for argument '{name}' of '@{entry}' (give --input {name}=file.npy or --random-inputs)"
+
+    return gather_inputs(specs, values, random if randomize else None, missing=missing)[0]
 
 
 _TO_INDEX = (tensor.ExtractOp, arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp)
@@ -131,11 +116,24 @@ def save_results(path: str, names: list[str], inputs: list, outputs: list, outpu
         raise UserError(f"cannot write '{path}': {e.strerror}") from None
 
 
+def run_device(module: ModuleOp, given: str | None) -> tuple[Device, str | None]:
+    """The device to run `module` on: `given`, else the one recorded on the module
+    (`device_record`), else `DEFAULT_DEVICE`; and how a given device differs from the recorded one."""
+    try:
+        recorded = recorded_device(module)
+        device = Device(given if given is not None else recorded or DEFAULT_DEVICE)
+    except (DeviceConfigError, OSError) as e:
+        raise UserError(str(e)) from None
+    return device, device_mismatch(module, device.config)
+
+
 def main(args: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="cim-run", description=__doc__)
     parser.add_argument("file", help="an MLIR file at any level of the flow")
     parser.add_argument(
-        "--device", default=DEFAULT_DEVICE, help=f"a device preset or a TOML file (default: {DEFAULT_DEVICE})"
+        "--device",
+        help="a device preset or a TOML file (default: the device the IR was lowered for, recorded as the module "
+        f"attribute cimxdsl.device, else {DEFAULT_DEVICE})",
     )
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
@@ -160,16 +158,15 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.threads is not None and options.threads < 1:
             raise UserError(f"--threads must be a positive integer, got {options.threads}")
         module = load_module(options.file)
-        try:
-            device = Device(options.device)
-        except (DeviceConfigError, OSError) as e:
-            raise UserError(str(e)) from None
+        device, mismatch = run_device(module, options.device)
         bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
         try:
             result = run(module, inputs, device, options.entry, threads=options.threads)
         except InterpretationError as e:  # one line naming the failing op and its place
-            raise UserError(str(e).splitlines()[0]) from None
+            raise UserError(f"{mismatch}: {str(e).splitlines()[0]}" if mismatch else str(e).splitlines()[0]) from None
+        if mismatch:
+            print(f"note: {mismatch}", file=sys.stderr)
         if names_platform(module):
             print("note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
                   f"not used; it runs on the crossbar device '{device.config.name}'")

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from cimxdsl.backend.artifacts import ArtifactError, read_artifacts
-from cimxdsl.backend.validator import ExecutionError, validate
+from cimxdsl.backend.validator import ExecutionError, validate_images
+from cimxdsl.data_io import InputError, InputSpec, check_inputs
 
 TOOL = "cim-validate"
 
@@ -38,6 +39,18 @@ def load_arrays(paths: Sequence[str], what: str) -> list[np.ndarray]:
         else:
             arrays.append(data)
     return arrays
+
+
+def image_inputs(artifacts, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """The inputs checked against the program's (`cimxdsl.data_io`): integers of its shapes, or
+    of a batch of N images where the program takes one (streamed: `validate_images`)."""
+    shapes = [(None, *t.shape[1:]) if t.shape and t.shape[0] == 1 else tuple(t.shape) for t in artifacts.memory.inputs]
+    layouts = zip(artifacts.memory.inputs, shapes, strict=True)
+    specs = [InputSpec(str(t.index), shape, np.dtype(np.int64)) for t, shape in layouts]
+    try:
+        return check_inputs(specs, arrays)[0]
+    except InputError as e:
+        raise Failure(str(e)) from None
 
 
 def compare(outputs: list[np.ndarray], expected: list[np.ndarray]) -> list[str]:
@@ -69,8 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         artifacts = read_artifacts(args.directory)
-        inputs = load_arrays(args.input, "input")
-        result = validate(artifacts, inputs)
+        inputs = image_inputs(artifacts, load_arrays(args.input, "input"))
+        result = validate_images(artifacts, inputs)
         if args.output:
             np.savez(Path(args.output), *result.outputs)
         problems = compare(result.outputs, load_arrays(args.expect, "expected output")) if args.expect else []
@@ -84,9 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.quiet:
         shapes = ", ".join(str(list(o.shape)) for o in result.outputs)
         verdict = "match" if args.expect else "computed"
+        images = f" for {result.images} images, one after another" if result.images > 1 else ""
         print(
             f"{TOOL}: ok: {len(artifacts.cores)} cores executed {result.executed} instructions in {result.steps} "
-            f"round-robin steps; outputs {shapes} {verdict}"
+            f"round-robin steps{images}; outputs {shapes} {verdict}"
         )
         if not args.expect and not args.output:
             for i, output in enumerate(result.outputs):

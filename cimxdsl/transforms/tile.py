@@ -11,7 +11,7 @@ in parallel.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import tensor
@@ -25,9 +25,11 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from cimxdsl.device import load_device_config
+from cimxdsl.device import DeviceConfig
 from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
+from cimxdsl.transforms.device_option import DeviceOption
+from cimxdsl.transforms.device_record import record_device
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.tile_loops import given_tile_sizes, tile_in_loops
 
@@ -178,26 +180,30 @@ class TileProducts(RewritePattern):
 
 
 @dataclass(frozen=True)
-class TilePass(ModulePass):
+class TilePass(DeviceOption, ModulePass):
     """Tile every `cinm.op.gemm`/`gemv` to the crossbar size.
 
     The crossbar is `rows × cols` cells (default: from `device`, a preset name or TOML file, else
-    128 × 128); a weight takes the device's cells per weight (1 without a device)."""
+    128 × 128); a weight takes the device's cells per weight (1 without a device). The device (or
+    the geometry alone) is recorded on the module (`device_record`)."""
 
     name = "tile"
 
     rows: int | None = None
     cols: int | None = None
-    device: str | None = None
+    device: str | None = None  # type: ignore[assignment]
     mode: str = "unroll"
     """`unroll`: static tiles, as the crossbar flow needs; `loop`: `affine.for` nests shaped as
     Cinnamon's `cinm-tiling` (`tile_loops.py`), unrolled later by `cinm-unroll-loops`."""
 
+    device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
+    """The device as an object, from Python (`for_device`); not an option, it has no text form."""
+
+    def device_or_none(self) -> DeviceConfig | None:
+        return None if self.device is None else self.config()
+
     def tile_shape(self) -> tuple[int, int]:
-        try:
-            config = None if self.device is None else load_device_config(self.device)
-        except ValueError as e:
-            raise pass_error(self.name, str(e)) from None
+        config = self.device_or_none()
         rows = self.rows if self.rows is not None else (config.rows if config else 128)
         cols = self.cols if self.cols is not None else (config.cols if config else 128)
         for option, value in (("rows", rows), ("cols", cols)):
@@ -210,6 +216,10 @@ class TilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         rows, columns = self.tile_shape()
+        config = self.device_or_none()
+        if config is not None and (self.rows, self.cols) != (None, None):
+            config = config.replace(rows=rows, cols=columns * config.cells_per_weight)
+        record_device(op, config, rows, columns)
         if self.mode == "unroll":
             PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
         elif self.mode == "loop":

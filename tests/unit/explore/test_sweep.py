@@ -126,20 +126,20 @@ def test_data_set_problems_name_the_data_key(tmp_path):
     wrong_shape = tmp_path / "wrong.npz"
     np.savez(wrong_shape, inputs=np.zeros((4, 3, 8), np.float32), labels=np.zeros(4, np.int64))
     message = (
-        r"^sweep file: 'data': 'inputs' of shape \[4, 3, 8\] holds examples of shape \[3, 8\]; "
-        r"the model's input \[1, 1, 8, 8\] takes examples of shape \[1, 8, 8\]$"
+        r"^sweep file: 'data': '.*wrong.npz': the examples of input 'x' must have shape \[N, 1, 8, 8\] "
+        r"\(N ≥ 1 examples along the first axis\), got \[4, 3, 8\]$"
     )
     with pytest.raises(SweepError, match=message):
         prepare_context(load_sweep(sweep(data=str(wrong_shape))))
     # one axis too many: each example has the model's whole input shape, batch axis included
     wrong_rank = tmp_path / "rank.npz"
     np.savez(wrong_rank, inputs=np.zeros((4, 1, 1, 8, 8), np.float32), labels=np.zeros(4, np.int64))
-    message = (
-        r"^sweep file: 'data': 'inputs' of shape \[4, 1, 1, 8, 8\] holds examples of shape \[1, 1, 8, 8\]; "
-        r"the model's input \[1, 1, 8, 8\] takes examples of shape \[1, 8, 8\]$"
-    )
-    with pytest.raises(SweepError, match=message):
+    with pytest.raises(SweepError, match=r"must have shape \[N, 1, 8, 8\] \(N ≥ 1 .*\), got \[4, 1, 1, 8, 8\]$"):
         prepare_context(load_sweep(sweep(data=str(wrong_rank))))
+    channels_last = tmp_path / "nhwc.npz"
+    np.savez(channels_last, inputs=np.zeros((4, 8, 8, 1), np.float32), labels=np.zeros(4, np.int64))
+    with pytest.raises(SweepError, match=r"must have shape \[N, 1, 8, 8\] .*, got \[4, 8, 8, 1\] \(the same dim"):
+        prepare_context(load_sweep(sweep(data=str(channels_last))))
     not_npz = tmp_path / "text.npz"
     not_npz.write_text("hello")
     with pytest.raises(SweepError, match=r"^sweep file: 'data': cannot read"):
