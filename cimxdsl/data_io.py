@@ -86,7 +86,7 @@ def function_inputs(module: ModuleOp, entry: str = "main") -> list[InputSpec]:
 
 def check_array(spec: InputSpec, value: Any, batch: int | None = None, what: str = "input") -> np.ndarray:
     """`value` as an array of `spec`'s type, if it has `spec`'s shape (an open batch taking
-    `batch`, or any size when `batch` is None) and a type it can take."""
+    `batch`, or any size ≥ 1 when `batch` is None) and a type it can take."""
     array = np.asarray(value)
     expected = spec.describe(batch)
     if array.dtype.kind not in "biuf":
@@ -94,21 +94,29 @@ def check_array(spec: InputSpec, value: Any, batch: int | None = None, what: str
     if spec.dtype.kind in "biu" and array.dtype.kind not in "biu":
         raise InputError(f"{what} '{spec.name}' must hold integers ({spec.dtype}), got {array.dtype}")
     fits = array.ndim == len(spec.shape) and all(
-        d is None and (batch is None or n == batch) or n == d for d, n in zip(spec.shape, array.shape, strict=False)
+        d is None and n > 0 and (batch is None or n == batch) or n == d
+        for d, n in zip(spec.shape, array.shape, strict=False)
     )
     if not fits:
-        raise InputError(f"{what} '{spec.name}' must have shape {expected}, got {list(array.shape)}{hint(spec, array)}")
+        got = f"{list(array.shape)}{hint(spec, array, batch)}"
+        raise InputError(f"{what} '{spec.name}' must have shape {expected}, got {got}")
+    if spec.dtype.kind in "iu" and array.size and array.dtype != spec.dtype:
+        limits = np.iinfo(spec.dtype)
+        if array.min() < limits.min or array.max() > limits.max:
+            raise InputError(f"{what} '{spec.name}' holds values outside {spec.dtype} ({limits.min}..{limits.max})")
     return array.astype(spec.dtype, copy=False)
 
 
-def hint(spec: InputSpec, array: np.ndarray) -> str:
+def hint(spec: InputSpec, array: np.ndarray, batch: int | None = None) -> str:
     """What a wrong shape looks like: the right dimensions in another order, or another batch."""
     if array.ndim != len(spec.shape) or not array.ndim:
         return ""
-    if sorted(array.shape) == sorted(d or array.shape[0] for d in spec.shape):
+    shape = tuple(d or batch or array.shape[0] for d in spec.shape)
+    if array.shape != shape and sorted(array.shape) == sorted(shape):
         return " (the same dimensions in another order: transpose it)"
     if array.shape[1:] == spec.shape[1:]:
-        return f" (a batch of {array.shape[0]}: the model takes {spec.shape[0]})"
+        taken = spec.shape[0] or batch
+        return f" (a batch of {array.shape[0]}: the model takes {taken})" if taken else " (an empty batch)"
     return ""
 
 
@@ -225,11 +233,8 @@ def examples(spec: InputSpec, array: Any, what: str, whole_inputs: bool = False)
         whole = InputSpec(spec.name, (None, *spec.shape), spec.dtype)
     try:
         if whole is not None and array.ndim == len(whole.shape):
-            found = check_array(whole, array, what=what).reshape(-1, *array.shape[2:])
-        else:
-            found = check_array(tail, array, what=what)
-        if len(found):
-            return found
+            return check_array(whole, array, what=what).reshape(-1, *array.shape[2:])
+        return check_array(tail, array, what=what)
     except InputError as e:
         if "must have shape" not in str(e):
             raise

@@ -146,8 +146,6 @@ def test_cim_compile_refuses_every_mutant_in_one_line(files, tmp_path, capsys):
 def test_cim_compile_refuses_mutants_of_an_open_batch_and_a_batch_against_batch(files, tmp_path, capsys):
     rng = np.random.default_rng(SEED + 1)
     for k, x in enumerate(shape_mutants(SHAPE, rng, batch_ok=True)):
-        if x.ndim == 4 and x.shape[0] == 0:
-            continue  # an empty batch has the right shape
         np.save(tmp_path / f"x{k}.npy", x)
         line = refused(cim_compile, [str(files["open"]), "--input", str(tmp_path / f"x{k}.npy")], capsys, "")
         names_shapes(line, "x", "[N, 3, 8, 8]", x)
@@ -173,7 +171,7 @@ def test_cim_run_refuses_every_mutant_in_one_line(files, tmp_path, capsys):
 def test_cim_validate_refuses_every_mutant_in_one_line(files, tmp_path, capsys):
     rng = np.random.default_rng(SEED + 3)
     mutants = shape_mutants((1, 2, 4, 4), rng, batch_ok=True)
-    for k, x in enumerate(m for m in mutants if not (m.ndim == 4 and m.shape[0] == 0)):
+    for k, x in enumerate(mutants):
         np.save(tmp_path / f"x{k}.npy", np.rint(x * 10).astype(np.int32))
         line = refused(cim_validate, [str(files["artifacts"]), "--input", str(tmp_path / f"x{k}.npy")], capsys, "")
         names_shapes(line, "0", "[N, 2, 4, 4]", x)
@@ -199,6 +197,10 @@ def test_the_api_refuses_every_mutant_in_one_line(files):
     tokens = cimxdsl.compile(token_model(), device="ideal", mode="exact")
     with pytest.raises(InputError, match=r"^input 'ids' must hold integers \(int64\), got float64$"):
         tokens(np.array([[1.0, 2.0, 3.0, 4.0]]))
+    with pytest.raises(InputError, match=r"^input 'ids' holds values outside int64 \("):
+        tokens(np.array([[1, 2, 3, 2**63]], np.uint64))
+    with pytest.raises(InputError, match=r"^input 'ids' must have shape \[1, 4\], got \[4, 1\] \(the same dim"):
+        tokens(np.array([[1], [2], [3], [4]]))
     pim = cimxdsl.compile(pim_cnn(), target="pim", cores=4, out_dir=files["artifacts"].parent / "api-pim")
     for x in shape_mutants((1, 2, 4, 4), rng):
         with pytest.raises(CompileError) as caught:
