@@ -127,7 +127,7 @@ def check_inputs(
     dimensions take (the first such input's; the others must agree; None without one)."""
     if len(values) != len(specs):
         names = ", ".join(s.name for s in specs)
-        raise InputError(f"the model takes {len(specs)} inputs ({names}), got {len(values)}")
+        raise InputError(f"the model takes {len(specs)} input{'s' * (len(specs) != 1)} ({names}), got {len(values)}")
     batch = None
     arrays = []
     for spec, value in zip(specs, values, strict=True):

@@ -192,7 +192,7 @@ def test_the_api_refuses_every_mutant_in_one_line(files):
             names_shapes(message, "x", "[1, 3, 8, 8]", x)
         else:
             assert message.startswith("input 'x' must hold numbers (float32)"), message
-    with pytest.raises(InputError, match=r"^the model takes 1 inputs \(x\), got 2$"):
+    with pytest.raises(InputError, match=r"^the model takes 1 input \(x\), got 2$"):
         model(np.zeros(SHAPE, np.float32), np.zeros(SHAPE, np.float32))
     tokens = cimxdsl.compile(token_model(), device="ideal", mode="exact")
     with pytest.raises(InputError, match=r"^input 'ids' must hold integers \(int64\), got float64$"):
@@ -292,6 +292,10 @@ def test_an_open_batch_takes_the_batch_of_the_input(files, tmp_path, capsys):
     assert ours.shape == (4, 5)
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-5)  # float32 products of 27..36 terms
     assert json.loads(report.read_text())["compare"]["max_abs_error"] < 1e-4
+    compiled = cimxdsl.compile(open_batch(small_cnn()), device="ideal", mode="exact", batch=4)
+    np.testing.assert_allclose(compiled(x), expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(InputError, match=r"^input 'x' must have shape \[4, 3, 8, 8\], got \[2, 3, 8, 8\] \(a batch of 2"):
+        compiled(x[:2])
     cim_compile([*args, "--random-inputs", "--batch", "3", "-o", str(tmp_path / "three")])
     with np.load(tmp_path / "three" / "outputs.npz") as outputs:
         assert [outputs[k].shape for k in outputs.files] == [(3, 5)]
