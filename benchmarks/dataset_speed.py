@@ -28,7 +28,7 @@ EXECUTIONS = ("serial", "processes", "dask")
 def write_inputs(directory: Path, images: int) -> dict:
     """The model and the data set in `directory`; the sweep of one point over them."""
     from benchmarks.model_zoo import resnet_cifar
-    from cimxdsl.data_io import float_predictions
+    from cimxdsl.reference import float_predictions
 
     model = resnet_cifar()
     onnx.save(model, directory / "resnet20.onnx")

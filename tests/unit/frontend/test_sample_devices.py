@@ -9,7 +9,7 @@ import pytest
 
 import cimxdsl
 from cimxdsl.device import load_device_config
-from cimxdsl.explore.runner import float_predictions
+from cimxdsl.reference import float_predictions
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 DEVICES = sorted((EXAMPLES / "devices").glob("*.toml"))

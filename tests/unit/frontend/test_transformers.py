@@ -14,7 +14,7 @@ from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import shape_of
 from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.frontend.onnx_importer import import_onnx
-from cimxdsl.data_io import onnxruntime_outputs
+from cimxdsl.reference import onnxruntime_outputs
 from tests.unit.frontend.models import transformer_block
 
 VOCAB, SEQ = 40, 8

@@ -22,9 +22,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from cimxdsl.api import CompileError
-from cimxdsl.data_io import InputError, onnxruntime_outputs
+from cimxdsl.data_io import InputError
 from cimxdsl.device import load_device_config
 from cimxdsl.parsing import make_context, parse_module_text
+from cimxdsl.reference import onnxruntime_outputs
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.tools.cim_opt import main as cim_opt
 from cimxdsl.tools.cim_run import main as cim_run
@@ -286,7 +287,7 @@ def test_an_open_batch_takes_the_batch_of_the_input(files, tmp_path, capsys):
     args = [str(files["open"]), "--device", "ideal", "--mode", "exact", "--compare", "--report-json", str(report)]
     cim_compile([*args, "--input", str(tmp_path / "x4.npy"), "-o", str(tmp_path / "out")])
     capsys.readouterr()
-    (expected,) = onnxruntime_outputs(onnx.load(files["open"]), {"x": x})
+    (expected,) = onnxruntime_outputs(str(files["open"]), {"x": x})
     with np.load(tmp_path / "out" / "outputs.npz") as outputs:
         (ours,) = [outputs[k] for k in outputs.files]
     assert ours.shape == (4, 5)
@@ -312,7 +313,7 @@ def test_pim_streams_a_batch_image_after_image(files, tmp_path, capsys):
         ours = compiled(x)
         golden = compiled.program.dequantize(compiled.golden(x))[0]
         np.testing.assert_array_equal(ours, golden)
-        (expected,) = onnxruntime_outputs(model, {"x": x})
+        (expected,) = onnxruntime_outputs(model.SerializeToString(), {"x": x})
         tolerance = 2.0 ** (compiled.program.output_exponents[0] + 3) + 0.1 * float(np.abs(expected).max())
         np.testing.assert_allclose(ours, expected, atol=tolerance)
         report = compiled.report()
