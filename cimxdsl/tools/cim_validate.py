@@ -18,6 +18,7 @@ import numpy as np
 
 from cimxdsl.backend.artifacts import ArtifactError, read_artifacts
 from cimxdsl.backend.validator import ExecutionError, validate
+from cimxdsl.tools.cli import add_version_option
 
 TOOL = "cim-validate"
 
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--expect", action="append", default=[], help="expected output array (.npy or .npz)")
     parser.add_argument("--output", help="save the outputs to this .npz file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    add_version_option(parser)
     args = parser.parse_args(argv)
     try:
         artifacts = read_artifacts(args.directory)
