@@ -123,3 +123,31 @@ def test_cinnamon_host_functions(program, entry):
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1024 * EPS32, atol=1024 * EPS32 * np.abs(want).max())
+
+
+HOST_AND_CROSSBAR = """
+func.func @main(%x: tensor<4x6xi32>, %w: tensor<6x5xi32>) -> (tensor<4xi32>, tensor<4x5xi32>, tensor<4xi32>) {
+  %r = cinm.op.reduce add (%x) : tensor<4x6xi32> -> tensor<4xi32>
+  %c:2 = cinm.compute -> tensor<4x5xi32>, tensor<4xi32> {
+    %p = cinm.op.gemm %x, %w : tensor<4x6xi32>, tensor<6x5xi32> -> tensor<4x5xi32>
+    %e = cinm.op.element_wise abs (%p) : tensor<4x5xi32>
+    %m = cinm.op.reduce max (%e) : tensor<4x5xi32> -> tensor<4xi32>
+    cinm.yield %e, %m : tensor<4x5xi32>, tensor<4xi32>
+  }
+  return %r, %c#0, %c#1 : tensor<4xi32>, tensor<4x5xi32>, tensor<4xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("tiling", ["unroll", "loop"])
+def test_memristor_pipeline_leaves_no_cinm_op(tiling):
+    """A standalone reduce, and a unary op and a reduce in a compute after its product (they stay on
+    the host), end as linalg; the products as runtime calls."""
+    rng = np.random.default_rng(5)
+    x, w = rng.integers(-128, 128, (4, 6)).astype(np.int32), rng.integers(-128, 128, (6, 5)).astype(np.int32)
+    product = np.abs(x.astype(np.int64) @ w)
+    lowered = apply(parse(HOST_AND_CROSSBAR), f"memristor{{device=ideal crossbars=2 tiling={tiling}}}")
+    assert not cinm_ops(lowered)
+    assert any(op.name == "func.call" for op in lowered.walk())
+    for got, want in zip(run(lowered, [x, w], "ideal").outputs, [x.sum(axis=1), product, product.max(axis=1)]):
+        np.testing.assert_array_equal(got, want)
