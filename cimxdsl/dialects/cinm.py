@@ -154,12 +154,19 @@ _COMPUTE_DEFAULTS = {
 }
 
 
-def _parse_platform(parser: Parser) -> Attribute | None:
-    """Cinnamon's `on platform #attr` prefix of a compute, if present."""
+_TARGETS = ("platform", "accelerator")
+"""Where Cinnamon says a compute runs: `on platform #p` (a platform) or `on accelerator #a` (an
+array of its units, `#upmem.array<…>`)."""
+
+
+def _parse_platform(parser: Parser) -> tuple[str, Attribute] | None:
+    """Cinnamon's `on platform #attr` or `on accelerator #attr` prefix of a compute, if present."""
     if parser.parse_optional_keyword("on") is None:
         return None
-    parser.parse_keyword("platform")
-    return parser.parse_attribute()
+    target = parser.parse_optional_keyword("platform") or parser.parse_optional_keyword("accelerator")
+    if target is None:
+        parser.raise_error("expected 'platform' or 'accelerator' after 'on'")
+    return target, parser.parse_attribute()
 
 
 def _parse_compute_tail(parser: Parser) -> tuple[list[Attribute], dict[str, Attribute]]:
@@ -174,11 +181,13 @@ def _parse_compute_tail(parser: Parser) -> tuple[list[Attribute], dict[str, Attr
     return result_types, dict(attributes.data) if attributes is not None else {}
 
 
-def _set_compute_attributes(op: Operation, platform: Attribute | None, attributes: dict[str, Attribute]) -> None:
+def _set_compute_attributes(
+    op: Operation, platform: tuple[str, Attribute] | None, attributes: dict[str, Attribute]
+) -> None:
     if platform is not None:
-        op.properties["platform"] = platform
+        op.properties[platform[0]] = platform[1]
     for name, value in attributes.items():
-        if name in _COMPUTE_DEFAULTS or name == "platform":
+        if name in _COMPUTE_DEFAULTS or name in _TARGETS:
             op.properties[name] = value
         else:
             op.attributes[name] = value
@@ -187,10 +196,10 @@ def _set_compute_attributes(op: Operation, platform: Attribute | None, attribute
 def _print_compute(printer: Printer, op: Operation, arguments: Sequence[tuple[SSAValue, SSAValue]]) -> None:
     """`(on platform #p)? ((%arg = %value : type, …))? attributes {…} (-> types)? region`; the
     arguments are those of `cinm.compute_block`."""
-    platform = op.properties.get("platform")
-    if platform is not None:
-        printer.print_string(" on platform ")
-        printer.print_attribute(platform)
+    for target in _TARGETS:
+        if (where := op.properties.get(target)) is not None:
+            printer.print_string(f" on {target} ")
+            printer.print_attribute(where)
     if arguments:
         printer.print_string(" (")
 
@@ -229,6 +238,8 @@ class ComputeBase(IRDLOperation):
     )
     platform = opt_prop_def(Attribute)
     """The platform Cinnamon's `on platform #…` names; kept, not used (this flow targets crossbars)."""
+    accelerator = opt_prop_def(Attribute)
+    """The array of units Cinnamon's `on accelerator #…` names; kept, not used."""
     results_ = var_result_def()
     body = region_def("single_block")
 

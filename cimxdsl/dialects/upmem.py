@@ -1,9 +1,10 @@
-"""The `upmem` platform attribute of Cinnamon's programs, kept opaque.
+"""The `upmem` attributes of Cinnamon's programs, kept opaque.
 
 Cinnamon's benchmarks name the near-memory platform they were written for
 (`#upmem.platform<type = v1A, dpus = 2048, tasklets = 24>`, in `cinm.available_platforms` of a
-function or a compute). This flow targets crossbars, so the attribute is only read and printed back:
-its `key = value` pairs are kept as text.
+function or a compute) and the array of DPUs a compute runs on (`#upmem.array<512x1, #upmem>`, in
+`cinm.compute on accelerator #…`). This flow targets crossbars, so the attributes are only read and
+printed back: the platform's `key = value` pairs and the array's shape are kept as text.
 """
 
 from __future__ import annotations
@@ -57,12 +58,36 @@ class PlatformAttr(ParametrizedAttribute):
         printer.print_string(f"<{', '.join(pairs)}>")
 
 
+@irdl_attr_definition
+class ArrayOfDpusAttr(ParametrizedAttribute):
+    """`#upmem.array<512x1, #platform>`: an array of DPUs of a platform, kept as written."""
+
+    name = "upmem.array"
+
+    shape: StringAttr = param_def()
+    platform: Attribute = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[StringAttr, Attribute]:
+        parser.parse_punctuation("<")
+        shape = _parse_value(parser)
+        parser.parse_punctuation(",")
+        platform = parser.parse_attribute()
+        parser.parse_punctuation(">")
+        return StringAttr(shape), platform
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.shape.data}, ")
+        printer.print_attribute(self.platform)
+        printer.print_string(">")
+
+
 def names_platform(op: Operation) -> bool:
-    """Whether `op` or an op nested in it carries a `#upmem.platform` (in any attribute, argument
-    attributes included)."""
+    """Whether `op` or an op nested in it carries a `#upmem.platform` or `#upmem.array` (in any
+    attribute, argument attributes included)."""
 
     def holds(attr: Attribute) -> bool:
-        if isinstance(attr, PlatformAttr):
+        if isinstance(attr, PlatformAttr | ArrayOfDpusAttr):
             return True
         if isinstance(attr, ArrayAttr):
             return any(holds(a) for a in attr.data)
@@ -71,4 +96,4 @@ def names_platform(op: Operation) -> bool:
     return any(holds(a) for o in op.walk() for a in (*o.attributes.values(), *o.properties.values()))
 
 
-Upmem = Dialect("upmem", [], [PlatformAttr])
+Upmem = Dialect("upmem", [], [PlatformAttr, ArrayOfDpusAttr])

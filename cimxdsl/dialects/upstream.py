@@ -3,7 +3,8 @@
 Cinnamon's programs (LLVM 19/20 era) use `bufferization.to_memref` (since renamed `to_buffer`),
 the custom forms of `memref.cast` and `memref.copy` (xDSL prints both generically), `linalg.map`
 and `tensor.generate`; the ONNX importer emits `linalg.batch_matmul` (products of two run-time
-tensors, as attention's) and `tensor.gather` (embedding lookups). The dialects below are xDSL's
+tensors, as attention's) and `tensor.gather` (embedding lookups); `linalg.matvec` is the
+matrix-vector product `mlir-opt` users write. The dialects below are xDSL's
 `memref`, `bufferization`, `linalg` and `tensor` with these ops added or replaced; cimxdsl
 registers them in place of xDSL's (see `get_upstream_dialects`), without changing xDSL itself.
 Formats follow the MLIR dialect docs (https://mlir.llvm.org/docs/Dialects/).
@@ -13,8 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import bufferization, memref, tensor
+from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
     DenseArrayBase,
     IndexType,
     IntegerType,
@@ -26,8 +29,11 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg import Linalg as UpstreamLinalg
+from xdsl.dialects.linalg.abstract_ops import NamedOperation
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     base,
@@ -45,6 +51,8 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoMemoryEffect, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
+
+from cimxdsl.dialects.utils import shape_of
 
 AnyMemRef = base(MemRefType) | base(UnrankedMemRefType)
 
@@ -336,6 +344,48 @@ class BatchMatmulOp(IRDLOperation):
 
 
 @irdl_op_definition
+class MatvecOp(NamedOperation):
+    """`linalg.matvec ins(%a, %x : tensor<MxK>, tensor<K>) outs(%y : tensor<M>) -> tensor<M>`:
+    `y + a·x`.
+
+    See external [documentation](https://mlir.llvm.org/docs/Dialects/Linalg/#linalgmatvec-linalgmatvecop)."""
+
+    name = "linalg.matvec"
+
+    def __init__(self, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]):
+        result_types = [v.type for v in outputs if isinstance(v.type, TensorType)]
+        super().__init__(inputs, outputs, result_types, hidden_region=self.get_hidden_region(inputs, outputs))
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        """The scalar body `out + a·x` (float or integer arithmetic, by the output's element type)."""
+        arg_types = cls.body_arg_types((*inputs, *outputs))
+        integer = isinstance(arg_types[-1], IntegerType)
+        block = Block(arg_types=arg_types)
+        product = (arith.MuliOp if integer else arith.MulfOp)(block.args[0], block.args[1])
+        total = (arith.AddiOp if integer else arith.AddfOp)(block.args[2], product)
+        block.add_ops([product, total, LinalgYieldOp(total)])
+        return Region(block)
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        return tuple(AffineMap.from_callable(f) for f in (lambda m, k: (m, k), lambda m, k: (k,), lambda m, k: (m,)))
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return ArrayAttr([AffineMapAttr(m) for m in self.get_default_indexing_maps()])
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        return ArrayAttr([IteratorTypeAttr.parallel(), IteratorTypeAttr.reduction()])
+
+    def verify_(self) -> None:
+        a, x, y = (shape_of(v) for v in (*self.inputs, *self.outputs))
+        if len(a) != 2 or len(x) != 1 or len(y) != 1 or a[1] != x[0] or a[0] != y[0]:
+            raise VerifyException(
+                f"'linalg.matvec' shapes do not fit: {'x'.join(map(str, a))} times {'x'.join(map(str, x))} "
+                f"into {'x'.join(map(str, y))}"
+            )
+
+
+@irdl_op_definition
 class GatherOp(IRDLOperation):
     """`tensor.gather %source[%indices] gather_dims([0]) : (tensor<VxD>, tensor<Sx1xi64>) -> tensor<Sx1xD>`:
     the slices of `source` at the coordinates in the last dimension of `indices` (along
@@ -440,5 +490,5 @@ def _replacing(dialect: Dialect, ops: Sequence[type[IRDLOperation]]) -> Dialect:
 
 MemRef = _replacing(memref.MemRef, [CastOp, CopyOp])
 Bufferization = _replacing(bufferization.Bufferization, [ToMemrefOp])
-Linalg = _replacing(UpstreamLinalg, [MapOp, BatchMatmulOp])
+Linalg = _replacing(UpstreamLinalg, [MapOp, BatchMatmulOp, MatvecOp])
 Tensor = _replacing(tensor.Tensor, [GenerateOp, GatherOp])

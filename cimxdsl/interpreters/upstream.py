@@ -1,13 +1,18 @@
 """Interpreter functions for the upstream ops cimxdsl adds (`dialects/upstream.py`), and for
 `affine.for` with `iter_args` (the loop form of `tile`), which xDSL's own implementation lacks.
 
-The bodies of `linalg.map` and `tensor.generate` run once, on whole arrays: a scalar op of the
-body computes every element at once (host functions keep array values of scalar types).
+The bodies of `linalg.map`, `tensor.generate` and `linalg.generic` run once, on whole arrays: a
+scalar op of the body computes every element at once (host functions keep array values of scalar
+types). A `linalg.generic` runs on arrays over its whole loop nest; one with reduction loops must
+yield `out ⊕ f(ins)` (⊕ an add, multiply, max or min), reduced along those loops with NumPy.
 """
 
 import numpy as np
 from xdsl.dialects import affine, arith, bufferization, math, tensor
 from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.dialects.linalg.ops import ReduceOp as LinalgReduceOp
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.interpreter import (
     Interpreter,
@@ -18,9 +23,73 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
+from xdsl.ir import Operation, Region
+from xdsl.ir.affine import AffineDimExpr
 
 from cimxdsl.dialects import upstream
+from cimxdsl.interpreters.cinm import round_half_away
+from cimxdsl.interpreters.host import result_of
 from cimxdsl.interpreters.values import elementwise, interpretation_error, numpy_dtype
+
+REDUCTIONS: dict[type, np.ufunc] = {
+    arith.AddfOp: np.add,
+    arith.AddiOp: np.add,
+    arith.MulfOp: np.multiply,
+    arith.MuliOp: np.multiply,
+    arith.MaximumfOp: np.maximum,
+    arith.MaxSIOp: np.maximum,
+    arith.MaxUIOp: np.maximum,
+    arith.MaxnumfOp: np.fmax,
+    arith.MinimumfOp: np.minimum,
+    arith.MinSIOp: np.minimum,
+    arith.MinUIOp: np.minimum,
+    arith.MinnumfOp: np.fmin,
+}
+"""The ops a `linalg.generic` or `linalg.reduce` may combine its output with a reduced value, as
+NumPy functions (`maxui`/`minui` on the integers read as unsigned)."""
+UNSIGNED = (arith.MaxUIOp, arith.MinUIOp)
+
+
+def identity(combine: Operation, dtype: np.dtype):
+    """The value `x` with `x ⊕ y == y` for every `y` of `dtype`, `⊕` the op `combine`."""
+    ufunc = REDUCTIONS[type(combine)]
+    if ufunc.identity is not None:
+        return dtype.type(ufunc.identity)
+    if isinstance(combine, UNSIGNED):
+        return dtype.type(0 if isinstance(combine, arith.MaxUIOp) else -1)
+    floating = np.issubdtype(dtype, np.floating)
+    smallest, largest = (-np.inf, np.inf) if floating else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    return dtype.type(smallest if ufunc in (np.maximum, np.fmax) else largest)
+
+
+def on_loops(value, dims: tuple[int, ...], loops: int) -> np.ndarray:
+    """`value`, indexed by the loop dimensions `dims`, as an array over all `loops` loops (size 1
+    along the loops it does not depend on)."""
+    shape = [1] * loops
+    for dim, size in zip(dims, np.shape(value), strict=True):
+        shape[dim] = size
+    return np.transpose(value, np.argsort(dims)).reshape(shape)
+
+
+def combining_op(body: Region) -> Operation | None:
+    """For a body `yield out ⊕ value` with `out` its last argument, used nowhere else: the op `⊕`."""
+    block = body.block
+    yielded = block.last_op.operands[0] if block.last_op is not None and len(block.last_op.operands) == 1 else None
+    owner = getattr(yielded, "owner", None)
+    out = block.args[-1]
+    if not isinstance(owner, Operation) or type(owner) not in REDUCTIONS or out not in owner.operands:
+        return None
+    return owner if out.has_one_use() else None
+
+
+def reduce_along(combine: Operation, values, axes: tuple[int, ...], init) -> np.ndarray:
+    """`init ⊕ (⊕ of values along axes)`, `⊕` the op `combine`."""
+    ufunc = REDUCTIONS[type(combine)]
+    values, init = np.asarray(values), np.asarray(init)
+    if isinstance(combine, UNSIGNED):
+        unsigned = init.dtype.str.replace("i", "u")
+        return ufunc(init.view(unsigned), ufunc.reduce(values.view(unsigned), axis=axes)).view(init.dtype)
+    return ufunc(init, ufunc.reduce(values, axis=axes))
 
 
 def unsigned_remainder(a, b):
@@ -108,6 +177,51 @@ class UpstreamFunctions(InterpreterFunctions):
     @impl_terminator(affine.YieldOp)
     def run_affine_yield(self, interpreter: Interpreter, op: affine.YieldOp, args: PythonValues):
         return ReturnedValues(args), ()
+
+    @impl(upstream.MatvecOp)
+    def run_matvec(self, interpreter: Interpreter, op: upstream.MatvecOp, args: PythonValues):
+        a, x, y = args
+        return result_of(op, y + np.matmul(a.astype(y.dtype), x.astype(y.dtype)), y)
+
+    @impl(GenericOp)
+    def run_generic(self, interpreter: Interpreter, op: GenericOp, args: PythonValues):
+        maps = [m.data for m in op.indexing_maps]
+        if len(op.outputs) != 1 or not all(isinstance(e, AffineDimExpr) for m in maps for e in m.results):
+            raise interpretation_error(op, "only a linalg.generic with one output and maps that pick loops is run")
+        dims = [tuple(e.position for e in m.results if isinstance(e, AffineDimExpr)) for m in maps]
+        loops = len(op.iterator_types)
+        reduced = tuple(d for d, t in enumerate(op.iterator_types) if t.data == IteratorType.REDUCTION)
+        init = np.asarray(args[-1])
+        inputs = [on_loops(v, d, loops) for v, d in zip(args[:-1], dims[:-1], strict=True)]
+        combine = combining_op(op.body) if reduced else None
+        if reduced and combine is None:
+            raise interpretation_error(op, "a linalg.generic with reduction loops must yield 'out' combined by one op")
+        out = identity(combine, init.dtype) if combine else on_loops(init, dims[-1], loops)
+        (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
+        shape = [1] * loops
+        for value_dims, array in zip(dims, [*args[:-1], init], strict=True):
+            for dim, size in zip(value_dims, np.shape(array), strict=True):
+                shape[dim] = size
+        value = np.broadcast_to(value, shape)
+        kept = [d for d in range(loops) if d not in reduced]
+        order = [kept.index(d) for d in dims[-1]]
+        if combine is None:
+            return result_of(op, np.transpose(value, order), args[-1])
+        init_on_kept = np.transpose(init, np.argsort(order))
+        return result_of(op, np.transpose(reduce_along(combine, value, reduced, init_on_kept), order), args[-1])
+
+    @impl(LinalgReduceOp)
+    def run_reduce(self, interpreter: Interpreter, op: LinalgReduceOp, args: PythonValues):
+        block = op.region.block
+        combine = combining_op(op.region)
+        if combine is None or len(block.args) != 2 or set(combine.operands) != set(block.args):
+            raise interpretation_error(op, "only a linalg.reduce whose body combines its two arguments with one op is run")
+        return result_of(op, reduce_along(combine, args[0], tuple(op.dimensions.get_values()), args[1]), args[1])
+
+    run_log = impl(math.LogOp)(elementwise(np.log))
+    run_ceil = impl(math.CeilOp)(elementwise(np.ceil))
+    run_floor = impl(math.FloorOp)(elementwise(np.floor))
+    run_round = impl(math.RoundOp)(elementwise(round_half_away))
 
     @impl(upstream.BatchMatmulOp)
     def run_batch_matmul(self, interpreter: Interpreter, op: upstream.BatchMatmulOp, args: PythonValues):

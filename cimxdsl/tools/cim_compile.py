@@ -19,7 +19,7 @@ from cimxdsl.explore.sweep import COMPILE_FIELDS
 from cimxdsl.frontend.onnx_importer import OnnxImportError, load_model
 from cimxdsl.limits import dominant_limit
 from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxruntime_outputs, reference_name
-from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
+from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.tools.report import format_layers, format_precision, format_report
 
@@ -253,6 +253,7 @@ def main(args: Sequence[str] | None = None) -> None:
         metavar="DIR",
         help="draw per-layer latency, energy by component and crossbar writes as PNG files in DIR (matplotlib)",
     )
+    add_version_option(parser)
     options = parser.parse_args(args)
 
     progress = Progress("stages")

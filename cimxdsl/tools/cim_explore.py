@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cimxdsl.tools.cli import Progress, UserError, run_reporting_errors
+from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -26,6 +26,7 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
     parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
+    add_version_option(parser)
     options = parser.parse_args(args)
 
     def body() -> None:

@@ -21,7 +21,7 @@ from cimxdsl.dialects.upmem import names_platform
 from cimxdsl.interpreters import entry_function, result_names, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
-from cimxdsl.tools.cli import UserError, run_reporting_errors
+from cimxdsl.tools.cli import UserError, add_version_option, run_reporting_errors
 from cimxdsl.tools.report import format_report
 from cimxdsl.transforms.device_record import device_mismatch, recorded_device
 
@@ -152,6 +152,7 @@ def main(args: Sequence[str] | None = None) -> None:
         metavar="FILE.npz",
         help="write the results (by the names of the returned values, else result_0, …) and the inputs (input_NAME)",
     )
+    add_version_option(parser)
     options = parser.parse_args(args)
 
     def body() -> None:

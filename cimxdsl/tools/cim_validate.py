@@ -19,6 +19,7 @@ import numpy as np
 from cimxdsl.backend.artifacts import ArtifactError, read_artifacts
 from cimxdsl.backend.validator import ExecutionError, validate_images
 from cimxdsl.data_io import InputError, InputSpec, check_inputs
+from cimxdsl.tools.cli import add_version_option
 
 TOOL = "cim-validate"
 
@@ -79,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--expect", action="append", default=[], help="expected output array (.npy or .npz)")
     parser.add_argument("--output", help="save the outputs to this .npz file")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    add_version_option(parser)
     args = parser.parse_args(argv)
     try:
         artifacts = read_artifacts(args.directory)

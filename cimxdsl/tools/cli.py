@@ -1,14 +1,28 @@
-"""Shared helpers for the command-line tools: one-line errors and progress bars."""
+"""Shared helpers for the command-line tools: one-line errors, `--version` and progress bars."""
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import NoReturn
 
 import rich.console
 import rich.progress
 import rich.text
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+
+
+def version_line(tool: str) -> str:
+    """`tool cimxdsl X, xDSL Y`: the package's version and the xDSL it runs on."""
+    import cimxdsl
+
+    return f"{tool} (cimxdsl) {cimxdsl.__version__}, xDSL {version('xdsl')}"
+
+
+def add_version_option(parser: argparse.ArgumentParser) -> None:
+    """`--version`: print `version_line` and exit 0."""
+    parser.add_argument("--version", action="version", version=version_line(parser.prog))
 
 
 class UserError(Exception):

@@ -1,5 +1,7 @@
-"""The cimxdsl passes, one module per pass, registered lazily by name (Cinnamon's names as aliases)."""
+"""The cimxdsl passes, one module per pass, registered lazily by name (Cinnamon's names as aliases,
+with the options that make them do what Cinnamon's pass does)."""
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 
@@ -25,10 +27,12 @@ _PASSES: dict[str, tuple[str, str]] = {
     "pim-bufferize": ("pim_bufferize", "PimBufferizePass"),
     "pim-codegen": ("pim_codegen", "PimCodegenPass"),
     "pim": ("pim_pipeline", "PimPipelinePass"),
+    "cinm-to-linalg": ("cinm_to_linalg", "CinmToLinalgPass"),
 }
+PASS_NAMES = tuple(_PASSES)
 
 ALIASES: dict[str, str] = {
-    "cinm-tiling": "tile",
+    "cinm-tiling": "tile{mode=loop}",
     "cinm-isolate-compute-blocks": "cinm-isolate-compute",
     "convert-cinm-to-cim": "cinm-to-cim",
     "cim-schedule-asap": "schedule-asap",
@@ -45,12 +49,17 @@ def _factory(module: str, class_name: str) -> Callable[[], type[ModulePass]]:
     return load
 
 
-def _alias_factory(alias: str, load: Callable[[], type[ModulePass]]) -> Callable[[], type[ModulePass]]:
-    """The pass under another name (xDSL checks that a spec's name is the class's `name`)."""
+def _alias_factory(alias: str, load: Callable[[], type[ModulePass]], defaults: str) -> Callable[[], type[ModulePass]]:
+    """The pass under another name (xDSL checks that a spec's name is the class's `name`), with the
+    option defaults `defaults` (`name=value ...`, as the pipeline text writes them)."""
 
     def load_alias() -> type[ModulePass]:
         cls = load()
-        return type(cls.__name__, (cls,), {"name": alias, "__doc__": f"Alias of `{cls.name}`."})
+        values = dict(pair.split("=") for pair in defaults.split())
+        doc = f"Cinnamon's name for `{cls.name}{{{defaults}}}`." if defaults else f"Alias of `{cls.name}`."
+        namespace = {"name": alias, "__doc__": doc, **values}
+        namespace["__annotations__"] = {key: cls.__dataclass_fields__[key].type for key in values}
+        return dataclasses.dataclass(frozen=True)(type(cls.__name__, (cls,), namespace))
 
     return load_alias
 
@@ -58,5 +67,7 @@ def _alias_factory(alias: str, load: Callable[[], type[ModulePass]]) -> Callable
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Lazy factories for every cimxdsl pass, keyed by pass name (aliases included)."""
     passes = {name: _factory(*where) for name, where in _PASSES.items()}
-    passes.update({alias: _alias_factory(alias, passes[name]) for alias, name in ALIASES.items()})
+    for alias, spec in ALIASES.items():
+        name, _, defaults = spec.partition("{")
+        passes[alias] = _alias_factory(alias, passes[name], defaults.rstrip("}"))
     return passes

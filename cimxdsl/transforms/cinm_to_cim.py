@@ -4,7 +4,8 @@ The compute's body moves in front of it between `cim.acquire_device`/`cim.acquir
 the matching releases. Matrix products become `cim.op.gemm`/`cim.op.gemv` returning futures; a
 product that feeds another product takes the future directly, anything else waits for it with
 `cim.barrier`. A bias and the element-wise ops of a tiled layer (partial-sum additions) become
-host arithmetic on the barrier results; `cinm.op.im2col` stays, as host data movement. The
+host arithmetic on the barrier results; `cinm.op.im2col` stays, as host data movement, and so do
+the unary and tensor-scalar element-wise ops and reductions (`cinm-to-linalg` lowers them). The
 yielded values replace the compute's results. A compute placed on the host (`cimxdsl.placement =
 "host"`, see `linalg-to-cinm`) stays; a placed compute's device carries its placement.
 """
@@ -103,8 +104,14 @@ class ComputeToCim(RewritePattern):
                 rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
             case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
                 rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
-            case cinm.Im2colOp() | cinm.ElementwiseBufferOp():
-                pass  # data movement or element-wise work on buffers: stays on the host as it is
+            case (
+                cinm.Im2colOp()
+                | cinm.ElementwiseBufferOp()
+                | cinm.ElementWiseOp()
+                | cinm.ElementwiseScalarOp()
+                | cinm.ReduceOp()
+            ):
+                pass  # data movement, unary or scalar element-wise work, reductions: host ops as they are
             case _ if op.dialect_name() == "cinm":
                 raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
             case _:

@@ -73,7 +73,7 @@ from cimxdsl.transforms.crossbar_weights import (
     weight_blocks,
     weight_origin,
 )
-from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.errors import check_choice, pass_error
 from cimxdsl.transforms.spatial_values import (
     FLATTENED_USE,
     Constant,
@@ -828,8 +828,7 @@ class CinmToSpatialPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
-        if self.packing not in PACKINGS:
-            raise fail(f"option 'packing' must be one of {', '.join(PACKINGS)}, got '{self.packing}'")
+        check_choice(self.name, "packing", self.packing, PACKINGS)
         for function in list(op.walk()):
             if not isinstance(function, func.FuncOp) or not function.body.blocks:
                 continue

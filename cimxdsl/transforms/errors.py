@@ -1,13 +1,62 @@
-"""How a pass fails on bad input: one line, `pass-name: message`, with the op it stopped at."""
+"""How a pass fails on bad input: one line, `pass-name: message`, with the op it stopped at; a step
+of a named pipeline (`memristor`, `pim`) names the pipeline and the step."""
 
+from collections.abc import Sequence
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from cimxdsl.device.config import DeviceConfigError, load_device_config
+from cimxdsl.device.settings import did_you_mean
 from cimxdsl.dialects.utils import location_prefix
 
 
-def pass_error(name: str, message: str, op: Operation | None = None) -> PassFailedException:
+class PassError(PassFailedException):
+    """`place` `name: message` `suffix`, its parts kept (`of`) so that a pipeline can rename the pass."""
+
+    name = message = place = suffix = ""
+
+    @classmethod
+    def of(cls, name: str, message: str, place: str = "", suffix: str = "") -> "PassError":
+        error = cls(f"{place}{name}: {message}{suffix}")
+        error.name, error.message, error.place, error.suffix = name, message, place, suffix
+        return error
+
+    def within(self, pipeline: str) -> "PassError":
+        """The error as a step of the pipeline pass `pipeline` reports it."""
+        return PassError.of(f"{pipeline} ({self.name})", self.message, self.place, self.suffix)
+
+
+def pass_error(name: str, message: str, op: Operation | None = None) -> PassError:
     """`name: message ('op.name')`, prefixed with `file:line:col: ` when the op has a location."""
     if op is None:
-        return PassFailedException(f"{name}: {message}")
-    return PassFailedException(f"{location_prefix(op)}{name}: {message} ('{op.name}')")
+        return PassError.of(name, message)
+    return PassError.of(name, message, location_prefix(op), f" ('{op.name}')")
+
+
+def check_choice(name: str, option: str, value: str, choices: Sequence[str]) -> None:
+    """Raise `name: option 'option' must be one of ..., got 'value'` (with a did-you-mean) unless
+    `value` is one of `choices`."""
+    if value not in choices:
+        hint = did_you_mean(value, choices)
+        raise pass_error(name, f"option '{option}' must be one of {', '.join(choices)}, got '{value}'{hint}")
+
+
+def check_device(name: str, device: str) -> None:
+    """Raise `name: option 'device': ...` unless `device` names a preset or a valid TOML file."""
+    try:
+        load_device_config(device)
+    except DeviceConfigError as e:
+        raise pass_error(name, f"option 'device': {e}") from None
+
+
+def run_steps(pipeline: str, steps: Sequence[ModulePass], ctx: Context, module: ModuleOp) -> None:
+    """Apply `steps` in order as the pipeline pass `pipeline`; a step's error names both."""
+    for step in steps:
+        try:
+            step.apply(ctx, module)
+        except PassError as e:
+            raise e.within(pipeline) from None

@@ -2,7 +2,11 @@
 `cinm.compute` per layer.
 
 `linalg.matmul ins(%a, %b) outs(%c)` computes `a·b + c`; it becomes `cinm.op.gemm %a, %b` when `%c`
-is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise.
+is a fresh or zero-filled tensor, and `cinm.op.gemm %a, %b plus %c` otherwise; `linalg.matvec`
+becomes `cinm.op.gemv` alike. A `linalg.generic` that is one of these products (indexing maps
+`(m,k),(k,n)->(m,n)` or `(m,k),(k)->(m)`, its inputs in either order, and a body `out + a·b` in
+`arith.mulf`/`addf` or `muli`/`addi`: the form `linalg-generalize-named-ops` writes) is offloaded
+as the named op.
 `linalg.conv_2d_nchw_fchw` becomes `cinm.op.im2col` of the image, a gemm with the FCHW weights as
 a `(C·KH·KW) × F` matrix (folded when the weights are a constant or a slice of one, as a group's
 are), and the reshape of the product back to NCHW; `linalg.conv_2d_ngchw_gfchw` (a grouped convolution)
@@ -30,9 +34,19 @@ from xdsl.dialects.builtin import (
     TensorType,
     i64,
 )
-from xdsl.dialects.linalg.ops import Conv2DNchwFchwOp, Conv2DNgchwGfchwOp, FillOp, MatmulOp, TransposeOp
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.dialects.linalg.ops import (
+    Conv2DNchwFchwOp,
+    Conv2DNgchwGfchwOp,
+    FillOp,
+    GenericOp,
+    MatmulOp,
+    TransposeOp,
+)
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.dialects.tensor import CollapseShapeOp, ExpandShapeOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -46,10 +60,10 @@ from xdsl.rewriter import InsertPoint
 from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.device.placement import PLACEMENTS, placement_of
 from cimxdsl.dialects import cinm
-from cimxdsl.dialects.upstream import BatchMatmulOp
+from cimxdsl.dialects.upstream import BatchMatmulOp, MatvecOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
 from cimxdsl.transforms.device_option import DeviceOption
-from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.errors import check_choice
 
 
 def is_zero(value: SSAValue) -> bool:
@@ -120,15 +134,77 @@ def weight_matrix(weights: SSAValue, rewriter: PatternRewriter, before: Operatio
     return [collapsed, init, transpose], transpose.results[0]
 
 
-class MatmulToCinm(RewritePattern):
+def dims(affine_map: AffineMap) -> tuple[int, ...] | None:
+    """The loop dimensions an indexing map reads, in order; None unless each result is one dimension."""
+    if not all(isinstance(e, AffineDimExpr) for e in affine_map.results):
+        return None
+    return tuple(e.position for e in affine_map.results if isinstance(e, AffineDimExpr))
+
+
+def multiply_add_body(op: GenericOp) -> bool:
+    """Whether the body of `op` is `yield out + a·b` of its three arguments (float or integer)."""
+    block = op.body.block
+    body = list(block.ops)
+    if len(block.args) != 3 or len(body) != 3:
+        return False
+    multiply, add, end = body
+    a, b, out = block.args
+    pairs = ((arith.MulfOp, arith.AddfOp), (arith.MuliOp, arith.AddiOp))
+    return (
+        any(isinstance(multiply, m) and isinstance(add, p) for m, p in pairs)
+        and {*multiply.operands} == {a, b}
+        and len(multiply.operands) == 2
+        and {*add.operands} == {out, multiply.results[0]}
+        and isinstance(end, LinalgYieldOp)
+        and tuple(end.operands) == (add.results[0],)
+    )
+
+
+def generic_product(op: GenericOp) -> tuple[SSAValue, SSAValue, SSAValue] | None:
+    """`(matrix, right, init)` when `op` is a matrix-matrix or matrix-vector product on tensors (see
+    the module's docstring), else None."""
+    if len(op.inputs) != 2 or len(op.outputs) != 1 or len(op.res) != 1 or not multiply_add_body(op):
+        return None
+    iterators = [t.data for t in op.iterator_types]
+    reduced = [d for d, t in enumerate(iterators) if t == IteratorType.REDUCTION]
+    found = [dims(m.data) for m in op.indexing_maps]
+    if len(reduced) != 1 or len(iterators) not in (2, 3) or None in found:
+        return None
+    (k,), out_dims = reduced, found[2]
+    if sorted((*out_dims, k)) != list(range(len(iterators))):
+        return None
+    left, right = (out_dims[0], k), ((k, out_dims[1]) if len(out_dims) == 2 else (k,))
+    for (first, second), values in (((0, 1), op.inputs), ((1, 0), op.inputs[::-1])):
+        if (found[first], found[second]) == (left, right):
+            return values[0], values[1], op.outputs[0]
+    return None
+
+
+def offloadable(op: Operation) -> bool:
+    """Whether `linalg-to-cinm` offloads `op`: a product or convolution on tensors outside a compute."""
+    if isinstance(op.parent_op(), cinm.ComputeOp) or len(op.results) != 1:
+        return False
+    if isinstance(op, GenericOp):
+        return generic_product(op) is not None
+    return isinstance(op, MatmulOp | MatvecOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp | BatchMatmulOp)
+
+
+def offload_product(rewriter: PatternRewriter, op: Operation, left: SSAValue, right: SSAValue, init: SSAValue):
+    """Replace `op`, computing `left · right + init`, by a compute of a gemm (a gemv for a vector `init`)."""
+    product = cinm.GemvOp if isinstance(init.type, TensorType) and init.type.get_num_dims() == 1 else cinm.GemmOp
+    bias = None if is_zero(init) else init
+    wrap_in_compute(rewriter, op, [product(left, right, bias, op.results[0].type)])
+
+
+class ProductToCinm(RewritePattern):
+    """`linalg.matmul`/`linalg.matvec`, or a `linalg.generic` that is one → a compute of a gemm/gemv."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: MatmulOp, rewriter: PatternRewriter):
-        if len(op.res) != 1 or (op.parent_op() is not None and isinstance(op.parent_op(), cinm.ComputeOp)):
+    def match_and_rewrite(self, op: MatmulOp | MatvecOp | GenericOp, rewriter: PatternRewriter):
+        if not offloadable(op):
             return
-        left, right = op.inputs
-        (init,) = op.outputs
-        bias = None if is_zero(init) else init
-        wrap_in_compute(rewriter, op, [cinm.GemmOp(left, right, bias, op.res[0].type)])
+        left, right, init = generic_product(op) if isinstance(op, GenericOp) else (*op.inputs, *op.outputs)
+        offload_product(rewriter, op, left, right, init)
 
 
 class ConvToCinm(RewritePattern):
@@ -139,7 +215,7 @@ class ConvToCinm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Conv2DNchwFchwOp | Conv2DNgchwGfchwOp, rewriter: PatternRewriter):
-        if len(op.res) != 1 or isinstance(op.parent_op(), cinm.ComputeOp):
+        if not offloadable(op):
             return
         image, weights = op.inputs
         (init,) = op.outputs
@@ -240,7 +316,7 @@ class BatchMatmulToCinm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: BatchMatmulOp, rewriter: PatternRewriter):
-        if isinstance(op.parent_op(), cinm.ComputeOp):
+        if not offloadable(op):
             return
         (batch, m, k), (_, _, n) = shape_of(op.lhs), shape_of(op.rhs)
         result_type = op.result.type
@@ -264,8 +340,8 @@ class BatchMatmulToCinm(RewritePattern):
 
 @dataclass(frozen=True)
 class LinalgToCinmPass(DeviceOption, ModulePass):
-    """Offload `linalg.matmul` to `cinm.op.gemm`, each in its own `cinm.compute`; products of two
-    run-time tensors (`linalg.batch_matmul`) placed by `placement` (`host`, `crossbar`, or `auto`:
+    """Offload `linalg.matmul`, `linalg.matvec` (or a `linalg.generic` that is one) and convolutions
+    to `cinm.op.gemm`/`gemv`, each in its own `cinm.compute`; products of two run-time tensors (`linalg.batch_matmul`) placed by `placement` (`host`, `crossbar`, or `auto`:
     the cheaper on `device`, a preset name or TOML file)."""
 
     name = "linalg-to-cinm"
@@ -276,10 +352,8 @@ class LinalgToCinmPass(DeviceOption, ModulePass):
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.placement not in PLACEMENTS:
-            choices = ", ".join(PLACEMENTS)
-            raise pass_error(self.name, f"option 'placement' must be one of {choices}, got '{self.placement}'")
-        patterns = [MatmulToCinm(), ConvToCinm(), BatchMatmulToCinm(self.placement, self.config())]
+        check_choice(self.name, "placement", self.placement, PLACEMENTS)
+        patterns = [ProductToCinm(), ConvToCinm(), BatchMatmulToCinm(self.placement, self.config())]
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
         ).rewrite_module(op)

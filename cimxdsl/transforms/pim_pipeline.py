@@ -16,10 +16,12 @@ from xdsl.passes import ModulePass
 
 from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
+from cimxdsl.transforms.crossbar_weights import PACKINGS
+from cimxdsl.transforms.errors import PassError, check_choice, check_device, run_steps
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim_codegen import PimCodegenPass
-from cimxdsl.transforms.spatial_mapping import SpatialMappingPass
+from cimxdsl.transforms.spatial_mapping import STRATEGIES, SpatialMappingPass
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
@@ -67,6 +69,13 @@ class PimPipelinePass(ModulePass):
     mapping_budget: float = 10.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.device:
+            check_device(self.name, self.device)
+        check_choice(self.name, "packing", self.packing, PACKINGS)
+        check_choice(self.name, "mapping", self.mapping, STRATEGIES)
         options = (self.device, self.packing, self.mapping, self.mapping_budget)
-        for p in pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, *options):
-            p.apply(ctx, op)
+        try:
+            steps = pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, *options)
+        except PassError as e:
+            raise e.within(self.name) from None
+        run_steps(self.name, steps, ctx, op)

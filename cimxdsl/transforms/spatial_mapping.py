@@ -25,7 +25,7 @@ from xdsl.passes import ModulePass
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.errors import check_choice, pass_error
 from cimxdsl.transforms.mapping import (
     STRATEGIES,
     Mapping,
@@ -170,9 +170,7 @@ class SpatialMappingPass(ModulePass):
 
     def map(self, op: ModuleOp, chip: ChipConfig) -> None:
         """The mapping with the computes timed on `chip` (rather than the `chip` option's)."""
-        if self.strategy not in STRATEGIES:
-            choices = ", ".join(STRATEGIES)
-            raise pass_error(self.name, f"option 'strategy' must be one of {choices}, got '{self.strategy}'")
+        check_choice(self.name, "strategy", self.strategy, STRATEGIES)
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
             raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
         for function in list(op.walk()):

@@ -30,7 +30,7 @@ from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.device_record import record_device
-from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.errors import check_choice, pass_error
 from cimxdsl.transforms.tile_loops import given_tile_sizes, tile_in_loops
 
 
@@ -215,6 +215,7 @@ class TilePass(DeviceOption, ModulePass):
         return tile_shape(rows, cols, cells)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_choice(self.name, "mode", self.mode, ("unroll", "loop"))
         rows, columns = self.tile_shape()
         config = self.device_or_none()
         if config is not None and (self.rows, self.cols) != (None, None):
@@ -222,9 +223,7 @@ class TilePass(DeviceOption, ModulePass):
         record_device(op, config, rows, columns)
         if self.mode == "unroll":
             PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
-        elif self.mode == "loop":
+        else:
             for found in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp)]:
                 if loops_needed(found, rows, columns):
                     tile_in_loops(found, rows, columns)
-        else:
-            raise pass_error(self.name, f"option 'mode' must be 'unroll' or 'loop', got '{self.mode}'")

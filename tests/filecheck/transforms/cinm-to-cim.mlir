@@ -52,11 +52,26 @@ func.func @partials(%a: tensor<2x4xf32>, %b: tensor<4x3xf32>, %m: tensor<3x4xf32
 
 // -----
 
-func.func @unsupported(%a: tensor<4xi32>) -> i32 {
+// Unary element-wise ops and reductions stay on the host as they are (`cinm-to-linalg` lowers them).
+func.func @host_ops(%a: tensor<4xi32>) -> i32 {
   %r = cinm.compute -> i32 {
-    %0 = cinm.op.reduce add (%a) : tensor<4xi32> -> i32
+    %e = cinm.op.element_wise abs (%a) : tensor<4xi32>
+    %0 = cinm.op.reduce add (%e) : tensor<4xi32> -> i32
     cinm.yield %0 : i32
   }
   return %r : i32
 }
-// CHECK: cinm-to-cim: cannot lower 'cinm.op.reduce' to the cim dialect
+// CHECK-LABEL: func.func @host_ops
+// CHECK:         %e = cinm.op.element_wise abs(%a) : tensor<4xi32>
+// CHECK-NEXT:    %r = cinm.op.reduce add(%e) : tensor<4xi32> -> i32
+
+// -----
+
+func.func @unsupported(%a: tensor<4xi32>) -> tensor<4xi32> {
+  %r = cinm.compute -> tensor<4xi32> {
+    %0 = cinm.op.scan add (%a) : tensor<4xi32>
+    cinm.yield %0 : tensor<4xi32>
+  }
+  return %r : tensor<4xi32>
+}
+// CHECK: cinm-to-cim: cannot lower 'cinm.op.scan' to the cim dialect

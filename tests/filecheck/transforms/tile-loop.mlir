@@ -1,6 +1,8 @@
 // RUN: cim-opt %s --split-input-file -p 'tile{rows=128 cols=32 mode=loop}' | filecheck %s
 // RUN: cim-opt %s --split-input-file -p 'tile{rows=128 cols=32 mode=loop},cinm-unroll-loops' | filecheck %s --check-prefix=UNROLL
 // RUN: not cim-opt %s -p 'tile{mode=tiles}' 2>&1 | filecheck %s --check-prefix=BAD
+// Cinnamon's pass name runs the loop form.
+// RUN: cim-opt %s --split-input-file -p 'cinm-tiling{rows=128 cols=32}' | filecheck %s
 
 // The loop form follows the structure of Cinnamon's cinm-tiling test for tensors: loops over the
 // input rows and output columns carry the result, the loop over K accumulates with `plus` from
@@ -29,7 +31,7 @@
 // UNROLL:       tensor.insert_slice %{{.*}} into %{{.*}}[0, 96] [8, 32] [1, 1]
 // UNROLL-NOT:   affine.for
 
-// BAD: tile: option 'mode' must be 'unroll' or 'loop', got 'tiles'
+// BAD: tile: option 'mode' must be one of unroll, loop, got 'tiles'
 func.func @gemm_tensor(%A: tensor<8x1024xi32>, %B: tensor<1024x128xi32>) -> tensor<8x128xi32> {
   %r = cinm.compute -> tensor<8x128xi32> {
     %p = cinm.op.gemm %A, %B : tensor<8x1024xi32>, tensor<1024x128xi32> -> tensor<8x128xi32>

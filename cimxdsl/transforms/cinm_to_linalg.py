@@ -1,0 +1,219 @@
+"""`cinm-to-linalg`: the element-wise ops and reductions that stay on the host as upstream MLIR.
+
+`cinm.op.add/sub/mul/div`, the tensor-scalar `adds/subs/muls/divs`, `cinm.op.element_wise` and
+Cinnamon's buffer form `cinm.op.elementwise ... into %buffer` become a `linalg.map` whose body is
+the scalar `arith`/`math` op (the scalar operand of `adds` & co. is used from above); the result of
+a tensor op goes into a `tensor.empty`, the buffer form writes its `into` memref. `cinm.op.reduce`
+becomes a `linalg.reduce` into a `linalg.fill` of the method's identity (followed by
+`tensor.extract` when the result is a scalar). Integer `div` is `arith.divsi` (truncating, as the
+interpreter's `cinm` semantics), and the thesis-era `max`/`min` reduce floats with
+`arith.maximumf`/`minimumf` (NaN wins, as NumPy's `max`) and integers as signed. Other cinm ops
+(products, im2col, scan, top-k, ...) are left alone.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, math, tensor
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.dialects.linalg.ops import FillOp
+from xdsl.dialects.linalg.ops import ReduceOp as LinalgReduceOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from cimxdsl.dialects import cinm
+from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod
+from cimxdsl.dialects.upstream import MapOp
+from cimxdsl.dialects.utils import element_type
+
+ScalarBody = Callable[[list[SSAValue]], list[Operation]]
+"""The scalar ops computing one element from one element of each operand (the result is the last op's)."""
+
+
+def binary(integer: type[Operation], floating: type[Operation]) -> Callable[[Attribute], ScalarBody]:
+    def body(element: Attribute) -> ScalarBody:
+        kind = integer if isinstance(element, IntegerType) else floating
+        return lambda args: [kind(args[0], args[1])]
+
+    return body
+
+
+def unary(floating: type[Operation], integer: type[Operation] | None = None) -> Callable[[Attribute], ScalarBody]:
+    def body(element: Attribute) -> ScalarBody:
+        kind = integer if integer is not None and isinstance(element, IntegerType) else floating
+        return lambda args: [kind(args[0])]
+
+    return body
+
+
+def reciprocal(element: Attribute) -> ScalarBody:
+    def ops(args: list[SSAValue]) -> list[Operation]:
+        one = arith.ConstantOp(FloatAttr(1.0, element))  # type: ignore[arg-type]
+        return [one, arith.DivfOp(one.result, args[0])]
+
+    return ops
+
+
+def square(element: Attribute) -> ScalarBody:
+    return lambda args: [(arith.MuliOp if isinstance(element, IntegerType) else arith.MulfOp)(args[0], args[0])]
+
+
+BINARY: dict[str, Callable[[Attribute], ScalarBody]] = {
+    "add": binary(arith.AddiOp, arith.AddfOp),
+    "sub": binary(arith.SubiOp, arith.SubfOp),
+    "mul": binary(arith.MuliOp, arith.MulfOp),
+    "div": binary(arith.DivSIOp, arith.DivfOp),
+}
+UNARY: dict[ElementwiseKind, Callable[[Attribute], ScalarBody]] = {
+    ElementwiseKind.EXP: unary(math.ExpOp),
+    ElementwiseKind.LOG: unary(math.LogOp),
+    ElementwiseKind.ABS: unary(math.AbsFOp, math.AbsIOp),
+    ElementwiseKind.CEIL: unary(math.CeilOp),
+    ElementwiseKind.FLOOR: unary(math.FloorOp),
+    ElementwiseKind.NEGF: unary(arith.NegfOp),
+    ElementwiseKind.RECIPROCAL: reciprocal,
+    ElementwiseKind.ROUND: unary(math.RoundOp),
+    ElementwiseKind.SQRT: unary(math.SqrtOp),
+    ElementwiseKind.RSQRT: unary(math.RsqrtOp),
+    ElementwiseKind.SQUARE: square,
+    ElementwiseKind.TANH: unary(math.TanhOp),
+    ElementwiseKind.ERF: unary(math.ErfOp),
+}
+TENSOR_BINARY = {cinm.AddOp: "add", cinm.SubOp: "sub", cinm.MulOp: "mul", cinm.DivOp: "div"}
+TENSOR_SCALAR = {cinm.AddsOp: "add", cinm.SubsOp: "sub", cinm.MulsOp: "mul", cinm.DivsOp: "div"}
+
+
+def map_op(inputs: list[SSAValue], init: SSAValue, body: ScalarBody, captured: list[SSAValue]) -> MapOp:
+    """`linalg.map` of `body` over `inputs` (one element each, then the values `captured` from above) into `init`."""
+    block = Block(arg_types=[element_type(v) for v in inputs])
+    ops = body([*block.args, *captured])
+    block.add_ops([*ops, LinalgYieldOp(ops[-1].results[0])])
+    return MapOp(inputs, init, Region(block))
+
+
+def replace_with(rewriter: PatternRewriter, op: Operation, setup: list[Operation], new: list[Operation]) -> None:
+    """Insert `setup` before `op` and replace `op` by `new` (only `new` take `op`'s name)."""
+    rewriter.insert(setup, InsertPoint.before(op))
+    rewriter.replace(op, new)
+
+
+class ElementwiseToLinalg(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self,
+        op: cinm.AddOp
+        | cinm.SubOp
+        | cinm.MulOp
+        | cinm.DivOp
+        | cinm.AddsOp
+        | cinm.SubsOp
+        | cinm.MulsOp
+        | cinm.DivsOp
+        | cinm.ElementWiseOp
+        | cinm.ElementwiseBufferOp,
+        rewriter: PatternRewriter,
+    ):
+        if isinstance(op, cinm.ElementwiseBufferOp):
+            kind = op.kind.data
+            build = BINARY[kind] if kind in BINARY else UNARY[cinm.UNARY_SPELLINGS[kind]]
+            body = build(element_type(op.out))
+            rewriter.replace(op, map_op(list(op.inputs), op.out, body, []), [])
+            return
+        if isinstance(op, cinm.ElementWiseOp):
+            inputs, captured, body = [op.input], [], UNARY[op.method.data](element_type(op.input))
+        elif type(op) in TENSOR_SCALAR:
+            inputs, captured, body = [op.lhs], [op.rhs], BINARY[TENSOR_SCALAR[type(op)]](element_type(op.lhs))
+        else:
+            inputs, captured, body = [op.lhs, op.rhs], [], BINARY[TENSOR_BINARY[type(op)]](element_type(op.lhs))
+        empty = tensor.EmptyOp([], op.result.type)
+        mapped = map_op(inputs, empty.tensor, body, captured)
+        replace_with(rewriter, op, [empty], [mapped])
+
+
+@dataclass(frozen=True)
+class Reduction:
+    integer: type[Operation]
+    floating: type[Operation] | None
+    identity: Callable[[Attribute], int | float]
+    """the method's identity for an element type"""
+
+
+def smallest(element: Attribute) -> int | float:
+    return -(2 ** (element.width.data - 1)) if isinstance(element, IntegerType) else float("-inf")
+
+
+def largest(element: Attribute) -> int | float:
+    return 2 ** (element.width.data - 1) - 1 if isinstance(element, IntegerType) else float("inf")
+
+
+REDUCTIONS: dict[ReduceMethod, Reduction] = {
+    ReduceMethod.ADD: Reduction(arith.AddiOp, arith.AddfOp, lambda e: 0),
+    ReduceMethod.MUL: Reduction(arith.MuliOp, arith.MulfOp, lambda e: 1),
+    ReduceMethod.MAX: Reduction(arith.MaxSIOp, arith.MaximumfOp, smallest),
+    ReduceMethod.MIN: Reduction(arith.MinSIOp, arith.MinimumfOp, largest),
+    ReduceMethod.MAXNUMF: Reduction(arith.MaxnumfOp, arith.MaxnumfOp, smallest),
+    ReduceMethod.MINNUMF: Reduction(arith.MinnumfOp, arith.MinnumfOp, largest),
+    ReduceMethod.MAXSI: Reduction(arith.MaxSIOp, None, smallest),
+    ReduceMethod.MINSI: Reduction(arith.MinSIOp, None, largest),
+    ReduceMethod.MAXUI: Reduction(arith.MaxUIOp, None, lambda e: 0),
+    ReduceMethod.MINUI: Reduction(arith.MinUIOp, None, lambda e: -1),
+}
+
+
+class ReduceToLinalg(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.ReduceOp, rewriter: PatternRewriter):
+        element = element_type(op.input)
+        rank = op.input.type.get_num_dims()  # type: ignore[union-attr]
+        dimensions = sorted(d % rank for d in op.dimensions.get_values())
+        reduction = REDUCTIONS[op.method.data]
+        integer = isinstance(element, IntegerType)
+        combine = reduction.integer if integer or reduction.floating is None else reduction.floating
+        result_type = op.result.type
+        init_type = result_type if isinstance(result_type, TensorType) else TensorType(element, ())
+        identity = reduction.identity(element)
+        value = IntegerAttr(int(identity), element) if integer else FloatAttr(float(identity), element)  # type: ignore[arg-type]
+        constant = arith.ConstantOp(value)
+        empty = tensor.EmptyOp([], init_type)
+        fill = FillOp([constant.result], [empty.tensor], [init_type])
+        block = Block(arg_types=[element, element])
+        combined = combine(block.args[0], block.args[1])
+        block.add_ops([combined, LinalgYieldOp(combined.results[0])])
+        dims = DenseArrayBase.from_list(i64, dimensions)
+        reduce = LinalgReduceOp(op.input, fill.results[0], dims, Region(block))
+        setup: list[Operation] = [constant, empty, fill]
+        if isinstance(result_type, TensorType):
+            replace_with(rewriter, op, setup, [reduce])
+        else:
+            replace_with(rewriter, op, [*setup, reduce], [tensor.ExtractOp(reduce.results[0], [], result_type)])
+
+
+@dataclass(frozen=True)
+class CinmToLinalgPass(ModulePass):
+    """Lower the cinm element-wise ops and reductions (tensor and buffer forms) to `linalg.map` and
+    `linalg.reduce` with `arith`/`math` bodies."""
+
+    name = "cinm-to-linalg"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = GreedyRewritePatternApplier([ElementwiseToLinalg(), ReduceToLinalg()], dce_enabled=False)
+        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
+

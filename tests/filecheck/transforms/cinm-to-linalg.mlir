@@ -1,0 +1,66 @@
+// RUN: cim-opt %s --split-input-file -p cinm-to-linalg | filecheck %s
+// RUN: cim-opt %s --split-input-file -p cinm-to-linalg | filecheck %s --check-prefix=NOCINM
+
+// The host's element-wise ops become a `linalg.map` of the scalar op into a fresh tensor; a scalar
+// operand is used from above.
+func.func @elementwise(%a: tensor<4x6xf32>, %b: tensor<4x6xf32>, %s: f32, %i: tensor<3xi32>, %j: tensor<3xi32>) -> (tensor<4x6xf32>, tensor<3xi32>) {
+  %sum = cinm.op.add %a, %b : tensor<4x6xf32>
+  %scaled = cinm.op.divs %sum, %s : tensor<4x6xf32>
+  %e = cinm.op.element_wise exp (%scaled) : tensor<4x6xf32>
+  %q = cinm.op.elementwise div %i, %j : tensor<3xi32>
+  return %e, %q : tensor<4x6xf32>, tensor<3xi32>
+}
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK:         %[[E0:.*]] = tensor.empty() : tensor<4x6xf32>
+// CHECK-NEXT:    %sum = linalg.map ins(%a, %b : tensor<4x6xf32>, tensor<4x6xf32>) outs(%[[E0]] : tensor<4x6xf32>) (%[[X:.*]]: f32, %[[Y:.*]]: f32) {
+// CHECK-NEXT:      %[[R:.*]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:      linalg.yield %[[R]] : f32
+// CHECK-NEXT:    }
+// CHECK:         %scaled = linalg.map ins(%sum : tensor<4x6xf32>)
+// CHECK-NEXT:      arith.divf %{{.*}}, %s : f32
+// CHECK:         %e = linalg.map ins(%scaled : tensor<4x6xf32>)
+// CHECK-NEXT:      math.exp %{{.*}} : f32
+// CHECK:         %q = linalg.map ins(%i, %j : tensor<3xi32>, tensor<3xi32>)
+// CHECK-NEXT:      arith.divsi
+// CHECK:         func.return %e, %q
+
+// -----
+
+// A reduction becomes `linalg.reduce` into the method's identity; a scalar result is extracted.
+func.func @reduce(%x: tensor<4x6xi32>, %f: tensor<8xf32>) -> (tensor<4xi32>, f32, tensor<6xi32>) {
+  %rows = cinm.op.reduce maxsi (%x) : tensor<4x6xi32> -> tensor<4xi32>
+  %total = cinm.op.reduce add (%f) : tensor<8xf32> -> f32
+  %cols = cinm.op.reduce minui (%x) {dimensions = array<i64: 0>} : tensor<4x6xi32> -> tensor<6xi32>
+  return %rows, %total, %cols : tensor<4xi32>, f32, tensor<6xi32>
+}
+
+// CHECK-LABEL: func.func @reduce
+// CHECK:         %[[LOW:.*]] = arith.constant -2147483648 : i32
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<4xi32>
+// CHECK-NEXT:    %[[F1:.*]] = linalg.fill ins(%[[LOW]] : i32) outs(%[[E1]] : tensor<4xi32>) -> tensor<4xi32>
+// CHECK-NEXT:    %rows = linalg.reduce ins(%x:tensor<4x6xi32>) outs(%[[F1]]:tensor<4xi32>) dimensions = [1]
+// CHECK-NEXT:    (%[[IN:.*]]: i32, %[[OUT:.*]]: i32) {
+// CHECK-NEXT:      %[[M:.*]] = arith.maxsi %[[IN]], %[[OUT]] : i32
+// CHECK-NEXT:      linalg.yield %[[M]] : i32
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[SUM:.*]] = linalg.reduce ins(%f:tensor<8xf32>) outs(%{{.*}}:tensor<f32>) dimensions = [0]
+// CHECK:           arith.addf
+// CHECK:         %total = tensor.extract %[[SUM]][] : tensor<f32>
+// CHECK:         arith.constant -1 : i32
+// CHECK:         %cols = linalg.reduce ins(%x:tensor<4x6xi32>) outs(%{{.*}}:tensor<6xi32>) dimensions = [0]
+// CHECK:           arith.minui
+
+// -----
+
+// Cinnamon's buffer form writes its `into` memref.
+func.func @buffers(%a: memref<5xf32>, %out: memref<5xf32>) {
+  cinm.op.elementwise sqrt %a into %out : memref<5xf32> into memref<5xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @buffers
+// CHECK:         linalg.map ins(%a : memref<5xf32>) outs(%out : memref<5xf32>) (%[[V:.*]]: f32) {
+// CHECK-NEXT:      math.sqrt %[[V]] : f32
+
+// NOCINM-NOT: cinm.

@@ -1,0 +1,153 @@
+"""`cinm-to-linalg` keeps every result: each element-wise kind and reduction method on its own, and
+the host functions of Cinnamon's RoBERTa (integer softmax and layer norm) and Llama-2 (softmax, RMS
+norm, attention), run in the interpreter before and after the pass on the same random inputs."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cimxdsl.dialects.cinm import ElementwiseKind
+from cimxdsl.interpreters import run
+from cimxdsl.tools.cim_run import load_inputs
+from tests.unit.helpers import apply, parse
+
+CINNAMON = Path(__file__).parents[2] / "filecheck" / "cinnamon" / "inputs"
+EPS32 = np.finfo(np.float32).eps
+FLOAT_METHODS = ["add", "mul", "max", "min", "maxnumf", "minnumf"]
+INTEGER_METHODS = ["add", "mul", "max", "min", "maxsi", "minsi", "maxui", "minui"]
+
+
+def cinm_ops(module) -> set[str]:
+    return {op.name for op in module.walk() if op.name.startswith("cinm.")}
+
+
+def before_and_after(text: str, inputs: list, entry: str = "main") -> tuple[list, list]:
+    """The results of `entry` as written and after `cinm-to-linalg`, which must leave no cinm op."""
+    before = run(parse(text), inputs, "ideal", entry=entry).outputs
+    lowered = apply(parse(text), "cinm-to-linalg")
+    assert not cinm_ops(lowered) - {"cinm.op.gemm", "cinm.op.gemv", "cinm.compute", "cinm.yield"}
+    return before, run(lowered, inputs, "ideal", entry=entry).outputs
+
+
+@pytest.mark.parametrize("kind", list(ElementwiseKind))
+def test_every_unary_kind(kind):
+    x = np.random.default_rng(1).uniform(0.25, 4.0, (3, 5)).astype(np.float32)
+    text = f"""
+    func.func @main(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {{
+      %y = cinm.op.element_wise {kind.value} (%x) : tensor<3x5xf32>
+      return %y : tensor<3x5xf32>
+    }}"""
+    (before,), (after,) = before_and_after(text, [x])
+    np.testing.assert_allclose(after, before, rtol=EPS32, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("element", ["i32", "f32"])
+def test_binary_and_scalar_kinds(kind, element):
+    rng = np.random.default_rng(2)
+    integer = element == "i32"
+    a, b = (rng.integers(-50, 50, (4, 3)) if integer else rng.uniform(-4, 4, (4, 3)) for _ in range(2))
+    b[b == 0] = 7
+    dtype = np.int32 if integer else np.float32
+    s = dtype(-3)
+    t = f"tensor<4x3x{element}>"
+    text = f"""
+    func.func @main(%a: {t}, %b: {t}, %s: {element}) -> ({t}, {t}) {{
+      %y = cinm.op.{kind} %a, %b : {t}
+      %z = cinm.op.{kind}s %y, %s : {t}
+      return %y, %z : {t}, {t}
+    }}"""
+    before, after = before_and_after(text, [a.astype(dtype), b.astype(dtype), s])
+    for got, want in zip(after, before, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "method, element", [(m, "f32") for m in FLOAT_METHODS] + [(m, "i32") for m in INTEGER_METHODS]
+)
+def test_every_reduce_method(method, element):
+    """Over the last dimension, the first, and all of them (a scalar), negatives included (so that
+    the unsigned methods differ from the signed)."""
+    rng = np.random.default_rng(3)
+    integer = element == "i32"
+    x = rng.integers(-3, 4, (4, 6)).astype(np.int32) if integer else rng.uniform(-2, 2, (4, 6)).astype(np.float32)
+    text = f"""
+    func.func @main(%x: tensor<4x6x{element}>) -> (tensor<4x{element}>, tensor<6x{element}>, {element}) {{
+      %r = cinm.op.reduce {method} (%x) : tensor<4x6x{element}> -> tensor<4x{element}>
+      %c = cinm.op.reduce {method} (%x) {{dimensions = array<i64: 0>}} : tensor<4x6x{element}> -> tensor<6x{element}>
+      %a = cinm.op.reduce {method} (%x) {{dimensions = array<i64: 0, 1>}} : tensor<4x6x{element}> -> {element}
+      return %r, %c, %a : tensor<4x{element}>, tensor<6x{element}>, {element}
+    }}"""
+    before, after = before_and_after(text, [x])
+    for got, want in zip(after, before, strict=True):
+        if integer:
+            np.testing.assert_array_equal(got, want)
+        else:  # the same sums in another order: 24 terms of at most 2 (or products of at most 2^24)
+            np.testing.assert_allclose(got, want, rtol=24 * EPS32, atol=24 * EPS32 * 2)
+
+
+def test_buffer_form_writes_its_into_memref():
+    text = """
+    func.func @main(%a: memref<5xf32>, %b: memref<5xf32>, %out: memref<5xf32>) {
+      cinm.op.elementwise mul %a, %b into %out : memref<5xf32> into memref<5xf32>
+      cinm.op.elementwise exp %out into %out : memref<5xf32> into memref<5xf32>
+      func.return
+    }"""
+    a, b = np.random.default_rng(4).uniform(-1, 1, (2, 5)).astype(np.float32)
+    outs = [np.zeros(5, np.float32), np.zeros(5, np.float32)]
+    run(parse(text), [a, b, outs[0]], "ideal")
+    run(apply(parse(text), "cinm-to-linalg"), [a, b, outs[1]], "ideal")
+    np.testing.assert_array_equal(outs[1], outs[0])
+    np.testing.assert_allclose(outs[0], np.exp(a * b), rtol=2 * EPS32)
+
+
+@pytest.mark.parametrize(
+    "program, entry",
+    [
+        ("roberta_base.mlir", "isoftmax"),
+        ("roberta_base.mlir", "ilayernorm"),
+        ("llama2_110M.mlir", "softmax"),
+        ("llama2_110M.mlir", "rmsnorm"),
+        ("llama2_110M.mlir", "mha"),
+    ],
+)
+def test_cinnamon_host_functions(program, entry):
+    """Integer functions bitwise; float ones within the rounding of their longest reduction (1024)."""
+    text = (CINNAMON / program).read_text()
+    inputs = load_inputs(parse(text), entry, [], True, 0, 8)
+    before, after = before_and_after(text, inputs, entry)
+    for got, want in zip(after, before, strict=True):
+        got, want = np.asarray(got), np.asarray(want)
+        if np.issubdtype(want.dtype, np.integer):
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1024 * EPS32, atol=1024 * EPS32 * np.abs(want).max())
+
+
+HOST_AND_CROSSBAR = """
+func.func @main(%x: tensor<4x6xi32>, %w: tensor<6x5xi32>) -> (tensor<4xi32>, tensor<4x5xi32>, tensor<4xi32>) {
+  %r = cinm.op.reduce add (%x) : tensor<4x6xi32> -> tensor<4xi32>
+  %c:2 = cinm.compute -> tensor<4x5xi32>, tensor<4xi32> {
+    %p = cinm.op.gemm %x, %w : tensor<4x6xi32>, tensor<6x5xi32> -> tensor<4x5xi32>
+    %e = cinm.op.element_wise abs (%p) : tensor<4x5xi32>
+    %m = cinm.op.reduce max (%e) : tensor<4x5xi32> -> tensor<4xi32>
+    cinm.yield %e, %m : tensor<4x5xi32>, tensor<4xi32>
+  }
+  return %r, %c#0, %c#1 : tensor<4xi32>, tensor<4x5xi32>, tensor<4xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("tiling", ["unroll", "loop"])
+def test_memristor_pipeline_leaves_no_cinm_op(tiling):
+    """A standalone reduce, and a unary op and a reduce in a compute after its product (they stay on
+    the host), end as linalg; the products as runtime calls."""
+    rng = np.random.default_rng(5)
+    x, w = rng.integers(-128, 128, (4, 6)).astype(np.int32), rng.integers(-128, 128, (6, 5)).astype(np.int32)
+    product = np.abs(x.astype(np.int64) @ w)
+    lowered = apply(parse(HOST_AND_CROSSBAR), f"memristor{{device=ideal crossbars=2 tiling={tiling}}}")
+    assert not cinm_ops(lowered)
+    assert any(op.name == "func.call" for op in lowered.walk())
+    for got, want in zip(run(lowered, [x, w], "ideal").outputs, [x.sum(axis=1), product, product.max(axis=1)]):
+        np.testing.assert_array_equal(got, want)
