@@ -28,9 +28,9 @@ holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "
 
 `generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
 gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
-by their instruction ops and records each core's local memory (`pim.local_bytes`); the artifact
-directory is written from this IR by `cimxdsl.backend` (`write_program`), or straight from the
-packed streams by `compile_to_pim`, which never builds the ops.
+by their instruction ops and records each core's local memory (`pim.local_bytes`); the back end
+writes the artifact directory from this IR (`write_program`), or from the packed code
+(`pim.CoreCode`, `artifacts_of_code`) without the ops being built.
 """
 
 from __future__ import annotations
@@ -555,16 +555,7 @@ def data_element_bytes(cores: list[pim.CoreOp]) -> int:
     return (widths.pop() if widths else 32) // 8
 
 
-@dataclass
-class CoreCode:
-    """The code generated for one core: its instructions and the local memory they use."""
-
-    core: pim.CoreOp
-    stream: pim.InstructionStream
-    local_bytes: int
-
-
-def generate(function: func.FuncOp) -> list[CoreCode]:
+def generate(function: func.FuncOp) -> list[pim.CoreCode]:
     """The instruction streams of `function`'s cores (whose ids must be 0..N-1), in id order; the
     global buffers get their addresses (`pim.address`). The cores' bodies are left as they are."""
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
@@ -582,11 +573,11 @@ def generate(function: func.FuncOp) -> list[CoreCode]:
     for core in cores:
         codegen = CoreCodegen(core, addresses, peers, element_bytes)
         stream = codegen.run([weight_matrix(w) for w in core.weights])
-        codes.append(CoreCode(core, stream, codegen.top))
+        codes.append(pim.CoreCode(core, stream, codegen.top))
     return codes
 
 
-def replace_bodies(codes: list[CoreCode]) -> None:
+def replace_bodies(codes: list[pim.CoreCode]) -> None:
     """Each core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
     local memory. The ops go into a detached block first: attaching millions of ops to a nested
     block would check each against all the block's ancestors."""

@@ -2,7 +2,7 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count and crossbars per core given once (defaults: the `device` preset's
-crossbar, 16 cores of 16 crossbars). `cimxdsl.backend.pipeline.compile_to_pim` runs it and writes
+crossbar, 16 cores of 16 crossbars). `cimxdsl.flow.pim.compile_to_pim` runs it and writes
 the artifact directory.
 """
 

@@ -7,7 +7,7 @@ import pytest
 
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
-from cimxdsl.backend.pipeline import compile_to_pim
+from cimxdsl.flow.pim import compile_to_pim
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_validate import main as cim_validate

@@ -1,4 +1,9 @@
-"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory."""
+"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory.
+
+The passes (`cimxdsl.transforms`, the `pim` pipeline's list) lower the module to bufferized
+`pim.core`s and `pim-codegen` generates the cores' packed code; the back end (`cimxdsl.backend`)
+reads that code as artifacts, writes them and estimates their performance on a chip.
+"""
 
 from __future__ import annotations
 
@@ -38,11 +43,12 @@ def spatial_crossbars(module: ModuleOp) -> int:
 
 def generate_artifacts(module: ModuleOp) -> Artifacts:
     """`pim-codegen`'s code for the module's cores, as artifacts: the instruction streams stay
-    packed (`InstructionStream`) instead of becoming millions of IR ops nobody reads here."""
+    packed (`pim.CoreCode`) instead of becoming millions of IR ops nobody reads here."""
     functions = functions_with_cores(module)
     if len(functions) != 1:
         raise ArtifactError(f"expected one function with cores to generate code for, found {len(functions)}")
-    return artifacts_of_code(functions[0], generate(functions[0]))
+    codes = generate(functions[0])
+    return artifacts_of_code(functions[0], codes)
 
 
 def compile_to_pim(
