@@ -89,16 +89,12 @@ _VECTOR_UNARY: dict[type[Operation], type[pim.InstructionOp]] = {
 }
 
 
-def fail(message: str, op: Operation | None = None):
-    return pass_error("pim-codegen", message, op)
-
-
 def element_bits(value: SSAValue) -> int:
     t = value.type
     assert isinstance(t, TensorType | MemRefType)
     element = t.element_type
     if not isinstance(element, IntegerType) or element.width.data not in (8, 16, 32, 64):
-        raise fail(f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
+        raise pass_error("pim-codegen", f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
     return element.width.data
 
 
@@ -177,7 +173,9 @@ class CoreCodegen:
 
     def address(self, value: SSAValue) -> int:
         if value not in self.local:
-            raise fail(f"value {value.name_hint or ''} has no local buffer (defined outside the core?)")
+            raise pass_error(
+                "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
+            )
         return self.local[value]
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
@@ -217,7 +215,9 @@ class CoreCodegen:
                     break
                 self.lower(op)
         except OverflowError:
-            raise fail(f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field") from None
+            raise pass_error(
+                "pim-codegen", f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field"
+            ) from None
         return pim.InstructionStream.from_records(self.code)
 
     def lower(self, op: Operation) -> None:
@@ -265,18 +265,18 @@ class CoreCodegen:
         elif isinstance(op, spat.ChannelReceiveOp):
             self.receive(op)
         elif isinstance(op, spat.ApplyFiltersOp):
-            raise fail("run pim-bufferize first", op)
+            raise pass_error("pim-codegen", "run pim-bufferize first", op)
         else:
-            raise fail("no instruction sequence for this op", op)
+            raise pass_error("pim-codegen", "no instruction sequence for this op", op)
 
     # --- ops -------------------------------------------------------------------------------------
     def constant(self, op: arith.ConstantOp) -> None:
         attr = op.value
         if not isinstance(attr, DenseIntOrFPElementsAttr):
-            raise fail("only tensor constants can live in a core", op)
+            raise pass_error("pim-codegen", "only tensor constants can live in a core", op)
         values = dense_array(attr).reshape(-1)
         if values.size and not np.all(values == values[0]):
-            raise fail("a core can only hold splat constants (others come from global memory)", op)
+            raise pass_error("pim-codegen", "a core can only hold splat constants (others come from global memory)", op)
         address = self.allocate(op.result)
         if values.size:
             self.fill(address, int(values[0]), values.size)
@@ -420,7 +420,9 @@ class CoreCodegen:
                     else:
                         self.vector(pim.VvmaxOp, target, target, source, channels)
                 if first:
-                    raise fail(f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op)
+                    raise pass_error(
+                        "pim-codegen", f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op
+                    )
 
     def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
         height, width, channels = shape_of(op.input)
@@ -506,7 +508,7 @@ def patch_runs(
 def weight_matrix(value: SSAValue) -> np.ndarray:
     owner = value.owner
     if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
-        raise fail("crossbar weights must be constants")
+        raise pass_error("pim-codegen", "crossbar weights must be constants")
     return dense_array(owner.value)
 
 
@@ -522,9 +524,9 @@ def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
     peers = {}
     for channel, sender in senders.items():
         if channel not in receivers:
-            raise fail("a channel is sent on but never received")
+            raise pass_error("pim-codegen", "a channel is sent on but never received")
         if receivers[channel] == sender:
-            raise fail(f"core {sender} sends to itself")
+            raise pass_error("pim-codegen", f"core {sender} sends to itself")
         peers[channel] = (sender, receivers[channel])
     return peers
 
@@ -551,7 +553,7 @@ def data_element_bytes(cores: list[pim.CoreOp]) -> int:
         if isinstance(r.type, TensorType | MemRefType)
     }
     if len(widths) > 1:
-        raise fail(f"the cores mix element widths {sorted(widths)}")
+        raise pass_error("pim-codegen", f"the cores mix element widths {sorted(widths)}")
     return (widths.pop() if widths else 32) // 8
 
 
@@ -561,7 +563,7 @@ def generate(function: func.FuncOp) -> list[pim.CoreCode]:
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
     ids = [c.get_core_id() for c in cores]
     if ids != list(range(len(cores))):
-        raise fail(f"core ids must be 0..{len(cores) - 1}, got {ids}")
+        raise pass_error("pim-codegen", f"core ids must be 0..{len(cores) - 1}, got {ids}")
     element_bytes = data_element_bytes(cores)
     addresses = global_buffers(cores, element_bytes)
     for value, address in addresses.items():
