@@ -73,6 +73,7 @@ from cimxdsl.transforms.crossbar_weights import (
     weight_origin,
 )
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 from cimxdsl.transforms.spatial_values import (
     FLATTENED_USE,
     Constant,
@@ -856,8 +857,5 @@ class CinmToSpatialPass(ModulePass):
             raise pass_error(
                 "cinm-to-spatial", f"option 'packing' must be one of {', '.join(PACKINGS)}, got '{self.packing}'"
             )
-        for function in list(op.walk()):
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            if any(isinstance(o, cinm.ComputeOp) for o in function.body.block.ops):
-                FunctionLowering(function, size, per, self.packing).run()
+        for function in functions_holding(op, cinm.ComputeOp):
+            FunctionLowering(function, size, per, self.packing).run()

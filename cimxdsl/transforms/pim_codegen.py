@@ -62,6 +62,7 @@ from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 
 GATHER = -1
 """An im2col crossbar whose rows must be gathered into the patch buffer first."""
@@ -609,14 +610,11 @@ def cyclic_collector_paused() -> Iterator[None]:
 
 def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:
     """Functions with cores still to generate code for (not yet instruction-level)."""
-    functions = []
-    for op in module.walk():
-        if not isinstance(op, func.FuncOp) or not op.body.blocks:
-            continue
-        cores = [o for o in op.body.block.ops if isinstance(o, pim.CoreOp)]
-        if cores and not any(c.is_instruction_level() for c in cores):
-            functions.append(op)
-    return functions
+    return [
+        function
+        for function in functions_holding(module, pim.CoreOp)
+        if not any(isinstance(c, pim.CoreOp) and c.is_instruction_level() for c in function.body.block.ops)
+    ]
 
 
 @dataclass(frozen=True)

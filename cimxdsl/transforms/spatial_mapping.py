@@ -26,6 +26,7 @@ from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 from cimxdsl.transforms.mapping import (
     STRATEGIES,
     Mapping,
@@ -175,7 +176,5 @@ class SpatialMappingPass(ModulePass):
             raise pass_error(self.name, f"option 'strategy' must be one of {choices}, got '{self.strategy}'")
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
             raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
-        for function in list(op.walk()):
-            if isinstance(function, func.FuncOp) and function.body.blocks:
-                if any(isinstance(o, spat.ComputeOp) for o in function.body.block.ops):
-                    map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)
+        for function in functions_holding(op, spat.ComputeOp):
+            map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)

@@ -35,6 +35,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
 from cimxdsl.transforms.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 from cimxdsl.transforms.spatial_mapping import CORE
 
 DEFAULT_CORES = 16
@@ -312,8 +313,5 @@ class SpatialToPimPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
-        for function in list(op.walk()):
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            if any(isinstance(o, spat.ComputeOp) for o in function.body.block.ops):
-                PimLowering(function, cores, per_core).run()
+        for function in functions_holding(op, spat.ComputeOp):
+            PimLowering(function, cores, per_core).run()
