@@ -21,13 +21,14 @@ from cimxdsl.backend.emit import artifacts_of_code
 from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.crossbar_weights import Packing
+from cimxdsl.transforms.mapping import Strategy
 from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim_pipeline import pim_passes
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
-
-DEFAULT_PACKING = "im2col"
+DEFAULT_PACKING: Packing = "im2col"
 """The compile's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,
 better cell utilisation and fewer instructions on every measured model, exactly the same results."""
 
@@ -58,8 +59,8 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
-    packing: str = DEFAULT_PACKING,
-    mapping: str = "none",
+    packing: Packing = DEFAULT_PACKING,
+    mapping: Strategy = "none",
     mapping_budget: float = 10.0,
     chip: ChipConfig | None = None,
 ) -> dict[str, Any]:

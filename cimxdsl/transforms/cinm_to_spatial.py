@@ -56,7 +56,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp, TransposeOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
@@ -65,7 +64,7 @@ from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype, reassociation, shape_of
 from cimxdsl.interpreters import build_interpreter
 from cimxdsl.transforms.crossbar_weights import (
-    PACKINGS,
+    Packing,
     WeightBlock,
     im2col_blocks,
     valid_positions,
@@ -74,6 +73,7 @@ from cimxdsl.transforms.crossbar_weights import (
 )
 from cimxdsl.transforms.errors import pass_error
 from cimxdsl.transforms.functions import functions_holding
+from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.spatial_values import (
     FLATTENED_USE,
     Constant,
@@ -126,7 +126,7 @@ _ARITH_BINARY = {"min": arith.MinSIOp, "shr": arith.ShRSIOp}
 
 
 class FunctionLowering:
-    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: str = "kernel"):
+    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: Packing = "kernel"):
         self.function = function
         self.tile = tile
         self.crossbars_per_compute = crossbars_per_compute
@@ -837,7 +837,7 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
 
 
 @dataclass(frozen=True)
-class CinmToSpatialPass(ModulePass):
+class CinmToSpatialPass(ChoicePass):
     """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
     ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
@@ -849,13 +849,9 @@ class CinmToSpatialPass(ModulePass):
     xbar_size: int | None = None
     crossbars_per_compute: int | None = None
     device: str = DEFAULT_DEVICE
-    packing: str = "kernel"
+    packing: Packing = "kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
-        if self.packing not in PACKINGS:
-            raise pass_error(
-                "cinm-to-spatial", f"option 'packing' must be one of {', '.join(PACKINGS)}, got '{self.packing}'"
-            )
         for function in functions_holding(op, cinm.ComputeOp):
             FunctionLowering(function, size, per, self.packing).run()

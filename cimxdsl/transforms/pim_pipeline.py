@@ -16,7 +16,10 @@ from xdsl.passes import ModulePass
 
 from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
+from cimxdsl.transforms.crossbar_weights import Packing
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
+from cimxdsl.transforms.mapping import Strategy
+from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim_codegen import PimCodegenPass
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass
@@ -28,8 +31,8 @@ def pim_passes(
     cores: int | None,
     crossbars_per_core: int | None,
     device: str = "",
-    packing: str = "kernel",
-    mapping: str = "none",
+    packing: Packing = "kernel",
+    mapping: Strategy = "none",
     mapping_budget: float = 10.0,
 ) -> list[ModulePass]:
     cores, per_core = pim_geometry(device, cores, crossbars_per_core)
@@ -52,7 +55,7 @@ def pim_passes(
 
 
 @dataclass(frozen=True)
-class PimPipelinePass(ModulePass):
+class PimPipelinePass(ChoicePass):
     """The RAPTOR-style flow from linalg (or cinm) to pimsim-nn instructions: `linalg-to-cinm,
     cinm-to-spatial, spatial-to-pim, pim-bufferize, pim-codegen`."""
 
@@ -62,8 +65,8 @@ class PimPipelinePass(ModulePass):
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
-    packing: str = "kernel"
-    mapping: str = "none"
+    packing: Packing = "kernel"
+    mapping: Strategy = "none"
     mapping_budget: float = 10.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
