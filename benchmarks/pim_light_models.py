@@ -85,8 +85,8 @@ def run(
     cores: int | None = None,
 ) -> dict:
     from cimxdsl.backend import read_artifacts, validate
-    from cimxdsl.flow.pim import compile_to_pim
     from cimxdsl.device.chip import load_chip_config
+    from cimxdsl.flow.pim import compile_to_pim
     from cimxdsl.frontend.integer import import_integer
     from cimxdsl.interpreters import run as interpret
 
