@@ -18,7 +18,7 @@ def test_the_pim_passes_type_their_enumerations():
     assert choices(PASSES["pim"]) == {"packing": ("kernel", "im2col"), "mapping": ("none", "greedy", "ga")}
 
 
-@pytest.mark.parametrize("name", sorted(name for name, _, _ in ENUMERATED))
+@pytest.mark.parametrize("name", sorted({name for name, _, _ in ENUMERATED}))
 def test_a_pass_with_enumerated_options_checks_them(name: str):
     assert issubclass(PASSES[name], ChoicePass), f"{name} has Literal options but does not check them"
 
