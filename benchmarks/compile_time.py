@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
-from cimxdsl.backend.pipeline import DEFAULT_PACKING
+from cimxdsl.flow.pim import DEFAULT_PACKING
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""

@@ -22,7 +22,7 @@ from xdsl.dialects import get_all_dialects as upstream_dialects
 from xdsl.parser import Parser
 
 from cimxdsl.dialects import get_all_dialects
-from cimxdsl.backend.pipeline import compile_to_pim
+from cimxdsl.flow.pim import compile_to_pim
 
 COLUMNS = ("mvmul", "vvadd", "ld", "st", "send", "recv", "lldi", "vrelu", "sldi")
 

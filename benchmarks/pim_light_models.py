@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from cimxdsl.backend.pipeline import DEFAULT_PACKING
+from cimxdsl.flow.pim import DEFAULT_PACKING
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 NAMES = [
@@ -85,8 +85,8 @@ def run(
     cores: int | None = None,
 ) -> dict:
     from cimxdsl.backend import read_artifacts, validate
-    from cimxdsl.backend.pipeline import compile_to_pim
     from cimxdsl.device.chip import load_chip_config
+    from cimxdsl.flow.pim import compile_to_pim
     from cimxdsl.frontend.integer import import_integer
     from cimxdsl.interpreters import run as interpret
 

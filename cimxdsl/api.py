@@ -37,11 +37,11 @@ from cimxdsl.data_io import (
     onnx_inputs,
     read_dataset,
 )
-from cimxdsl.backend.pipeline import DEFAULT_PACKING
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
+from cimxdsl.flow.pim import DEFAULT_PACKING
 from cimxdsl.frontend.integer import IntegerProgram, import_integer
 from cimxdsl.frontend.onnx_importer import (
     ONNX_ELEMENT_TYPES,
@@ -508,7 +508,7 @@ def compile_pim(
     (`performance`)."""
     import tempfile
 
-    from cimxdsl.backend.pipeline import compile_to_pim
+    from cimxdsl.flow.pim import compile_to_pim
 
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     try:

@@ -8,6 +8,7 @@ layout comes from running the host code around the cores (`cimxdsl.backend.memor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,6 @@ from cimxdsl.backend.artifacts import ArrayGroup, ArtifactError, Artifacts, Core
 from cimxdsl.backend.memory import LayoutError, describe_memory
 from cimxdsl.dialects import pim
 from cimxdsl.dialects.utils import dense_array, num_elements
-from cimxdsl.transforms.pim_codegen import CoreCode
 
 
 def program_function(module: ModuleOp) -> func.FuncOp:
@@ -84,8 +84,9 @@ def artifacts_of(module: ModuleOp) -> Artifacts:
     return assemble(function, [core_program(core) for core in cores])
 
 
-def artifacts_of_code(function: func.FuncOp, codes: list[CoreCode]) -> Artifacts:
-    """The artifacts of `pim-codegen`'s code for `function` (`generate`), without instruction ops."""
+def artifacts_of_code(function: func.FuncOp, codes: Sequence[pim.CoreCode]) -> Artifacts:
+    """The artifacts of `function` from its cores' packed code (`pim-codegen`'s), without
+    instruction ops."""
     return assemble(function, [core_program(c.core, c.stream, c.local_bytes) for c in codes])
 
 

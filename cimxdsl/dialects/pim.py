@@ -18,6 +18,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Self, overload
 
@@ -1008,6 +1009,17 @@ class InstructionStream(Sequence[InstructionOp]):
         counts = np.array([len(BY_OPCODE[c].FIELDS) if c in BY_OPCODE else 0 for c in range(len(templates))])
         used = np.arange(MAX_FIELDS) < counts[self.opcodes][:, None]
         return ",\n".join(templates[self.opcodes].tolist()) % tuple(self.fields[used].tolist())
+
+
+
+@dataclass
+class CoreCode:
+    """A core's code in packed form: its instructions and the local memory they use. `pim-codegen`
+    generates it; the artifact writer reads it without the instruction ops being built."""
+
+    core: CoreOp
+    stream: InstructionStream
+    local_bytes: int
 
 
 Pim = Dialect(

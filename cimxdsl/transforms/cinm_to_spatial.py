@@ -56,8 +56,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp, TransposeOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
@@ -66,14 +64,16 @@ from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
 from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype, reassociation, shape_of
 from cimxdsl.interpreters import build_interpreter
 from cimxdsl.transforms.crossbar_weights import (
-    PACKINGS,
+    Packing,
     WeightBlock,
     im2col_blocks,
     valid_positions,
     weight_blocks,
     weight_origin,
 )
-from cimxdsl.transforms.errors import check_choice, pass_error
+from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
+from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.spatial_values import (
     FLATTENED_USE,
     Constant,
@@ -90,10 +90,6 @@ from cimxdsl.transforms.spatial_values import (
 
 ORIGIN = "origin"
 """Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
-
-
-def fail(message: str, op: Operation | None = None) -> PassFailedException:
-    return pass_error("cinm-to-spatial", message, op)
 
 
 def splat_constant(value: int | float, tensor_type: TensorType) -> arith.ConstantOp:
@@ -130,7 +126,7 @@ _ARITH_BINARY = {"min": arith.MinSIOp, "shr": arith.ShRSIOp}
 
 
 class FunctionLowering:
-    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: str = "kernel"):
+    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: Packing = "kernel"):
         self.function = function
         self.tile = tile
         self.crossbars_per_compute = crossbars_per_compute
@@ -172,7 +168,7 @@ class FunctionLowering:
         elif op.results and all(isinstance(self.known(v), Constant) for v in op.operands):
             self.values.update(zip(op.results, self.fold(op)))
         else:
-            raise fail("this op cannot run on PIM cores", op)
+            raise pass_error("cinm-to-spatial", "this op cannot run on PIM cores", op)
 
     def empty(self, op: tensor.EmptyOp) -> Constant:
         t = op.tensor.type
@@ -181,7 +177,7 @@ class FunctionLowering:
     def fill(self, op: FillOp) -> Constant:
         fill = self.values.get(op.inputs[0])
         if not isinstance(fill, Constant) or fill.shape != ():
-            raise fail("only fills with a constant scalar are supported", op)
+            raise pass_error("cinm-to-spatial", "only fills with a constant scalar are supported", op)
         t = op.res[0].type
         return Constant(t.get_shape(), t.element_type, splat=fill.splat)
 
@@ -202,7 +198,9 @@ class FunctionLowering:
         try:
             results = self.folder.run_op(op, tuple(args))
         except Exception:
-            raise fail("this op cannot run on PIM cores (nor be folded on its constant operands)", op) from None
+            raise pass_error(
+                "cinm-to-spatial", "this op cannot run on PIM cores (nor be folded on its constant operands)", op
+            ) from None
         folded = []
         for r, value in zip(op.results, results, strict=True):
             t = r.type
@@ -224,7 +222,7 @@ class FunctionLowering:
             return Constant(t.get_shape(), t.element_type, array=array)
         if isinstance(attr, IntegerAttr):
             return Constant((), t, splat=attr.value.data)
-        raise fail(f"unsupported constant {attr}", op)
+        raise pass_error("cinm-to-spatial", f"unsupported constant {attr}", op)
 
     def known(self, value: SSAValue) -> Lowered | SSAValue:
         """The lowered form of `value`, or `value` itself (a function argument, an unlowered value)."""
@@ -236,11 +234,11 @@ class FunctionLowering:
         if isinstance(known, Tiled):
             return known
         if isinstance(known, Flattened):
-            raise fail(FLATTENED_USE, user)
+            raise pass_error("cinm-to-spatial", FLATTENED_USE, user)
         if isinstance(known, SSAValue) and isinstance(known.type, TensorType):
             return self.tiles_of_argument(known)
         what = type(known).__name__.lower() if not isinstance(known, SSAValue) else "value"
-        raise fail(f"operand {what} cannot be tiled for the crossbars", user)
+        raise pass_error("cinm-to-spatial", f"operand {what} cannot be tiled for the crossbars", user)
 
     def tiles_of_argument(self, value: SSAValue) -> Tiled:
         if value in self.input_tiles:
@@ -250,7 +248,7 @@ class FunctionLowering:
         shape, element = t.get_shape(), t.element_type
         if len(shape) == 4:
             if shape[0] != 1:
-                raise fail(f"only one image (batch 1) is supported, got {t}")
+                raise pass_error("cinm-to-spatial", f"only one image (batch 1) is supported, got {t}")
             _, channels, height, width = shape
             init = tensor.EmptyOp([], TensorType(element, (1, height, width, channels)))
             nhwc = TransposeOp(value, init.tensor, DenseArrayBase.from_list(i64, (0, 2, 3, 1)))
@@ -265,7 +263,7 @@ class FunctionLowering:
             channels = shape[1]
             whole, layout = value, Layout(rows=shape[0])
         else:
-            raise fail(f"function inputs must be NCHW images or matrices, got {t}")
+            raise pass_error("cinm-to-spatial", f"function inputs must be NCHW images or matrices, got {t}")
         bounds = channel_bounds(channels, self.tile)
         tiles: list[Ref] = []
         for lo, hi in bounds:
@@ -301,7 +299,7 @@ class FunctionLowering:
 
     def lower_compute(self, op: cinm.ComputeOp) -> Tiled:
         if len(op.results) != 1:
-            raise fail("a cinm.compute must have one result", op)
+            raise pass_error("cinm-to-spatial", "a cinm.compute must have one result", op)
         self.layers += 1
         name = op.results[0].name_hint or f"layer{self.layers}"
         (result,) = op.body.block.last_op.operands  # cinm.yield
@@ -313,13 +311,19 @@ class FunctionLowering:
             bias = gemm.bias
         matrix = self.known(gemm.right)
         if not isinstance(matrix, Constant) or gemm.right.owner.parent_op() is op:
-            raise fail("the gemm's weight matrix must be a constant defined outside the compute", gemm)
+            raise pass_error(
+                "cinm-to-spatial", "the gemm's weight matrix must be a constant defined outside the compute", gemm
+            )
         weights = matrix.values()
         element = result.type.element_type
         im2col = gemm.left.owner
         if isinstance(im2col, cinm.Im2colOp):
             if not self.is_conv_epilogue(result, gemm):
-                raise fail("unsupported convolution body (expected im2col, gemm, expand_shape, transpose)", op)
+                raise pass_error(
+                    "cinm-to-spatial",
+                    "unsupported convolution body (expected im2col, gemm, expand_shape, transpose)",
+                    op,
+                )
             image, geometry = self.conv_input(im2col)
             kernel = geometry.kernel
             height, width = image.layout.height, image.layout.width
@@ -328,7 +332,7 @@ class FunctionLowering:
             logical = shape_of(op.results[0])
         else:
             if result is not gemm.result:
-                raise fail("unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
+                raise pass_error("cinm-to-spatial", "unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
             logical = shape_of(gemm.result)
             if isinstance(flat := self.known(gemm.left), Flattened):
                 image = flat.image
@@ -339,7 +343,9 @@ class FunctionLowering:
             else:
                 image = self.tiled(gemm.left, gemm)
                 if image.layout.rows is None and image.layout != Layout(1, 1):
-                    raise fail("a gemm needs a matrix input (a flattened 1x1 image at most)", gemm)
+                    raise pass_error(
+                        "cinm-to-spatial", "a gemm needs a matrix input (a flattened 1x1 image at most)", gemm
+                    )
                 geometry, kernel = FilterGeometry(), (1, 1)
                 height = width = 1
                 out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
@@ -353,7 +359,7 @@ class FunctionLowering:
     def find_gemm(op: cinm.ComputeOp) -> cinm.GemmOp:
         gemms = [o for o in op.body.block.ops if isinstance(o, cinm.GemmOp)]
         if len(gemms) != 1:
-            raise fail("a cinm.compute must hold exactly one cinm.op.gemm", op)
+            raise pass_error("cinm-to-spatial", "a cinm.compute must hold exactly one cinm.op.gemm", op)
         return gemms[0]
 
     @staticmethod
@@ -362,7 +368,7 @@ class FunctionLowering:
             if isinstance(outer.owner, Operation) and outer.owner.parent_op() is op:
                 continue
             return inner, outer
-        raise fail("the bias of a compute must be defined outside it", op)
+        raise pass_error("cinm-to-spatial", "the bias of a compute must be defined outside it", op)
 
     @staticmethod
     def is_conv_epilogue(result: SSAValue, gemm: cinm.GemmOp) -> bool:
@@ -378,24 +384,24 @@ class FunctionLowering:
         source = im2col.input
         if isinstance(known, Padded):
             if known.value != 0:
-                raise fail(f"a convolution's padding must be zeros, got {known.value}", im2col)
+                raise pass_error("cinm-to-spatial", f"a convolution's padding must be zeros, got {known.value}", im2col)
             source, pads = known.source, known.pads
         image = self.tiled(source, im2col)
         if image.layout.rows is not None:
-            raise fail("a convolution needs an NCHW image", im2col)
+            raise pass_error("cinm-to-spatial", "a convolution needs an NCHW image", im2col)
         kernel, strides, dilations = (tuple(a.get_values()) for a in (im2col.kernel, im2col.strides, im2col.dilations))
         return image, FilterGeometry(kernel, strides, pads, dilations)  # pyright: ignore[reportArgumentType]
 
     def padded(self, op: tensor.PadOp) -> Padded:
         if op.low or op.high:
-            raise fail("only static padding is supported", op)
+            raise pass_error("cinm-to-spatial", "only static padding is supported", op)
         low, high = op.static_low.get_values(), op.static_high.get_values()
         if len(low) != 4 or any(low[:2]) or any(high[:2]):
-            raise fail("only padding of the H and W axes of an NCHW image is supported", op)
+            raise pass_error("cinm-to-spatial", "only padding of the H and W axes of an NCHW image is supported", op)
         yielded = op.region.block.last_op.operands[0]
         value = self.known(yielded)
         if not isinstance(value, Constant) or value.shape != ():
-            raise fail("the padding value must be a constant", op)
+            raise pass_error("cinm-to-spatial", "the padding value must be a constant", op)
         return Padded(op.source, (low[2], low[3], high[2], high[3]), value.splat)  # pyright: ignore[reportArgumentType]
 
     def lower_filters(
@@ -491,19 +497,23 @@ class FunctionLowering:
 
     def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
         if any(isinstance(o, Flattened) for o in operands):
-            raise fail(FLATTENED_USE, op)
+            raise pass_error("cinm-to-spatial", FLATTENED_USE, op)
         tiled = [o for o in operands if isinstance(o, Tiled)]
         if not tiled:
-            raise fail("element-wise op on host values only", op)
+            raise pass_error("cinm-to-spatial", "element-wise op on host values only", op)
         shape = tiled[0].logical
         for i, operand in enumerate(operands):
             if isinstance(operand, SSAValue):
                 operands[i] = self.tiled(operand, op)
             elif isinstance(operand, Constant):
                 if operand.shape != shape:
-                    raise fail(f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor", op)
+                    raise pass_error(
+                        "cinm-to-spatial",
+                        f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor",
+                        op,
+                    )
             elif not isinstance(operand, Tiled):
-                raise fail("unsupported operand", op)
+                raise pass_error("cinm-to-spatial", "unsupported operand", op)
         tiles = {tuple(o.bounds) for o in operands if isinstance(o, Tiled)}
         if len(tiles) > 1:  # e.g. a concatenation's tiles added to a convolution's
             operands = [self.retiled(o) if isinstance(o, Tiled) else o for o in operands]
@@ -511,7 +521,7 @@ class FunctionLowering:
         assert isinstance(first, Tiled)
         for other in operands:
             if isinstance(other, Tiled) and other.layout != first.layout:
-                raise fail("operands are tiled differently", op)
+                raise pass_error("cinm-to-spatial", "operands are tiled differently", op)
         lhs, rhs = operands
         if kind in _COMMUTATIVE and isinstance(lhs, Constant):
             lhs, rhs = rhs, lhs
@@ -574,16 +584,18 @@ class FunctionLowering:
             element = image_value.type.element_type
             lowest = np.iinfo(numpy_dtype(element)).min if isinstance(element, IntegerType) else -np.inf
             if known.value != lowest:
-                raise fail(f"max pooling must pad with the smallest value {lowest}, got {known.value}", op)
+                raise pass_error(
+                    "cinm-to-spatial", f"max pooling must pad with the smallest value {lowest}, got {known.value}", op
+                )
             source, pads = known.source, known.pads
         image = self.tiled(source, op)
         if image.layout.rows is not None:
-            raise fail("max pooling needs an NCHW image", op)
+            raise pass_error("cinm-to-spatial", "max pooling needs an NCHW image", op)
         kernel = shape_of(window)
         geometry = FilterGeometry(kernel, int_values(op.strides), pads, int_values(op.dilations))  # pyright: ignore[reportArgumentType]
         init = self.known(op.outputs[0])
         if not isinstance(init, Constant) or init.splat_value() is None:
-            raise fail("the max pooling's init must be a constant splat", op)
+            raise pass_error("cinm-to-spatial", "the max pooling's init must be a constant splat", op)
         out_h, out_w = geometry.output_size(image.layout.height, image.layout.width)
         out = Tiled(shape_of(op.res[0]), Layout(out_h, out_w), image.element, [], list(image.bounds))
         floor = init.splat_value()
@@ -604,7 +616,9 @@ class FunctionLowering:
         known = self.known(op.input)
         axis = op.axis.value.data
         if axis not in (2, 3):
-            raise fail("tosa.reduce_sum is supported over the axes 2 and 3 (global average pooling)", op)
+            raise pass_error(
+                "cinm-to-spatial", "tosa.reduce_sum is supported over the axes 2 and 3 (global average pooling)", op
+            )
         if isinstance(known, PartialSum):
             return PartialSum(known.source, known.axes | {axis})
         return PartialSum(self.tiled(op.input, op), frozenset({axis}))
@@ -612,15 +626,18 @@ class FunctionLowering:
     def division(self, op: arith.DivSIOp | arith.FloorDivSIOp) -> Tiled:
         total, divisor = self.known(op.lhs), self.known(op.rhs)
         if not isinstance(total, PartialSum) or total.axes != {2, 3}:
-            raise fail(
-                "division is supported only as global average pooling (reduce_sum over axes 2, 3, then divide)", op
+            raise pass_error(
+                "cinm-to-spatial",
+                "division is supported only as global average pooling (reduce_sum over axes 2, 3, then divide)",
+                op,
             )
         image = total.source
         count = image.layout.height * image.layout.width
         if not isinstance(divisor, Constant) or divisor.splat_value() != count:
-            raise fail(f"global average pooling must divide by H·W = {count}", op)
+            raise pass_error("cinm-to-spatial", f"global average pooling must divide by H·W = {count}", op)
         if isinstance(op, arith.DivSIOp) and not image.nonneg:
-            raise fail(
+            raise pass_error(
+                "cinm-to-spatial",
                 "arith.divsi truncates, spat.global_avgpool floors: use arith.floordivsi, or divide values known "
                 "to be non-negative (after a ReLU)",
                 op,
@@ -636,7 +653,7 @@ class FunctionLowering:
         value = self.known(op.input)
         element = op.input.type.element_type
         if not isinstance(element, IntegerType):
-            raise fail("only integer clamps can run on PIM cores", op)
+            raise pass_error("cinm-to-spatial", "only integer clamps can run on PIM cores", op)
         info = np.iinfo(numpy_dtype(element))
         shape = shape_of(op.input)
         low, high = op.min_val.value.data, op.max_val.value.data
@@ -658,14 +675,20 @@ class FunctionLowering:
             return Tiled(shape, image.layout, image.element, image.tiles, image.bounds, image.nonneg)
         if image.layout.rows is None and len(image.logical) == 4 and shape == (1, int(np.prod(image.logical[1:]))):
             return Flattened(image)
-        raise fail("only flattening an NCHW image to [1, C·H·W] (for a gemm) or [1, C] back is supported", op)
+        raise pass_error(
+            "cinm-to-spatial",
+            "only flattening an NCHW image to [1, C·H·W] (for a gemm) or [1, C] back is supported",
+            op,
+        )
 
     def concat(self, op: tensor.ConcatOp) -> Tiled:
         """A channel concatenation only joins the tile lists (no data moves)."""
         parts = [self.tiled(v, op) for v in op.inputs]
         first = parts[0]
         if op.dim.value.data != 1 or any(p.layout != first.layout or p.element != first.element for p in parts):
-            raise fail("only concatenating images (or matrices) along the channels (dim 1) is supported", op)
+            raise pass_error(
+                "cinm-to-spatial", "only concatenating images (or matrices) along the channels (dim 1) is supported", op
+            )
         out = Tiled(shape_of(op.result), first.layout, first.element, [], [], all(p.nonneg for p in parts))
         offset = 0
         for part in parts:
@@ -678,7 +701,9 @@ class FunctionLowering:
     def output(self, index: int, value: SSAValue) -> SSAValue:
         known = self.known(value)
         if not isinstance(known, Tiled):
-            raise fail(f"result {index} of @{self.function.sym_name.data} is not computed by spatial ops")
+            raise pass_error(
+                "cinm-to-spatial", f"result {index} of @{self.function.sym_name.data} is not computed by spatial ops"
+            )
         tiles = self.tile_values(known)
         layout, element = known.layout, known.element
         channels = known.bounds[-1][1]
@@ -812,7 +837,7 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
 
 
 @dataclass(frozen=True)
-class CinmToSpatialPass(ModulePass):
+class CinmToSpatialPass(ChoicePass):
     """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
     ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
@@ -824,13 +849,9 @@ class CinmToSpatialPass(ModulePass):
     xbar_size: int | None = None
     crossbars_per_compute: int | None = None
     device: str = DEFAULT_DEVICE
-    packing: str = "kernel"
+    packing: Packing = "kernel"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
-        check_choice(self.name, "packing", self.packing, PACKINGS)
-        for function in list(op.walk()):
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            if any(isinstance(o, cinm.ComputeOp) for o in function.body.block.ops):
-                FunctionLowering(function, size, per, self.packing).run()
+        for function in functions_holding(op, cinm.ComputeOp):
+            FunctionLowering(function, size, per, self.packing).run()

@@ -14,12 +14,14 @@ and blocks of all zeros are skipped (weight skipping). Two packings:
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Literal
 
 import numpy as np
 
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 
-PACKINGS = ("kernel", "im2col")
+Packing = Literal["kernel", "im2col"]
+"""How the crossbars hold a convolution's weights: a matrix per kernel position, or im2col."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -6,21 +6,34 @@ and `pim.store` work on memrefs (a spat op on memrefs writes a fresh buffer); `s
 becomes `pim.apply_filters` with an output buffer and a one-pixel accumulation buffer (crossbar
 results cannot accumulate in place, Miotti 2025, Algorithm 4.2). Constants (immediates of the core)
 and the arith ops on them stay tensors, bridged with `bufferization.to_tensor`/`to_buffer`.
+
+Each kind of op is a rewrite pattern, applied in one forward walk of each core; the bridges made
+so far (`Bridges`) are the state they share.
 """
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, bufferization, memref, tensor
+from xdsl.dialects import bufferization, memref, tensor
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.errors import pass_error
 
-_SPATIAL_OPS = (
+_ON_BUFFERS = (
+    pim.LoadOp,
+    pim.StoreOp,
     spat.VectorBinaryOp,
     spat.VectorUnaryOp,
     spat.PoolOp,
@@ -30,107 +43,138 @@ _SPATIAL_OPS = (
     spat.ChannelSendOp,
     spat.ChannelReceiveOp,
 )
+"""Ops that take the buffers of their tensor operands and give buffers."""
+_BUFFERIZED_OPS = (memref.AllocOp, pim.ApplyFiltersOp, bufferization.ToTensorOp, bufferization.ToBufferOp, pim.HaltOp)
+"""Ops a core may already hold on buffers: the pass leaves them as they are."""
 
 
+@functools.cache
 def memref_type(t: Attribute) -> Attribute:
+    """The buffer type of a tensor type (attributes are immutable: one per tensor type)."""
     return MemRefType(t.element_type, t.get_shape()) if isinstance(t, TensorType) else t
 
 
 def alloc(t: Attribute) -> memref.AllocOp:
     assert isinstance(t, TensorType | MemRefType)
-    return memref.AllocOp.get(t.element_type, shape=t.get_shape())
+    return memref.AllocOp([], [], memref_type(t))
 
 
-class CoreBufferizer:
-    def __init__(self, core: pim.CoreOp):
-        self.core = core
-        self.new_ops: list[Operation] = []
-        self.rep: dict[SSAValue, SSAValue] = {}
-        self.buffers: dict[SSAValue, SSAValue] = {}
-        self.tensors: dict[SSAValue, SSAValue] = {}
+def bufferizable(op: Operation) -> bool:
+    kinds = (tensor.EmptyOp, spat.ApplyFiltersOp, *_ON_BUFFERS, *_BUFFERIZED_OPS)
+    return isinstance(op, kinds) or op.dialect_name() == "arith"
 
-    def emit(self, op: Operation) -> Operation:
-        self.new_ops.append(op)
-        return op
 
-    def as_memref(self, value: SSAValue) -> SSAValue:
-        new = self.rep.get(value, value)
-        if not isinstance(new.type, TensorType):
-            return new
-        if new not in self.buffers:
-            to_buffer = bufferization.ToBufferOp.create(operands=[new], result_types=[memref_type(new.type)])
-            self.buffers[new] = self.emit(to_buffer).results[0]
-        return self.buffers[new]
+@dataclass
+class Bridges:
+    """The bridges between one core's tensors and buffers: one `bufferization.to_buffer` per
+    tensor and one `bufferization.to_tensor` per buffer, made before the first op that needs it."""
 
-    def as_tensor(self, value: SSAValue) -> SSAValue:
-        new = self.rep.get(value, value)
-        if not isinstance(new.type, MemRefType):
-            return new
-        if new not in self.tensors:
-            self.tensors[new] = self.emit(bufferization.ToTensorOp(new, restrict=True)).results[0]
-        return self.tensors[new]
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    tensors: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
-    def run(self) -> None:
-        block = self.core.body.block
-        old_ops = list(block.ops)
-        for op in old_ops:
-            self.rewrite(op)
-        for op in reversed(old_ops):
-            op.detach()
-            op.erase(safe_erase=False)
-        block.add_ops(self.new_ops)
+    def as_memref(self, value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+        if not isinstance(value.type, TensorType):
+            return value
+        if value not in self.buffers:
+            to_buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type(value.type)])
+            self.buffers[value] = rewriter.insert(to_buffer).results[0]
+        return self.buffers[value]
 
-    def rewrite(self, op: Operation) -> None:
-        if isinstance(op, tensor.EmptyOp):
-            self.rep[op.tensor] = self.emit(alloc(op.tensor.type)).results[0]
-        elif isinstance(op, pim.LoadOp):
-            load = pim.LoadOp(
-                self.rep.get(op.global_, op.global_),
-                self.as_memref(op.dst),
-                op.global_src_offset.value.data,
-                op.size.value.data,
-            )
-            self.rep[op.result] = self.emit(load).result
-        elif isinstance(op, spat.ApplyFiltersOp):
-            output = self.emit(alloc(op.result.type)).results[0]
-            channels = op.result.type.get_shape()[-1]
-            accumulator = self.emit(memref.AllocOp.get(op.result.type.element_type, shape=(channels,))).results[0]
-            self.emit(
-                pim.ApplyFiltersOp(
-                    self.as_memref(op.input), output, accumulator, op.weight_index_list(), op.geometry(), op.packing()
-                )
-            )
-            self.rep[op.result] = output
-        elif isinstance(op, _SPATIAL_OPS):
-            operands = [
-                self.as_memref(v) if isinstance(v.type, TensorType) else self.rep.get(v, v) for v in op.operands
-            ]
-            new = type(op).create(
-                operands=operands,
-                result_types=[memref_type(r.type) for r in op.results],
-                properties=dict(op.properties),
-                attributes=dict(op.attributes),
-            )
-            self.emit(new)
-            self.rep.update(zip(op.results, new.results))
-        elif isinstance(op, pim.StoreOp):
-            store = pim.StoreOp(
-                self.as_memref(op.src),
-                self.rep.get(op.global_, op.global_),
-                op.global_dst_offset.value.data,
-                op.size.value.data,
-            )
-            self.emit(store)
-        elif isinstance(op, pim.HaltOp) or (isinstance(op, arith.ConstantOp) and not op.operands):
-            self.rep.update(zip(op.results, self.emit(op.clone()).results))
-        elif op.dialect_name() == "arith":
-            new = op.clone(value_mapper={v: self.as_tensor(v) for v in op.operands})
-            self.rep.update(zip(op.results, self.emit(new).results))
-        elif isinstance(op, memref.AllocOp | pim.ApplyFiltersOp | bufferization.ToTensorOp | bufferization.ToBufferOp):
-            new = op.clone(value_mapper={v: self.rep.get(v, v) for v in op.operands})
-            self.rep.update(zip(op.results, self.emit(new).results))
-        else:
+    def as_tensor(self, value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+        if not isinstance(value.type, MemRefType):
+            return value
+        if value not in self.tensors:
+            self.tensors[value] = rewriter.insert(bufferization.ToTensorOp(value, restrict=True)).results[0]
+        return self.tensors[value]
+
+
+def replace(op: Operation, new_ops: list[Operation], results: list[SSAValue], rewriter: PatternRewriter) -> None:
+    """`op` replaced by `new_ops` (inserted before it), its results by `results`; the new values
+    keep no name of the old ones."""
+    rewriter.insert(new_ops)
+    for old, new in zip(op.results, results, strict=True):
+        name = new.name_hint
+        rewriter.replace_all_uses_with(old, new)
+        new.name_hint = name
+    rewriter.erase(op)
+
+
+class EmptyToAlloc(RewritePattern):
+    """`tensor.empty` → `memref.alloc`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.EmptyOp, rewriter: PatternRewriter, /):
+        new = alloc(op.tensor.type)
+        replace(op, [new], [new.memref], rewriter)
+
+
+@dataclass
+class FiltersWithBuffers(RewritePattern):
+    """`spat.apply_filters` → `pim.apply_filters` into a fresh output buffer, with a one-pixel
+    accumulation buffer (crossbar results cannot accumulate in place)."""
+
+    bridges: Bridges
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: spat.ApplyFiltersOp, rewriter: PatternRewriter, /):
+        output = rewriter.insert(alloc(op.result.type)).results[0]
+        channels = op.result.type.get_shape()[-1]
+        accumulator = rewriter.insert(alloc(TensorType(op.result.type.element_type, (channels,)))).results[0]
+        image = self.bridges.as_memref(op.input, rewriter)
+        filters = pim.ApplyFiltersOp(image, output, accumulator, op.weight_index_list(), op.geometry(), op.packing())
+        replace(op, [filters], [output], rewriter)
+
+
+@dataclass
+class OnBuffers(RewritePattern):
+    """`pim.load`/`pim.store` or a spat vector, pooling, concat or channel op on tensors → the same
+    op on buffers (a spat op writing a fresh one)."""
+
+    bridges: Bridges
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, _ON_BUFFERS):
+            return
+        if not any(isinstance(v.type, TensorType) for v in (*op.operands, *op.results)):
+            return
+        operands = [self.bridges.as_memref(v, rewriter) for v in op.operands]
+        new = type(op).create(
+            operands=operands,
+            result_types=[memref_type(r.type) for r in op.results],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        replace(op, [new], list(new.results), rewriter)
+
+
+@dataclass
+class ArithOnTensors(RewritePattern):
+    """An arith op (on the core's constants) reads its buffer operands as tensors."""
+
+    bridges: Bridges
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if op.dialect_name() != "arith" or not any(isinstance(v.type, MemRefType) for v in op.operands):
+            return
+        for index, value in enumerate(op.operands):
+            op.operands[index] = self.bridges.as_tensor(value, rewriter)
+        rewriter.notify_op_modified(op)
+
+
+def bufferize_core(core: pim.CoreOp) -> None:
+    """The tensors `core` computes become its local buffers."""
+    for op in core.body.block.ops:
+        if not bufferizable(op):
             raise pass_error("pim-bufferize", "cannot bufferize this op in a pim.core", op)
+    bridges = Bridges()
+    patterns = [
+        EmptyToAlloc(),
+        FiltersWithBuffers(bridges),
+        OnBuffers(bridges),
+        ArithOnTensors(bridges),
+    ]
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False)
+    walker.rewrite_region(core.body)
 
 
 @dataclass(frozen=True)
@@ -142,4 +186,4 @@ class PimBufferizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for core in [o for o in op.walk() if isinstance(o, pim.CoreOp)]:
-            CoreBufferizer(core).run()
+            bufferize_core(core)

@@ -28,9 +28,9 @@ holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "
 
 `generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
 gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
-by their instruction ops and records each core's local memory (`pim.local_bytes`); the artifact
-directory is written from this IR by `cimxdsl.backend` (`write_program`), or straight from the
-packed streams by `compile_to_pim`, which never builds the ops.
+by their instruction ops and records each core's local memory (`pim.local_bytes`); the back end
+writes the artifact directory from this IR (`write_program`), or from the packed code
+(`pim.CoreCode`, `artifacts_of_code`) without the ops being built.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 
 GATHER = -1
 """An im2col crossbar whose rows must be gathered into the patch buffer first."""
@@ -89,16 +90,12 @@ _VECTOR_UNARY: dict[type[Operation], type[pim.InstructionOp]] = {
 }
 
 
-def fail(message: str, op: Operation | None = None):
-    return pass_error("pim-codegen", message, op)
-
-
 def element_bits(value: SSAValue) -> int:
     t = value.type
     assert isinstance(t, TensorType | MemRefType)
     element = t.element_type
     if not isinstance(element, IntegerType) or element.width.data not in (8, 16, 32, 64):
-        raise fail(f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
+        raise pass_error("pim-codegen", f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
     return element.width.data
 
 
@@ -177,7 +174,9 @@ class CoreCodegen:
 
     def address(self, value: SSAValue) -> int:
         if value not in self.local:
-            raise fail(f"value {value.name_hint or ''} has no local buffer (defined outside the core?)")
+            raise pass_error(
+                "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
+            )
         return self.local[value]
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
@@ -217,7 +216,9 @@ class CoreCodegen:
                     break
                 self.lower(op)
         except OverflowError:
-            raise fail(f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field") from None
+            raise pass_error(
+                "pim-codegen", f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field"
+            ) from None
         return pim.InstructionStream.from_records(self.code)
 
     def lower(self, op: Operation) -> None:
@@ -265,18 +266,18 @@ class CoreCodegen:
         elif isinstance(op, spat.ChannelReceiveOp):
             self.receive(op)
         elif isinstance(op, spat.ApplyFiltersOp):
-            raise fail("run pim-bufferize first", op)
+            raise pass_error("pim-codegen", "run pim-bufferize first", op)
         else:
-            raise fail("no instruction sequence for this op", op)
+            raise pass_error("pim-codegen", "no instruction sequence for this op", op)
 
     # --- ops -------------------------------------------------------------------------------------
     def constant(self, op: arith.ConstantOp) -> None:
         attr = op.value
         if not isinstance(attr, DenseIntOrFPElementsAttr):
-            raise fail("only tensor constants can live in a core", op)
+            raise pass_error("pim-codegen", "only tensor constants can live in a core", op)
         values = dense_array(attr).reshape(-1)
         if values.size and not np.all(values == values[0]):
-            raise fail("a core can only hold splat constants (others come from global memory)", op)
+            raise pass_error("pim-codegen", "a core can only hold splat constants (others come from global memory)", op)
         address = self.allocate(op.result)
         if values.size:
             self.fill(address, int(values[0]), values.size)
@@ -420,7 +421,9 @@ class CoreCodegen:
                     else:
                         self.vector(pim.VvmaxOp, target, target, source, channels)
                 if first:
-                    raise fail(f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op)
+                    raise pass_error(
+                        "pim-codegen", f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op
+                    )
 
     def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
         height, width, channels = shape_of(op.input)
@@ -506,7 +509,7 @@ def patch_runs(
 def weight_matrix(value: SSAValue) -> np.ndarray:
     owner = value.owner
     if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
-        raise fail("crossbar weights must be constants")
+        raise pass_error("pim-codegen", "crossbar weights must be constants")
     return dense_array(owner.value)
 
 
@@ -522,9 +525,9 @@ def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
     peers = {}
     for channel, sender in senders.items():
         if channel not in receivers:
-            raise fail("a channel is sent on but never received")
+            raise pass_error("pim-codegen", "a channel is sent on but never received")
         if receivers[channel] == sender:
-            raise fail(f"core {sender} sends to itself")
+            raise pass_error("pim-codegen", f"core {sender} sends to itself")
         peers[channel] = (sender, receivers[channel])
     return peers
 
@@ -551,26 +554,17 @@ def data_element_bytes(cores: list[pim.CoreOp]) -> int:
         if isinstance(r.type, TensorType | MemRefType)
     }
     if len(widths) > 1:
-        raise fail(f"the cores mix element widths {sorted(widths)}")
+        raise pass_error("pim-codegen", f"the cores mix element widths {sorted(widths)}")
     return (widths.pop() if widths else 32) // 8
 
 
-@dataclass
-class CoreCode:
-    """The code generated for one core: its instructions and the local memory they use."""
-
-    core: pim.CoreOp
-    stream: pim.InstructionStream
-    local_bytes: int
-
-
-def generate(function: func.FuncOp) -> list[CoreCode]:
+def generate(function: func.FuncOp) -> list[pim.CoreCode]:
     """The instruction streams of `function`'s cores (whose ids must be 0..N-1), in id order; the
     global buffers get their addresses (`pim.address`). The cores' bodies are left as they are."""
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
     ids = [c.get_core_id() for c in cores]
     if ids != list(range(len(cores))):
-        raise fail(f"core ids must be 0..{len(cores) - 1}, got {ids}")
+        raise pass_error("pim-codegen", f"core ids must be 0..{len(cores) - 1}, got {ids}")
     element_bytes = data_element_bytes(cores)
     addresses = global_buffers(cores, element_bytes)
     for value, address in addresses.items():
@@ -582,11 +576,11 @@ def generate(function: func.FuncOp) -> list[CoreCode]:
     for core in cores:
         codegen = CoreCodegen(core, addresses, peers, element_bytes)
         stream = codegen.run([weight_matrix(w) for w in core.weights])
-        codes.append(CoreCode(core, stream, codegen.top))
+        codes.append(pim.CoreCode(core, stream, codegen.top))
     return codes
 
 
-def replace_bodies(codes: list[CoreCode]) -> None:
+def replace_bodies(codes: list[pim.CoreCode]) -> None:
     """Each core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
     local memory. The ops go into a detached block first: attaching millions of ops to a nested
     block would check each against all the block's ancestors."""
@@ -616,14 +610,11 @@ def cyclic_collector_paused() -> Iterator[None]:
 
 def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:
     """Functions with cores still to generate code for (not yet instruction-level)."""
-    functions = []
-    for op in module.walk():
-        if not isinstance(op, func.FuncOp) or not op.body.blocks:
-            continue
-        cores = [o for o in op.body.block.ops if isinstance(o, pim.CoreOp)]
-        if cores and not any(c.is_instruction_level() for c in cores):
-            functions.append(op)
-    return functions
+    return [
+        function
+        for function in functions_holding(module, pim.CoreOp)
+        if not any(isinstance(c, pim.CoreOp) and c.is_instruction_level() for c in function.body.block.ops)
+    ]
 
 
 @dataclass(frozen=True)

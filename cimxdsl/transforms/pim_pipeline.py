@@ -2,7 +2,7 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count and crossbars per core given once (defaults: the `device` preset's
-crossbar, 16 cores of 16 crossbars). `cimxdsl.backend.pipeline.compile_to_pim` runs it and writes
+crossbar, 16 cores of 16 crossbars). `cimxdsl.flow.pim.compile_to_pim` runs it and writes
 the artifact directory.
 """
 
@@ -16,12 +16,14 @@ from xdsl.passes import ModulePass
 
 from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
-from cimxdsl.transforms.crossbar_weights import PACKINGS
-from cimxdsl.transforms.errors import PassError, check_choice, check_device, run_steps
+from cimxdsl.transforms.crossbar_weights import Packing
+from cimxdsl.transforms.errors import PassError, check_device, run_steps
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
+from cimxdsl.transforms.mapping import Strategy
+from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim_codegen import PimCodegenPass
-from cimxdsl.transforms.spatial_mapping import STRATEGIES, SpatialMappingPass
+from cimxdsl.transforms.spatial_mapping import SpatialMappingPass
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
@@ -30,8 +32,8 @@ def pim_passes(
     cores: int | None,
     crossbars_per_core: int | None,
     device: str = "",
-    packing: str = "kernel",
-    mapping: str = "none",
+    packing: Packing = "kernel",
+    mapping: Strategy = "none",
     mapping_budget: float = 10.0,
 ) -> list[ModulePass]:
     cores, per_core = pim_geometry(device, cores, crossbars_per_core)
@@ -54,7 +56,7 @@ def pim_passes(
 
 
 @dataclass(frozen=True)
-class PimPipelinePass(ModulePass):
+class PimPipelinePass(ChoicePass):
     """The RAPTOR-style flow from linalg (or cinm) to pimsim-nn instructions: `linalg-to-cinm,
     cinm-to-spatial, spatial-to-pim, pim-bufferize, pim-codegen`."""
 
@@ -64,15 +66,13 @@ class PimPipelinePass(ModulePass):
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
-    packing: str = "kernel"
-    mapping: str = "none"
+    packing: Packing = "kernel"
+    mapping: Strategy = "none"
     mapping_budget: float = 10.0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.device:
             check_device(self.name, self.device)
-        check_choice(self.name, "packing", self.packing, PACKINGS)
-        check_choice(self.name, "mapping", self.mapping, STRATEGIES)
         options = (self.device, self.packing, self.mapping, self.mapping_budget)
         try:
             steps = pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, *options)

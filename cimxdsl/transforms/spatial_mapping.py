@@ -20,16 +20,16 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
-from xdsl.passes import ModulePass
 
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.transforms.errors import check_choice, pass_error
+from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 from cimxdsl.transforms.mapping import (
-    STRATEGIES,
     Mapping,
     MappingProblem,
+    Strategy,
     compute_cost,
     genetic_mapping,
     greedy_mapping,
@@ -45,6 +45,7 @@ from cimxdsl.transforms.mapping.bands import (
     rows_of,
     split_compute,
 )
+from cimxdsl.transforms.options import ChoicePass
 
 CORE = "core"
 """The discardable attribute of a `spat.compute` naming the core `spatial-to-pim` puts it on."""
@@ -59,7 +60,7 @@ def band_cost(compute: spat.ComputeOp, band: tuple[int, int], latencies: Latenci
     return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
 
 
-def map_computes(problem: MappingProblem, strategy: str, budget_s: float) -> Mapping:
+def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -> Mapping:
     if strategy == "greedy":
         return greedy_mapping(problem)
     if strategy == "ga":
@@ -68,7 +69,7 @@ def map_computes(problem: MappingProblem, strategy: str, budget_s: float) -> Map
 
 
 def map_function(
-    function: func.FuncOp, strategy: str, cores: int, per_core: int, budget_s: float, chip: ChipConfig
+    function: func.FuncOp, strategy: Strategy, cores: int, per_core: int, budget_s: float, chip: ChipConfig
 ) -> None:
     latencies = Latencies(chip)
     block = function.body.block
@@ -147,7 +148,7 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
 
 
 @dataclass(frozen=True)
-class SpatialMappingPass(ModulePass):
+class SpatialMappingPass(ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
     seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
     crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
@@ -155,7 +156,7 @@ class SpatialMappingPass(ModulePass):
 
     name = "spatial-mapping"
 
-    strategy: str = "greedy"
+    strategy: Strategy = "greedy"
     cores: int = 0
     crossbars_per_core: int = 16
     budget: float = 10.0
@@ -170,10 +171,7 @@ class SpatialMappingPass(ModulePass):
 
     def map(self, op: ModuleOp, chip: ChipConfig) -> None:
         """The mapping with the computes timed on `chip` (rather than the `chip` option's)."""
-        check_choice(self.name, "strategy", self.strategy, STRATEGIES)
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
             raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
-        for function in list(op.walk()):
-            if isinstance(function, func.FuncOp) and function.body.blocks:
-                if any(isinstance(o, spat.ComputeOp) for o in function.body.block.ops):
-                    map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)
+        for function in functions_holding(op, spat.ComputeOp):
+            map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)

@@ -28,7 +28,6 @@ from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
@@ -36,14 +35,11 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
 from cimxdsl.transforms.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.functions import functions_holding
 from cimxdsl.transforms.spatial_mapping import CORE
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
-
-
-def fail(message: str) -> PassFailedException:
-    return pass_error("spatial-to-pim", message)
 
 
 def contiguous_groups(weights: list[int], capacity: int) -> list[int]:
@@ -64,17 +60,19 @@ def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: s
     total = sum(weights)
     largest = max(weights, default=0)
     if largest > per_core:
-        raise fail(
+        raise pass_error(
+            "spatial-to-pim",
             f"a spat.compute holds {largest} crossbars, more than the {per_core} of a core: lower it with "
-            f"cinm-to-spatial{{crossbars-per-compute={per_core}}}"
+            f"cinm-to-spatial{{crossbars-per-compute={per_core}}}",
         )
     if cores == 0:
         return contiguous_groups(weights, per_core)
     if total > cores * per_core:
         layer = f" (largest layer: {largest_layer})" if largest_layer else ""
-        raise fail(
+        raise pass_error(
+            "spatial-to-pim",
             f"the program needs {total} crossbars{layer}, but {cores} core{'s' if cores != 1 else ''} x {per_core} "
-            f"crossbars per core hold only {cores * per_core}: use at least {-(-total // per_core)} cores"
+            f"crossbars per core hold only {cores * per_core}: use at least {-(-total // per_core)} cores",
         )
     if len(weights) <= cores:
         return list(range(len(weights)))
@@ -87,9 +85,10 @@ def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: s
     for w in weights:
         core = next((c for c in range(cores) if loads[c] + w <= per_core), None)
         if core is None:
-            raise fail(
+            raise pass_error(
+                "spatial-to-pim",
                 f"the program's {len(weights)} computes ({total} crossbars) cannot be packed onto {cores} cores of "
-                f"{per_core} crossbars; use more cores or cinm-to-spatial{{crossbars-per-compute=...}} with fewer"
+                f"{per_core} crossbars; use more cores or cinm-to-spatial{{crossbars-per-compute=...}} with fewer",
             )
         loads[core] += w
         assignment.append(core)
@@ -158,9 +157,10 @@ class PimLowering:
         for core, w in zip(assignment, weights, strict=True):
             loads[core] = loads.get(core, 0) + w
         if (self.cores and len(loads) > self.cores) or max(loads.values()) > self.per_core:
-            raise fail(
+            raise pass_error(
+                "spatial-to-pim",
                 f"the computes' 'core' attributes use {len(loads)} cores and up to {max(loads.values())} crossbars per "
-                f"core, more than {self.cores or 'any number of'} cores of {self.per_core} crossbars"
+                f"core, more than {self.cores or 'any number of'} cores of {self.per_core} crossbars",
             )
         return assignment
 
@@ -177,7 +177,9 @@ class PimLowering:
         for compute in computes:
             for value in compute.inputs:
                 if value in late and not isinstance(value.owner, spat.ComputeOp):
-                    raise fail("a compute reads a value the host computes from other computes' results")
+                    raise pass_error(
+                        "spatial-to-pim", "a compute reads a value the host computes from other computes' results"
+                    )
         return prologue, epilogue
 
     def place(self, compute: spat.ComputeOp, core: CoreBuilder) -> None:
@@ -185,7 +187,9 @@ class PimLowering:
         core.weights.extend(compute.weights)
         for arg in compute.weight_args:
             if arg.uses:
-                raise fail("crossbar weights may only be used through 'spat.apply_filters' indices")
+                raise pass_error(
+                    "spatial-to-pim", "crossbar weights may only be used through 'spat.apply_filters' indices"
+                )
         mapping: dict[SSAValue, SSAValue] = {}
         first_row: dict[SSAValue, int] = {}
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
@@ -228,7 +232,7 @@ class PimLowering:
             self.received[key] = receive.result
         else:
             if not isinstance(value.type, TensorType):
-                raise fail(f"a compute input must be a tensor, got {value.type}")
+                raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
             buffer = self.input_buffers.get(value)
             if buffer is None:
                 memref_type = MemRefType(value.type.element_type, value.type.get_shape())
@@ -284,12 +288,14 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
         try:
             config = load_device_config(device)
         except DeviceConfigError as e:
-            raise fail(str(e)) from None
+            raise pass_error("spatial-to-pim", str(e)) from None
         default_cores, default_per_core = config.cores, config.crossbars_per_core
     cores = cores if cores is not None else default_cores
     per_core = per_core if per_core is not None else default_per_core
     if cores < 0 or per_core < 1:
-        raise fail("cores must be positive (0: as many as needed) and crossbars-per-core positive")
+        raise pass_error(
+            "spatial-to-pim", "cores must be positive (0: as many as needed) and crossbars-per-core positive"
+        )
     return cores, per_core
 
 
@@ -307,8 +313,5 @@ class SpatialToPimPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
-        for function in list(op.walk()):
-            if not isinstance(function, func.FuncOp) or not function.body.blocks:
-                continue
-            if any(isinstance(o, spat.ComputeOp) for o in function.body.block.ops):
-                PimLowering(function, cores, per_core).run()
+        for function in functions_holding(op, spat.ComputeOp):
+            PimLowering(function, cores, per_core).run()

@@ -1,16 +1,18 @@
 """Mapping strategies of the PIM flow (pluggable, as the memristor flow's schedulers): how many
-replicas each `spat.compute` gets and on which cores they run. `STRATEGIES` names them."""
+replicas each `spat.compute` gets and on which cores they run. `Strategy` names them."""
+
+from typing import Literal
 
 from cimxdsl.transforms.mapping.genetic import genetic_mapping
 from cimxdsl.transforms.mapping.greedy import greedy_mapping
 from cimxdsl.transforms.mapping.problem import Mapping, MappingProblem, compute_cost, place, unreplicated
 
-STRATEGIES = ("none", "greedy", "ga")
+Strategy = Literal["none", "greedy", "ga"]
 
 __all__ = [
-    "STRATEGIES",
     "Mapping",
     "MappingProblem",
+    "Strategy",
     "compute_cost",
     "genetic_mapping",
     "greedy_mapping",

@@ -7,9 +7,9 @@ import pytest
 
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
-from cimxdsl.backend.pipeline import compile_to_pim
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.flow.pim import compile_to_pim
 from cimxdsl.tools.cim_validate import main as cim_validate
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, conv_program, gemm_program, interpret, resnet_program

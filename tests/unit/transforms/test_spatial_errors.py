@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from cimxdsl.backend.pipeline import compile_to_pim
+from cimxdsl.flow.pim import compile_to_pim
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret
 

@@ -1,4 +1,9 @@
-"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory."""
+"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory.
+
+The passes (`cimxdsl.transforms`, the `pim` pipeline's list) lower the module to bufferized
+`pim.core`s and `pim-codegen` generates the cores' packed code; the back end (`cimxdsl.backend`)
+reads that code as artifacts, writes them and estimates their performance on a chip.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +21,14 @@ from cimxdsl.backend.emit import artifacts_of_code
 from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.crossbar_weights import Packing
+from cimxdsl.transforms.mapping import Strategy
 from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim_pipeline import pim_passes
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
-
-DEFAULT_PACKING = "im2col"
+DEFAULT_PACKING: Packing = "im2col"
 """The compile's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,
 better cell utilisation and fewer instructions on every measured model, exactly the same results."""
 
@@ -38,11 +44,12 @@ def spatial_crossbars(module: ModuleOp) -> int:
 
 def generate_artifacts(module: ModuleOp) -> Artifacts:
     """`pim-codegen`'s code for the module's cores, as artifacts: the instruction streams stay
-    packed (`InstructionStream`) instead of becoming millions of IR ops nobody reads here."""
+    packed (`pim.CoreCode`) instead of becoming millions of IR ops nobody reads here."""
     functions = functions_with_cores(module)
     if len(functions) != 1:
         raise ArtifactError(f"expected one function with cores to generate code for, found {len(functions)}")
-    return artifacts_of_code(functions[0], generate(functions[0]))
+    codes = generate(functions[0])
+    return artifacts_of_code(functions[0], codes)
 
 
 def compile_to_pim(
@@ -52,8 +59,8 @@ def compile_to_pim(
     xbar_size: int | None = None,
     out_dir: str | Path | None = None,
     device: str = "",
-    packing: str = DEFAULT_PACKING,
-    mapping: str = "none",
+    packing: Packing = DEFAULT_PACKING,
+    mapping: Strategy = "none",
     mapping_budget: float = 10.0,
     chip: ChipConfig | None = None,
 ) -> dict[str, Any]:
