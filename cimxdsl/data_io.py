@@ -94,7 +94,7 @@ def check_array(spec: InputSpec, value: Any, batch: int | None = None, what: str
     if spec.dtype.kind in "biu" and array.dtype.kind not in "biu":
         raise InputError(f"{what} '{spec.name}' must hold integers ({spec.dtype}), got {array.dtype}")
     fits = array.ndim == len(spec.shape) and all(
-        d is None and n > 0 and (batch is None or n == batch) or n == d
+        (d is None and n > 0 and (batch is None or n == batch)) or n == d
         for d, n in zip(spec.shape, array.shape, strict=False)
     )
     if not fits:

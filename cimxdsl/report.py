@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+
 class Report(dict):
     """A report: a plain dict underneath (`report["total"]`, `json.dumps(report)`), printed as the
     tables `cim-compile` prints; `to_dict()` gives a plain copy, `to_records()` one row per layer and

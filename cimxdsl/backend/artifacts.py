@@ -39,6 +39,7 @@ import numpy as np
 from cimxdsl.dialects.pim import (
     BY_OPCODE,
     InstructionJsonError,
+    InstructionOp,
     InstructionStream,
     MvmulOp,
     RecvOp,

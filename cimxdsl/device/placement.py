@@ -15,11 +15,13 @@ one full tile's write and read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.metrics import digital_time_ns, energy_pj, mvm_events, write_events, write_time_ns
 
-PLACEMENTS = ("host", "crossbar", "auto")
+Placement = Literal["host", "crossbar", "auto"]
+PLACEMENTS: tuple[str, ...] = get_args(Placement)
 
 
 @dataclass(frozen=True)

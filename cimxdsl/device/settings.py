@@ -153,7 +153,7 @@ class Schema:
             if not isinstance(value, list | tuple) or not all(is_number(v) and v >= (bounds.low or 0) for v in value):
                 return None
             return tuple(float(v) for v in value)
-        if kind is int and not is_int(value) or kind is float and not is_number(value):
+        if (kind is int and not is_int(value)) or (kind is float and not is_number(value)):
             return None
         if kind not in (int, float):
             return value

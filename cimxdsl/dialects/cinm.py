@@ -14,8 +14,8 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    AnyFloat,
     I64,
+    AnyFloat,
     BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -39,7 +39,6 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
-    opt_operand_def,
     opt_prop_def,
     opt_result_def,
     prop_def,
@@ -1034,7 +1033,7 @@ class ReduceOp(IRDLOperation):
             )
         method = self.method.data
         is_float = isinstance(element_type(self.input), AnyFloat)
-        if method.endswith("f") and not is_float or method.endswith(("si", "ui")) and is_float:
+        if (method.endswith("f") and not is_float) or (method.endswith(("si", "ui")) and is_float):
             kind = "floats" if method.endswith("f") else "integers"
             raise VerifyException(f"'cinm.op.reduce' method '{method}' reduces {kind}, got {self.input.type}")
         dimensions = self.dimensions.get_values()

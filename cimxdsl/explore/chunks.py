@@ -22,6 +22,7 @@ import numpy as np
 
 from cimxdsl.device import Device, DeviceConfig
 
+
 class Chunk(NamedTuple):
     """Inputs [start, stop) of the data set, its chunk `index`."""
 

@@ -29,7 +29,6 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from cimxdsl.dialects.utils import dense_attr, reassociation
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
-from cimxdsl.frontend.pooling import pool_window
 from cimxdsl.frontend.onnx_importer import (
     OnnxImporter,
     conv_pads,
@@ -39,6 +38,7 @@ from cimxdsl.frontend.onnx_importer import (
     pool_geometry,
     sanitize,
 )
+from cimxdsl.frontend.pooling import pool_window
 from cimxdsl.interpreters import run
 
 INT8 = (-128, 127)

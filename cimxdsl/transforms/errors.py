@@ -37,12 +37,14 @@ def pass_error(name: str, message: str, op: Operation | None = None) -> PassErro
     return PassError.of(name, message, location_prefix(op), f" ('{op.name}')")
 
 
-def check_choice(name: str, option: str, value: str, choices: Sequence[str]) -> None:
+def check_choice(name: str, option: str, value: object, choices: Sequence[object]) -> None:
     """Raise `name: option 'option' must be one of ..., got 'value'` (with a did-you-mean) unless
     `value` is one of `choices`."""
     if value not in choices:
-        hint = did_you_mean(value, choices)
-        raise pass_error(name, f"option '{option}' must be one of {', '.join(choices)}, got '{value}'{hint}")
+        allowed = [str(c) for c in choices]
+        hint = did_you_mean(str(value), allowed)
+        option = option.replace("_", "-")
+        raise pass_error(name, f"option '{option}' must be one of {', '.join(allowed)}, got '{value}'{hint}")
 
 
 def check_device(name: str, device: str) -> None:

@@ -47,7 +47,6 @@ from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.dialects.tensor import CollapseShapeOp, ExpandShapeOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -58,12 +57,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
-from cimxdsl.device.placement import PLACEMENTS, placement_of
+from cimxdsl.device.placement import Placement, placement_of
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp, MatvecOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
 from cimxdsl.transforms.device_option import DeviceOption
-from cimxdsl.transforms.errors import check_choice
+from cimxdsl.transforms.options import ChoicePass
 
 
 def is_zero(value: SSAValue) -> bool:
@@ -339,20 +338,19 @@ class BatchMatmulToCinm(RewritePattern):
 
 
 @dataclass(frozen=True)
-class LinalgToCinmPass(DeviceOption, ModulePass):
+class LinalgToCinmPass(DeviceOption, ChoicePass):
     """Offload `linalg.matmul`, `linalg.matvec` (or a `linalg.generic` that is one) and convolutions
     to `cinm.op.gemm`/`gemv`, each in its own `cinm.compute`; products of two run-time tensors (`linalg.batch_matmul`) placed by `placement` (`host`, `crossbar`, or `auto`:
     the cheaper on `device`, a preset name or TOML file)."""
 
     name = "linalg-to-cinm"
 
-    placement: str = "host"
+    placement: Placement = "host"
     device: str = DEFAULT_DEVICE
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_choice(self.name, "placement", self.placement, PLACEMENTS)
         patterns = [ProductToCinm(), ConvToCinm(), BatchMatmulToCinm(self.placement, self.config())]
         PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False

@@ -8,19 +8,13 @@ from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 
-from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.errors import check_choice
 
 
 def choices(cls: type[ModulePass]) -> dict[str, tuple[Any, ...]]:
     """Each `Literal[...]` option of a pass class with the values it allows."""
     hints = get_type_hints(cls)
     return {f.name: get_args(hints[f.name]) for f in fields(cls) if get_origin(hints[f.name]) is Literal}
-
-
-def check_choice(pass_name: str, option: str, value: Any, allowed: tuple[Any, ...]) -> None:
-    if value not in allowed:
-        names = ", ".join(map(str, allowed))
-        raise pass_error(pass_name, f"option '{option.replace('_', '-')}' must be one of {names}, got '{value}'")
 
 
 class ChoicePass(ModulePass):

@@ -12,12 +12,12 @@ in parallel.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import ModuleOp, TensorType, UnitAttr
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     PatternRewriteWalker,
@@ -30,7 +30,8 @@ from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.device_record import record_device
-from cimxdsl.transforms.errors import check_choice, pass_error
+from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.tile_loops import given_tile_sizes, tile_in_loops
 
 
@@ -180,7 +181,7 @@ class TileProducts(RewritePattern):
 
 
 @dataclass(frozen=True)
-class TilePass(DeviceOption, ModulePass):
+class TilePass(DeviceOption, ChoicePass):
     """Tile every `cinm.op.gemm`/`gemv` to the crossbar size.
 
     The crossbar is `rows × cols` cells (default: from `device`, a preset name or TOML file, else
@@ -192,7 +193,7 @@ class TilePass(DeviceOption, ModulePass):
     rows: int | None = None
     cols: int | None = None
     device: str | None = None  # type: ignore[assignment]
-    mode: str = "unroll"
+    mode: Literal["unroll", "loop"] = "unroll"
     """`unroll`: static tiles, as the crossbar flow needs; `loop`: `affine.for` nests shaped as
     Cinnamon's `cinm-tiling` (`tile_loops.py`), unrolled later by `cinm-unroll-loops`."""
 
@@ -215,7 +216,6 @@ class TilePass(DeviceOption, ModulePass):
         return tile_shape(rows, cols, cells)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        check_choice(self.name, "mode", self.mode, ("unroll", "loop"))
         rows, columns = self.tile_shape()
         config = self.device_or_none()
         if config is not None and (self.rows, self.cols) != (None, None):
