@@ -46,6 +46,8 @@ def summary(cls: type[ModulePass], width: int = 100) -> str:
 def type_name(hint: object) -> str:
     if isinstance(hint, type):
         return hint.__name__
+    if typing.get_origin(hint) is typing.Literal:
+        return " | ".join(map(str, typing.get_args(hint)))
     return str(hint).replace("typing.", "").replace("NoneType", "None")
 
 
