@@ -186,11 +186,10 @@ class DeviceConfig:
     # ---- construction -------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeviceConfig:
-        """Build from a (possibly grouped) dict; `preset = "name"` starts from that preset."""
+        """Build from a (possibly grouped) dict; `preset = "name"` starts from that preset, and a dict
+        without one from the default device (`DEFAULT_DEVICE`)."""
         flat = flatten(data)
-        base_name = flat.pop("preset", None)
-        base = cls() if base_name is None else preset(base_name)
-        return base.replace(**flat)
+        return preset(flat.pop("preset", DEFAULT_DEVICE)).replace(**flat)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> DeviceConfig:
@@ -522,7 +521,8 @@ DEVICE.presets.update(PRESETS)
 
 DEFAULT_DEVICE = "isaac"
 """The device of every face when none is given: `cim-compile`, `cim-run`, `cimxdsl.compile` and
-the passes with a `device` option. ISAAC (Shafiee et al., ISCA 2016), because a default should give
+the passes with a `device` option, and the base of a device file or sweep table that names no
+`preset`. ISAAC (Shafiee et al., ISCA 2016), because a default should give
 the right answer and real costs. Its 9-bit ADC over the full range resolves every column sum of a
 read exactly (at most 128 rows x a 1-bit input digit x a 2-bit cell level = 384 < 2**9 - 1), and
 its cells and DACs hold int8 values, so an int8 model computes on it the same numbers as on exact

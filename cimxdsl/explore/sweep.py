@@ -213,7 +213,7 @@ def parse_device(table: Any, root: Path) -> DeviceConfig:
             if not path.is_file():
                 raise SweepError(f"device.file: no such file '{file}'")
             return load_device_config(path).replace(**flatten(table))
-        return DeviceConfig.from_dict(table)  # `preset = "name"` or the defaults, then overrides
+        return DeviceConfig.from_dict(table)  # `preset = "name"` or the default device, then overrides
     except DeviceConfigError as e:
         raise SweepError(f"device: {str(e).removeprefix('device config: ')}") from None
 
