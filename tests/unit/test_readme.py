@@ -116,9 +116,9 @@ def test_tour_outputs(tour):
         assert (digits / name).is_file(), f"cim-compile -o wrote no {name}"
     assert "top-1 agreement 100%" in output(steps, "cim-compile examples/digits_cnn.onnx --device examples/devices/tour.toml --random")
 
-    lowered = (work / "mlp_lowered.mlir").read_text()
+    lowered = (work / "out" / "mlp_lowered.mlir").read_text()
     assert "func.call @memristor_gemm" in lowered and "cinm." not in lowered and "cim.op" not in lowered
-    source, crossbars = np.load(work / "source.npz"), np.load(work / "lowered.npz")
+    source, crossbars = np.load(work / "out" / "source.npz"), np.load(work / "out" / "lowered.npz")
     inputs = [k for k in source.files if k.startswith("input_")]
     assert inputs and inputs == [k for k in crossbars.files if k.startswith("input_")]
     for key in inputs:  # the same random inputs (--seed) …
