@@ -116,13 +116,16 @@ def test_tour_outputs(tour):
         assert (digits / name).is_file(), f"cim-compile -o wrote no {name}"
     assert "top-1 agreement 100%" in output(steps, "cim-compile examples/digits_cnn.onnx --device examples/devices/tour.toml --random")
 
-    lowered = (work / "mlp_lowered.mlir").read_text()
+    lowered = (work / "out" / "mlp_lowered.mlir").read_text()
     assert "func.call @memristor_gemm" in lowered and "cinm." not in lowered and "cim.op" not in lowered
-    source, crossbars = np.load(work / "source.npz"), np.load(work / "lowered.npz")
-    results = [k for k in source.files if not k.startswith("input")]
-    assert results and sorted(results) == sorted(k for k in crossbars.files if not k.startswith("input"))
-    for key in source.files:  # the same inputs, and on a lossless ADC the same integers
+    source, crossbars = np.load(work / "out" / "source.npz"), np.load(work / "out" / "lowered.npz")
+    inputs = [k for k in source.files if k.startswith("input_")]
+    assert inputs and inputs == [k for k in crossbars.files if k.startswith("input_")]
+    for key in inputs:  # the same random inputs (--seed) …
         np.testing.assert_array_equal(source[key], crossbars[key], err_msg=key)
+    results = [[f[k] for k in f.files if not k.startswith("input_")] for f in (source, crossbars)]
+    assert len(results[0]) == len(results[1]) == 1
+    np.testing.assert_array_equal(*[r[0] for r in results])  # … and on a lossless ADC the same integers
 
     assert (work / "out" / "pim" / "config.json").is_file()
     assert "ok" in output(steps, "cim-validate")
