@@ -1,6 +1,7 @@
 """Shared helpers for the command-line tools: one-line errors, `--version` and progress bars."""
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +45,10 @@ def run_reporting_errors(tool: str, body: Callable[[], object]) -> None:
         raise SystemExit(1) from None
     except ArgSpecParseError as e:
         fail(tool, " ".join(str(e).split()))
+    except BrokenPipeError:
+        # the reader stopped early (`tool ... | head`): no message, and none when Python flushes at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     except (UserError, ValueError, OSError) as e:
         fail(tool, str(e))
 
