@@ -29,15 +29,10 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from cimxdsl.dialects.utils import dense_attr, reassociation
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
-from cimxdsl.frontend.onnx_importer import (
-    OnnxImporter,
-    conv_pads,
-    input_shape,
-    load_model,
-    output_shape,
-    pool_geometry,
-    sanitize,
-)
+from cimxdsl.frontend.loading import input_shape, load_model
+from cimxdsl.frontend.onnx_importer import OnnxImporter, sanitize
+from cimxdsl.frontend.ops.nn import conv_pads, pool_geometry
+from cimxdsl.frontend.ops.shape import output_shape
 from cimxdsl.frontend.pooling import pool_window
 from cimxdsl.interpreters import run
 

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from cimxdsl.dialects.upstream import GatherOp
-from cimxdsl.frontend import onnx_importer
+from cimxdsl.frontend import folding
 from cimxdsl.frontend.attributes import OnnxImportError
 from cimxdsl.frontend.onnx_importer import import_onnx
 
@@ -71,8 +71,8 @@ def test_a_node_whose_folding_fails_is_imported_as_a_run_time_op(monkeypatch):
     def failing(node, *inputs):
         raise ValueError("no evaluation")
 
-    monkeypatch.setitem(onnx_importer.NUMPY_EVALUATIONS, "Expand", failing)
-    monkeypatch.setitem(onnx_importer.NUMPY_EVALUATIONS, "GatherElements", failing)
+    monkeypatch.setitem(folding.NUMPY_EVALUATIONS, "Expand", failing)
+    monkeypatch.setitem(folding.NUMPY_EVALUATIONS, "GatherElements", failing)
     model = buffer_gather(np.arange(TOKENS)[None] * 40)
     x = np.random.default_rng(2).standard_normal((1, TOKENS, 4)).astype(np.float32)
     compiled = cimxdsl.compile(model, device="ideal", mode="exact")

@@ -11,7 +11,8 @@ from onnx.backend.test.case.node import collect_testcases
 
 from cimxdsl.api import CompileError
 from cimxdsl.frontend.attributes import OnnxImportError
-from cimxdsl.frontend.onnx_importer import HANDLERS, SHAPE_ONLY
+from cimxdsl.frontend.folding import SHAPE_ONLY
+from cimxdsl.frontend.ops import importer
 from cimxdsl.onnx_backend import CimBackend
 
 SUPPORTED = (
@@ -25,7 +26,7 @@ SUPPORTED = (
 )
 CASES = collect_testcases(None)
 COMPOSED = [
-    case.name for case in CASES if {n.op_type for n in case.model.graph.node} <= {*HANDLERS, *SHAPE_ONLY, "Constant"}
+    case.name for case in CASES if {n.op_type for n in case.model.graph.node} <= {*importer, *SHAPE_ONLY, "Constant"}
 ]
 """Tests whose graphs use only supported ops (the function expansions of Elu, RMSNormalization, …)."""
 

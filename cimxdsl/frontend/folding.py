@@ -1,0 +1,101 @@
+"""Folding at import: nodes on constants evaluated with ONNX's reference (or NumPy), and
+BatchNormalization after a convolution folded into its weights."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnx.defs
+import onnx.reference
+from onnx import helper
+
+from cimxdsl.frontend.attributes import NodeAttributes
+
+SHAPE_ONLY = {"Shape", "Size"}
+"""Ops whose result depends only on the (static) shape of their input: folded to constants."""
+
+
+def np_to_onnx(dtype: np.dtype) -> int:
+    return helper.np_dtype_to_tensor_dtype(dtype)
+
+
+def gather_elements(node: onnx.NodeProto, data: np.ndarray, indices: np.ndarray) -> list[np.ndarray]:
+    """GatherElements on constants (ONNX's reference picks one element per row once the axis is longer
+    than `np.choose` takes, as a `[1, 512]` position buffer is, and wraps indices out of range).
+    Indices that do not fit raise, and the node's run-time import says why."""
+    axis = NodeAttributes(node).axis("axis", data.ndim)
+    size = data.shape[axis]
+    region = data[tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(indices.shape))]
+    if region.shape[:axis] + region.shape[axis + 1 :] != indices.shape[:axis] + indices.shape[axis + 1 :]:
+        raise ValueError("the indices do not fit the data")
+    if indices.size and not -size <= indices.min() <= indices.max() < size:
+        raise IndexError("an index is out of range")
+    return [np.take_along_axis(region, np.where(indices < 0, indices + size, indices).astype(np.int64), axis)]
+
+
+NUMPY_EVALUATIONS: dict[str, Callable[..., list[np.ndarray]]] = {"GatherElements": gather_elements}
+"""Ops evaluated on constants with NumPy instead of ONNX's reference, where the reference is wrong."""
+
+
+def evaluate_node(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int) -> list[np.ndarray]:
+    """Run one node on constant inputs with ONNX's reference implementation (or `NUMPY_EVALUATIONS`)."""
+    if node.op_type in NUMPY_EVALUATIONS:
+        return NUMPY_EVALUATIONS[node.op_type](node, *inputs)
+    names = [n for n in node.input if n]
+    feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
+    graph = helper.make_graph(
+        [node],
+        "fold",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(feeds[n].dtype), feeds[n].shape)
+            for n in names
+        ],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in node.output if o],
+    )
+    for version in (opset, onnx.defs.onnx_opset_version()):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
+        try:
+            return [np.asarray(v) for v in onnx.reference.ReferenceEvaluator(model).run(None, feeds)]
+        except RuntimeError as e:
+            # The reference has no implementation of this op at the model's opset: try the latest.
+            if "No implementation" not in str(e) or version != opset:
+                raise
+    raise AssertionError("unreachable")
+
+
+def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
+    """Fold `BatchNormalization(Conv(x, W, B))` into the conv when W is constant and the conv's
+    output feeds only the BatchNormalization."""
+    users: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            users[name] = users.get(name, 0) + 1
+    producers = {o: node for node in graph.node for o in node.output}
+    folded = []
+    for node in graph.node:
+        if node.op_type != "BatchNormalization" or len(node.output) != 1:
+            continue
+        conv = producers.get(node.input[0])
+        if conv is None or conv.op_type != "Conv" or users.get(node.input[0]) != 1:
+            continue
+        operands = [conv.input[1], *node.input[1:5], *conv.input[2:3]]
+        if not all(n in constants for n in operands if n) or len(node.input) < 5:
+            continue
+        channels = constants[conv.input[1]].shape[:1]
+        if any(constants[n].shape != channels for n in operands[1:] if n):
+            continue  # not per-channel vectors: left to the BatchNormalization import to report
+        gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
+        scale = gamma / np.sqrt(var + NodeAttributes(node)["epsilon"])
+        weights = constants[conv.input[1]].astype(np.float64)
+        bias = constants[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
+        weight_name, bias_name = f"{conv.name or conv.output[0]}_folded_w", f"{conv.name or conv.output[0]}_folded_b"
+        constants[weight_name] = (weights * scale[:, None, None, None]).astype(np.float32)
+        constants[bias_name] = ((bias - mean) * scale + beta).astype(np.float32)
+        del conv.input[1:]
+        conv.input.extend([weight_name, bias_name])
+        conv.output[0] = node.output[0]
+        folded.append(node)
+    for node in folded:
+        graph.node.remove(node)
