@@ -34,6 +34,7 @@ from cimxdsl.frontend.onnx_importer import OnnxImporter, sanitize
 from cimxdsl.frontend.ops.nn import conv_pads, pool_geometry
 from cimxdsl.frontend.ops.shape import output_shape
 from cimxdsl.frontend.pooling import pool_window
+from cimxdsl.frontend.registry import integer_importer
 from cimxdsl.interpreters import run
 
 INT8 = (-128, 127)
@@ -126,12 +127,12 @@ class IntegerImporter:
             if node.input and node.input[0] in softmax:
                 node = self.before_softmax(node, softmax)
             self.ir.layer_name = sanitize(node.name or node.output[0])
-            handler = getattr(self, f"import_{node.op_type.lower()}", None)
+            handler = integer_importer.get(node.op_type)
             if handler is None:
                 raise OnnxImportError(
                     f"the integer (PIM) import does not support '{node.op_type}' (node '{node.name}')"
                 )
-            lowered = handler(node, NodeAttributes(node))
+            lowered = handler(self, node, NodeAttributes(node))
             if lowered is None:
                 continue  # a partial channel shuffle (`self.shuffles`)
             value, e = lowered
@@ -224,7 +225,8 @@ class IntegerImporter:
         e = exponent(float(np.abs(weights).max()))
         return np.clip(np.rint(weights / 2.0**e), -127, 127).astype(np.int64), e
 
-    # -- handlers: (node, attributes) -> (value, exponent) -----------------------------------------
+    # -- handlers: (importer, node, attributes) -> (value, exponent), by op type in `integer_importer`
+    @integer_importer("Conv")
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
         weights = self.weights(node, 1, "the weights")
@@ -253,6 +255,7 @@ class IntegerImporter:
             dense[f : f + per_group_filters, c : c + per_group_channels] = codes[f : f + per_group_filters]
         return dense
 
+    @integer_importer("Gemm")
     def import_gemm(self, node, attrs):
         x, e_x = self.input(node)
         if attrs["transA"]:
@@ -266,13 +269,16 @@ class IntegerImporter:
             bias = np.broadcast_to(self.weights(node, 2, "the bias") * attrs["beta"], shape_of(acc))[0]
         return self.requantize(acc, e_x + e_w, node.output[0], bias)
 
+    @integer_importer("MatMul")
     def import_matmul(self, node, attrs):
         return self.import_gemm(node, defaults("Gemm"))
 
+    @integer_importer("Relu")
     def import_relu(self, node, attrs):
         x, e = self.input(node)
         return self.ir.insert(arith.MaxSIOp(x, self.splat(0, shape_of(x)))), e
 
+    @integer_importer("Clip")
     def import_clip(self, node, attrs):
         """A clamp to constant bounds (ReLU6), rounded to the input's steps."""
         x, e = self.input(node)
@@ -293,6 +299,7 @@ class IntegerImporter:
         e_out = max([exponent(self.peaks[node.output[0]]), *(e for _, e in operands)])
         return [self.shift(v, e_out - e) for v, e in operands], e_out
 
+    @integer_importer("Sum", "Add")
     def import_sum(self, node, attrs):
         network = [n for n in node.input if n not in self.constants]
         values, e_out = self.aligned(node, network)
@@ -306,8 +313,7 @@ class IntegerImporter:
             total = self.ir.insert(arith.AddiOp(total, self.ir.constant(offset, i32)))
         return self.clamp(total), e_out
 
-    import_add = import_sum
-
+    @integer_importer("Mul")
     def import_mul(self, node, attrs):
         """A product with a constant (broadcast over the image): codes times codes, requantized."""
         network = [i for i, n in enumerate(node.input) if n not in self.constants]
@@ -317,6 +323,7 @@ class IntegerImporter:
         factor = self.constants[node.input[1 - network[0]]].astype(np.float64)
         return self.affine(node, x, e_x, factor, None)
 
+    @integer_importer("BatchNormalization")
     def import_batchnormalization(self, node, attrs):
         x, e_x = self.input(node)
         gamma, beta, mean, var = (self.weights(node, i, "the statistics") for i in range(1, 5))
@@ -332,6 +339,7 @@ class IntegerImporter:
         bias = None if shift is None else np.broadcast_to(shift, shape)
         return self.requantize(acc, e_x + e_f, node.output[0], bias)
 
+    @integer_importer("Concat")
     def import_concat(self, node, attrs):
         x = self.values.get(node.input[0])
         rank = len(shape_of(x)) if x is not None else 4
@@ -340,6 +348,7 @@ class IntegerImporter:
         values, e_out = self.aligned(node, list(node.input))
         return self.ir.concat(values, 1), e_out
 
+    @integer_importer("AveragePool")
     def import_averagepool(self, node, attrs):
         """A sum over each window (a depthwise convolution with weights 1), times `2^s / count`,
         rounded and shifted to the output's exponent."""
@@ -357,6 +366,7 @@ class IntegerImporter:
         acc = self.ir.insert(arith.MuliOp(total, self.ir.constant(np.ascontiguousarray(full), i32)))
         return self.requantize(acc, e_x - MULTIPLIER_BITS, node.output[0], None)
 
+    @integer_importer("LRN")
     def import_lrn(self, node, attrs):
         """Approximated by one factor per layer, the calibrated ratio of output to input peaks, as a
         fixed-point multiplier (the ISA has no division or power for the per-element norm)."""
@@ -366,6 +376,7 @@ class IntegerImporter:
         acc = self.ir.insert(arith.MuliOp(x, self.ir.constant(factor, i32)))
         return self.requantize(acc, e_x - MULTIPLIER_BITS, node.output[0], None)
 
+    @integer_importer("Reshape")
     def import_reshape(self, node, attrs):
         if node.input[0] in self.shuffles:
             return self.channel_shuffle(node)
@@ -378,6 +389,7 @@ class IntegerImporter:
             return None
         return self.ir.reshape(x, target), e
 
+    @integer_importer("Transpose")
     def import_transpose(self, node, attrs):
         name = node.input[0]
         if name not in self.shuffles or tuple(attrs["perm"]) != (0, 2, 1, 3, 4):
@@ -386,6 +398,7 @@ class IntegerImporter:
         self.shuffles[node.output[0]] = (source, channels.T)
         return None
 
+    @integer_importer("MaxPool")
     def import_maxpool(self, node, attrs):
         x, e = self.input(node)
         kernel, strides, pads = pool_geometry(node, attrs, x)
@@ -404,12 +417,14 @@ class IntegerImporter:
         )
         return self.ir.insert(pool), e
 
+    @integer_importer("GlobalAveragePool")
     def import_globalaveragepool(self, node, attrs):
         x, e = self.input(node)
         h, w = shape_of(x)[2:]
         total = self.ir.reduce(tosa.ReduceSumOp, self.ir.reduce(tosa.ReduceSumOp, x, 2), 3)
         return self.ir.insert(arith.FloorDivSIOp(total, self.splat(h * w, shape_of(total)))), e
 
+    @integer_importer("Flatten")
     def import_flatten(self, node, attrs):
         x, e = self.input(node)
         return self.flatten(x, attrs.axis("axis", len(shape_of(x)), end=True)), e
@@ -434,10 +449,9 @@ class IntegerImporter:
         permutation[np.arange(len(order)), order] = 1
         return self.ir.conv(x, self.ir.constant(permutation, i32), [1, 1], [1, 1]), e
 
+    @integer_importer("Identity", "Dropout")
     def import_identity(self, node, attrs):
         return self.input(node)
-
-    import_dropout = import_identity
 
 
 def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[np.ndarray]]) -> IntegerProgram:

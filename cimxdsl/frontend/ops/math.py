@@ -28,18 +28,14 @@ INTEGER_OPS = {
 """The integer op of each float op (int32/int64 tensors, as index arithmetic; division truncates)."""
 
 
-def elementwise(kind) -> Callable:
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        lhs, rhs = im.input(node, 0), im.input(node, 1)
-        return [im.ir.binary(INTEGER_OPS[kind] if is_integer(lhs) else kind, lhs, rhs)]
-
-    return handler
+ARITHMETIC = {"Add": arith.AddfOp, "Sub": arith.SubfOp, "Mul": arith.MulfOp, "Div": arith.DivfOp}
 
 
-importer.register("Add", elementwise(arith.AddfOp))
-importer.register("Sub", elementwise(arith.SubfOp))
-importer.register("Mul", elementwise(arith.MulfOp))
-importer.register("Div", elementwise(arith.DivfOp))
+@importer(*ARITHMETIC)
+def import_arithmetic(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    kind = ARITHMETIC[node.op_type]
+    lhs, rhs = im.input(node, 0), im.input(node, 1)
+    return [im.ir.binary(INTEGER_OPS[kind] if is_integer(lhs) else kind, lhs, rhs)]
 
 
 @importer("Sum")
@@ -50,14 +46,9 @@ def import_sum(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [total]
 
 
-def unary(kind) -> Callable:
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        return [im.ir.unary(kind, im.input(node, 0))]
-
-    return handler
-
-
-importer.register("Tanh", unary(math.TanhOp))
+@importer("Tanh")
+def import_tanh(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.unary(math.TanhOp, im.input(node, 0))]
 
 
 def reduce_axes(im: OnnxImporter, kind, x: SSAValue, axes) -> SSAValue:
@@ -86,29 +77,28 @@ def reduction_axes(im: OnnxImporter, node, attrs, rank: int) -> list[int] | None
     return sorted({a % rank for a in axes})
 
 
-def reduction(reduce: Callable[[OnnxImporter, SSAValue, list[int]], SSAValue], empty: bool = True) -> Callable:
-    """A Reduce* node: `reduce(im, x, axes)` keeps the reduced dimensions, dropped unless `keepdims`;
-    `empty` tells whether a reduction over no elements is defined (a sum is, a maximum is not)."""
-
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        x = im.input(node, 0)
-        shape = shape_of(x)
-        axes = reduction_axes(im, node, attrs, len(shape))
-        if axes is None:
-            return [x]
-        if not empty and any(shape[a] == 0 for a in axes):
-            raise node_error(node, "a reduction over no elements is not supported")
-        result = reduce(im, x, axes)
-        return [
-            result if attrs["keepdims"] else im.ir.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
-        ]
-
-    return handler
+REDUCTIONS: dict[str, tuple[Callable[[OnnxImporter, SSAValue, list[int]], SSAValue], bool]] = {
+    "ReduceMean": (mean, True),
+    "ReduceSum": (lambda im, x, axes: reduce_axes(im, tosa.ReduceSumOp, x, axes), True),
+    "ReduceMax": (lambda im, x, axes: reduce_axes(im, tosa.ReduceMaxOp, x, axes), False),
+}
+"""Each Reduce* op: `reduce(im, x, axes)`, which keeps the reduced dimensions, and whether a
+reduction over no elements is defined (a sum is, a maximum is not)."""
 
 
-importer.register("ReduceMean", reduction(mean))
-importer.register("ReduceSum", reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceSumOp, x, axes)))
-importer.register("ReduceMax", reduction(lambda im, x, axes: reduce_axes(im, tosa.ReduceMaxOp, x, axes), empty=False))
+@importer(*REDUCTIONS)
+def import_reduction(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """The reduced dimensions are dropped unless `keepdims`."""
+    reduce, empty = REDUCTIONS[node.op_type]
+    x = im.input(node, 0)
+    shape = shape_of(x)
+    axes = reduction_axes(im, node, attrs, len(shape))
+    if axes is None:
+        return [x]
+    if not empty and any(shape[a] == 0 for a in axes):
+        raise node_error(node, "a reduction over no elements is not supported")
+    result = reduce(im, x, axes)
+    return [result if attrs["keepdims"] else im.ir.reshape(result, [d for i, d in enumerate(shape) if i not in axes])]
 
 
 def float_input(im: OnnxImporter, node, index: int) -> SSAValue:
@@ -140,16 +130,12 @@ def import_neg(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.unary(arith.NegfOp, x)]
 
 
-def float_unary(kind) -> Callable:
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        return [im.ir.unary(kind, float_input(im, node, 0))]
-
-    return handler
+FLOAT_UNARY = {"Erf": math.ErfOp, "Exp": math.ExpOp, "Sqrt": math.SqrtOp}
 
 
-importer.register("Erf", float_unary(math.ErfOp))
-importer.register("Exp", float_unary(math.ExpOp))
-importer.register("Sqrt", float_unary(math.SqrtOp))
+@importer(*FLOAT_UNARY)
+def import_float_unary(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    return [im.ir.unary(FLOAT_UNARY[node.op_type], float_input(im, node, 0))]
 
 
 @importer("IsNaN")
@@ -171,18 +157,13 @@ def import_is_inf(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.compare(x, im.ir.splat(largest if positive else -largest, shape_of(x)), "gt" if positive else "lt")]
 
 
-def logical(kind) -> Callable:
+LOGICAL = {"And": arith.AndIOp, "Or": arith.OrIOp, "Xor": arith.XOrIOp}
+
+
+@importer(*LOGICAL)
+def import_logical(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """And, Or, Xor of booleans, with broadcasting."""
-
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        return [im.ir.binary(kind, boolean_input(im, node, 0), boolean_input(im, node, 1))]
-
-    return handler
-
-
-importer.register("And", logical(arith.AndIOp))
-importer.register("Or", logical(arith.OrIOp))
-importer.register("Xor", logical(arith.XOrIOp))
+    return [im.ir.binary(LOGICAL[node.op_type], boolean_input(im, node, 0), boolean_input(im, node, 1))]
 
 
 @importer("Not")
@@ -203,37 +184,28 @@ def import_where(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.select(im.input(node, 0), im.input(node, 1), im.input(node, 2))]
 
 
-def comparison(predicate: str) -> Callable:
+COMPARISONS = {"Equal": "eq", "Less": "lt", "Greater": "gt", "LessOrEqual": "le", "GreaterOrEqual": "ge"}
+
+
+@importer(*COMPARISONS)
+def import_comparison(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """Equal (`eq`), Less (`lt`), Greater (`gt`), …: signed for integers, ordered for floats."""
-
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        lhs, rhs = im.input(node, 0), im.input(node, 1)
-        if lhs.type.element_type != rhs.type.element_type:
-            raise node_error(node, f"the operands differ in type ({lhs.type.element_type}, {rhs.type.element_type})")
-        signed = "s" + predicate if predicate != "eq" and is_integer(lhs) else predicate
-        return [im.ir.compare(lhs, rhs, signed)]
-
-    return handler
+    predicate = COMPARISONS[node.op_type]
+    lhs, rhs = im.input(node, 0), im.input(node, 1)
+    if lhs.type.element_type != rhs.type.element_type:
+        raise node_error(node, f"the operands differ in type ({lhs.type.element_type}, {rhs.type.element_type})")
+    signed = "s" + predicate if predicate != "eq" and is_integer(lhs) else predicate
+    return [im.ir.compare(lhs, rhs, signed)]
 
 
-importer.register("Equal", comparison("eq"))
-importer.register("Less", comparison("lt"))
-importer.register("Greater", comparison("gt"))
-importer.register("LessOrEqual", comparison("le"))
-importer.register("GreaterOrEqual", comparison("ge"))
+EXTREMA = {"Max": arith.MaximumfOp, "Min": arith.MinimumfOp}
 
 
-def variadic(kind) -> Callable:
+@importer(*EXTREMA)
+def import_extremum(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """Max/Min of any number of float inputs, with broadcasting."""
-
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        result = float_input(im, node, 0)
-        for index in range(1, len(node.input)):
-            result = im.ir.binary(kind, result, float_input(im, node, index))
-        return [result]
-
-    return handler
-
-
-importer.register("Max", variadic(arith.MaximumfOp))
-importer.register("Min", variadic(arith.MinimumfOp))
+    kind = EXTREMA[node.op_type]
+    result = float_input(im, node, 0)
+    for index in range(1, len(node.input)):
+        result = im.ir.binary(kind, result, float_input(im, node, index))
+    return [result]

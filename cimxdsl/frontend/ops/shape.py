@@ -50,27 +50,23 @@ def import_reshape(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.reshape(x, shape)]
 
 
-def squeeze(function: Callable) -> Callable:
-    """Squeeze or Unsqueeze by `function` (NumPy's) on constant axes (Squeeze without axes: every
+SQUEEZES: dict[str, Callable] = {"Squeeze": np.squeeze, "Unsqueeze": np.expand_dims}
+
+
+@importer(*SQUEEZES)
+def import_squeeze(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """Squeeze or Unsqueeze by NumPy's function on constant axes (Squeeze without axes: every
     dimension of 1); run-time axes take the shape inference's result."""
-
-    def handler(im: OnnxImporter, node, attrs) -> list[SSAValue]:
-        x = im.input(node, 0)
-        given = node.input[1] if len(node.input) > 1 else ""
-        if given and given not in im.constants:
-            return [im.ir.reshape(x, output_shape(im, node))]
-        axes = tuple(int(a) for a in np.ravel(im.constants[given])) if given else None
-        try:  # on a zero-stride view of the input's shape: nothing is allocated
-            shape = function(np.broadcast_to(np.empty((), np.int8), shape_of(x)), axes).shape
-        except (ValueError, TypeError) as e:
-            raise node_error(node, f"axes {axes} do not fit a {list(shape_of(x))} input ({e})") from None
-        return [im.ir.reshape(x, shape)]
-
-    return handler
-
-
-importer.register("Squeeze", squeeze(np.squeeze))
-importer.register("Unsqueeze", squeeze(np.expand_dims))
+    x = im.input(node, 0)
+    given = node.input[1] if len(node.input) > 1 else ""
+    if given and given not in im.constants:
+        return [im.ir.reshape(x, output_shape(im, node))]
+    axes = tuple(int(a) for a in np.ravel(im.constants[given])) if given else None
+    try:  # on a zero-stride view of the input's shape: nothing is allocated
+        shape = SQUEEZES[node.op_type](np.broadcast_to(np.empty((), np.int8), shape_of(x)), axes).shape
+    except (ValueError, TypeError) as e:
+        raise node_error(node, f"axes {axes} do not fit a {list(shape_of(x))} input ({e})") from None
+    return [im.ir.reshape(x, shape)]
 
 
 @importer("Flatten")
