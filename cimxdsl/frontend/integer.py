@@ -9,8 +9,8 @@ to int8. Residual additions shift both operands to the output's exponent. ReLU, 
 global average pooling (floor division) and flattening keep the exponent. A trailing Softmax is left
 to the host, after the outputs are dequantized (`IntegerProgram.dequantize`).
 
-Supported ops: Conv (groups 1, BN folded), Gemm/MatMul with constant weights, Relu, MaxPool,
-GlobalAveragePool, Add, Flatten, Reshape, Identity, Dropout, and a final Softmax.
+Supported ops: those with a handler in `integer_importer` (the `IntegerImporter` methods decorated
+with it), and a final Softmax.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ arithmetic, `Constant`, …) are folded with ONNX's reference evaluator. BatchNo
 convolution with constant weights is folded into it. Matrix products and convolutions become
 `linalg.matmul`/`linalg.conv_2d_nchw_fchw` (a grouped convolution: one `linalg.conv_2d_ngchw_gfchw`),
 offloaded later by `linalg-to-cinm`; the rest becomes host ops (see `builder.py`).
+
+This module walks the graph; loading is in `loading.py`, folding in `folding.py`, and each op
+type's handler is registered in `registry.importer` by the modules of `ops/`.
 """
 
 from __future__ import annotations
