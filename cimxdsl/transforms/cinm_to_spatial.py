@@ -803,7 +803,7 @@ HANDLERS: dict[type[Operation], Handler] = {
     tensor.ReshapeOp: FunctionLowering.reshape,
     tensor.ConcatOp: FunctionLowering.concat,
 }
-"""The lowering of each source op type, one unit per op (as `frontend/onnx_importer.py`'s `HANDLERS`)."""
+"""The lowering of each source op type, one unit per op."""
 
 
 def remove_dead_ops(block: Block) -> None:
