@@ -24,7 +24,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.crossbar_weights import Packing
 from cimxdsl.transforms.mapping import Strategy
 from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
-from cimxdsl.transforms.pim_pipeline import pim_passes
+from cimxdsl.transforms.pim_pipeline import PimPipelinePass
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
@@ -78,7 +78,8 @@ def compile_to_pim(
     if chip is not None and crossbars_per_core is None:
         crossbars_per_core = chip.xbar_array_count
     requested = 0 if automatic else cores
-    passes = pim_passes(xbar_size, requested, crossbars_per_core, device, packing, mapping, mapping_budget)
+    options = dict(device=device, packing=packing, mapping=mapping, mapping_budget=mapping_budget)
+    passes = PimPipelinePass(xbar_size, requested, crossbars_per_core, **options).steps()
     cores_given, per_core = pim_geometry(device, requested, crossbars_per_core)
     times: dict[str, float] = {}
     ir_ops: dict[str, int] = {}

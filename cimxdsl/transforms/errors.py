@@ -3,10 +3,7 @@ of a named pipeline (`memristor`, `pim`) names the pipeline and the step."""
 
 from collections.abc import Sequence
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device.config import DeviceConfigError, load_device_config
@@ -54,11 +51,3 @@ def check_device(name: str, device: str) -> None:
     except DeviceConfigError as e:
         raise pass_error(name, f"option 'device': {e}") from None
 
-
-def run_steps(pipeline: str, steps: Sequence[ModulePass], ctx: Context, module: ModuleOp) -> None:
-    """Apply `steps` in order as the pipeline pass `pipeline`; a step's error names both."""
-    for step in steps:
-        try:
-            step.apply(ctx, module)
-        except PassError as e:
-            raise e.within(pipeline) from None

@@ -10,55 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
 from cimxdsl.transforms.crossbar_weights import Packing
-from cimxdsl.transforms.errors import PassError, check_device, run_steps
+from cimxdsl.transforms.errors import check_device
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.mapping import Strategy
 from cimxdsl.transforms.options import ChoicePass
 from cimxdsl.transforms.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim_codegen import PimCodegenPass
+from cimxdsl.transforms.pipelines import PipelinePass
 from cimxdsl.transforms.spatial_mapping import SpatialMappingPass
 from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 
-def pim_passes(
-    xbar_size: int | None,
-    cores: int | None,
-    crossbars_per_core: int | None,
-    device: str = "",
-    packing: Packing = "kernel",
-    mapping: Strategy = "none",
-    mapping_budget: float = 10.0,
-) -> list[ModulePass]:
-    cores, per_core = pim_geometry(device, cores, crossbars_per_core)
-    size, _ = crossbar_geometry(device or DEFAULT_DEVICE, xbar_size, per_core)
-    mapped: list[ModulePass] = []
-    if mapping != "none":
-        mapped.append(
-            SpatialMappingPass(strategy=mapping, cores=cores, crossbars_per_core=per_core, budget=mapping_budget)
-        )
-    return [
-        LinalgToCinmPass(),
-        CinmToSpatialPass(
-            xbar_size=size, crossbars_per_compute=per_core, device=device or DEFAULT_DEVICE, packing=packing
-        ),
-        *mapped,
-        SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
-        PimBufferizePass(),
-        PimCodegenPass(),
-    ]
-
-
 @dataclass(frozen=True)
-class PimPipelinePass(ChoicePass):
+class PimPipelinePass(ChoicePass, PipelinePass):
     """The RAPTOR-style flow from linalg (or cinm) to pimsim-nn instructions: `linalg-to-cinm,
-    cinm-to-spatial, spatial-to-pim, pim-bufferize, pim-codegen`."""
+    cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen`."""
 
     name = "pim"
 
@@ -70,12 +41,27 @@ class PimPipelinePass(ChoicePass):
     mapping: Strategy = "none"
     mapping_budget: float = 10.0
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def steps(self) -> list[ModulePass]:
+        """The passes of the pipeline in order, its geometry resolved once (an error names the pipeline)."""
         if self.device:
             check_device(self.name, self.device)
-        options = (self.device, self.packing, self.mapping, self.mapping_budget)
-        try:
-            steps = pim_passes(self.xbar_size, self.cores, self.crossbars_per_core, *options)
-        except PassError as e:
-            raise e.within(self.name) from None
-        run_steps(self.name, steps, ctx, op)
+        cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
+        size, _ = crossbar_geometry(self.device or DEFAULT_DEVICE, self.xbar_size, per_core)
+        mapped: list[ModulePass] = []
+        if self.mapping != "none":
+            mapped.append(
+                SpatialMappingPass(
+                    strategy=self.mapping, cores=cores, crossbars_per_core=per_core, budget=self.mapping_budget
+                )
+            )
+        spatial = CinmToSpatialPass(
+            xbar_size=size, crossbars_per_compute=per_core, device=self.device or DEFAULT_DEVICE, packing=self.packing
+        )
+        return [
+            LinalgToCinmPass(),
+            spatial,
+            *mapped,
+            SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
+            PimBufferizePass(),
+            PimCodegenPass(),
+        ]

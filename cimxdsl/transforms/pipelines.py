@@ -1,12 +1,14 @@
-"""Named pipelines, so users need not remember pass lists."""
+"""Named pipelines, so users need not remember pass lists: each flow's passes are defined once
+here (`memristor`) and in `pim_pipeline` (`pim`), and `cim-opt -p NAME`, `cimxdsl.compile`,
+`cim-compile` and the benchmarks all run that one list."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
-from cimxdsl.device.config import DEFAULT_DEVICE
+from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.cim_to_memristor import CimToMemristorPass
@@ -14,14 +16,33 @@ from cimxdsl.transforms.cinm_isolate_compute import CinmIsolateComputePass
 from cimxdsl.transforms.cinm_to_cim import CinmToCimPass
 from cimxdsl.transforms.cinm_to_linalg import CinmToLinalgPass
 from cimxdsl.transforms.cinm_unroll_loops import CinmUnrollLoopsPass
-from cimxdsl.transforms.errors import check_choice, check_device, pass_error, run_steps
+from cimxdsl.transforms.device_option import DeviceOption
+from cimxdsl.transforms.errors import PassError, check_choice, check_device, pass_error
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.memristor_to_func import MemristorToFuncPass
 from cimxdsl.transforms.tile import TilePass
 
 
+class PipelinePass(ModulePass):
+    """A pass that runs a flow's passes (`steps`) in order as one xDSL `PassPipeline`; a step's
+    error names the pipeline and the step."""
+
+    def steps(self) -> list[ModulePass]:
+        raise NotImplementedError
+
+    def pipeline(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
+        """The steps as a `PassPipeline` calling `callback` between them (xDSL's convention)."""
+        return PassPipeline(tuple(self.steps()), callback)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            self.pipeline().apply(ctx, op)
+        except PassError as e:  # a step's error, or the pipeline's own option error as it is
+            raise (e if e.name == self.name else e.within(self.name)) from None
+
+
 @dataclass(frozen=True)
-class MemristorPipelinePass(ModulePass):
+class MemristorPipelinePass(DeviceOption, PipelinePass):
     """The Cinnamon-style flow from linalg to runtime calls: `linalg-to-cinm, cinm-isolate-compute,
     tile, cinm-to-cim, schedule-<strategy>, cim-to-memristor, memristor-to-func, cinm-to-linalg`,
     for a device preset or TOML file: the host's element-wise ops and reductions end as upstream
@@ -36,29 +57,39 @@ class MemristorPipelinePass(ModulePass):
     strategy: str = "list"
     tiling: str = "unroll"
     placement: str = "host"
+    device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
+    """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 
-    def steps(self) -> list[ModulePass]:
-        """The passes of the pipeline, its options checked first (an error names the option)."""
-        check_device(self.name, self.device)
+    def on_device(self, kind: type[ModulePass], **options) -> ModulePass:
+        """The pass `kind` with `options` for this pipeline's device (its object when given one)."""
+        if self.device_config is not None:
+            return kind.for_device(self.device_config, **options)  # pyright: ignore[reportAttributeAccessIssue]
+        return kind(device=self.device, **options)
+
+    def stages(self) -> list[tuple[str, list[ModulePass]]]:
+        """The passes of the pipeline by stage (`cimxdsl.compile` keeps the IR after each stage),
+        its options checked first (an error names the option)."""
+        if self.device_config is None:
+            check_device(self.name, self.device)
         passes = get_all_passes()
-        schedulers = {name.removeprefix("schedule-"): load for name, load in passes.items() if name.startswith("schedule-")}
+        schedulers = {
+            name.removeprefix("schedule-"): load for name, load in passes.items() if name.startswith("schedule-")
+        }
         check_choice(self.name, "strategy", self.strategy, list(schedulers))
         check_choice(self.name, "tiling", self.tiling, ("unroll", "loop"))
         check_choice(self.name, "placement", self.placement, PLACEMENTS)
         if self.crossbars < 1:
             raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {self.crossbars}")
-        scheduler = schedulers[self.strategy]()
+        scheduler, unroll = schedulers[self.strategy](), [CinmUnrollLoopsPass()] if self.tiling == "loop" else []
         return [
-            LinalgToCinmPass(placement=self.placement, device=self.device),
-            CinmIsolateComputePass(),
-            TilePass(device=self.device, mode=self.tiling),
-            *([CinmUnrollLoopsPass()] if self.tiling == "loop" else []),
-            CinmToCimPass(crossbars=self.crossbars),
-            scheduler(device=self.device) if "device" in scheduler.__dataclass_fields__ else scheduler(),
-            CimToMemristorPass(),
-            MemristorToFuncPass(),
-            CinmToLinalgPass(),
+            ("cinm", [self.on_device(LinalgToCinmPass, placement=self.placement), CinmIsolateComputePass()]),
+            ("tile", [self.on_device(TilePass, mode=self.tiling), *unroll]),
+            ("cim", [CinmToCimPass(crossbars=self.crossbars)]),
+            ("schedule", [self.on_device(scheduler) if "device" in scheduler.__dataclass_fields__ else scheduler()]),
+            ("memristor", [CimToMemristorPass()]),
+            ("func", [MemristorToFuncPass(), CinmToLinalgPass()]),
         ]
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_steps(self.name, self.steps(), ctx, op)
+    def steps(self) -> list[ModulePass]:
+        """The passes of the pipeline in order."""
+        return [step for _, passes in self.stages() for step in passes]
