@@ -1,4 +1,5 @@
-"""`compile_to_pim`: the spatial flow in one call, from linalg (or cinm) to the artifact directory.
+"""The PIM flow: `compile_pim` (an ONNX model to a `PimModel`) and `compile_to_pim` (the spatial flow in
+one call, from linalg (or cinm) to the artifact directory).
 
 The passes (`cimxdsl.transforms`, the `pim` pipeline's list) lower the module to bufferized
 `pim.core`s and `pim-codegen` generates the cores' packed code; the back end (`cimxdsl.backend`)
@@ -8,19 +9,28 @@ reads that code as artifacts, writes them and estimates their performance on a c
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import onnx
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
 from cimxdsl.backend.emit import artifacts_of_code
-from cimxdsl.backend.performance import estimate
-from cimxdsl.device.chip import ChipConfig
+from cimxdsl.backend.performance import PerformanceError, estimate
+from cimxdsl.data_io import InputSpec, onnx_inputs
+from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.flow.calibration import calibration_samples
+from cimxdsl.flow.source import model_name
+from cimxdsl.frontend.integer import import_integer
+from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
+from cimxdsl.models import CompileError, PimModel
 from cimxdsl.transforms.crossbar_weights import Packing
 from cimxdsl.transforms.mapping import Strategy
 from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
@@ -151,3 +161,132 @@ def compile_to_pim(
         "chip": chip.name if chip is not None else None,
         "performance": performance,
     }
+
+
+def pim_unsupported(model: onnx.ModelProto) -> str | None:
+    """Why the PIM flow cannot take `model` yet, naming the first node: a LayerNormalization, or a
+    MatMul/Gemm of two run-time tensors (attention's Q·Kᵀ and P·V). Run-time: not an initializer,
+    a Constant, or computed from those alone."""
+    constant = {init.name for init in model.graph.initializer} | {""}
+    for node in model.graph.node:
+        if node.op_type == "LayerNormalization":
+            return f"--target pim does not support LayerNormalization yet (node '{node.name}'); use --target memristor"
+        if node.op_type in ("MatMul", "Gemm") and not {node.input[0], node.input[1]} & constant:
+            return (
+                f"--target pim does not support {node.op_type} of two run-time tensors (attention) yet "
+                f"(node '{node.name}'); use --target memristor"
+            )
+        if all(name in constant for name in node.input):
+            constant.update(node.output)
+    return None
+
+
+PIM_OPTIONS = ("cores", "crossbars_per_core", "out_dir", "packing", "mapping", "mapping_budget", "chip")
+"""The keyword options of `compile_pim` that `compile(target="pim")` and `cim-compile --target pim`
+forward as given (the defaults are `compile_pim`'s)."""
+
+
+def compile_pim(
+    model: onnx.ModelProto | str | Path,
+    device: str | Path | DeviceConfig = DEFAULT_DEVICE,
+    calibration=None,
+    cores: int | None = None,
+    crossbars_per_core: int | None = None,
+    out_dir: str | Path | None = None,
+    packing: str = DEFAULT_PACKING,
+    mapping: str = "none",
+    mapping_budget: float = 10.0,
+    chip: str | Path | ChipConfig = "pimcomp",
+) -> PimModel:
+    """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
+    instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
+    file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
+    chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
+    default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    seconds, see `spatial-mapping`). The report includes the chip's performance estimate
+    (`performance`)."""
+    config = device if isinstance(device, DeviceConfig) else load_device_config(device)
+    try:
+        chip_config = load_chip_config(chip)
+    except ChipConfigError as e:
+        raise CompileError(str(e)) from None
+    notes: list[str] = []
+    onnx_model = load_model(model)
+    specs = onnx_inputs(onnx_model)
+    unsupported = pim_unsupported(onnx_model)
+    if unsupported:
+        raise CompileError(unsupported)
+    onnx_model = one_image(onnx_model, specs)
+    start = time.perf_counter()
+    program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes))
+    import_seconds = time.perf_counter() - start
+    directory = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cimxdsl-pim-"))
+    try:
+        report = compile_to_pim(
+            program.module.clone(),
+            cores=cores,
+            crossbars_per_core=crossbars_per_core,
+            xbar_size=config.rows,
+            out_dir=directory,
+            packing=packing,
+            mapping=mapping,
+            mapping_budget=mapping_budget,
+            chip=chip_config,
+        )
+    except (PassFailedException, PerformanceError) as e:
+        raise CompileError(str(e)) from None
+    report["compile_time_s"] = {"import and calibrate": import_seconds, **report["compile_time_s"]}
+    notes += chip_notes(report, chip_config, cores)
+    report["notes"] = notes
+    report["device"] = config.name
+    report["precision"] = {
+        "mode": "int8",
+        "quantized_bits": {"weights": 8, "inputs": 8},
+        "device": config.name,
+        "crossbar_rows": config.rows,
+        "summary": (
+            f"mode int8 (power-of-two scales, 8-bit weights and inputs); device {config.name}: its "
+            f"{config.rows}-row crossbars only (the PIM instructions compute exact integer products: "
+            "no cell, DAC, ADC or noise model)"
+        ),
+    }
+    names = dict(
+        input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
+    )
+    return PimModel(program, directory, report, specs, name=model_name(model), **names)
+
+
+def one_image(model: onnx.ModelProto, specs: list[InputSpec]) -> onnx.ModelProto:
+    """`model` for a batch of one image: the PIM pipeline streams a batch image after image. A
+    fixed batch that cannot be set to 1 (a shape computed from it) is an error."""
+    batches = {s.shape[0] for s in specs if s.shape}
+    if batches <= {1}:
+        return model
+    try:
+        single = load_model(model, 1)
+    except OnnxImportError as e:
+        raise CompileError(
+            f"--target pim compiles one image at a time, but this model's batch cannot be 1 ({e}); "
+            "export it with batch 1"
+        ) from None
+    return single
+
+
+def chip_notes(report: dict, chip: ChipConfig, cores: int | None) -> list[str]:
+    """Which cores the compiler chose, and when the estimate goes beyond the chip."""
+    per_core, needed = report["crossbars_per_core"], report["crossbars_needed"]
+    notes = []
+    if cores is None and report["cores_as_needed"]:
+        notes.append(
+            f"no core count given: the model needs {needed} crossbars, more than chip '{chip.name}' holds "
+            f"({chip.core_cnt} cores x {per_core}): using as many cores as the model needs "
+            f"({report['cores']} cores of {per_core} crossbars)"
+        )
+    elif cores is None:
+        notes.append(f"no core count given: using chip '{chip.name}' ({chip.core_cnt} cores x {per_core} crossbars)")
+    if report["cores_used"] > chip.core_cnt:
+        notes.append(
+            f"the performance estimate gives all {report['cores_used']} cores the figures of chip "
+            f"'{chip.name}', which has {chip.core_cnt}"
+        )
+    return notes

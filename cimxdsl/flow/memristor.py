@@ -1,0 +1,184 @@
+"""The memristor flow: an ONNX model imported, quantized (int8) and lowered through the `memristor`
+pipeline (`MemristorPipelinePass`, the passes `cim-opt -p memristor` runs), the IR of every stage
+kept for the `CompiledModel` through the pipeline's callback."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import PassFailedException
+
+from cimxdsl.device import DeviceConfig
+from cimxdsl.flow.calibration import calibration_samples, model_input_shapes, regroup
+from cimxdsl.flow.source import model_name, to_onnx
+from cimxdsl.frontend.onnx_importer import graph_inputs, import_onnx, load_model
+from cimxdsl.frontend.quantize import quantize
+from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantization_bits
+from cimxdsl.parsing import make_context
+from cimxdsl.transforms import get_all_passes
+from cimxdsl.transforms.pipelines import MemristorPipelinePass
+
+MODES = ("int8", "exact")
+STAGES = ("import", "quantize", *(name for name, _ in MemristorPipelinePass().stages()))
+"""The stages whose IR a `CompiledModel` holds: the import, the quantization, then the pipeline's."""
+DEFAULT_CROSSBARS = 64
+"""Crossbars each layer may use when the caller does not say (the scheduler acquires them all)."""
+KEPT_STAGES = ("import", "quantize", "schedule", "func")
+"""Stages whose IR `compile` keeps (the report runs `schedule`, a call `func`); the others are
+rebuilt from the stage before them when asked for, instead of cloning every stage's IR."""
+
+
+@dataclass
+class StageRecorder:
+    """Keeps the IR after each stage (`STAGES`), times each stage and says which one begins; as the
+    callback of the pipeline's `PassPipeline` it sees the passes of a stage run one after another."""
+
+    stage_of: dict[str, str]
+    """The stage of each pass of the pipeline, by the pass's name."""
+    say: Callable[[str], None]
+    freeze: Callable[[], None]
+    stages: dict[str, ModuleOp | RebuiltStage] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    rebuilt: list[ModulePass] = field(default_factory=list)
+    """The passes since the last kept stage."""
+    start: float = 0.0
+
+    def begin(self, name: str) -> None:
+        self.say(name)
+        self.start = time.perf_counter()
+
+    def end(self, name: str, module: ModuleOp) -> None:
+        self.seconds[name] = time.perf_counter() - self.start
+        if name == STAGES[-1]:
+            self.stages[name] = module  # not changed again
+        elif name in KEPT_STAGES:
+            self.stages[name] = module.clone()
+            self.rebuilt.clear()
+        else:
+            base = next(kept for kept in reversed(self.stages) if isinstance(self.stages[kept], ModuleOp))
+            self.stages[name] = RebuiltStage(base, tuple(self.rebuilt))
+        self.freeze()
+
+    def stage(self, name: str, work: Callable[[], ModuleOp]) -> ModuleOp:
+        """Run the stage `name` that is no pass (import, quantize)."""
+        self.begin(name)
+        module = work()
+        self.end(name, module)
+        return module
+
+    def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        before = None if previous is None else self.stage_of[previous.name]
+        after = None if following is None else self.stage_of[following.name]
+        if previous is not None:
+            self.rebuilt.append(previous)
+        if before != after:
+            if before is not None:
+                self.end(before, module)
+            if after is not None:
+                self.begin(after)
+
+
+def compile_memristor(
+    model,
+    config: DeviceConfig,
+    calibration,
+    mode: str,
+    crossbars: int | None,
+    strategy: str,
+    example_input,
+    batch: int | None,
+    progress: Callable[[str], None] | None,
+    placement: str,
+    threads: int | None,
+) -> CompiledModel:
+    """`cimxdsl.compile` for `target="memristor"`, its options checked (see there)."""
+    if mode not in MODES:
+        raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+    if mode == "exact" and not config.exact:
+        raise CompileError(
+            f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not (device 'ideal' is)"
+        )
+    crossbars = min(config.crossbars, DEFAULT_CROSSBARS) if crossbars is None else crossbars
+    if not 1 <= crossbars <= config.crossbars:
+        raise CompileError(f"crossbars must be in 1..{config.crossbars} for device '{config.name}', got {crossbars}")
+    pipeline = MemristorPipelinePass.for_device(config, crossbars=crossbars, strategy=strategy, placement=placement)
+    try:
+        stage_of = {p.name: name for name, passes in pipeline.stages() for p in passes}
+    except PassFailedException as e:
+        raise CompileError(str(e)) from None
+    notes: list[str] = []
+    with stages_frozen() as freeze:
+        recorder = StageRecorder(stage_of, progress or (lambda _: None), freeze)
+        label = model_name(model)
+        source = to_onnx(model, example_input)
+        onnx_model = load_model(source, batch)
+        module = recorder.stage("import", lambda: import_onnx(onnx_model))
+        if mode == "int8":
+            # calibrated on the model at its own batch: the scales do not depend on the batch compiled for
+            own = onnx_model if batch is None else load_model(source)
+            own_shapes, shapes = model_input_shapes(own), model_input_shapes(onnx_model)
+            samples = regroup(calibration_samples(calibration, own, notes), own_shapes)
+            quantized_bits = quantization_bits(config)
+            bits = dict(weight_bits=quantized_bits["weights"], input_bits=quantized_bits["inputs"])
+
+            def quantized() -> ModuleOp:
+                calibrated = None if own_shapes == shapes else import_onnx(own)
+                return quantize(module, samples, calibrated=calibrated, **bits)
+
+            module = recorder.stage("quantize", quantized)
+            samples = regroup(samples, shapes)
+        pipeline.pipeline(recorder).apply(make_context(), module)
+    options = {
+        "target": "memristor",
+        "mode": mode,
+        "crossbars": crossbars,
+        "strategy": strategy,
+        "batch": batch,
+        "placement": placement,
+    }
+    names = dict(
+        input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
+    )
+    compiled = CompiledModel(
+        recorder.stages, config, options, notes, recorder.seconds, threads=threads, name=label, **names
+    )
+    compiled.calibration_inputs = samples if mode == "int8" else None
+    return compiled
+
+
+@contextmanager
+def stages_frozen() -> Iterator[Callable[[], None]]:
+    """Yields a function to call after each stage: it moves every object alive into the permanent
+    generation of Python's cyclic collector (`gc.freeze`), so that full collections no longer walk
+    the IR of every finished stage again; within a stage a full collection comes every 100 middle
+    ones instead of every 10. The collector took a third of ShuffleNet's compile time otherwise.
+    All is unfrozen and the thresholds restored at the end; nothing changes if the caller had
+    frozen objects already."""
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], 100))
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+def apply_passes(module: ModuleOp, passes: str | ModulePass) -> ModuleOp:
+    """Apply a pass pipeline (text, as for cim-opt) or one pass object to `module` in place."""
+    try:
+        pipeline = (
+            PassPipeline.parse_spec(get_all_passes(), passes) if isinstance(passes, str) else PassPipeline((passes,))
+        )
+        pipeline.apply(make_context(), module)
+    except (ValueError, KeyError) as e:
+        raise CompileError(f"cannot run '{passes}': {e}") from None
+    return module
