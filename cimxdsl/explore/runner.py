@@ -17,11 +17,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -341,20 +339,14 @@ def compile_program(context: Context, key: tuple, batch: int | None = None):
 
     fields = {**dict(zip(COMPILE_FIELDS, key)), **dict(key[len(COMPILE_FIELDS) :])}
     reference = context.cost.apply(context.base.replace(**device_settings(fields)), context.base)
-    with tempfile.TemporaryDirectory(prefix="cimx-explore-") as tmp:
-        strategy = context.strategy
-        if strategy == "list":
-            # The list scheduler takes its device as a preset name or TOML path; give it the
-            # reference device, so its crossbar count and latencies are the ones the program runs on.
-            path = Path(tmp) / "device.toml"
-            path.write_text(reference.to_toml())
-            strategy = f'list{{device="{path}"}}'
-        return compile_model(
-            onnx.load_from_string(context.model),
-            device=reference,
-            calibration=context.calibration,
-            mode=context.mode,
-            strategy=strategy,
-            batch=batch or len(context.inputs),
-            placement=fields["placement"],
-        )
+    # the list scheduler takes the reference device too: its crossbar count and latencies are the
+    # ones the program runs on
+    return compile_model(
+        onnx.load_from_string(context.model),
+        device=reference,
+        calibration=context.calibration,
+        mode=context.mode,
+        strategy=context.strategy,
+        batch=batch or len(context.inputs),
+        placement=fields["placement"],
+    )
