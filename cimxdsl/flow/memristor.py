@@ -22,13 +22,11 @@ from cimxdsl.frontend.quantize import quantize
 from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantization_bits
 from cimxdsl.parsing import make_context
 from cimxdsl.transforms import get_all_passes
-from cimxdsl.transforms.pipelines import MemristorPipelinePass
+from cimxdsl.transforms.pipelines import DEFAULT_CROSSBARS, MemristorPipelinePass
 
 MODES = ("int8", "exact")
 STAGES = ("import", "quantize", *(name for name, _ in MemristorPipelinePass().stages()))
 """The stages whose IR a `CompiledModel` holds: the import, the quantization, then the pipeline's."""
-DEFAULT_CROSSBARS = 64
-"""Crossbars each layer may use when the caller does not say (the scheduler acquires them all)."""
 KEPT_STAGES = ("import", "quantize", "schedule", "func")
 """Stages whose IR `compile` keeps (the report runs `schedule`, a call `func`); the others are
 rebuilt from the stage before them when asked for, instead of cloning every stage's IR."""

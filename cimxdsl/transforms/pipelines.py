@@ -23,6 +23,10 @@ from cimxdsl.transforms.memristor_to_func import MemristorToFuncPass
 from cimxdsl.transforms.tile import TilePass
 
 
+DEFAULT_CROSSBARS = 64
+"""The crossbars per layer of the memristor flow when none are given: the device's, at most this."""
+
+
 class PipelinePass(ModulePass):
     """A pass that runs a flow's passes (`steps`) in order as one xDSL `PassPipeline`; a step's
     error names the pipeline and the step."""
@@ -53,7 +57,8 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
     name = "memristor"
 
     device: str = DEFAULT_DEVICE
-    crossbars: int = 16
+    crossbars: int | None = None
+    """Crossbars per layer (`cinm-to-cim`); by default the device's, at most `DEFAULT_CROSSBARS`."""
     strategy: str = "list"
     tiling: str = "unroll"
     placement: str = "host"
@@ -78,13 +83,16 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
         check_choice(self.name, "strategy", self.strategy, list(schedulers))
         check_choice(self.name, "tiling", self.tiling, ("unroll", "loop"))
         check_choice(self.name, "placement", self.placement, PLACEMENTS)
-        if self.crossbars < 1:
-            raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {self.crossbars}")
+        crossbars = self.crossbars
+        if crossbars is None:
+            crossbars = min(self.config().crossbars, DEFAULT_CROSSBARS)
+        if crossbars < 1:
+            raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {crossbars}")
         scheduler, unroll = schedulers[self.strategy](), [CinmUnrollLoopsPass()] if self.tiling == "loop" else []
         return [
             ("cinm", [self.on_device(LinalgToCinmPass, placement=self.placement), CinmIsolateComputePass()]),
             ("tile", [self.on_device(TilePass, mode=self.tiling), *unroll]),
-            ("cim", [CinmToCimPass(crossbars=self.crossbars)]),
+            ("cim", [CinmToCimPass(crossbars=crossbars)]),
             ("schedule", [self.on_device(scheduler) if "device" in scheduler.__dataclass_fields__ else scheduler()]),
             ("memristor", [CimToMemristorPass()]),
             ("func", [MemristorToFuncPass(), CinmToLinalgPass()]),
