@@ -18,7 +18,7 @@ from xdsl.interpreter import (
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.dialects.utils import dense_array
-from cimxdsl.interpreters.host import divide, erf, im2col
+from cimxdsl.interpreters.numeric import divide, erf, im2col
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
 

@@ -28,8 +28,7 @@ from xdsl.ir.affine import AffineDimExpr
 
 from cimxdsl.dialects import upstream
 from cimxdsl.interpreters.cinm import round_half_away
-from cimxdsl.interpreters.host import result_of
-from cimxdsl.interpreters.values import elementwise, interpretation_error, numpy_dtype
+from cimxdsl.interpreters.values import elementwise, interpretation_error, numpy_dtype, result_of
 
 REDUCTIONS: dict[type, np.ufunc] = {
     arith.AddfOp: np.add,

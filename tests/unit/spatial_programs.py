@@ -2,7 +2,7 @@
 `linalg-to-cinm` in integer mode), and a way to interpret them at any level.
 
 The host ops the programs use (`tensor.pad`, `linalg.pooling_nchw_max`, `tosa.reduce_sum`) may not
-have interpreter functions in `cimxdsl.interpreters.host` yet: `interpret` then registers the
+have interpreter functions in `cimxdsl.interpreters` yet: `interpret` then registers the
 NumPy versions below, so that the golden result is always the host computation."""
 
 from collections.abc import Sequence

@@ -1,0 +1,19 @@
+"""NumPy implementations of `math`, element-wise."""
+
+import numpy as np
+from xdsl.dialects import math
+from xdsl.interpreter import InterpreterFunctions, impl, register_impls
+
+from cimxdsl.interpreters.numeric import erf
+from cimxdsl.interpreters.values import elementwise
+
+
+@register_impls
+class MathFunctions(InterpreterFunctions):
+    run_powf = impl(math.PowFOp)(elementwise(np.power))
+    run_exp = impl(math.ExpOp)(elementwise(np.exp))
+    run_tanh = impl(math.TanhOp)(elementwise(np.tanh))
+    run_sqrt = impl(math.SqrtOp)(elementwise(np.sqrt))
+    run_erf = impl(math.ErfOp)(elementwise(erf))
+    run_roundeven = impl(math.RoundEvenOp)(elementwise(np.rint))
+    run_absf = impl(math.AbsFOp)(elementwise(np.abs))
