@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig
 from cimxdsl.device.threads import check_threads, using_threads
+from cimxdsl.interpreters.affine import AffineFunctions
 from cimxdsl.interpreters.arith import ArithFunctions
 from cimxdsl.interpreters.bufferization import BufferizationFunctions
 from cimxdsl.interpreters.cim import CimFunctions
@@ -55,6 +56,7 @@ def implementations(module: ModuleOp, runtime: CrossbarRuntime) -> tuple[Interpr
         TosaFunctions(),
         BufferizationFunctions(),
         MemrefFunctions(),
+        AffineFunctions(),
         CinmFunctions(runtime),
         CimFunctions(runtime),
         memristor_functions(module, runtime),

@@ -39,6 +39,11 @@ def compare_floats(predicate: str):
     return run
 
 
+def unsigned_remainder(a, b):
+    """`arith.remui`: the remainder of the operands read as unsigned integers."""
+    return np.remainder(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
+
+
 @register_impls
 class ArithFunctions(InterpreterFunctions):
     """The element-wise ops share one implementation (`elementwise`)."""
@@ -88,3 +93,5 @@ class ArithFunctions(InterpreterFunctions):
     @impl(arith.CmpiOp)
     def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues):
         return result_of(op, compare(CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])(*args))
+
+    run_remui = impl(arith.RemUIOp)(elementwise(unsigned_remainder))

@@ -75,6 +75,12 @@ def erf_fraction(magnitude: np.ndarray) -> np.ndarray:
     return 1 - np.exp(-magnitude * magnitude) / (pymath.sqrt(pymath.pi) * fraction)
 
 
+def round_half_away(x):
+    """Rounds to the nearest integer, halves away from zero (as MLIR's `math.round`; NumPy rounds them to even)."""
+    whole = np.trunc(x)
+    return whole + np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0)
+
+
 def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
     """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`).
 

@@ -21,7 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
-from xdsl.traits import ConstantLike, is_side_effect_free
+from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.layer_products import fuse_layer_products
@@ -44,8 +44,8 @@ class Step:
     captured: tuple[tuple[SSAValue, int], ...]
     """Values of the body used inside the op's regions, with their slots."""
     implementation: Callable[[Interpreter, Operation, tuple], tuple] | None = None
-    """What runs instead of the op's registered implementation (a layer's product, `layer_products`);
-    None: the op runs on the interpreter (`Interpreter.run_op`)."""
+    """What runs instead of the op's registered implementation (a call with its callee looked up
+    once, a layer's product, `layer_products`); None: the op runs on the interpreter (`Interpreter.run_op`)."""
 
 
 class PreparedFunction:
@@ -80,10 +80,11 @@ class PreparedFunction:
         slots = list(self.constants)
         for slot, value in zip(self.arguments, arguments, strict=True):
             slots[slot] = value
+        returned = self.function.body.block.last_op  # (`func.return`: the function's results are its operands)
         for step in self.fused if layer_products and self.fused else self.steps:
             args = tuple([slots[i] for i in step.operands])
             values = self._run(step, args, slots)
-            if isinstance(step.op, func.ReturnOp):
+            if step.op is returned:
                 return args
             for slot, value in zip(step.results, values, strict=True):
                 slots[slot] = value
@@ -94,7 +95,7 @@ class PreparedFunction:
     def _run(self, step: Step, args: tuple, slots: list) -> tuple:
         interpreter = self.interpreter
         if not step.captured:
-            return self._dispatch(step, args)
+            return interpreter.run_op(step.op, args) if step.implementation is None else self._dispatch(step, args)
         interpreter.push_scope("prepared")
         try:
             interpreter.set_values((value, slots[slot]) for value, slot in step.captured)
@@ -145,6 +146,7 @@ class PreparedFunction:
                     tuple(slot(v) for v in op.results),
                     tuple(slot(v) for v in dying[id(op)] if id(v) not in constants),
                     tuple((v, slot(v)) for v in captured_values(op)),
+                    self._call(op) if isinstance(op, func.CallOp) else None,
                 )
             )
         self.constants = [None] * len(index)
@@ -153,6 +155,17 @@ class PreparedFunction:
         self.steps = steps
         if self.runtime is not None:
             self.fused = fuse_layer_products(steps, {index[key]: v for key, v in constants.items()}, self.runtime)
+
+    def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
+        """A call with its callee looked up once: a declaration's external function (as
+        `func.func` is called without a body), or the callee entered (`Interpreter.call_op`)."""
+        callee = SymbolTable.lookup_symbol(self.interpreter.module, op.callee)
+        if not isinstance(callee, func.FuncOp):
+            return None  # (fails when reached, as the interpreter fails)
+        if not callee.body.blocks:
+            name = callee.sym_name.data
+            return lambda interpreter, op, args: interpreter.call_external(name, callee, args)
+        return lambda interpreter, op, args: interpreter.call_op(callee, args)
 
     def _fold(self, op: Operation, constants: dict) -> tuple | None:
         """The values of a constant op, or None if computing them fails (or it has no implementation)."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DYNAMIC_INDEX
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -122,3 +122,16 @@ class TensorFunctions(InterpreterFunctions):
     @impl(tensor.CastOp)
     def run_tensor_cast(self, interpreter: Interpreter, op: tensor.CastOp, args: PythonValues):
         return (args[0],)
+
+    @impl(tensor.SplatOp)
+    def run_splat(self, interpreter: Interpreter, op: tensor.SplatOp, args: PythonValues):
+        result_type = op.result.type
+        assert isinstance(result_type, TensorType)
+        return (np.full(result_type.get_shape(), args[0], numpy_dtype(result_type.element_type)),)
+
+    @impl(tensor.InsertOp)
+    def run_insert(self, interpreter: Interpreter, op: tensor.InsertOp, args: PythonValues):
+        scalar, dest, *indices = args
+        result = np.array(dest, copy=True)
+        result[tuple(int(i) for i in indices)] = scalar
+        return (result,)
