@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.interpreters import builtin as builtin_functions
 from xdsl.interpreters import func as func_functions
 from xdsl.interpreters import scf as scf_functions
@@ -21,17 +21,49 @@ from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, DeviceConfig
 from cimxdsl.device.threads import check_threads, using_threads
+from cimxdsl.interpreters.affine import AffineFunctions
+from cimxdsl.interpreters.arith import ArithFunctions
+from cimxdsl.interpreters.bufferization import BufferizationFunctions
 from cimxdsl.interpreters.cim import CimFunctions
 from cimxdsl.interpreters.cinm import CinmFunctions
-from cimxdsl.interpreters.host import HostFunctions
 from cimxdsl.interpreters.lifetimes import ValueReleaser
-from cimxdsl.interpreters.memristor import MemristorFunctions
+from cimxdsl.interpreters.linalg import LinalgFunctions
+from cimxdsl.interpreters.math import MathFunctions
+from cimxdsl.interpreters.memref import MemrefFunctions
+from cimxdsl.interpreters.memristor import memristor_functions
 from cimxdsl.interpreters.pim import PimFunctions
 from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.spatial import SpatialFunctions
+from cimxdsl.interpreters.tensor import TensorFunctions
+from cimxdsl.interpreters.tosa import TosaFunctions
 from cimxdsl.interpreters.upstream import UpstreamFunctions
 from cimxdsl.interpreters.values import as_type, interpretation_error, op_context
+
+
+def implementations(module: ModuleOp, runtime: CrossbarRuntime) -> tuple[InterpreterFunctions, ...]:
+    """The interpreter functions of every dialect, crossbar ops running on `runtime` (and the
+    runtime functions `module` declares, `memristor_functions`). Each op has one implementation
+    among them: they register without `override`, which refuses a second one."""
+    return (
+        func_functions.FuncFunctions(),
+        scf_functions.ScfFunctions(),
+        builtin_functions.BuiltinFunctions(),
+        ArithFunctions(),
+        MathFunctions(),
+        TensorFunctions(),
+        LinalgFunctions(),
+        TosaFunctions(),
+        BufferizationFunctions(),
+        MemrefFunctions(),
+        AffineFunctions(),
+        CinmFunctions(runtime),
+        CimFunctions(runtime),
+        memristor_functions(module, runtime),
+        SpatialFunctions(),
+        PimFunctions(),
+        UpstreamFunctions(),
+    )
 
 
 def build_interpreter(
@@ -46,20 +78,9 @@ def build_interpreter(
     interpreter = Interpreter(module, listeners=tuple(listeners))
     if release_dead_values:
         interpreter.listeners = (*interpreter.listeners, ValueReleaser(interpreter))
-    interpreter.register_implementations(func_functions.FuncFunctions())
-    interpreter.register_implementations(scf_functions.ScfFunctions())
-    interpreter.register_implementations(builtin_functions.BuiltinFunctions())
     runtime = device if isinstance(device, CrossbarRuntime) else CrossbarRuntime(device)
-    for functions in (
-        HostFunctions(),
-        CinmFunctions(runtime),
-        CimFunctions(runtime),
-        MemristorFunctions(runtime),
-        SpatialFunctions(),
-        PimFunctions(),
-        UpstreamFunctions(),
-    ):
-        interpreter.register_implementations(functions, override=True)
+    for functions in implementations(module, runtime):
+        interpreter.register_implementations(functions)
     return interpreter
 
 
@@ -114,7 +135,7 @@ class Program:
         self.lock = threading.Lock()
         top = (*listeners, self.current)
         interpreter = build_interpreter(module, self.runtime, top, release_dead_values=True)
-        self.prepared = self.reporting_errors(lambda: PreparedFunction(interpreter, self.function, top))
+        self.prepared = self.reporting_errors(lambda: PreparedFunction(interpreter, self.function, top, self.runtime))
 
     def __call__(self, inputs: Sequence, device: Device | None = None) -> RunResult:
         """Interpret `@entry(*inputs)`; inputs are converted to the argument types. Calls from

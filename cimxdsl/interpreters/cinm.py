@@ -18,15 +18,9 @@ from xdsl.interpreter import (
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
 from cimxdsl.dialects.utils import dense_array
-from cimxdsl.interpreters.host import divide, erf, im2col
+from cimxdsl.interpreters.numeric import divide, erf, im2col, round_half_away
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
-
-
-def round_half_away(x):
-    """Rounds to the nearest integer, halves away from zero (as MLIR's `math.round`; NumPy rounds them to even)."""
-    whole = np.trunc(x)
-    return whole + np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0)
 
 
 def cosine(left: np.ndarray, right: np.ndarray) -> np.ndarray:

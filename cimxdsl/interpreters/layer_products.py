@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from xdsl.dialects import arith, bufferization, tensor
+from xdsl.dialects import arith, bufferization, func, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
-from xdsl.interpreter import OpImplResult
 from xdsl.ir import Operation
 
 from cimxdsl.device import Device
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
 from cimxdsl.dialects import memristor
-from cimxdsl.interpreters.memristor import MemristorFunctions, runtime_op
+from cimxdsl.interpreters.memristor import runtime_op
+from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, as_type, read_only
 
 _SUMS = (arith.AddfOp, arith.AddiOp)
@@ -49,12 +49,10 @@ class TileProduct:
 
 def device_call(step, name: type) -> bool:
     """Whether `step` runs memristor op `name` (as the op or as a call of its runtime function)."""
-    if not isinstance(step.functions, MemristorFunctions):
-        return False
     op = step.op
     if isinstance(op, name):
         return True
-    return op.name == "func.call" and runtime_op(op.callee.string_value()) is name
+    return isinstance(op, func.CallOp) and runtime_op(op.callee.string_value()) is name
 
 
 class Graph:
@@ -238,9 +236,10 @@ def layer(graph: Graph, blocks_: list[Block], weights: np.ndarray, result: int, 
     return Layer(tiles[0].source, read_only(weights), result, at, removed, tiles, grid)
 
 
-def fuse_layer_products(steps: list, constants: dict[int, object]) -> list | None:
+def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:
     """`steps` with every recognised product run as one (module docstring), or None if there is
-    none. `constants`: the values of the constant slots."""
+    none. `constants`: the values of the constant slots; `runtime`: the device state the crossbar
+    ops run on."""
     graph = Graph(steps, constants)
     found = layers(graph)
     if not found:
@@ -255,7 +254,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object]) -> list | Non
             continue
         if i in counted:
             tile, tiles = counted[i]
-            implementation = count_columns(*tile.columns, tiles, i)
+            implementation = count_columns(*tile.columns, tiles, i, runtime)
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
         elif i in replaced:
             each = replaced[i]
@@ -302,15 +301,14 @@ class Tiles:
         return self.kept[1]
 
 
-def count_columns(k0: int, k1: int, tiles: Tiles, step: int):
+def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRuntime):
     """The implementation of a tile product that only counts it (its input is X[:, k0:k1]) and
     records the tile it found on its crossbar."""
 
-    def run(functions: MemristorFunctions, interpreter, op, args) -> OpImplResult:
-        runtime = functions.runtime
+    def run(interpreter, op, args) -> tuple:
         tiles.device = runtime.device
         tiles.found[step] = runtime.device.defer_mvm(runtime.physical(args[0]), args[1][:, k0:k1])
-        return OpImplResult((), None)
+        return ()
 
     return run
 
@@ -319,11 +317,11 @@ def whole_product(weights: np.ndarray, result_type, tiles: Tiles):
     """The implementation of a layer's product X·W as one product, of the result's type: exact, or
     sliced on the tiles the tile products found."""
 
-    def run(functions, interpreter, op, args) -> OpImplResult:
+    def run(interpreter, op, args) -> tuple:
         device = tiles.device
         if device.config.exact:
-            return OpImplResult((as_type(exact_matmul(args[0], weights), result_type),), None)
+            return (as_type(exact_matmul(args[0], weights), result_type),)
         product = sliced_product(args[0], tiles.stack(device.config), device.config)
-        return OpImplResult((as_type(product, result_type),), None)
+        return (as_type(product, result_type),)
 
     return run

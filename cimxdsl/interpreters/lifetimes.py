@@ -52,6 +52,10 @@ class ValueReleaser(Interpreter.Listener):
         self.interpreter = interpreter
         self.dying: dict[int, tuple[SSAValue, ...]] = {}
 
+    def leave(self, block: Block) -> None:
+        """Leave the values of `block` to whoever runs it (a prepared function releases its own)."""
+        self.dying.update(dict.fromkeys(map(id, block.ops), ()))
+
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         dead = self.dying.get(id(op))
         if dead is None:

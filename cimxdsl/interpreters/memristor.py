@@ -1,15 +1,30 @@
-"""Interpreter functions for `memristor` and for calls of the `memristor_*` runtime functions
-(what `memristor-to-func` emits), both running the device model."""
+"""Interpreter functions for `memristor` and for the `memristor_*` runtime functions (what
+`memristor-to-func` declares and calls), both running the device model.
+
+The runtime functions are external functions (`impl_external`): `func.call` enters a declaration
+without a body through `Interpreter.call_external`. Their names carry the element types of their
+memrefs (`library_call_name`), so `memristor_functions` registers one for each declaration of the
+module being run."""
 
 from dataclasses import dataclass
 from functools import cache
 
 from xdsl.dialects import func
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import (
+    ExtFuncImpl,
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    impl_external,
+    register_impls,
+)
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import memristor
 from cimxdsl.interpreters.runtime import CrossbarRuntime
-from cimxdsl.interpreters.values import interpretation_error
 
 RUNTIME_PREFIX = "memristor_"
 
@@ -59,14 +74,33 @@ class MemristorFunctions(InterpreterFunctions):
     def run_barrier(self, interpreter: Interpreter, op: memristor.BarrierOp, args: PythonValues):
         return self.on_device(type(op), args)
 
-    @impl(func.CallOp)
-    def run_call(self, interpreter: Interpreter, op: func.CallOp, args: PythonValues):
-        """Calls of the runtime functions the memristor ops lower to run like the ops; other calls
-        run as usual."""
-        callee = op.callee.string_value()
-        if not callee.startswith(RUNTIME_PREFIX):
-            return interpreter.call_op(op.callee, args)
-        op_type = runtime_op(callee)
+
+def runtime_function(callee: str) -> ExtFuncImpl[MemristorFunctions]:
+    """The external function `callee`: its memristor op on the device, or an error naming it if
+    it is no runtime function."""
+    op_type = runtime_op(callee)
+
+    def run(functions: MemristorFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         if op_type is None:
-            raise interpretation_error(op, f"unknown crossbar runtime function '{callee}'")
-        return self.on_device(op_type, args)
+            raise InterpretationError(f"unknown crossbar runtime function '{callee}'")
+        return functions.on_device(op_type, args)
+
+    return impl_external(callee)(run)
+
+
+def runtime_declarations(module: ModuleOp) -> list[str]:
+    """The `memristor_*` functions `module` declares (without a body)."""
+    return [
+        op.sym_name.data
+        for op in module.body.block.ops
+        if isinstance(op, func.FuncOp) and not op.body.blocks and op.sym_name.data.startswith(RUNTIME_PREFIX)
+    ]
+
+
+def memristor_functions(module: ModuleOp, runtime: CrossbarRuntime) -> MemristorFunctions:
+    """`MemristorFunctions` on `runtime`, with the runtime functions `module` declares as external functions."""
+    names = runtime_declarations(module)
+    if not names:
+        return MemristorFunctions(runtime)
+    methods = {f"run_{name}": runtime_function(name) for name in names}
+    return register_impls(type("MemristorRuntimeFunctions", (MemristorFunctions,), methods))(runtime)

@@ -1,11 +1,12 @@
-"""Prepared execution: a function interpreted with its dispatch resolved once.
+"""Prepared execution: a function interpreted with its values resolved once.
 
 The interpreter functions stay the definition of every op. Preparing a function resolves, once,
-each op of its body to its registered implementation and each SSA value to a slot of a list, and
-evaluates its constants (`arith.constant` and the side-effect-free ops computed from them alone);
-a call then runs the ops in order on the slots, without the interpreter's per-op lookups, scopes
-and listeners. Values are released after their last use as in `lifetimes`. Ops with regions run
-their regions on the interpreter, with the values they capture from the body put in its scope.
+each SSA value of its body to a slot of a list, and evaluates its constants (`arith.constant` and
+the side-effect-free ops computed from them alone); a call then runs the ops in order on the slots
+through `Interpreter.run_op`, without the interpreter's scopes. Values are released after their
+last use as in `lifetimes`. Ops with regions run their regions on the interpreter, with the values
+they capture from the body put in its scope. The products of whole layers may replace the tile
+products of the body (`layer_products`).
 
 A function whose body has several blocks, or uses ops that read the interpreter's environment
 beyond their operands (the concurrent cores of `pim` and `spat`), runs on the interpreter.
@@ -18,14 +19,14 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.interpreter import Interpreter, InterpreterFunctions, ReturnedValues
+from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
-from xdsl.traits import ConstantLike, is_side_effect_free
-from xdsl.utils.exceptions import InterpretationError
+from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.layer_products import fuse_layer_products
-from cimxdsl.interpreters.lifetimes import dying_values
+from cimxdsl.interpreters.lifetimes import ValueReleaser, dying_values
+from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
 
 ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
@@ -34,26 +35,35 @@ ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
 
 @dataclass(frozen=True, eq=False)
 class Step:
-    """One op of the body: its implementation and the slots it reads, writes and releases."""
+    """One op of the body: the slots it reads, writes and releases."""
 
     op: Operation
-    functions: InterpreterFunctions
-    implementation: Callable
     operands: tuple[int, ...]
     results: tuple[int, ...]
     released: tuple[int, ...]
     captured: tuple[tuple[SSAValue, int], ...]
     """Values of the body used inside the op's regions, with their slots."""
+    implementation: Callable[[Interpreter, Operation, tuple], tuple] | None = None
+    """What runs instead of the op's registered implementation (a call with its callee looked up
+    once, a layer's product, `layer_products`); None: the op runs on the interpreter (`Interpreter.run_op`)."""
 
 
 class PreparedFunction:
-    """`function` of `interpreter`'s module, prepared once and callable on many inputs. `listeners`
-    observe the ops of the body (the interpreter's own, those of the ops in regions)."""
+    """`function` of `interpreter`'s module, prepared once and callable on many inputs. The
+    interpreter's listeners observe the ops it runs; `listeners` (its own but `ValueReleaser`) the
+    steps that replace ops (layer products, with `runtime`, the state of the crossbar ops)."""
 
-    def __init__(self, interpreter: Interpreter, function: func.FuncOp, listeners: Sequence[Interpreter.Listener] = ()):
+    def __init__(
+        self,
+        interpreter: Interpreter,
+        function: func.FuncOp,
+        listeners: Sequence[Interpreter.Listener] = (),
+        runtime: CrossbarRuntime | None = None,
+    ):
         self.interpreter = interpreter
         self.function = function
         self.listeners = tuple(listeners)
+        self.runtime = runtime
         self.steps: list[Step] | None = None
         self.fused: list[Step] | None = None
         """The steps with the tiles of each product run as one (`layer_products`), if any are."""
@@ -70,36 +80,43 @@ class PreparedFunction:
         slots = list(self.constants)
         for slot, value in zip(self.arguments, arguments, strict=True):
             slots[slot] = value
-        listeners = self.listeners
+        returned = self.function.body.block.last_op  # (`func.return`: the function's results are its operands)
         for step in self.fused if layer_products and self.fused else self.steps:
             args = tuple([slots[i] for i in step.operands])
-            for listener in listeners:
-                listener.will_interpret_op(step.op, args)
-            result = self._run(step, args, slots)
-            for listener in listeners:
-                listener.did_interpret_op(step.op, result.values)
-            if result.terminator_value is not None:
-                assert isinstance(result.terminator_value, ReturnedValues)
-                return result.terminator_value.values
-            for slot, value in zip(step.results, result.values, strict=True):
+            values = self._run(step, args, slots)
+            if step.op is returned:
+                return args
+            for slot, value in zip(step.results, values, strict=True):
                 slots[slot] = value
             for slot in step.released:
                 slots[slot] = None
         return ()
 
-    def _run(self, step: Step, args: tuple, slots: list):
+    def _run(self, step: Step, args: tuple, slots: list) -> tuple:
         interpreter = self.interpreter
+        if not step.captured:
+            return interpreter.run_op(step.op, args) if step.implementation is None else self._dispatch(step, args)
+        interpreter.push_scope("prepared")
         try:
-            if not step.captured:
-                return step.implementation(step.functions, interpreter, step.op, args)
-            interpreter.push_scope("prepared")
-            try:
-                interpreter.set_values((value, slots[slot]) for value, slot in step.captured)
-                return step.implementation(step.functions, interpreter, step.op, args)
-            finally:
-                interpreter.pop_scope()
-        except Exception as e:  # reported as the interpreter reports an op's failure
+            interpreter.set_values((value, slots[slot]) for value, slot in step.captured)
+            return self._dispatch(step, args)
+        finally:
+            interpreter.pop_scope()
+
+    def _dispatch(self, step: Step, args: tuple) -> tuple:
+        """The op run by the interpreter or, for a step with its own implementation, that one,
+        observed and reported as the interpreter runs an op."""
+        if step.implementation is None:
+            return self.interpreter.run_op(step.op, args)
+        for listener in self.listeners:
+            listener.will_interpret_op(step.op, args)
+        try:
+            values = step.implementation(self.interpreter, step.op, args)
+        except Exception as e:
             step.op.emit_error("Error while interpreting op", e)
+        for listener in self.listeners:
+            listener.did_interpret_op(step.op, values)
+        return values
 
     def _prepare(self) -> None:
         block = self.function.body.block
@@ -110,12 +127,13 @@ class PreparedFunction:
 
         self.arguments = tuple(slot(a) for a in block.args)
         dying = dying_values(block)
-        impls = self.interpreter._impls._impl_dict  # the registry `Interpreter.run_op` looks in
+        for listener in self.interpreter.listeners:
+            if isinstance(listener, ValueReleaser):
+                listener.leave(block)
         steps, constants = [], {}
         for op in block.ops:
-            functions, implementation = impls.get(type(op), (None, missing))
-            if implementation is not missing and constant_foldable(op, constants):
-                values = self._fold(Step(op, functions, implementation, (), (), (), ()), constants)
+            if constant_foldable(op, constants):
+                values = self._fold(op, constants)
                 if values is not None:  # (else the op fails when it is reached, naming itself)
                     for value, result in zip(op.results, values, strict=True):
                         constants[id(value)] = read_only(result)
@@ -124,32 +142,41 @@ class PreparedFunction:
             steps.append(
                 Step(
                     op,
-                    functions,
-                    implementation,
                     tuple(slot(v) for v in op.operands),
                     tuple(slot(v) for v in op.results),
                     tuple(slot(v) for v in dying[id(op)] if id(v) not in constants),
                     tuple((v, slot(v)) for v in captured_values(op)),
+                    self._call(op) if isinstance(op, func.CallOp) else None,
                 )
             )
         self.constants = [None] * len(index)
         for key, value in constants.items():
             self.constants[index[key]] = value
         self.steps = steps
-        self.fused = fuse_layer_products(steps, {index[key]: value for key, value in constants.items()})
+        if self.runtime is not None:
+            self.fused = fuse_layer_products(steps, {index[key]: v for key, v in constants.items()}, self.runtime)
 
+    def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
+        """A call with its callee looked up once: a declaration's external function (as
+        `func.func` is called without a body), or the callee entered (`Interpreter.call_op`)."""
+        callee = SymbolTable.lookup_symbol(self.interpreter.module, op.callee)
+        if not isinstance(callee, func.FuncOp):
+            return None  # (fails when reached, as the interpreter fails)
+        if not callee.body.blocks:
+            name = callee.sym_name.data
+            return lambda interpreter, op, args: interpreter.call_external(name, callee, args)
+        return lambda interpreter, op, args: interpreter.call_op(callee, args)
 
-    def _fold(self, step: Step, constants: dict) -> tuple | None:
-        """The values of a constant op, or None if computing them fails."""
+    def _fold(self, op: Operation, constants: dict) -> tuple | None:
+        """The values of a constant op, or None if computing them fails (or it has no implementation)."""
+        interpreter, listeners = self.interpreter, self.interpreter.listeners
+        interpreter.listeners = ()  # (evaluated while preparing, not run)
         try:
-            return self._run(step, tuple(constants[id(v)] for v in step.op.operands), []).values
+            return interpreter.run_op(op, tuple(constants[id(v)] for v in op.operands))
         except Exception:
             return None
-
-
-def missing(functions, interpreter: Interpreter, op: Operation, args: tuple):
-    """The implementation of an op that has none: fails when the op is reached, as in the interpreter."""
-    raise InterpretationError(f"Could not find interpretation function for op {op.name}")
+        finally:
+            interpreter.listeners = listeners
 
 
 def captured_values(op: Operation) -> list[SSAValue]:
@@ -188,5 +215,3 @@ def constant_foldable(op: Operation, constants: dict) -> bool:
         and any(isinstance(v.type, TensorType | MemRefType) for v in operands)
         and is_side_effect_free(op)
     )
-
-

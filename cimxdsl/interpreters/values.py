@@ -81,3 +81,16 @@ def elementwise(function: Callable):
 
     return run
 
+
+def result_of(op: Operation, value, out=None) -> tuple:
+    """`value` as the runtime value of `op`'s single result; an op without results (a linalg op on
+    memrefs) writes it into `out`, its destination buffer, instead."""
+    if not op.results:
+        out[...] = value
+        return ()
+    return (as_type(value, op.results[0].type),)
+
+
+def zeros(t: Attribute) -> np.ndarray:
+    """A zero-filled array of the shaped type `t`."""
+    return np.zeros(t.get_shape(), numpy_dtype(t.element_type))

@@ -1,68 +1,19 @@
 """Programs in the input form of `cinm-to-spatial` (what the ONNX frontend gives after
-`linalg-to-cinm` in integer mode), and a way to interpret them at any level.
-
-The host ops the programs use (`tensor.pad`, `linalg.pooling_nchw_max`, `tosa.reduce_sum`) may not
-have interpreter functions in `cimxdsl.interpreters.host` yet: `interpret` then registers the
-NumPy versions below, so that the golden result is always the host computation."""
+`linalg-to-cinm` in integer mode), and a way to interpret them at any level."""
 
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects import tensor, tosa
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.linalg.ops import PoolingNchwMaxOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from cimxdsl.device import Device
-from cimxdsl.dialects.utils import dense_array
 from cimxdsl.interpreters import build_interpreter, entry_function
 from cimxdsl.interpreters.values import as_type
-
-
-def _pad_value(interpreter: Interpreter, op: tensor.PadOp):
-    yielded = op.region.block.last_op.operands[0]
-    owner = yielded.owner
-    return owner.value.value.data if hasattr(owner, "value") else interpreter.get_values((yielded,))[0]
-
-
-class HostFallbacks(InterpreterFunctions):
-    @impl(tensor.PadOp)
-    def run_pad(self, interpreter: Interpreter, op: tensor.PadOp, args: PythonValues):
-        low, high = op.static_low.get_values(), op.static_high.get_values()
-        value = _pad_value(interpreter, op)
-        return (np.pad(args[0], list(zip(low, high)), constant_values=value),)
-
-    @impl(PoolingNchwMaxOp)
-    def run_max_pool(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):
-        image, window, init = args
-        (sh, sw), (dh, dw) = (tuple(int(v) for v in dense_array(a).reshape(-1)) for a in (op.strides, op.dilations))
-        kh, kw = np.shape(window)
-        out = np.array(init, copy=True)
-        oh, ow = out.shape[2:]
-        for ky in range(kh):
-            for kx in range(kw):
-                rows = image[
-                    :, :, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh, kx * dw : kx * dw + sw * (ow - 1) + 1 : sw
-                ]
-                out = np.maximum(out, rows)
-        return (as_type(out, op.res[0].type),)
-
-    @impl(tosa.ReduceSumOp)
-    def run_reduce_sum(self, interpreter: Interpreter, op: tosa.ReduceSumOp, args: PythonValues):
-        return (as_type(np.sum(args[0], axis=op.axis.value.data, keepdims=True), op.output.type),)
-
-
-register_impls(HostFallbacks)
 
 
 def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
     """The results of `@entry(*inputs)` at whatever level `module` is."""
     interpreter = build_interpreter(module, Device("ideal"))
-    known = interpreter._impls._impl_dict  # pyright: ignore[reportPrivateUsage]
-    fallbacks = HostFallbacks()
-    for op_type, implementation in fallbacks._impls():  # pyright: ignore[reportPrivateUsage]
-        if op_type not in known:
-            known[op_type] = (fallbacks, implementation)
     function = entry_function(module, entry)
     types = function.function_type.inputs.data
     arguments = [as_type(x, t) for x, t in zip(inputs, types, strict=True)]

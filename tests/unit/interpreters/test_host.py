@@ -11,7 +11,8 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.interpreters import run
-from cimxdsl.interpreters.host import ERF_BANDS, ERF_ONE, erf, pad
+from cimxdsl.interpreters.numeric import ERF_BANDS, ERF_ONE, erf
+from cimxdsl.interpreters.tensor import pad
 from tests.unit.helpers import parse
 from tests.unit.interpreters.programs import run_main
 

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from cimxdsl.interpreters.host import pool
+from cimxdsl.interpreters.tosa import pool
 
 
 def pooling_op(kernel, stride, pad):

@@ -95,7 +95,7 @@ def test_stacked_products_equal_tile_by_tile(device, data, m, k_tiles, n_tiles):
     tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
     tiles = -(-k // rows) * -(-n // cols)
     fused = stacked.prepared.fused or []  # (a K that fits one tile leaves X whole: not recognised yet)
-    counted = [s for s in fused if s.implementation.__qualname__.startswith("count_columns")]
+    counted = [s for s in fused if s.implementation and s.implementation.__qualname__.startswith("count_columns")]
     assert len(counted) == (2 * tiles if k > rows else 0)
     for _ in range(2):
         x = [inputs(rng, config, m, k, -(-k // rows)) for _ in range(2)]

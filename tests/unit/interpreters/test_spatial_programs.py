@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cimxdsl.interpreters.host import conv2d_nchw_fchw
+from cimxdsl.interpreters.numeric import conv2d_nchw_fchw
 from tests.unit.helpers import parse
 from tests.unit.spatial_programs import dense, interpret
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cimxdsl.interpreters import host, run
+from cimxdsl.interpreters import numeric, run
 from cimxdsl.interpreters.cinm import im2col
 from tests.unit.helpers import apply, parse
 
@@ -34,12 +34,12 @@ def reference_conv(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarr
 
 @pytest.mark.parametrize("strides, dilations", [((1, 1), (1, 1)), ((2, 1), (1, 2)), ((3, 2), (2, 1))])
 @pytest.mark.parametrize(
-    "channels, block_bytes", [(3, host.IM2COL_BLOCK_BYTES), (8, host.IM2COL_BLOCK_BYTES), (8, 500)]
+    "channels, block_bytes", [(3, numeric.IM2COL_BLOCK_BYTES), (8, numeric.IM2COL_BLOCK_BYTES), (8, 500)]
 )
 def test_im2col_matches_direct_convolution(strides, dilations, channels, block_bytes, monkeypatch):
     """Few channels (windows copied whole) and many (channel vectors per kernel offset, in blocks of
     output rows: one block per image, or blocks of one or two rows)."""
-    monkeypatch.setattr(host, "IM2COL_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(numeric, "IM2COL_BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(3)
     x, w = rng.integers(-9, 9, (2, channels, 11, 10)), rng.integers(-9, 9, (5, channels, 3, 2))
     cols = im2col(x, (3, 2), strides, dilations)

@@ -1,0 +1,208 @@
+"""NumPy implementations of `linalg`, on tensors (a result) and on memrefs (written into the
+destination); they replace xDSL's loops over the iteration space.
+
+A `linalg.generic` runs its body once, on arrays over its whole loop nest (a scalar op of the body
+computes every element at once); one with reduction loops must yield `out ⊕ f(ins)` (⊕ an add,
+multiply, max or min), reduced along those loops with NumPy."""
+
+from collections.abc import Callable
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.dialects.linalg.ops import (
+    AddOp,
+    BroadcastOp,
+    Conv2DNchwFchwOp,
+    Conv2DNgchwGfchwOp,
+    FillOp,
+    GenericOp,
+    MatmulOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    PoolingNchwMaxOp,
+    SelectOp,
+    SubOp,
+    TransposeOp,
+)
+from xdsl.dialects.linalg.ops import ReduceOp as LinalgReduceOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.ir import Operation, Region
+from xdsl.ir.affine import AffineDimExpr
+
+from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw
+from cimxdsl.interpreters.values import interpretation_error, result_of
+
+REDUCTIONS: dict[type, np.ufunc] = {
+    arith.AddfOp: np.add,
+    arith.AddiOp: np.add,
+    arith.MulfOp: np.multiply,
+    arith.MuliOp: np.multiply,
+    arith.MaximumfOp: np.maximum,
+    arith.MaxSIOp: np.maximum,
+    arith.MaxUIOp: np.maximum,
+    arith.MaxnumfOp: np.fmax,
+    arith.MinimumfOp: np.minimum,
+    arith.MinSIOp: np.minimum,
+    arith.MinUIOp: np.minimum,
+    arith.MinnumfOp: np.fmin,
+}
+"""The ops a `linalg.generic` or `linalg.reduce` may combine its output with a reduced value, as
+NumPy functions (`maxui`/`minui` on the integers read as unsigned)."""
+UNSIGNED = (arith.MaxUIOp, arith.MinUIOp)
+
+
+def identity(combine: Operation, dtype: np.dtype):
+    """The value `x` with `x ⊕ y == y` for every `y` of `dtype`, `⊕` the op `combine`."""
+    ufunc = REDUCTIONS[type(combine)]
+    if ufunc.identity is not None:
+        return dtype.type(ufunc.identity)
+    if isinstance(combine, UNSIGNED):
+        return dtype.type(0 if isinstance(combine, arith.MaxUIOp) else -1)
+    floating = np.issubdtype(dtype, np.floating)
+    smallest, largest = (-np.inf, np.inf) if floating else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    return dtype.type(smallest if ufunc in (np.maximum, np.fmax) else largest)
+
+
+def on_loops(value, dims: tuple[int, ...], loops: int) -> np.ndarray:
+    """`value`, indexed by the loop dimensions `dims`, as an array over all `loops` loops (size 1
+    along the loops it does not depend on)."""
+    shape = [1] * loops
+    for dim, size in zip(dims, np.shape(value), strict=True):
+        shape[dim] = size
+    return np.transpose(value, np.argsort(dims)).reshape(shape)
+
+
+def combining_op(body: Region) -> Operation | None:
+    """For a body `yield out ⊕ value` with `out` its last argument, used nowhere else: the op `⊕`."""
+    block = body.block
+    yielded = block.last_op.operands[0] if block.last_op is not None and len(block.last_op.operands) == 1 else None
+    owner = getattr(yielded, "owner", None)
+    out = block.args[-1]
+    if not isinstance(owner, Operation) or type(owner) not in REDUCTIONS or out not in owner.operands:
+        return None
+    return owner if out.has_one_use() else None
+
+
+def reduce_along(combine: Operation, values, axes: tuple[int, ...], init) -> np.ndarray:
+    """`init ⊕ (⊕ of values along axes)`, `⊕` the op `combine`."""
+    ufunc = REDUCTIONS[type(combine)]
+    values, init = np.asarray(values), np.asarray(init)
+    if isinstance(combine, UNSIGNED):
+        unsigned = init.dtype.str.replace("i", "u")
+        return ufunc(init.view(unsigned), ufunc.reduce(values.view(unsigned), axis=axes)).view(init.dtype)
+    return ufunc(init, ufunc.reduce(values, axis=axes))
+
+
+def linalg_elementwise(function: Callable):
+    """The implementation of a named linalg op whose result is `function` of its `ins`."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        return result_of(op, function(*args[: len(op.inputs)]), args[-1])
+
+    return run
+
+
+def linalg_convolution(product: Callable):
+    """The implementation of a linalg convolution: `init` plus `product(x, w, strides, dilations)`
+    in the accumulator's type."""
+
+    def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        x, w, init = args
+        strides, dilations = op.strides.get_values(), op.dilations.get_values()
+        return result_of(op, init + product(x.astype(init.dtype), w.astype(init.dtype), strides, dilations))
+
+    return run
+
+
+@register_impls
+class LinalgFunctions(InterpreterFunctions):
+    @impl(MatmulOp)
+    def run_matmul(self, interpreter: Interpreter, op: MatmulOp, args: PythonValues):
+        a, b, c = args
+        return result_of(op, c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)))
+
+    run_conv = impl(Conv2DNchwFchwOp)(linalg_convolution(conv2d_nchw_fchw))
+    run_grouped_conv = impl(Conv2DNgchwGfchwOp)(linalg_convolution(conv2d_ngchw_gfchw))
+
+    @impl(BroadcastOp)
+    def run_broadcast(self, interpreter: Interpreter, op: BroadcastOp, args: PythonValues):
+        source, init = args
+        expanded = np.expand_dims(source, tuple(op.dimensions.get_values()))
+        # a read-only view on tensors (they are not written); written into the destination on memrefs
+        return result_of(op, np.broadcast_to(expanded, np.shape(init)), init)
+
+    @impl(PoolingNchwMaxOp)
+    def run_pooling_max(self, interpreter: Interpreter, op: PoolingNchwMaxOp, args: PythonValues):
+        image, window, init = args
+        (sh, sw), (dh, dw) = op.strides.get_values(), op.dilations.get_values()
+        kh, kw = np.shape(window)
+        extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+        windows = np.lib.stride_tricks.sliding_window_view(image, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+        return result_of(op, np.maximum(init, windows.max(axis=(-2, -1))))
+
+    @impl(TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: TransposeOp, args: PythonValues):
+        # a view on tensors, as `run_extract_slice`'s; written into the destination on memrefs
+        return result_of(op, np.transpose(args[0], op.permutation.get_values()), args[1])
+
+    run_add = impl(AddOp)(linalg_elementwise(np.add))
+    run_sub = impl(SubOp)(linalg_elementwise(np.subtract))
+    run_mul = impl(MulOp)(linalg_elementwise(np.multiply))
+    run_max = impl(MaxOp)(linalg_elementwise(np.maximum))
+    run_min = impl(MinOp)(linalg_elementwise(np.minimum))
+    run_linalg_select = impl(SelectOp)(linalg_elementwise(np.where))
+
+    @impl(FillOp)
+    def run_fill(self, interpreter: Interpreter, op: FillOp, args: PythonValues):
+        return result_of(op, np.full(np.shape(args[1]), args[0]), args[1])
+
+    @impl_terminator(LinalgYieldOp)
+    def run_linalg_yield(self, interpreter: Interpreter, op: LinalgYieldOp, args: PythonValues):
+        return ReturnedValues(args), ()
+
+    @impl(GenericOp)
+    def run_generic(self, interpreter: Interpreter, op: GenericOp, args: PythonValues):
+        maps = [m.data for m in op.indexing_maps]
+        if len(op.outputs) != 1 or not all(isinstance(e, AffineDimExpr) for m in maps for e in m.results):
+            raise interpretation_error(op, "only a linalg.generic with one output and maps that pick loops is run")
+        dims = [tuple(e.position for e in m.results if isinstance(e, AffineDimExpr)) for m in maps]
+        loops = len(op.iterator_types)
+        reduced = tuple(d for d, t in enumerate(op.iterator_types) if t.data == IteratorType.REDUCTION)
+        init = np.asarray(args[-1])
+        inputs = [on_loops(v, d, loops) for v, d in zip(args[:-1], dims[:-1], strict=True)]
+        combine = combining_op(op.body) if reduced else None
+        if reduced and combine is None:
+            raise interpretation_error(op, "a linalg.generic with reduction loops must yield 'out' combined by one op")
+        out = identity(combine, init.dtype) if combine else on_loops(init, dims[-1], loops)
+        (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
+        shape = [1] * loops
+        for value_dims, array in zip(dims, [*args[:-1], init], strict=True):
+            for dim, size in zip(value_dims, np.shape(array), strict=True):
+                shape[dim] = size
+        value = np.broadcast_to(value, shape)
+        kept = [d for d in range(loops) if d not in reduced]
+        order = [kept.index(d) for d in dims[-1]]
+        if combine is None:
+            return result_of(op, np.transpose(value, order), args[-1])
+        init_on_kept = np.transpose(init, np.argsort(order))
+        return result_of(op, np.transpose(reduce_along(combine, value, reduced, init_on_kept), order), args[-1])
+
+    @impl(LinalgReduceOp)
+    def run_reduce(self, interpreter: Interpreter, op: LinalgReduceOp, args: PythonValues):
+        block = op.region.block
+        combine = combining_op(op.region)
+        if combine is None or len(block.args) != 2 or set(combine.operands) != set(block.args):
+            message = "only a linalg.reduce whose body combines its two arguments with one op is run"
+            raise interpretation_error(op, message)
+        return result_of(op, reduce_along(combine, args[0], tuple(op.dimensions.get_values()), args[1]), args[1])
