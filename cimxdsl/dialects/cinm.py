@@ -72,6 +72,12 @@ NOTILE = "cinm.notile"
 PLACEMENT = "cimxdsl.placement"
 """On a `cinm.compute` of run-time products (and the device it becomes): where they run, `host`
 (the digital unit) or `crossbar`."""
+LAYER = "cimxdsl.layer"
+"""On a product placed on the host once its compute is lowered (`cinm-to-linalg`): the name of the
+compute's layer (`layer_name`), which the runtime records the product under."""
+LAYER_PRODUCT = "cimxdsl.layer_product"
+"""On such a product: its index and the number of products of its layer (the first starts the
+layer's record, the last ends it)."""
 
 
 class ScanMethod(StrEnum):
@@ -329,6 +335,11 @@ def placement(op: Operation | None) -> str | None:
     """The `cimxdsl.placement` of `op` (None when it has none)."""
     attr = None if op is None else op.attributes.get(PLACEMENT)
     return attr.data if isinstance(attr, StringAttr) else None
+
+
+def layer_name(compute: Operation) -> str:
+    """The name a compute's layer is recorded under: its first result's name."""
+    return (compute.results[0].name_hint if compute.results else None) or "layer"
 
 
 def on_host(op: Operation) -> bool:

@@ -52,7 +52,7 @@ def implementations(module: ModuleOp, runtime: CrossbarRuntime) -> tuple[Interpr
         ArithFunctions(),
         MathFunctions(),
         TensorFunctions(),
-        LinalgFunctions(),
+        LinalgFunctions(runtime),
         TosaFunctions(),
         BufferizationFunctions(),
         MemrefFunctions(),

@@ -88,8 +88,7 @@ def product(functions: "CinmFunctions", interpreter: Interpreter, op: cinm.GemmO
     dtype = numpy_dtype(op.target.type.element_type)
     result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
     if functions.runtime is not None and cinm.on_host(op):  # a product placed on the digital unit
-        m, k = np.shape(args[0])
-        functions.runtime.device.digital(m, k, 1 if np.ndim(args[1]) == 1 else np.shape(args[1])[-1])
+        functions.runtime.digital_product(np.shape(args[0]), np.shape(args[1]))
     if op.bias is not None:
         result = result + args[2]
     if op.out is None:
@@ -117,7 +116,7 @@ class CinmFunctions(InterpreterFunctions):
     def run_compute(self, interpreter: Interpreter, op: cinm.ComputeOp, args: PythonValues):
         if self.runtime is None or cinm.placement(op) != "host":
             return interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
-        self.runtime.begin_layer(op.results[0].name_hint or "layer", "host")
+        self.runtime.begin_layer(cinm.layer_name(op), "host")
         results = interpreter.run_ssacfg_region(op.body, (), "cinm.compute")
         self.runtime.end_layer()
         return results

@@ -3,12 +3,18 @@ destination); they replace xDSL's loops over the iteration space.
 
 A `linalg.generic` runs its body once, on arrays over its whole loop nest (a scalar op of the body
 computes every element at once); one with reduction loops must yield `out ⊕ f(ins)` (⊕ an add,
-multiply, max or min), reduced along those loops with NumPy."""
+multiply, max or min), reduced along those loops with NumPy.
+
+A `linalg.matmul` placed on the host (`cimxdsl.placement = "host"`, as `cinm-to-linalg` lowers a
+host compute's products) is counted on the runtime's digital unit, in its layer, as the `cinm`
+interpreter counts the compute's products."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr
 from xdsl.dialects.linalg.attrs import IteratorType
 from xdsl.dialects.linalg.ops import (
     AddOp,
@@ -40,7 +46,9 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation, Region
 from xdsl.ir.affine import AffineDimExpr
 
+from cimxdsl.dialects import cinm
 from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw
+from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import interpretation_error, result_of
 
 REDUCTIONS: dict[type, np.ufunc] = {
@@ -125,11 +133,30 @@ def linalg_convolution(product: Callable):
     return run
 
 
+def count_on_host(runtime: CrossbarRuntime, op: Operation, left, right) -> None:
+    """Count a product placed on the host on the digital unit; in a layer (`cinm.LAYER`,
+    `cinm.LAYER_PRODUCT`), its first product starts the layer's record and its last ends it."""
+    layer, part = op.attributes.get(cinm.LAYER), op.attributes.get(cinm.LAYER_PRODUCT)
+    index, count = part.get_values() if isinstance(part, DenseArrayBase) and len(part) == 2 else (-1, -1)
+    named = isinstance(layer, StringAttr)
+    if named and index == 0:
+        runtime.begin_layer(layer.data, "host")
+    runtime.digital_product(np.shape(left), np.shape(right))
+    if named and index == count - 1:
+        runtime.end_layer()
+
+
 @register_impls
+@dataclass
 class LinalgFunctions(InterpreterFunctions):
+    runtime: CrossbarRuntime | None = None
+    """Where products placed on the host are counted (none: they are not)."""
+
     @impl(MatmulOp)
     def run_matmul(self, interpreter: Interpreter, op: MatmulOp, args: PythonValues):
         a, b, c = args
+        if self.runtime is not None and cinm.placement(op) == "host":
+            count_on_host(self.runtime, op, a, b)
         return result_of(op, c + np.matmul(a.astype(c.dtype), b.astype(c.dtype)))
 
     run_conv = impl(Conv2DNchwFchwOp)(linalg_convolution(conv2d_nchw_fchw))

@@ -58,6 +58,12 @@ class CrossbarRuntime:
         self.layers.append({"layer": name, **({"placement": placement} if placement else {}), **metrics})
         self._layer_start = None
 
+    def digital_product(self, left_shape: tuple[int, ...], right_shape: tuple[int, ...]) -> None:
+        """Count a product placed on the host, an M×K matrix times a K×N matrix or a K vector, on
+        the device's digital unit."""
+        m, k = left_shape
+        self.device.digital(m, k, 1 if len(right_shape) == 1 else right_shape[-1])
+
     def acquire(self) -> int | None:
         """A free crossbar, or None if the program holds all of them."""
         return self.free.pop(0) if self.free else None

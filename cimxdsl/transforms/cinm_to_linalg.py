@@ -7,8 +7,14 @@ a tensor op goes into a `tensor.empty`, the buffer form writes its `into` memref
 becomes a `linalg.reduce` into a `linalg.fill` of the method's identity (followed by
 `tensor.extract` when the result is a scalar). Integer `div` is `arith.divsi` (truncating, as the
 interpreter's `cinm` semantics), and the thesis-era `max`/`min` reduce floats with
-`arith.maximumf`/`minimumf` (NaN wins, as NumPy's `max`) and integers as signed. Other cinm ops
-(products, im2col, scan, top-k, ...) are left alone.
+`arith.maximumf`/`minimumf` (NaN wins, as NumPy's `max`) and integers as signed.
+
+A `cinm.compute` placed on the host (`cimxdsl.placement = "host"`, products of two run-time
+tensors) whose products are all tensor `cinm.op.gemm`s is inlined: each gemm becomes a
+`linalg.matmul` into its bias (or a zero `linalg.fill`), carrying the placement, the compute's
+layer name (`cimxdsl.layer`) and its index among the layer's products (`cimxdsl.layer_product`),
+so that the interpreter still counts it on the device's digital unit, in the same layer. Other
+cinm ops (products on crossbars, im2col, scan, top-k, ...) are left alone.
 """
 
 from collections.abc import Callable
@@ -22,10 +28,11 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    StringAttr,
     TensorType,
     i64,
 )
-from xdsl.dialects.linalg.ops import FillOp
+from xdsl.dialects.linalg.ops import FillOp, MatmulOp
 from xdsl.dialects.linalg.ops import ReduceOp as LinalgReduceOp
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -156,6 +163,15 @@ class Reduction:
     """the method's identity for an element type"""
 
 
+def filled(value: int | float, result_type: TensorType) -> list[Operation]:
+    """A constant, a `tensor.empty` of `result_type` and the `linalg.fill` of the one into the other."""
+    element = result_type.element_type
+    integer = isinstance(element, IntegerType)
+    constant = arith.ConstantOp(IntegerAttr(int(value), element) if integer else FloatAttr(float(value), element))  # type: ignore[arg-type]
+    empty = tensor.EmptyOp([], result_type)
+    return [constant, empty, FillOp([constant.result], [empty.tensor], [result_type])]
+
+
 def smallest(element: Attribute) -> int | float:
     return -(2 ** (element.width.data - 1)) if isinstance(element, IntegerType) else float("-inf")
 
@@ -189,31 +205,61 @@ class ReduceToLinalg(RewritePattern):
         combine = reduction.integer if integer or reduction.floating is None else reduction.floating
         result_type = op.result.type
         init_type = result_type if isinstance(result_type, TensorType) else TensorType(element, ())
-        identity = reduction.identity(element)
-        value = IntegerAttr(int(identity), element) if integer else FloatAttr(float(identity), element)  # type: ignore[arg-type]
-        constant = arith.ConstantOp(value)
-        empty = tensor.EmptyOp([], init_type)
-        fill = FillOp([constant.result], [empty.tensor], [init_type])
+        setup = filled(reduction.identity(element), init_type)
+        fill = setup[-1]
         block = Block(arg_types=[element, element])
         combined = combine(block.args[0], block.args[1])
         block.add_ops([combined, LinalgYieldOp(combined.results[0])])
         dims = DenseArrayBase.from_list(i64, dimensions)
         reduce = LinalgReduceOp(op.input, fill.results[0], dims, Region(block))
-        setup: list[Operation] = [constant, empty, fill]
         if isinstance(result_type, TensorType):
             replace_with(rewriter, op, setup, [reduce])
         else:
             replace_with(rewriter, op, [*setup, reduce], [tensor.ExtractOp(reduce.results[0], [], result_type)])
 
 
+class HostComputeToLinalg(RewritePattern):
+    """A compute placed on the host, of tensor gemms → its body, each gemm a `linalg.matmul` into its
+    bias or zeros that carries the placement, its layer and its index in the layer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter):
+        if cinm.placement(op) != "host":
+            return
+        products = [p for p in op.walk() if isinstance(p, cinm.GemmOp | cinm.GemvOp)]
+        gemms = [p for p in products if isinstance(p, cinm.GemmOp) and p.out is None]
+        if not gemms or len(gemms) != len(products):
+            return
+        layer = StringAttr(cinm.layer_name(op))
+        for index, gemm in enumerate(gemms):
+            result_type = gemm.target.type
+            assert isinstance(result_type, TensorType)
+            setup = [] if gemm.bias is not None else filled(0, result_type)
+            init = gemm.bias if gemm.bias is not None else setup[-1].results[0]
+            attributes = {
+                cinm.PLACEMENT: op.attributes[cinm.PLACEMENT],
+                cinm.LAYER: layer,
+                cinm.LAYER_PRODUCT: DenseArrayBase.from_list(i64, [index, len(gemms)]),
+            }
+            matmul = MatmulOp([gemm.left, gemm.right], [init], attributes=attributes)
+            replace_with(rewriter, gemm, setup, [matmul])
+        yield_op = op.body.block.last_op
+        assert isinstance(yield_op, cinm.YieldOp)
+        values = list(yield_op.values)
+        rewriter.erase(yield_op)
+        rewriter.inline_block(op.body.block, InsertPoint.before(op))
+        rewriter.replace(op, [], values)
+
+
 @dataclass(frozen=True)
 class CinmToLinalgPass(ModulePass):
     """Lower the cinm element-wise ops and reductions (tensor and buffer forms) to `linalg.map` and
-    `linalg.reduce` with `arith`/`math` bodies."""
+    `linalg.reduce` with `arith`/`math` bodies, and the computes placed on the host to `linalg.matmul`s."""
 
     name = "cinm-to-linalg"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier([ElementwiseToLinalg(), ReduceToLinalg()], dce_enabled=False)
-        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)
-
+        patterns = GreedyRewritePatternApplier(
+            [HostComputeToLinalg(), ElementwiseToLinalg(), ReduceToLinalg()], dce_enabled=False
+        )
+        PatternRewriteWalker(patterns, walk_regions_first=True, apply_recursively=False).rewrite_module(op)

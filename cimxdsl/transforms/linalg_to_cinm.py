@@ -13,8 +13,8 @@ are), and the reshape of the product back to NCHW; `linalg.conv_2d_ngchw_gfchw` 
 becomes one compute of the image's im2col and a gemm per group of its columns with that group's
 weights. `linalg.batch_matmul` (a product of two run-time
 tensors: attention's Q·Kᵀ and P·V) becomes one compute of a gemm per batch entry (head), placed by
-the option `placement` (`cimxdsl.device.placement`): `host` (the digital unit; later passes leave
-the compute alone), `crossbar` (its right operand is written into crossbars, as any gemm's), or
+the option `placement` (`cimxdsl.device.placement`): `host` (the digital unit; the crossbar
+passes leave the compute alone, `cinm-to-linalg` makes its gemms `linalg.matmul`s), `crossbar` (its right operand is written into crossbars, as any gemm's), or
 `auto` (per product, the cheaper on `device`). The compute carries the decision as the attribute
 `cimxdsl.placement`. Other ops are left alone.
 """

@@ -53,6 +53,31 @@ func.func @reduce(%x: tensor<4x6xi32>, %f: tensor<8xf32>) -> (tensor<4xi32>, f32
 
 // -----
 
+// A compute placed on the host is inlined: each gemm is a `linalg.matmul` into zeros (or into its
+// bias) that keeps the placement, the compute's layer name and its index among the layer's products;
+// the compute's element-wise ops become `linalg.map`s as elsewhere.
+func.func @host(%q: tensor<4x8xf32>, %k: tensor<8x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %qk = cinm.compute attributes {cimxdsl.placement = "host"} -> tensor<4x4xf32> {
+    %p = cinm.op.gemm %q, %k : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+    %r = cinm.op.gemm %q, %k plus %b : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+    %s = cinm.op.add %p, %r : tensor<4x4xf32>
+    cinm.yield %s : tensor<4x4xf32>
+  }
+  func.return %qk : tensor<4x4xf32>
+}
+
+// CHECK-LABEL: func.func @host
+// CHECK-NEXT:    %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<4x4xf32>
+// CHECK-NEXT:    %[[F:.*]] = linalg.fill ins(%[[Z]] : f32) outs(%[[E]] : tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:    %p = linalg.matmul {cimxdsl.placement = "host", cimxdsl.layer = "qk", cimxdsl.layer_product = array<i64: 0, 2>} ins(%q, %k : tensor<4x8xf32>, tensor<8x4xf32>) outs(%[[F]] : tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:    %r = linalg.matmul {cimxdsl.placement = "host", cimxdsl.layer = "qk", cimxdsl.layer_product = array<i64: 1, 2>} ins(%q, %k : tensor<4x8xf32>, tensor<8x4xf32>) outs(%b : tensor<4x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT:    %[[E2:.*]] = tensor.empty() : tensor<4x4xf32>
+// CHECK-NEXT:    %s = linalg.map ins(%p, %r : tensor<4x4xf32>, tensor<4x4xf32>) outs(%[[E2]] : tensor<4x4xf32>)
+// CHECK:         func.return %s : tensor<4x4xf32>
+
+// -----
+
 // Cinnamon's buffer form writes its `into` memref.
 func.func @buffers(%a: memref<5xf32>, %out: memref<5xf32>) {
   cinm.op.elementwise sqrt %a into %out : memref<5xf32> into memref<5xf32>

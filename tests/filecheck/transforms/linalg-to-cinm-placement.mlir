@@ -28,9 +28,13 @@ func.func @scores(%q: tensor<2x4x3xf32>, %k: tensor<2x3x4xf32>) -> tensor<2x4x4x
 // XBAR: cinm.compute attributes {cimxdsl.placement = "crossbar"}
 // XBAR-COUNT-2: cinm.op.gemm
 
-// On the host the compute stays to the end (the interpreter counts it on the digital unit).
-// HOST-FLOW:     cinm.compute attributes {cimxdsl.placement = "host"}
+// On the host the products end as `linalg.matmul`s that keep the placement and their layer (the
+// interpreter counts them on the digital unit); no cinm op is left.
+// HOST-FLOW-NOT: cinm.
+// HOST-FLOW:     linalg.matmul {cimxdsl.placement = "host", cimxdsl.layer = "s", cimxdsl.layer_product = array<i64: 0, 2>}
+// HOST-FLOW:     linalg.matmul {cimxdsl.placement = "host", cimxdsl.layer = "s", cimxdsl.layer_product = array<i64: 1, 2>}
 // HOST-FLOW-NOT: memristor_write_to_crossbar
+// HOST-FLOW-NOT: cinm.
 
 // On crossbars each head's Kᵀ is written before its product.
 // XBAR-FLOW-NOT: cinm.compute

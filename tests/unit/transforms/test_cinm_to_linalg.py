@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cimxdsl.device import Device, preset
+from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind
 from cimxdsl.interpreters import run
 from cimxdsl.tools.cim_run import load_inputs
@@ -151,3 +153,43 @@ def test_memristor_pipeline_leaves_no_cinm_op(tiling):
     assert any(op.name == "func.call" for op in lowered.walk())
     for got, want in zip(run(lowered, [x, w], "ideal").outputs, [x.sum(axis=1), product, product.max(axis=1)]):
         np.testing.assert_array_equal(got, want)
+
+
+HOST_PRODUCTS = """
+func.func @main(%q: tensor<4x8xi32>, %k: tensor<8x3xi32>, %b: tensor<4x3xi32>) -> tensor<4x3xi32> {
+  %qk = cinm.compute attributes {cimxdsl.placement = "host"} -> tensor<4x3xi32> {
+    %p = cinm.op.gemm %q, %k : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+    %r = cinm.op.gemm %q, %k plus %b : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+    %s = cinm.op.sub %r, %p : tensor<4x3xi32>
+    cinm.yield %s : tensor<4x3xi32>
+  }
+  return %qk : tensor<4x3xi32>
+}
+"""
+
+
+def test_a_compute_on_the_host_becomes_matmuls_counted_in_its_layer():
+    """A compute placed on the host (two gemms, one with a bias) ends as `linalg.matmul`s that the
+    runtime counts as the compute's: one layer `qk` with the same digital MACs, latency and energy."""
+    rng = np.random.default_rng(6)
+    q, k, b = (rng.integers(-100, 100, shape).astype(np.int32) for shape in [(4, 8), (8, 3), (4, 3)])
+    config = preset("ideal").replace(digital_pj_per_mac=0.25, digital_macs_per_ns=4.0)
+    before = run(parse(HOST_PRODUCTS), [q, k, b], Device(config))
+    lowered = apply(parse(HOST_PRODUCTS), "cinm-to-linalg")
+    assert not cinm_ops(lowered)
+    after = run(lowered, [q, k, b], Device(config))
+    np.testing.assert_array_equal(after.outputs[0], b)  # (q·k + b) - q·k
+    np.testing.assert_array_equal(before.outputs[0], b)
+    assert [(layer["layer"], layer["placement"], layer["digital_macs"]) for layer in after.layers] == [
+        ("qk", "host", 2 * 4 * 8 * 3)
+    ]
+    assert after.layers == before.layers
+    assert after.layers[0]["latency_ns"] == 2 * 4 * 8 * 3 / 4.0
+    assert after.device.report() == before.device.report()
+    # a matmul marked only with the placement is counted on the digital unit, in no layer
+    for op in lowered.walk():
+        for name in (cinm.LAYER, cinm.LAYER_PRODUCT):
+            op.attributes.pop(name, None)
+    unnamed = run(lowered, [q, k, b], Device(config))
+    assert unnamed.layers == []
+    assert unnamed.device.report()["total"] == before.device.report()["total"]

@@ -118,7 +118,6 @@ def test_the_cost_model_counts_what_the_device_counts():
     assert cheaper_placement(config.replace(digital_pj_per_mac=1e6), m, k, n, heads) == "crossbar"
 
 
-
 def test_tiles_beyond_the_crossbars_take_rounds_of_write_and_read():
     """7 one-tile products on 3 crossbars take ceil(7 / 3) = 3 rounds, each a full tile's write
     (K rows at `write_ns_per_row`) then its read (the pipeline fill, then one cycle per input
@@ -136,6 +135,7 @@ def test_tiles_beyond_the_crossbars_take_rounds_of_write_and_read():
         device.mvm(head % 3, np.ones((m, k), np.int64))
     assert estimate.latency_ns == pytest.approx(device.latency_ns, rel=1e-12)
     assert estimate.energy_pj == pytest.approx(device.report()["total"]["energy_pj"]["total"], rel=1e-12)
+
 
 @pytest.mark.parametrize("placement", ["host", "crossbar"])
 def test_linalg_to_cinm_keeps_the_program_s_results(placement):
@@ -191,7 +191,9 @@ def test_cim_compile_reports_where_each_product_ran(tmp_path):
     assert rows["qk"][1] == rows["pv"][1] == "crossbar"
     assert rows["qk"][2] == rows["pv"][2] == str(HEADS)  # writes
     cells = HEADS * HEAD * SEQ * 2  # differential pair of ideal 1-cell weights
-    assert f"2 on crossbars; crossbar writes they caused per inference: {2 * HEADS} ({2 * cells} cells)" in result.stdout
+    assert (
+        f"2 on crossbars; crossbar writes they caused per inference: {2 * HEADS} ({2 * cells} cells)" in result.stdout
+    )
     products = json.loads(report.read_text())["runtime_products"]
     assert [(p["layer"], p["placement"], p["cells_written"]) for p in products["products"]] == [
         ("qk", "crossbar", cells),
@@ -211,7 +213,10 @@ def layer_norm_model() -> onnx.ModelProto:
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (lambda: transformer_block(False), "--target pim does not support MatMul of two run-time tensors (attention) yet (node 'qk')"),
+        (
+            lambda: transformer_block(False),
+            "--target pim does not support MatMul of two run-time tensors (attention) yet (node 'qk')",
+        ),
         (layer_norm_model, "--target pim does not support LayerNormalization yet (node 'ln_f')"),
     ],
     ids=["attention", "layernorm"],
@@ -244,3 +249,38 @@ def test_a_batch_matmul_onto_a_non_zero_init_adds_it_per_entry(placement):
     np.testing.assert_allclose(result.outputs[0], a @ b + c, rtol=1e-6, atol=1e-6)
     assert result.device.report()["total"]["writes"] == (3 if placement == "crossbar" else 0)
     assert result.device.report()["total"]["digital_macs"] == (0 if placement == "crossbar" else 3 * 2 * 4 * 5)
+
+
+@pytest.mark.parametrize("mode", ["int8", "exact"])
+def test_cinm_to_linalg_keeps_the_host_s_products_layers_and_metrics(mode):
+    """`cinm-to-linalg` lowers the host's computes to `linalg.matmul`s: the `func` stage holds no
+    cinm compute or product (in exact mode no cinm op at all; int8 mode keeps the host's
+    `cinm.op.quantize`/`dequantize`), and it runs as the `schedule` stage (before the lowering) does, on the same device:
+    the same layer rows (digital MACs, latency, energy), totals and outputs (bitwise in int8 mode,
+    where the crossbars compute on integers; in exact mode within float32 rounding, as the
+    crossbar layers run through the runtime's calls in one stage and `cim` ops in the other)."""
+    model = transformer_block(True)
+    # exact mode needs an exact device: `ideal` with a digital unit that costs time and energy
+    config = (
+        preset("isaac") if mode == "int8" else preset("ideal").replace(digital_pj_per_mac=0.25, digital_macs_per_ns=4.0)
+    )
+    compiled = cimxdsl.compile(model, device=config, mode=mode, placement="host")
+    ir = compiled.mlir("func")
+    assert "cinm.compute" not in ir and "cinm.op.gemm" not in ir and ("cinm." not in ir or mode == "int8")
+    assert ir.count('cimxdsl.placement = "host"') == 2 * HEADS
+    ids = token_ids(np.random.default_rng(7))
+    before = compiled.run(ids, stage="schedule", device=Device(config))
+    after = compiled.run(ids, stage="func", device=Device(config))
+    # the runtime's calls record no layers (the report's crossbar rows come from `schedule`): the
+    # host's rows are those the lowered program records
+    host = [layer for layer in before.layers if layer.get("placement") == "host"]
+    assert [layer["layer"] for layer in host] == ["qk", "pv"]
+    assert all(layer["digital_macs"] == HEADS * SEQ * HEAD * SEQ for layer in host)
+    assert all(layer["energy_pj"]["digital"] > 0 and layer["latency_ns"] > 0 for layer in host)
+    assert after.layers == host
+    assert after.device.report() == before.device.report()
+    if mode == "int8":
+        np.testing.assert_array_equal(after.outputs[0], before.outputs[0])
+    else:
+        scale = np.abs(before.outputs[0]).max()
+        np.testing.assert_allclose(after.outputs[0], before.outputs[0], rtol=1e-5, atol=1e-6 * scale)
