@@ -727,6 +727,11 @@ class QuantizeOp(ScaleOp):
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
+    def code_range(self) -> tuple[int, int]:
+        """The smallest and largest code: `±(2^(bits-1) - 1)` signed, `0 … 2^bits - 1` unsigned."""
+        bits = self.bits.value.data
+        return (-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) if self.signed.value else (0, 2**bits - 1)
+
     def __init__(
         self,
         input: SSAValue | Operation,

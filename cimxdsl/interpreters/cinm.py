@@ -177,8 +177,7 @@ class CinmFunctions(InterpreterFunctions):
 
     @impl(cinm.QuantizeOp)
     def run_quantize(self, interpreter: Interpreter, op: cinm.QuantizeOp, args: PythonValues):
-        bits = op.bits.value.data
-        low, high = (-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) if op.signed.value else (0, 2**bits - 1)
+        low, high = op.code_range()
         scaled = np.rint(args[0] / channel_scale(op, args[0].ndim))
         return (as_type(np.clip(scaled, low, high), op.result.type),)
 

@@ -14,15 +14,19 @@ tensors) whose products are all tensor `cinm.op.gemm`s is inlined: each gemm bec
 `linalg.matmul` into its bias (or a zero `linalg.fill`), carrying the placement, the compute's
 layer name (`cimxdsl.layer`) and its index among the layer's products (`cimxdsl.layer_product`),
 so that the interpreter still counts it on the device's digital unit, in the same layer. Other
-cinm ops (products on crossbars, im2col, scan, top-k, ...) are left alone.
+cinm ops (products on crossbars, im2col, scan, top-k, ...) are left alone. `cinm.op.quantize` and
+`cinm.op.dequantize` become `linalg.generic`s over the input and the scales (per tensor, or per
+element of the op's axis) that compute in f64 as the interpreter does.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, math, tensor
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
@@ -30,12 +34,14 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    f64,
     i64,
 )
-from xdsl.dialects.linalg.ops import FillOp, MatmulOp
+from xdsl.dialects.linalg.ops import FillOp, GenericOp, IteratorTypeAttr, MatmulOp
 from xdsl.dialects.linalg.ops import ReduceOp as LinalgReduceOp
 from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -49,7 +55,7 @@ from xdsl.rewriter import InsertPoint
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod
 from cimxdsl.dialects.upstream import MapOp
-from cimxdsl.dialects.utils import element_type
+from cimxdsl.dialects.utils import dense_array, dense_attr, element_type
 
 ScalarBody = Callable[[list[SSAValue]], list[Operation]]
 """The scalar ops computing one element from one element of each operand (the result is the last op's)."""
@@ -251,15 +257,79 @@ class HostComputeToLinalg(RewritePattern):
         rewriter.replace(op, [], values)
 
 
+def scaled(op: cinm.QuantizeOp | cinm.DequantizeOp, body: ScalarBody) -> list[Operation]:
+    """A `linalg.generic` computing `body(x, s)` per element `x` of the op's input and its scale `s`
+    (f64, one per tensor or per element of the op's axis) into a `tensor.empty` of its result."""
+    rank = len(op.input.type.get_shape())  # type: ignore[union-attr]
+    values = dense_array(op.scale).astype(np.float64)
+    per_channel = values.size > 1
+    scale = arith.ConstantOp(dense_attr(values.reshape(values.shape[-1:] if per_channel else ()), f64))
+    dims = [AffineExpr.dimension(d) for d in range(rank)]
+    maps = [AffineMap(rank, 0, tuple(dims)), AffineMap(rank, 0, (dims[op.axis.value.data],) if per_channel else ())]
+    empty = tensor.EmptyOp([], op.result.type)
+    block = Block(arg_types=[element_type(op.input), f64, element_type(op.result)])
+    ops = body(list(block.args[:2]))
+    block.add_ops([*ops, LinalgYieldOp(ops[-1].results[0])])
+    generic = GenericOp(
+        [op.input, scale.result],
+        [empty.tensor],
+        Region(block),
+        [AffineMapAttr(m) for m in (*maps, maps[0])],
+        [IteratorTypeAttr.parallel()] * rank,
+        [op.result.type],
+    )
+    return [scale, empty, generic]
+
+
+class ScaleToLinalg(RewritePattern):
+    """`cinm.op.quantize`: `fptosi(clamp(roundeven(extf(x) / s)))`; `cinm.op.dequantize`:
+    `truncf(sitofp(x) · s)` — in f64, as the interpreter's `cinm` semantics."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.QuantizeOp | cinm.DequantizeOp, rewriter: PatternRewriter):
+        source, result = element_type(op.input), element_type(op.result)
+        if isinstance(op, cinm.QuantizeOp):
+            low, high = op.code_range()
+
+            def body(args: list[SSAValue]) -> list[Operation]:
+                wide = [arith.ExtFOp(args[0], f64)] if source != f64 else []
+                quotient = arith.DivfOp(wide[0].result if wide else args[0], args[1])
+                rounded = math.RoundEvenOp(quotient.result)
+                lowest, highest = (arith.ConstantOp(FloatAttr(float(v), f64)) for v in (low, high))
+                above = arith.MaximumfOp(rounded.result, lowest.result)
+                clamped = arith.MinimumfOp(above.result, highest.result)
+                return [
+                    *wide,
+                    quotient,
+                    rounded,
+                    lowest,
+                    highest,
+                    above,
+                    clamped,
+                    arith.FPToSIOp(clamped.result, result),
+                ]
+
+        else:
+
+            def body(args: list[SSAValue]) -> list[Operation]:
+                wide = arith.SIToFPOp(args[0], f64)
+                product = arith.MulfOp(wide.result, args[1])
+                return [wide, product, *([arith.TruncFOp(product.result, result)] if result != f64 else [])]
+
+        new = scaled(op, body)
+        replace_with(rewriter, op, new[:-1], new[-1:])
+
+
 @dataclass(frozen=True)
 class CinmToLinalgPass(ModulePass):
     """Lower the cinm element-wise ops and reductions (tensor and buffer forms) to `linalg.map` and
-    `linalg.reduce` with `arith`/`math` bodies, and the computes placed on the host to `linalg.matmul`s."""
+    `linalg.reduce` with `arith`/`math` bodies, quantize/dequantize to `linalg.generic`s, and the
+    computes placed on the host to `linalg.matmul`s."""
 
     name = "cinm-to-linalg"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = GreedyRewritePatternApplier(
-            [HostComputeToLinalg(), ElementwiseToLinalg(), ReduceToLinalg()], dce_enabled=False
+            [HostComputeToLinalg(), ElementwiseToLinalg(), ReduceToLinalg(), ScaleToLinalg()], dce_enabled=False
         )
         PatternRewriteWalker(patterns, walk_regions_first=True, apply_recursively=False).rewrite_module(op)

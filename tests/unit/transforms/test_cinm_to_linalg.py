@@ -193,3 +193,30 @@ def test_a_compute_on_the_host_becomes_matmuls_counted_in_its_layer():
     unnamed = run(lowered, [q, k, b], Device(config))
     assert unnamed.layers == []
     assert unnamed.device.report()["total"] == before.device.report()["total"]
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize(("bits", "signed"), [(8, True), (4, False), (3, True)])
+def test_quantize_and_dequantize_become_generics_with_the_same_integers(per_channel, bits, signed):
+    rng = np.random.default_rng(bits)
+    scales = np.array([0.5, 0.25, 2.0], np.float32) if per_channel else np.array([0.5], np.float32)
+    # halves of a scale step (round half to even), values beyond the clamp, negatives for unsigned
+    reach = 2 ** (bits + 1) + 10
+    x = (rng.integers(-reach, reach, (4, 3)) * 0.5 * scales.reshape(1, -1)).astype(np.float32)
+    codes = rng.integers(-300, 300, (4, 3)).astype(np.int32)
+    scale = ", ".join(f"{v:.6e}" for v in scales)
+    text = f"""
+    func.func @main(%x: tensor<4x3xf32>, %c: tensor<4x3xi32>) -> (tensor<4x3xi32>, tensor<4x3xf32>) {{
+      %q = cinm.op.quantize %x {{scale = dense<[{scale}]> : tensor<{scales.size}xf32>, axis = 1, bits = {bits}, signed = {str(signed).lower()}}} : tensor<4x3xf32> -> tensor<4x3xi32>
+      %d = cinm.op.dequantize %c {{scale = dense<[{scale}]> : tensor<{scales.size}xf32>, axis = 1}} : tensor<4x3xi32> -> tensor<4x3xf32>
+      return %q, %d : tensor<4x3xi32>, tensor<4x3xf32>
+    }}"""
+    lowered = apply(parse(text), "cinm-to-linalg")
+    assert not cinm_ops(lowered)
+    assert sum(op.name == "linalg.generic" for op in lowered.walk()) == 2
+    quantized, dequantized = run(lowered, [x, codes], "ideal").outputs
+    low, high = (-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    expected = np.clip(np.rint(x.astype(np.float64) / scales.astype(np.float64)), low, high)
+    np.testing.assert_array_equal(quantized, expected.astype(np.int32))
+    assert {int(v) for v in quantized.ravel()} & {low, high}  # the clamp is reached
+    np.testing.assert_array_equal(dequantized, (codes * scales.astype(np.float64)).astype(np.float32))
