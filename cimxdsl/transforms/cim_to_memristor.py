@@ -30,6 +30,7 @@ from xdsl.pattern_rewriter import (
 
 from cimxdsl.dialects import cim, memristor
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.rewriting import replace_op
 from cimxdsl.transforms.scheduling import StoredTile, stored_tile
 
 
@@ -99,7 +100,7 @@ class AcquireToTile(RewritePattern):
         index = len(self.state.tile_index)
         constant = arith.ConstantOp(IntegerAttr(index, i32))
         constant.result.name_hint = f"tile{index}"
-        rewriter.replace(op, constant)
+        replace_op(rewriter, op, constant)
         self.state.tile_index[constant.result] = index
 
 
@@ -142,7 +143,7 @@ class ProductToMemristor(RewritePattern):
         if write:
             new_ops.append(memristor.WriteToCrossbarOp(tile, buffers[weights]))
         new_ops.append(kind(tile, buffers[inputs], buffers[result.results[0]]))
-        rewriter.replace(op, new_ops, [result.results[0]])
+        replace_op(rewriter, op, new_ops, [result.results[0]])
         self.state.tile_computing[result.results[0]] = tile
 
 
@@ -158,7 +159,7 @@ class BarrierToMemristor(RewritePattern):
             raise pass_error(
                 "cim-to-memristor", "'cim.barrier' waits for a future that no crossbar op of its block computes"
             )
-        rewriter.replace(op, memristor.BarrierOp(self.state.tile_computing[op.value]), [op.value])
+        replace_op(rewriter, op, memristor.BarrierOp(self.state.tile_computing[op.value]), [op.value])
 
 
 class EraseDevice(RewritePattern):

@@ -25,6 +25,7 @@ from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.cinm_to_cim import HOST_ARITH, is_stray_product
+from cimxdsl.transforms.rewriting import replace_op
 
 GROUPED = (cinm.GemmOp, cinm.GemvOp, cinm.Im2colOp, *HOST_ARITH)
 """The ops a compute around a product takes along."""
@@ -94,7 +95,7 @@ class OpenComputeBlock(RewritePattern):
         compute = cinm.ComputeOp([r.type for r in op.results], op.detach_region(op.body))
         compute.properties |= op.properties
         compute.attributes |= op.attributes
-        rewriter.replace(op, compute)
+        replace_op(rewriter, op, compute)
 
 
 @dataclass(frozen=True)

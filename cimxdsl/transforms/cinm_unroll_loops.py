@@ -18,6 +18,7 @@ from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.rewriting import replace_op
 
 
 def constant_bound(op: affine.ForOp, bound: str) -> int:
@@ -47,7 +48,7 @@ class UnrollLoop(RewritePattern):
                     values = [mapping.get(v, v) for v in inner.operands]
                     break
                 rewriter.insert(inner.clone(value_mapper=mapping), InsertPoint.before(op))
-        rewriter.replace(op, [], values)
+        replace_op(rewriter, op, [], values)
 
 
 class StaticOffsets(RewritePattern):
@@ -73,7 +74,7 @@ class StaticOffsets(RewritePattern):
                 new = tensor.ExtractSliceOp(op.source, offsets, sizes, strides, op.result.type)
             else:
                 new = tensor.InsertSliceOp.get(op.source, op.dest, sizes, offsets, strides)
-            rewriter.replace(op, new)
+            replace_op(rewriter, op, new)
 
 
 class EraseUnusedIndex(RewritePattern):

@@ -16,6 +16,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects.memristor import MemristorOp
 from cimxdsl.dialects.upstream import CastOp
+from cimxdsl.transforms.rewriting import replace_op
 
 
 def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
@@ -44,7 +45,7 @@ class MemristorOpToCall(RewritePattern):
             new_ops += casts
             arguments.append(argument)
         callee = op.library_call_name()
-        rewriter.replace(op, [*new_ops, func.CallOp(callee, arguments, [])])
+        replace_op(rewriter, op, [*new_ops, func.CallOp(callee, arguments, [])])
         if callee not in self.declarations:
             declaration = func.FuncOp.external(callee, [a.type for a in arguments], [])
             declaration.sym_visibility = StringAttr("nested")
