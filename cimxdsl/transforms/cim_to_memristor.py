@@ -27,6 +27,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
 from cimxdsl.transforms.errors import pass_error
@@ -82,6 +83,8 @@ class TileState:
     """tile index -> the weights it holds, as stored"""
     tile_computing: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
     """result tensor of a lowered crossbar op -> its tile id"""
+    device_ops: list[Operation] = field(default_factory=list[Operation])
+    """devices and releases, in program order"""
 
 
 @dataclass
@@ -162,12 +165,15 @@ class BarrierToMemristor(RewritePattern):
         replace_op(rewriter, op, memristor.BarrierOp(self.state.tile_computing[op.value]), [op.value])
 
 
-class EraseDevice(RewritePattern):
-    """Devices and releases have no memristor counterpart (a walk from the end erases users first)."""
+@dataclass
+class CollectDeviceOps(RewritePattern):
+    """Devices and releases have no memristor counterpart: collected, then erased after the walk."""
+
+    state: TileState
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, cim.ReleaseCrossbarOp | cim.ReleaseDeviceOp | cim.AcquireDeviceOp):
-            rewriter.erase(op)
+            self.state.device_ops.append(op)
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,9 @@ class CimToMemristorPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         state = TileState()
-        patterns = [AcquireToTile(state), ProductToMemristor(state), BarrierToMemristor(state)]
+        patterns = [AcquireToTile(state), ProductToMemristor(state), BarrierToMemristor(state), CollectDeviceOps(state)]
         applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
         PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
-        PatternRewriteWalker(EraseDevice(), apply_recursively=False, walk_reverse=True).rewrite_module(op)
+        for device_op in reversed(state.device_ops):  # users first
+            if device_op.parent is not None:
+                Rewriter.erase_op(device_op)
