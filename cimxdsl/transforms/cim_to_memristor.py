@@ -18,12 +18,20 @@ from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, ModuleOp, TensorType, i32, i64
 from xdsl.dialects.linalg.ops import TransposeOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
 from cimxdsl.transforms.errors import pass_error
+from cimxdsl.transforms.rewriting import replace_op
 from cimxdsl.transforms.scheduling import StoredTile, stored_tile
 
 
@@ -56,57 +64,59 @@ def new_result(op: cim.GemmOp | cim.GemvOp) -> Operation:
     """A fresh value for the product: a memref when its barriers give memrefs, else a tensor."""
     future = op.result.type
     assert isinstance(future, cim.FutureType)
-    wants_memref = any(isinstance(u.operation, cim.BarrierOp) and isinstance(u.operation.result.type, MemRefType)
-                       for u in op.result.uses)
+    wants_memref = any(
+        isinstance(u.operation, cim.BarrierOp) and isinstance(u.operation.result.type, MemRefType)
+        for u in op.result.uses
+    )
     if wants_memref:
         return memref.AllocOp([], [], MemRefType(future.element_type, future.get_shape()))
     return bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
 
 
 @dataclass
-class MemristorLowering:
-    """Lowers the cim ops of one block in program order, remembering what each tile holds."""
+class TileState:
+    """What the lowering knows of the tiles so far, in program order (shared by the patterns)."""
 
-    tile_index: dict[SSAValue, int] = field(default_factory=dict)
+    tile_index: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
     """tile id value -> its index"""
-    held_weights: dict[int, StoredTile] = field(default_factory=dict)
+    held_weights: dict[int, StoredTile] = field(default_factory=dict[int, StoredTile])
     """tile index -> the weights it holds, as stored"""
-    tile_computing: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    tile_computing: dict[SSAValue, SSAValue] = field(default_factory=dict[SSAValue, SSAValue])
     """result tensor of a lowered crossbar op -> its tile id"""
+    device_ops: list[Operation] = field(default_factory=list[Operation])
+    """devices and releases, in program order"""
 
-    def lower_block(self, block: Block) -> None:
-        for op in list(block.ops):
-            match op:
-                case cim.AcquireCrossbarOp():
-                    self.lower_acquire(op)
-                case cim.GemmOp() | cim.GemvOp():
-                    self.lower_product(op)
-                case cim.BarrierOp():
-                    self.lower_barrier(op)
-                case _:
-                    for region in op.regions:
-                        for inner in region.blocks:
-                            self.lower_block(inner)
-        for op in reversed(list(block.ops)):
-            if isinstance(op, cim.ReleaseCrossbarOp | cim.ReleaseDeviceOp | cim.AcquireDeviceOp):
-                Rewriter.erase_op(op)
 
-    def lower_acquire(self, op: cim.AcquireCrossbarOp) -> None:
-        """A crossbar no op computes on is dropped; the others get consecutive tile ids."""
+@dataclass
+class AcquireToTile(RewritePattern):
+    """A crossbar no op computes on is dropped; the others get consecutive tile ids."""
+
+    state: TileState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cim.AcquireCrossbarOp, rewriter: PatternRewriter) -> None:
         if not any(isinstance(use.operation, cim.GemmOp | cim.GemvOp) for use in op.crossbar_id.uses):
             for use in list(op.crossbar_id.uses):
-                Rewriter.erase_op(use.operation)  # its release
-            Rewriter.erase_op(op)
+                rewriter.erase(use.operation)  # its release
+            rewriter.erase(op)
             return
-        index = len(self.tile_index)
+        index = len(self.state.tile_index)
         constant = arith.ConstantOp(IntegerAttr(index, i32))
         constant.result.name_hint = f"tile{index}"
-        Rewriter.replace_op(op, constant)
-        self.tile_index[constant.result] = index
+        replace_op(rewriter, op, constant)
+        self.state.tile_index[constant.result] = index
 
-    def lower_product(self, op: cim.GemmOp | cim.GemvOp) -> None:
+
+@dataclass
+class ProductToMemristor(RewritePattern):
+    """A product on a tile: its weights written unless the tile holds them, then the product."""
+
+    state: TileState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cim.GemmOp | cim.GemvOp, rewriter: PatternRewriter) -> None:
         tile = op.crossbar_id
-        if tile not in self.tile_index:
+        if tile not in self.state.tile_index:
             raise pass_error("cim-to-memristor", f"'{op.name}' uses a crossbar that is not acquired in its block")
         for operand in (op.lhs, op.rhs):
             if isinstance(operand.type, cim.FutureType):
@@ -114,18 +124,21 @@ class MemristorLowering:
         result = new_result(op)
         new_ops: list[Operation] = [result]
         kind = memristor.GemmOp if isinstance(op, cim.GemmOp) else memristor.GevmOp
-        index, needed = self.tile_index[tile], stored_tile(op)
-        write = self.held_weights.get(index) != needed
+        index, needed = self.state.tile_index[tile], stored_tile(op)
+        write = self.state.held_weights.get(index) != needed
         weights = needed.value
         if write:
-            self.held_weights[index] = needed
+            self.state.held_weights[index] = needed
             if needed.transposed:
                 transposition, weights = transposed(weights)
                 new_ops += transposition
         # Buffers in operand order, then the write and the product (Cinnamon's order).
         inputs = op.lhs if isinstance(op, cim.GemmOp) else op.rhs
-        order = [w for v in (op.lhs, op.rhs) for w in ([weights] if write and v is needed.value else []) + (
-            [v] if v is inputs else [])]
+        order = [
+            w
+            for v in (op.lhs, op.rhs)
+            for w in ([weights] if write and v is needed.value else []) + ([v] if v is inputs else [])
+        ]
         buffers: dict[SSAValue, SSAValue] = {}
         for value in [*order, result.results[0]]:
             conversion, buffers[value] = as_buffer(value)
@@ -133,15 +146,34 @@ class MemristorLowering:
         if write:
             new_ops.append(memristor.WriteToCrossbarOp(tile, buffers[weights]))
         new_ops.append(kind(tile, buffers[inputs], buffers[result.results[0]]))
-        Rewriter.replace_op(op, new_ops, [result.results[0]])
-        self.tile_computing[result.results[0]] = tile
+        replace_op(rewriter, op, new_ops, [result.results[0]])
+        self.state.tile_computing[result.results[0]] = tile
 
-    def lower_barrier(self, op: cim.BarrierOp) -> None:
-        if op.value not in self.tile_computing:
+
+@dataclass
+class BarrierToMemristor(RewritePattern):
+    """A barrier on the tile that computes its future."""
+
+    state: TileState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cim.BarrierOp, rewriter: PatternRewriter) -> None:
+        if op.value not in self.state.tile_computing:
             raise pass_error(
                 "cim-to-memristor", "'cim.barrier' waits for a future that no crossbar op of its block computes"
             )
-        Rewriter.replace_op(op, memristor.BarrierOp(self.tile_computing[op.value]), [op.value])
+        replace_op(rewriter, op, memristor.BarrierOp(self.state.tile_computing[op.value]), [op.value])
+
+
+@dataclass
+class CollectDeviceOps(RewritePattern):
+    """Devices and releases have no memristor counterpart: collected, then erased after the walk."""
+
+    state: TileState
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, cim.ReleaseCrossbarOp | cim.ReleaseDeviceOp | cim.AcquireDeviceOp):
+            self.state.device_ops.append(op)
 
 
 @dataclass(frozen=True)
@@ -151,5 +183,10 @@ class CimToMemristorPass(ModulePass):
     name = "cim-to-memristor"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for inner in op.body.blocks:
-            MemristorLowering().lower_block(inner)
+        state = TileState()
+        patterns = [AcquireToTile(state), ProductToMemristor(state), BarrierToMemristor(state), CollectDeviceOps(state)]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+        for device_op in reversed(state.device_ops):  # users first
+            if device_op.parent is not None:
+                Rewriter.erase_op(device_op)

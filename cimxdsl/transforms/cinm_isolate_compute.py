@@ -8,32 +8,40 @@ inside a compute, and the host-side ops of quantized programs (quantize, dequant
 A `cinm.compute_block` (Cinnamon's compute isolated from above) becomes a `cinm.compute` first.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.cinm_to_cim import HOST_ARITH, is_stray_product
+from cimxdsl.transforms.rewriting import replace_op
 
 GROUPED = (cinm.GemmOp, cinm.GemvOp, cinm.Im2colOp, *HOST_ARITH)
 """The ops a compute around a product takes along."""
 
 
-def stray_runs(block: Block) -> Iterator[list[Operation]]:
-    """Maximal runs of consecutive `GROUPED` ops of `block` outside any compute, with a product."""
-    run: list[Operation] = []
-    for op in [*block.ops, None]:
-        if op is not None and isinstance(op, GROUPED) and cinm.enclosing_compute(op) is None:
-            run.append(op)
-            continue
-        if any(is_stray_product(o) for o in run):
-            yield run
-        run = []
+def stray_run(product: Operation) -> list[Operation]:
+    """The maximal run of consecutive `GROUPED` ops around the stray `product` (outside any compute)."""
+    first = last = product
+    while isinstance(first.prev_op, GROUPED):
+        first = first.prev_op
+    while isinstance(last.next_op, GROUPED):
+        last = last.next_op
+    run = [first]
+    while run[-1] is not last:
+        run.append(run[-1].next_op)
+    return run
 
 
 def _within(op: Operation | None, ops: set[Operation]) -> bool:
@@ -53,33 +61,41 @@ def escaping_results(run: list[Operation]) -> list[SSAValue]:
     ]
 
 
-def isolate(run: list[Operation]) -> cinm.ComputeOp:
-    """Move `run` into a new `cinm.compute` in its place; later uses take the compute's results."""
-    escaping = escaping_results(run)
-    compute = cinm.ComputeOp([v.type for v in escaping], Region(Block()))
-    Rewriter.insert_op(compute, InsertPoint.before(run[0]))
-    body = compute.body.block
-    for op in run:
-        op.detach()
-        body.add_op(op)
-    body.add_op(cinm.YieldOp(*escaping))
-    for value, result in zip(escaping, compute.results, strict=True):
-        value.replace_uses_with_if(result, lambda use: not _within(use.operation, {compute}))
-    return compute
+class IsolateStrayRun(RewritePattern):
+    """Move the run of a stray product into a new `cinm.compute` in its place; later uses take the
+    compute's results."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not is_stray_product(op):
+            return
+        run = stray_run(op)
+        escaping = escaping_results(run)
+        compute = cinm.ComputeOp([v.type for v in escaping], Region(Block()))
+        rewriter.insert(compute, InsertPoint.before(run[0]))
+        body = compute.body.block
+        for inner in run:
+            inner.detach()
+            body.add_op(inner)
+        body.add_op(cinm.YieldOp(*escaping))
+        for value, result in zip(escaping, compute.results, strict=True):
+            value.replace_uses_with_if(result, lambda use: not _within(use.operation, {compute}))
 
 
-def open_compute_block(op: cinm.ComputeBlockOp) -> cinm.ComputeOp:
-    """`op` as a `cinm.compute` in its place: its body arguments replaced by the values they name."""
-    block = op.body.block
-    for argument, value in zip(block.args, op.arguments, strict=True):
-        argument.replace_all_uses_with(value)
-    for argument in reversed(block.args):
-        block.erase_arg(argument)
-    compute = cinm.ComputeOp([r.type for r in op.results], op.detach_region(op.body))
-    compute.properties |= op.properties
-    compute.attributes |= op.attributes
-    Rewriter.replace_op(op, compute)
-    return compute
+class OpenComputeBlock(RewritePattern):
+    """A `cinm.compute_block` as a `cinm.compute` in its place: its body arguments replaced by the
+    values they name."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.ComputeBlockOp, rewriter: PatternRewriter) -> None:
+        block = op.body.block
+        for argument, value in zip(block.args, op.arguments, strict=True):
+            argument.replace_all_uses_with(value)
+        for argument in reversed(block.args):
+            block.erase_arg(argument)
+        compute = cinm.ComputeOp([r.type for r in op.results], op.detach_region(op.body))
+        compute.properties |= op.properties
+        compute.attributes |= op.attributes
+        replace_op(rewriter, op, compute)
 
 
 @dataclass(frozen=True)
@@ -90,9 +106,6 @@ class CinmIsolateComputePass(ModulePass):
     name = "cinm-isolate-compute"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for compute_block in [o for o in op.walk() if isinstance(o, cinm.ComputeBlockOp)]:
-            open_compute_block(compute_block)
-        blocks = dict.fromkeys(o.parent_block() for o in op.walk() if is_stray_product(o))
-        for block in blocks:
-            for run in list(stray_runs(block)):
-                isolate(run)
+        # A compute block comes before the ops inside it in the walk, so these are not taken for stray.
+        applier = GreedyRewritePatternApplier([OpenComputeBlock(), IsolateStrayRun()], dce_enabled=False)
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)

@@ -16,9 +16,10 @@ from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, TensorType
 from xdsl.dialects.linalg.ops import AddOp as LinalgAddOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -55,7 +56,61 @@ def future_of(value: SSAValue) -> SSAValue:
 
 
 @dataclass
+class ProductToCim(RewritePattern):
+    """A product of the compute body `block` as a crossbar op on `crossbar` whose future a barrier
+    waits for; a product that feeds another takes the future directly."""
+
+    block: Block
+    crossbar: SSAValue
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
+        if op.parent_block() is not self.block:
+            return
+        lhs, rhs = (future_of(v) for v in (op.left, op.right))
+        target = op.target.type
+        assert isinstance(target, TensorType | MemRefType)
+        future = cim.FutureType(target.element_type, target.get_shape())
+        kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
+        product = kind(self.crossbar, lhs, rhs, future)
+        barrier = cim.BarrierOp(product, type(target))
+        new_ops: list[Operation] = [product, barrier]
+        if op.out is not None:  # the buffer form: out += product (+ bias)
+            for addend in (barrier.result, op.bias):
+                if addend is not None:
+                    new_ops.append(LinalgAddOp((op.out, addend), (op.out,), res=()))
+        elif op.bias is not None:
+            new_ops.append(host_arith(cinm.AddOp, barrier.result, op.bias))
+        rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
+
+
+@dataclass
+class HostOpsOfCompute(RewritePattern):
+    """The other cinm ops of the compute body `block`: element-wise binary ops as host arithmetic;
+    data movement (im2col), unary and tensor-scalar element-wise ops and reductions stay as they are
+    (host ops); any other cinm op is an error."""
+
+    block: Block
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter):
+        if op.parent_block() is not self.block or op.dialect_name() != "cinm" or isinstance(op, cinm.YieldOp):
+            return
+        if isinstance(op, cinm.AddOp | cinm.SubOp | cinm.MulOp | cinm.DivOp):
+            rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
+        elif not isinstance(op, HOST_CINM | cinm.GemmOp | cinm.GemvOp):
+            raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
+
+
+HOST_CINM = cinm.Im2colOp | cinm.ElementwiseBufferOp | cinm.ElementWiseOp | cinm.ElementwiseScalarOp | cinm.ReduceOp
+"""The cinm ops that stay as host ops"""
+
+
+@dataclass
 class ComputeToCim(RewritePattern):
+    """A compute's body, lowered by the patterns above, in its place between the acquired device and
+    crossbar and their releases; the yielded values replace its results. Computes are lowered one
+    after the other, so that a product takes the future of an earlier compute's product."""
+
     crossbars: int
 
     @op_type_rewrite_pattern
@@ -71,51 +126,21 @@ class ComputeToCim(RewritePattern):
         crossbar = cim.AcquireCrossbarOp(device)
         rewriter.insert([device, crossbar], InsertPoint.before(op))
         body = op.body.block
+        patterns = [ProductToCim(body, crossbar.crossbar_id), HostOpsOfCompute(body)]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        # the rewriter listens, so that the walker over the whole module forgets the ops replaced here
+        PatternRewriteWalker(applier, apply_recursively=False, listener=rewriter).rewrite_region(op.body)
         yield_op = body.last_op
         assert isinstance(yield_op, cinm.YieldOp)
         for inner in list(body.ops)[:-1]:
             inner.detach()
             rewriter.insert(inner, InsertPoint.before(op))
-            self.convert(inner, crossbar.crossbar_id, rewriter)
         results = list(yield_op.values)
         release = [cim.ReleaseCrossbarOp(crossbar), cim.ReleaseDeviceOp(device)]
         rewriter.replace(op, release, results)
         for barrier in [o for o in op_list_between(device, release[0]) if isinstance(o, cim.BarrierOp)]:
             if not barrier.result.uses:
                 rewriter.erase(barrier)
-
-    def convert(self, op: Operation, crossbar: SSAValue, rewriter: PatternRewriter) -> None:
-        match op:
-            case cinm.GemmOp() | cinm.GemvOp():
-                lhs, rhs = (future_of(v) for v in (op.left, op.right))
-                target = op.target.type
-                assert isinstance(target, TensorType | MemRefType)
-                future = cim.FutureType(target.element_type, target.get_shape())
-                kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
-                product = kind(crossbar, lhs, rhs, future)
-                barrier = cim.BarrierOp(product, type(target))
-                new_ops: list[Operation] = [product, barrier]
-                if op.out is not None:  # the buffer form: out += product (+ bias)
-                    for addend in (barrier.result, op.bias):
-                        if addend is not None:
-                            new_ops.append(LinalgAddOp((op.out, addend), (op.out,), res=()))
-                elif op.bias is not None:
-                    new_ops.append(host_arith(cinm.AddOp, barrier.result, op.bias))
-                rewriter.replace(op, new_ops, [new_ops[-1].results[0]] if op.results else [])
-            case cinm.AddOp() | cinm.SubOp() | cinm.MulOp() | cinm.DivOp():
-                rewriter.replace(op, host_arith(type(op), op.lhs, op.rhs))
-            case (
-                cinm.Im2colOp()
-                | cinm.ElementwiseBufferOp()
-                | cinm.ElementWiseOp()
-                | cinm.ElementwiseScalarOp()
-                | cinm.ReduceOp()
-            ):
-                pass  # data movement, unary or scalar element-wise work, reductions: host ops as they are
-            case _ if op.dialect_name() == "cinm":
-                raise pass_error("cinm-to-cim", f"cannot lower '{op.name}' to the cim dialect")
-            case _:
-                pass
 
 
 def op_list_between(first: Operation, last: Operation) -> list[Operation]:

@@ -3,7 +3,7 @@ preparation, the pass base), one module per strategy, and `residency` (what an o
 crossbar, shared with `cim-to-memristor`).
 
 Adding a strategy: subclass `SchedulingStrategy` in a new module (its `schedule(graph)` returns a
-`ScheduledOperation` per node) and add a tiny `CimSchedulePass` subclass in `transforms/`.
+`ScheduledOperation` per node) and add a few-line `CimSchedulePass` subclass to `transforms/schedule.py`.
 """
 
 from cimxdsl.transforms.scheduling.alap import AlapScheduler

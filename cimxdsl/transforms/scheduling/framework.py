@@ -41,7 +41,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -711,13 +711,16 @@ def schedule_device(
 
 
 @dataclass(frozen=True)
-class CimSchedulePass(ModulePass, ABC):
+class CimSchedulePass(ModulePass):
     """Base of the `schedule-*` passes: schedules the cim ops of every device not yet fully scheduled
-    on its `availableCrossbarCount` crossbars; a subclass only says which strategy to use."""
+    on its `availableCrossbarCount` crossbars; a subclass only says which strategy to use, as its
+    `scheduler` class or (for a strategy with options) its own `make_strategy`."""
 
-    @abstractmethod
+    scheduler: ClassVar[type[SchedulingStrategy[SSAValue]]]
+
     def make_strategy(self, crossbars: Sequence[SSAValue]) -> SchedulingStrategy[SSAValue]:
         """The strategy for one device, given its crossbars `[saved, new1, new2, ...]`."""
+        return self.scheduler(crossbars)
 
     def check_options(self) -> None:
         """Raise PassFailedException for bad options (called before the IR changes)."""

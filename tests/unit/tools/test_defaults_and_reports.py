@@ -19,7 +19,7 @@ from cimxdsl.tools.cim_run import main as cim_run
 from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.pipelines import MemristorPipelinePass
-from cimxdsl.transforms.schedule_list import ScheduleListPass
+from cimxdsl.transforms.schedule import ScheduleListPass
 
 ROOT = Path(__file__).resolve().parents[3]
 DIGITS = ROOT / "examples" / "digits_cnn.onnx"

@@ -32,7 +32,7 @@ from cimxdsl.dialects.cim import (
 )
 from cimxdsl.interpreters import run
 from cimxdsl.transforms import device_option, get_all_passes
-from cimxdsl.transforms.schedule_list import ScheduleListPass
+from cimxdsl.transforms.schedule import ScheduleListPass
 from cimxdsl.transforms.scheduling import (
     AlapScheduler,
     AsapScheduler,

@@ -1,4 +1,6 @@
-"""`schedule-list`: critical-path list scheduling with the device model's latencies."""
+"""The `schedule-*` passes: each schedules every device's cim ops on its crossbars with one strategy
+of `cimxdsl.transforms.scheduling` (`CimSchedulePass` does the rest). `schedule-asap` and
+`schedule-alap` are Cinnamon's `cim-schedule-asap`/`cim-schedule-alap`."""
 
 from __future__ import annotations
 
@@ -11,8 +13,42 @@ from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.dialects.cim import AcquireDeviceOp
 from cimxdsl.transforms.device_option import DeviceOption
 from cimxdsl.transforms.errors import pass_error
-from cimxdsl.transforms.scheduling import CimSchedulePass, CriticalPathScheduler, CrossbarCostModel
+from cimxdsl.transforms.scheduling import (
+    AlapScheduler,
+    AsapScheduler,
+    CimSchedulePass,
+    CriticalPathScheduler,
+    CrossbarCostModel,
+    RoundRobinScheduler,
+)
 from cimxdsl.transforms.scheduling.framework import describe
+
+
+@dataclass(frozen=True)
+class ScheduleAsapPass(CimSchedulePass):
+    """Schedules every device's cim ops as soon as possible, first fit on its crossbars, each op
+    followed by a barrier in its step (the order and crossbars of Cinnamon's pass)."""
+
+    name = "schedule-asap"
+    scheduler = AsapScheduler
+
+
+@dataclass(frozen=True)
+class ScheduleAlapPass(CimSchedulePass):
+    """Schedules every device's cim ops as late as possible, first fit on its crossbars, each op
+    followed by a barrier in its step (the order and crossbars of Cinnamon's pass)."""
+
+    name = "schedule-alap"
+    scheduler = AlapScheduler
+
+
+@dataclass(frozen=True)
+class ScheduleRoundRobinPass(CimSchedulePass):
+    """Schedules every device's cim ops by dependency level on crossbar i mod N, each in the first step
+    its dependencies and its crossbar allow, followed by a barrier in that step."""
+
+    name = "schedule-round-robin"
+    scheduler = RoundRobinScheduler
 
 
 @dataclass(frozen=True)
