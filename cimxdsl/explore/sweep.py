@@ -48,12 +48,13 @@ from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.device.config import DEVICE, FIELD_NAMES, flatten
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.settings import Schema, did_you_mean, setting
+from cimxdsl.transforms.pipelines import scheduling_strategies
 
 BUNDLED_MODELS = {"digits": DIGITS_MODEL}
 BUNDLED_DATA = {"digits": DIGITS_TEST, "digits-train": DIGITS_TRAIN}
 GRIDS = ("product", "each")
 MODES = ("int8", "exact")
-STRATEGIES = ("asap", "alap", "list", "round-robin")
+STRATEGIES = tuple(scheduling_strategies())
 SCALINGS = ("fixed", "linear", "exponential")
 COMPILE_OPTIONS: dict[str, tuple[str, ...]] = {"placement": PLACEMENTS}
 """Axes that are options of the compiler, not device fields (their default: the sweep's key)."""

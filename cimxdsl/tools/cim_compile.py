@@ -22,6 +22,7 @@ from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxrunti
 from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.tools.report import format_layers, format_precision, format_report
+from cimxdsl.transforms.pipelines import scheduling_strategies
 
 
 def model_inputs(options) -> tuple[onnx.ModelProto, list[InputSpec], dict[str, np.ndarray], int | None]:
@@ -215,7 +216,7 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
     parser.add_argument("--mode", default="int8", choices=["int8", "exact"])
-    parser.add_argument("--strategy", default="list", choices=["asap", "alap", "list", "round-robin"])
+    parser.add_argument("--strategy", default="list", choices=list(scheduling_strategies()))
     parser.add_argument(
         "--placement",
         default="host",

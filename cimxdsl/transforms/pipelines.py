@@ -2,6 +2,7 @@
 here (`memristor`) and in `pim_pipeline` (`pim`), and `cim-opt -p NAME`, `cimxdsl.compile`,
 `cim-compile` and the benchmarks all run that one list."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -21,6 +22,12 @@ from cimxdsl.transforms.errors import PassError, check_choice, check_device, pas
 from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.memristor_to_func import MemristorToFuncPass
 from cimxdsl.transforms.tile import TilePass
+
+
+def scheduling_strategies() -> dict[str, Callable[[], type[ModulePass]]]:
+    """The strategies of the `schedule-<name>` passes, by name (the `strategy` option's values)."""
+    passes = get_all_passes()
+    return {name.removeprefix("schedule-"): load for name, load in passes.items() if name.startswith("schedule-")}
 
 
 DEFAULT_CROSSBARS = 64
@@ -76,10 +83,7 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
         its options checked first (an error names the option)."""
         if self.device_config is None:
             check_device(self.name, self.device)
-        passes = get_all_passes()
-        schedulers = {
-            name.removeprefix("schedule-"): load for name, load in passes.items() if name.startswith("schedule-")
-        }
+        schedulers = scheduling_strategies()
         check_choice(self.name, "strategy", self.strategy, list(schedulers))
         check_choice(self.name, "tiling", self.tiling, ("unroll", "loop"))
         check_choice(self.name, "placement", self.placement, PLACEMENTS)
