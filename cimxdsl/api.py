@@ -25,8 +25,7 @@ from cimxdsl.device.threads import check_threads
 from cimxdsl.flow.memristor import STAGES, apply_passes, compile_memristor, stages_frozen
 from cimxdsl.flow.pim import PIM_OPTIONS, compile_pim
 from cimxdsl.flow.source import to_onnx
-from cimxdsl.models import CompiledModel, CompileError, PimModel, RebuiltStage
-from cimxdsl.storage import load
+from cimxdsl.models import CompiledModel, CompileError, PimModel, RebuiltStage, load
 
 __all__ = [
     "PIM_OPTIONS",

@@ -12,6 +12,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
+from cimxdsl import storage
 from cimxdsl.data_io import InputError, InputSpec, check_inputs, function_inputs
 from cimxdsl.device import Device, DeviceConfig
 from cimxdsl.device.threads import check_threads
@@ -198,9 +199,28 @@ class CompiledModel(OnnxFace):
     def save(self, path: str | Path) -> None:
         """Write a `.cimx` file (`cimxdsl.storage`): the IR of every stage as text, the device, the
         options and the calibration inputs. No pickle."""
-        from cimxdsl.storage import save
+        manifest = {
+            "device": self.device.to_dict(),
+            "options": self.options,
+            "notes": self.notes,
+            "name": self.name,
+            "input_names": self.input_names,
+            "output_names": self.output_names,
+        }
+        storage.write(path, manifest, {stage: self.mlir(stage) for stage in self.stages}, self.calibration_inputs)
 
-        save(self, path)
+
+def load(path: str | Path) -> CompiledModel:
+    """Read a model written by `CompiledModel.save`."""
+    try:
+        manifest, stages, calibration = storage.read(path)
+    except storage.ModelFileError as e:
+        raise CompileError(str(e)) from None
+    names = {k: manifest[k] for k in ("name", "input_names", "output_names") if k in manifest}
+    device = DeviceConfig.from_dict(manifest["device"])
+    model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []), **names)
+    model.calibration_inputs = calibration
+    return model
 
 
 def quantization_bits(config: DeviceConfig) -> dict[str, int]:
