@@ -37,6 +37,16 @@ from xdsl.rewriter import InsertPoint
 from cimxdsl.dialects.upstream import BatchMatmulOp, GatherOp, MapOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
 
+SCALES_ATTRIBUTE = "cimxdsl.scales"
+"""The attribute holding the scales a quantized ONNX model gave a value (`cimxdsl.axis`: their axis)."""
+
+
+def mark_scales(value: SSAValue, scales: np.ndarray, axis: int) -> None:
+    """Record on `value`'s op the scales (per tensor or along `axis`) a quantized model gave it."""
+    owner = value.owner
+    owner.attributes[SCALES_ATTRIBUTE] = dense_attr(np.asarray(scales, np.float32).reshape(-1), f32)
+    owner.attributes["cimxdsl.axis"] = IntegerAttr(axis, i64)
+
 
 class IRBuilder:
     """Appends ops to a block; every method returns the SSA value it computes."""

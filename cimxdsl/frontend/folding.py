@@ -13,6 +13,8 @@ from onnx import helper
 
 from cimxdsl.frontend.attributes import NodeAttributes
 
+CONSTANT_ONLY = ("Range", "ConstantOfShape")
+"""Ops whose result shape depends on their input values: imported only when those fold to constants."""
 SHAPE_ONLY = {"Shape", "Size"}
 """Ops whose result depends only on the (static) shape of their input: folded to constants."""
 
@@ -99,3 +101,4 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         folded.append(node)
     for node in folded:
         graph.node.remove(node)
+

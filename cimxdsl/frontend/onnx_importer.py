@@ -24,11 +24,9 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
-from cimxdsl.frontend.builder import IRBuilder, shape_of
-from cimxdsl.frontend.folding import SHAPE_ONLY, evaluate_node, fold_batch_norms
+from cimxdsl.frontend.builder import IRBuilder, mark_scales, shape_of
+from cimxdsl.frontend.folding import CONSTANT_ONLY, SHAPE_ONLY, evaluate_node, fold_batch_norms
 from cimxdsl.frontend.loading import TARGET_OPSET, graph_inputs, initializer_array, input_shape, load_model, with_batch
-from cimxdsl.frontend.ops.quant import mark_scales
-from cimxdsl.frontend.ops.shape import constant_only
 from cimxdsl.frontend.registry import importer
 
 __all__ = [
@@ -158,7 +156,7 @@ class OnnxImporter:
         try:
             values = evaluate_node(node, inputs, self.opset)
         except Exception as e:  # the reference raises IndexError, ValueError, … for inputs that do not fit
-            if importer.get(node.op_type) not in (None, constant_only):
+            if node.op_type not in CONSTANT_ONLY and importer.get(node.op_type) is not None:
                 return False
             message = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise node_error(node, f"its constant inputs cannot be evaluated ({message})") from None

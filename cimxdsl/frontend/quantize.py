@@ -30,7 +30,7 @@ from xdsl.rewriter import Rewriter
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
-from cimxdsl.frontend.ops.quant import SCALES_ATTRIBUTE
+from cimxdsl.frontend.builder import SCALES_ATTRIBUTE
 from cimxdsl.interpreters import Program
 
 Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp

@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import helper
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerAttr, f32, i64
 from xdsl.ir import SSAValue
 
-from cimxdsl.dialects.utils import dense_attr
 from cimxdsl.frontend.attributes import NodeAttributes, node_error
-from cimxdsl.frontend.builder import shape_of
+from cimxdsl.frontend.builder import mark_scales, shape_of
 from cimxdsl.frontend.ops.nn import convolution, matmul
 from cimxdsl.frontend.registry import importer
 
@@ -21,15 +19,8 @@ if TYPE_CHECKING:
     from cimxdsl.frontend.onnx_importer import OnnxImporter
 
 
-SCALES_ATTRIBUTE = "cimxdsl.scales"
 """On an op whose result is dequantized integers: their scales (and `cimxdsl.axis`), so that
 quantization reuses a quantized model's scales instead of calibrating."""
-
-
-def mark_scales(value: SSAValue, scales: np.ndarray, axis: int) -> None:
-    owner = value.owner
-    owner.attributes[SCALES_ATTRIBUTE] = dense_attr(np.asarray(scales, np.float32).reshape(-1), f32)
-    owner.attributes["cimxdsl.axis"] = IntegerAttr(axis, i64)
 
 
 def per_axis(im: OnnxImporter, values: np.ndarray | SSAValue, axis: int, rank: int) -> SSAValue:

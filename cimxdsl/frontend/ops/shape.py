@@ -13,6 +13,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from cimxdsl.frontend.attributes import node_error
 from cimxdsl.frontend.builder import shape_of
+from cimxdsl.frontend.folding import CONSTANT_ONLY
 from cimxdsl.frontend.registry import importer
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ def import_split(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return outputs
 
 
-@importer("Range", "ConstantOfShape")
+@importer(*CONSTANT_ONLY)
 def constant_only(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     """Ops whose result shape depends on input values: supported only when those are constant."""
     raise node_error(node, "its inputs must be constants (the result's shape must be known when compiling)")
