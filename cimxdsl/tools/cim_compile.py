@@ -19,9 +19,9 @@ from cimxdsl.explore.sweep import COMPILE_FIELDS
 from cimxdsl.frontend.onnx_importer import OnnxImportError, load_model
 from cimxdsl.limits import dominant_limit
 from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxruntime_outputs, reference_name
+from cimxdsl.report import format_layers, format_precision, format_report
 from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
-from cimxdsl.tools.report import format_layers, format_precision, format_report
 from cimxdsl.transforms.pipelines import scheduling_strategies
 
 

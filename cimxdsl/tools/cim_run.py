@@ -21,8 +21,8 @@ from cimxdsl.dialects.upmem import names_platform
 from cimxdsl.interpreters import entry_function, result_names, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
+from cimxdsl.report import format_report
 from cimxdsl.tools.cli import UserError, add_version_option, run_reporting_errors
-from cimxdsl.tools.report import format_report
 from cimxdsl.transforms.device_record import device_mismatch, recorded_device
 
 
