@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from cimxdsl.frontend.loading import with_batch
+
 
 class ReferenceUnavailable(ValueError):
     """onnxruntime cannot be imported; the message is one line saying how to install it."""
@@ -44,9 +46,6 @@ def onnxruntime_outputs(model: str | bytes, inputs: dict[str, np.ndarray]) -> li
 def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: int | None = None) -> np.ndarray:
     """Top-1 predictions of the float model on examples of its single input, in chunks of
     `batch_size` (one session per chunk size)."""
-    from cimxdsl.explore.chunks import chunk_bounds
-    from cimxdsl.frontend.onnx_importer import with_batch
-
     runs: dict[int, Any] = {}
 
     def outputs(batch: np.ndarray) -> np.ndarray:
@@ -56,4 +55,5 @@ def float_predictions(model: onnx.ModelProto, inputs: np.ndarray, batch_size: in
             runs[len(batch)] = lambda x: session.run(None, {name: x})[0]
         return np.argmax(runs[len(batch)](batch), axis=-1).reshape(len(batch))
 
-    return np.concatenate([outputs(inputs[c.start : c.stop]) for c in chunk_bounds(len(inputs), batch_size)])
+    step = batch_size or max(len(inputs), 1)
+    return np.concatenate([outputs(inputs[start : start + step]) for start in range(0, len(inputs), step)])

@@ -2,6 +2,7 @@
 here (`memristor`) and in `pim_pipeline` (`pim`), and `cim-opt -p NAME`, `cimxdsl.compile`,
 `cim-compile` and the benchmarks all run that one list."""
 
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -38,8 +39,9 @@ class PipelinePass(ModulePass):
     """A pass that runs a flow's passes (`steps`) in order as one xDSL `PassPipeline`; a step's
     error names the pipeline and the step."""
 
+    @abstractmethod
     def steps(self) -> list[ModulePass]:
-        raise NotImplementedError
+        """The flow's passes in order."""
 
     def pipeline(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
         """The steps as a `PassPipeline` calling `callback` between them (xDSL's convention)."""
