@@ -20,8 +20,8 @@ from cimxdsl.device import Device, preset
 from cimxdsl.dialects import cim
 from cimxdsl.frontend.onnx_importer import import_onnx
 from cimxdsl.interpreters import run
-from cimxdsl.transforms.schedule import ScheduleListPass
-from cimxdsl.transforms.scheduling.critical_path import CrossbarCostModel, makespan_lower_bound_ns
+from cimxdsl.transforms.memristor.schedule import ScheduleListPass
+from cimxdsl.transforms.memristor.scheduling.critical_path import CrossbarCostModel, makespan_lower_bound_ns
 
 STRATEGIES = ("asap", "alap", "round-robin", "list")
 

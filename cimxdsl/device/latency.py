@@ -1,6 +1,6 @@
 """The latency of each pimsim-nn instruction class on a chip (`cimxdsl.device.chip.ChipConfig`),
 in ns, with NumPy: the one set of rules that the performance model (`cimxdsl.backend.performance`,
-whole instruction streams) and the PIM mapping's cost (`cimxdsl.transforms.mapping`, computes before
+whole instruction streams) and the PIM mapping's cost (`cimxdsl.transforms.pim.mapping`, computes before
 any instruction exists) share."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def mvm_cycles_and_energy(chip: ChipConfig, input_bits: int) -> tuple[int, float
 class Latencies:
     """The latency in ns of each instruction class on `chip` for data of `ibytes`/`obytes` bytes
     per element (the `setbw` widths): the one set of rules behind `core_costs`, which times whole
-    streams with them, and the mapping's cost (`transforms/mapping`), which estimates computes
+    streams with them, and the mapping's cost (`transforms/pim/mapping`), which estimates computes
     with them before any instruction exists. Lengths count elements; arrays work element-wise."""
 
     chip: ChipConfig

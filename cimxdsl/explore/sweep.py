@@ -48,7 +48,7 @@ from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.device.config import DEVICE, FIELD_NAMES, flatten
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.settings import Schema, did_you_mean, setting
-from cimxdsl.transforms.pipelines import scheduling_strategies
+from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
 BUNDLED_MODELS = {"digits": DIGITS_MODEL}
 BUNDLED_DATA = {"digits": DIGITS_TEST, "digits-train": DIGITS_TRAIN}

@@ -22,7 +22,7 @@ from cimxdsl.frontend.quantize import quantize
 from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantization_bits
 from cimxdsl.parsing import make_context
 from cimxdsl.transforms import get_all_passes
-from cimxdsl.transforms.pipelines import DEFAULT_CROSSBARS, MemristorPipelinePass
+from cimxdsl.transforms.memristor.pipeline import DEFAULT_CROSSBARS, MemristorPipelinePass
 
 MODES = ("int8", "exact")
 STAGES = ("import", "quantize", *(name for name, _ in MemristorPipelinePass().stages()))

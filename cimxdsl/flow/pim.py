@@ -31,12 +31,12 @@ from cimxdsl.flow.source import model_name
 from cimxdsl.frontend.integer import import_integer
 from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
 from cimxdsl.models import CompileError, PimModel
-from cimxdsl.transforms.crossbar_weights import Packing
-from cimxdsl.transforms.mapping import Strategy
-from cimxdsl.transforms.pim_codegen import functions_with_cores, generate
-from cimxdsl.transforms.pim_pipeline import PimPipelinePass
-from cimxdsl.transforms.spatial_mapping import SpatialMappingPass, mapping_summaries
-from cimxdsl.transforms.spatial_to_pim import SpatialToPimPass, pim_geometry
+from cimxdsl.transforms.pim.crossbar_weights import Packing
+from cimxdsl.transforms.pim.mapping import Strategy
+from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
+from cimxdsl.transforms.pim.pipeline import PimPipelinePass
+from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass, mapping_summaries
+from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 DEFAULT_PACKING: Packing = "im2col"
 """The compile's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,

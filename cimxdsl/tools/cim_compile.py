@@ -22,7 +22,7 @@ from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxrunti
 from cimxdsl.report import format_layers, format_precision, format_report
 from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
-from cimxdsl.transforms.pipelines import scheduling_strategies
+from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
 
 def model_inputs(options) -> tuple[onnx.ModelProto, list[InputSpec], dict[str, np.ndarray], int | None]:

@@ -22,7 +22,7 @@ from cimxdsl.printing import print_with_mlir_names
 from cimxdsl.tools import pass_help
 from cimxdsl.tools.cli import run_reporting_errors, version_line
 from cimxdsl.transforms import ALIASES, PASS_NAMES, get_all_passes
-from cimxdsl.transforms.stages import nothing_to_do
+from cimxdsl.transforms.common.stages import nothing_to_do
 
 
 class CimOptMain(xDSLOptMain):

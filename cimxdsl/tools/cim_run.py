@@ -23,7 +23,7 @@ from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
 from cimxdsl.report import format_report
 from cimxdsl.tools.cli import UserError, add_version_option, run_reporting_errors
-from cimxdsl.transforms.device_record import device_mismatch, recorded_device
+from cimxdsl.transforms.common.device_record import device_mismatch, recorded_device
 
 
 def load_module(path: str) -> ModuleOp:

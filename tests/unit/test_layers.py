@@ -7,7 +7,8 @@ semantics (the pim instruction-set machine included); passes may fold constants 
 xDSL's `constant-fold-interp` does. The three stages stand side by side and none imports another:
 the frontend builds IR (and calibrates with the interpreter), the passes rewrite it, the backend
 reads what the passes produced (serialises, validates, estimates). The flows, the API and the tools
-above chain them."""
+above chain them. Inside `transforms`, the two flows (`memristor`, `pim`) stand side by side on
+`common` (and the pass registry): neither imports the other, and `common` imports neither."""
 
 import ast
 from pathlib import Path
@@ -33,8 +34,21 @@ def layer(module: str) -> int:
     return next((i for i, group in enumerate(LAYERS) if package(module) in group), ABOVE)
 
 
+FLOWS = ("memristor", "pim")
+"""The flows of `transforms`, each a package side by side on `transforms.common`."""
+
+
+def flow(module: str) -> str:
+    """The flow of a module inside `cimxdsl.transforms` (`cimxdsl.transforms.pim.pim_codegen` -> `pim`), or ''."""
+    parts = module.split(".")
+    return parts[2] if package(module) == "transforms" and len(parts) > 2 and parts[2] in FLOWS else ""
+
+
 def allowed(here: str, imported: str) -> bool:
-    """Down the layers, or within one package; never sideways into another package of the same layer."""
+    """Down the layers, or within one package (inside `transforms`, within one flow or down to what
+    the flows share); never sideways into another package of the same layer."""
+    if package(imported) == package(here) == "transforms":
+        return flow(imported) in ("", flow(here))
     if layer(imported) < layer(here) or package(imported) == package(here):
         return True
     return layer(imported) == layer(here) == ABOVE
@@ -80,11 +94,14 @@ def test_the_check_sees_function_level_and_relative_imports():
 @pytest.mark.parametrize(
     ("here", "imported"),
     [
-        ("cimxdsl.backend.emit", "cimxdsl.transforms.pim_codegen"),
-        ("cimxdsl.transforms.pim_codegen", "cimxdsl.backend.emit"),
-        ("cimxdsl.transforms.tile", "cimxdsl.frontend"),
-        ("cimxdsl.frontend.builder", "cimxdsl.transforms.tile"),
+        ("cimxdsl.backend.emit", "cimxdsl.transforms.pim.pim_codegen"),
+        ("cimxdsl.transforms.pim.pim_codegen", "cimxdsl.backend.emit"),
+        ("cimxdsl.transforms.memristor.tile", "cimxdsl.frontend"),
+        ("cimxdsl.frontend.builder", "cimxdsl.transforms.memristor.tile"),
         ("cimxdsl.dialects.pim", "cimxdsl.interpreters"),
+        ("cimxdsl.transforms.pim.cinm_to_spatial", "cimxdsl.transforms.memristor.tile"),
+        ("cimxdsl.transforms.memristor.pipeline", "cimxdsl.transforms.pim.pipeline"),
+        ("cimxdsl.transforms.common.stages", "cimxdsl.transforms.memristor.schedule"),
     ],
 )
 def test_a_stage_imports_no_stage_beside_it_nor_above(here: str, imported: str):
@@ -96,9 +113,11 @@ def test_a_stage_imports_no_stage_beside_it_nor_above(here: str, imported: str):
     [
         ("cimxdsl.backend.emit", "cimxdsl.backend.memory"),
         ("cimxdsl.backend.emit", "cimxdsl.dialects.pim"),
-        ("cimxdsl.flow.pim", "cimxdsl.transforms.pim_codegen"),
+        ("cimxdsl.flow.pim", "cimxdsl.transforms.pim.pim_codegen"),
         ("cimxdsl.flow.pim", "cimxdsl.backend.emit"),
         ("cimxdsl.api", "cimxdsl.flow.pim"),
+        ("cimxdsl.transforms.pim.pipeline", "cimxdsl.transforms.common.pipeline"),
+        ("cimxdsl.transforms.memristor.pipeline", "cimxdsl.transforms"),
     ],
 )
 def test_imports_down_or_within_a_package_are_allowed(here: str, imported: str):

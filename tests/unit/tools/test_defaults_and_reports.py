@@ -16,10 +16,10 @@ from cimxdsl.api import compile_pim
 from cimxdsl.device import DEFAULT_DEVICE, crossbar_matmul, preset
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.tools.cim_run import main as cim_run
-from cimxdsl.transforms.cinm_to_spatial import CinmToSpatialPass
-from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
-from cimxdsl.transforms.pipelines import MemristorPipelinePass
-from cimxdsl.transforms.schedule import ScheduleListPass
+from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
+from cimxdsl.transforms.memristor.pipeline import MemristorPipelinePass
+from cimxdsl.transforms.memristor.schedule import ScheduleListPass
+from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 
 ROOT = Path(__file__).resolve().parents[3]
 DIGITS = ROOT / "examples" / "digits_cnn.onnx"

@@ -30,8 +30,8 @@ from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.tools.cim_opt import main as cim_opt
 from cimxdsl.tools.cim_run import main as cim_run
 from cimxdsl.tools.cim_validate import main as cim_validate
-from cimxdsl.transforms.device_record import recorded_device
-from cimxdsl.transforms.tile import TilePass
+from cimxdsl.transforms.common.device_record import recorded_device
+from cimxdsl.transforms.memristor.tile import TilePass
 from tests.unit.frontend.models import small_cnn
 from tests.unit.frontend.test_fuzz_onnx import pim_cnn
 

@@ -2,7 +2,7 @@
 
 from xdsl.dialects import arith, func
 
-from cimxdsl.transforms.functions import functions_holding
+from cimxdsl.transforms.common.functions import functions_holding
 from tests.unit.helpers import parse
 
 PROGRAM = """

@@ -9,7 +9,7 @@ import pytest
 from cimxdsl.device import preset
 from cimxdsl.dialects.cim import AcquireDeviceOp, GemmOp
 from cimxdsl.interpreters import run
-from cimxdsl.transforms.scheduling import (
+from cimxdsl.transforms.memristor.scheduling import (
     AsapScheduler,
     CriticalPathScheduler,
     CrossbarCostModel,
@@ -19,7 +19,7 @@ from cimxdsl.transforms.scheduling import (
     schedule_device,
     schedule_makespan_ns,
 )
-from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
+from cimxdsl.transforms.memristor.scheduling.critical_path import makespan_lower_bound_ns
 from tests.unit.helpers import apply, matmul_program, parse
 
 COST = CrossbarCostModel(preset("cinnamon"))

@@ -11,9 +11,9 @@ from xdsl.ir import Block
 
 from cimxdsl.device import preset
 from cimxdsl.dialects.cim import CrossbarIdType, FutureType, GemmOp
-from cimxdsl.transforms.scheduling import CriticalPathScheduler, CrossbarCostModel, DependencyGraph
-from cimxdsl.transforms.scheduling.critical_path import _GraphWork, _key, _Plan
-from cimxdsl.transforms.scheduling.framework import DependencyNode
+from cimxdsl.transforms.memristor.scheduling import CriticalPathScheduler, CrossbarCostModel, DependencyGraph
+from cimxdsl.transforms.memristor.scheduling.critical_path import _GraphWork, _key, _Plan
+from cimxdsl.transforms.memristor.scheduling.framework import DependencyNode
 
 
 def reference_plan(self: CriticalPathScheduler, work: _GraphWork, defer_held: bool, target: float | None) -> _Plan:

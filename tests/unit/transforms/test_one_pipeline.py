@@ -13,8 +13,8 @@ from xdsl.passes import PassPipeline
 import cimxdsl
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.tools.cim_opt import main as cim_opt
-from cimxdsl.transforms.pim_pipeline import PimPipelinePass
-from cimxdsl.transforms.pipelines import MemristorPipelinePass
+from cimxdsl.transforms.memristor.pipeline import MemristorPipelinePass
+from cimxdsl.transforms.pim.pipeline import PimPipelinePass
 
 PRODUCT = Path(__file__).resolve().parents[2] / "filecheck" / "tools" / "inputs" / "product.mlir"
 DOCUMENTED = [

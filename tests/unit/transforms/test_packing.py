@@ -10,7 +10,7 @@ from cimxdsl.api import compile_pim
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.transforms.pim_codegen import patch_runs
+from cimxdsl.transforms.pim.pim_codegen import patch_runs
 from tests.unit.backend.test_pim_cnn_ops import inception_densenet, shufflenet_mobilenet
 from tests.unit.backend.test_pim_pipeline import reference_conv_relu
 from tests.unit.helpers import apply, parse

@@ -7,7 +7,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device.settings import did_you_mean
 from cimxdsl.transforms import get_all_passes
-from cimxdsl.transforms.options import ChoicePass, choices
+from cimxdsl.transforms.common.options import ChoicePass, choices
 
 PASSES = {name: load() for name, load in get_all_passes().items()}
 ENUMERATED = [(name, option, allowed) for name, cls in PASSES.items() for option, allowed in choices(cls).items()]

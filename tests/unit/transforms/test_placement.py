@@ -19,7 +19,7 @@ from cimxdsl.dialects import cinm
 from cimxdsl.frontend.onnx_importer import import_onnx
 from cimxdsl.interpreters import run
 from cimxdsl.parsing import make_context, parse_module_text
-from cimxdsl.transforms.linalg_to_cinm import LinalgToCinmPass
+from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
 from tests.unit.frontend.models import transformer_block
 from tests.unit.frontend.test_transformers import reference, token_ids
 

@@ -31,9 +31,10 @@ from cimxdsl.dialects.cim import (
     ReleaseDeviceOp,
 )
 from cimxdsl.interpreters import run
-from cimxdsl.transforms import device_option, get_all_passes
-from cimxdsl.transforms.schedule import ScheduleListPass
-from cimxdsl.transforms.scheduling import (
+from cimxdsl.transforms import get_all_passes
+from cimxdsl.transforms.common import device_option
+from cimxdsl.transforms.memristor.schedule import ScheduleListPass
+from cimxdsl.transforms.memristor.scheduling import (
     AlapScheduler,
     AsapScheduler,
     CriticalPathScheduler,
@@ -50,7 +51,7 @@ from cimxdsl.transforms.scheduling import (
     schedule_device,
     schedule_makespan_ns,
 )
-from cimxdsl.transforms.scheduling.critical_path import makespan_lower_bound_ns
+from cimxdsl.transforms.memristor.scheduling.critical_path import makespan_lower_bound_ns
 from tests.unit.frontend.models import small_cnn
 from tests.unit.helpers import matmul_program
 

@@ -8,7 +8,7 @@ from xdsl.ir import Operation
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects.cim import AcquireCrossbarOp, AcquireDeviceOp, CimMatrixOp
-from cimxdsl.transforms.scheduling import (
+from cimxdsl.transforms.memristor.scheduling import (
     AlapScheduler,
     AsapScheduler,
     RoundRobinScheduler,
@@ -19,7 +19,7 @@ from cimxdsl.transforms.scheduling import (
     prepare_for_scheduling,
     schedule_device,
 )
-from cimxdsl.transforms.scheduling.framework import (
+from cimxdsl.transforms.memristor.scheduling.framework import (
     check_schedulable,
     insert_barrier_for_cim_op_result,
     schedule_cim_op_on_crossbar,

@@ -15,8 +15,8 @@ from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.tools.cim_compile import main as cim_compile
-from cimxdsl.transforms.mapping import MappingProblem, compute_cost, genetic_mapping, greedy_mapping, place
-from cimxdsl.transforms.mapping.bands import band_bounds, window_input_rows
+from cimxdsl.transforms.pim.mapping import MappingProblem, compute_cost, genetic_mapping, greedy_mapping, place
+from cimxdsl.transforms.pim.mapping.bands import band_bounds, window_input_rows
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, resnet_program

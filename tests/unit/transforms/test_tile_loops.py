@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cimxdsl.interpreters import run
-from cimxdsl.transforms.tile_loops import fitting_divisor
+from cimxdsl.transforms.memristor.tile_loops import fitting_divisor
 from tests.unit.helpers import apply, parse
 
 

@@ -1,0 +1,32 @@
+"""Passes with a `device` option: a preset name or a TOML file, or from Python an object."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Self
+
+from cimxdsl.device.config import DeviceConfig, DeviceConfigError, load_device_config
+from cimxdsl.transforms.common.errors import pass_error
+
+
+class DeviceOption:
+    """Mixin of a frozen-dataclass pass declaring `device: str` and
+    `device_config: DeviceConfig | None = field(default=None, init=False, compare=False)`."""
+
+    name: ClassVar[str]
+    device: str
+    device_config: DeviceConfig | None
+
+    @classmethod
+    def for_device(cls, config: DeviceConfig, **options) -> Self:
+        """The pass for a device given as an object (no file): the option `device` is only its name."""
+        configured = cls(device=config.name, **options)
+        object.__setattr__(configured, "device_config", config)
+        return configured
+
+    def config(self) -> DeviceConfig:
+        if self.device_config is not None:
+            return self.device_config
+        try:
+            return load_device_config(self.device)
+        except DeviceConfigError as err:
+            raise pass_error(self.name, str(err)) from None

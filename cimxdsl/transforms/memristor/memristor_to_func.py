@@ -1,0 +1,67 @@
+"""`memristor-to-func`: call the crossbar runtime instead of using memristor ops.
+
+Each memristor op becomes a `func.call` of its runtime function (`memristor_gemm_i32`, ...), its
+memref operands cast to fully dynamic shapes; the functions are declared at the top of the module.
+"""
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from cimxdsl.dialects.memristor import MemristorOp
+from cimxdsl.dialects.upstream import CastOp
+from cimxdsl.transforms.common.rewriting import replace_op
+
+
+def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """`value` as a runtime argument: memrefs are cast to fully dynamic shapes."""
+    value_type = value.type
+    if not isinstance(value_type, MemRefType):
+        return [], value
+    dynamic = MemRefType(value_type.element_type, [DYNAMIC_INDEX] * value_type.get_num_dims())
+    cast = CastOp(value, dynamic)
+    return [cast], cast.dest
+
+
+@dataclass
+class MemristorOpToCall(RewritePattern):
+    """A memristor op as a call of its runtime function, whose declaration it collects (in order of
+    first use) in `declarations`."""
+
+    declarations: dict[str, func.FuncOp] = field(default_factory=dict[str, func.FuncOp])
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MemristorOp, rewriter: PatternRewriter) -> None:
+        new_ops: list[Operation] = []
+        arguments: list[SSAValue] = []
+        for operand in op.operands:
+            casts, argument = dynamic_argument(operand)
+            new_ops += casts
+            arguments.append(argument)
+        callee = op.library_call_name()
+        replace_op(rewriter, op, [*new_ops, func.CallOp(callee, arguments, [])])
+        if callee not in self.declarations:
+            declaration = func.FuncOp.external(callee, [a.type for a in arguments], [])
+            declaration.sym_visibility = StringAttr("nested")
+            self.declarations[callee] = declaration
+
+
+@dataclass(frozen=True)
+class MemristorToFuncPass(ModulePass):
+    """Lower memristor ops to calls of `memristor_*` runtime functions, declared (`nested`, as
+    Cinnamon declares them) at the top of the module."""
+
+    name = "memristor-to-func"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        to_call = MemristorOpToCall()
+        PatternRewriteWalker(to_call, apply_recursively=False).rewrite_module(op)
+        declared = {f.sym_name.data for f in op.body.block.ops if isinstance(f, func.FuncOp)}
+        new = [d for name, d in to_call.declarations.items() if name not in declared]
+        Rewriter.insert_op(new, InsertPoint.at_start(op.body.block))  # in order of first use, as Cinnamon

@@ -1,0 +1,628 @@
+"""`pim-codegen`: per-core pimsim-nn instruction streams from bufferized `pim.core`s.
+
+Global memory: every buffer a core loads from or stores to gets a byte address (`pim.address` on
+the op defining it). Local memory: every buffer of a core gets a byte address, bump-allocated.
+Each core starts with `setbw` (element widths of its data) and then, op by op:
+
+* `pim.load`/`pim.store` → `ld`/`st` (global address in the register pair r28:r29);
+* `pim.apply_filters` is unwrapped: for every output pixel and every
+  kernel position with a crossbar whose input pixel lies inside the image (weight skipping: padding
+  is never multiplied), one `mvmul` of that pixel's channels — the first straight into the output
+  pixel, the others into the accumulation buffer followed by a `vvadd`; a pixel with no position
+  left is zeroed with `lldi`. In im2col form, a crossbar whose rows are one contiguous run of
+  image memory reads it in place; the others read the patch gathered into a scratch buffer (`lmv`
+  per contiguous run, `lldi` of zeros per run of padding); crossbars meeting only padding are
+  skipped;
+* spat vector ops → one `vvadd`/`vvsub`/`vvmul`/`vvmax`/`vrelu`/... over the whole buffer (one per
+  row when the right operand is broadcast); `arith.shrsi` → `vvsra`; `arith.minsi` → `0 - max(0 - a,
+  0 - b)`; splat constants → `lldi`;
+* `spat.maxpool` → `lmv` + `vvmax` per output pixel; `spat.global_avgpool` → one `vavg` (stride C)
+  per channel; `spat.concat` → `lmv` per contiguous piece;
+* channels → `send` on the sender (`rd = rs1` = the address, `core` = the receiver) and `recv` on
+  the receiver.
+
+Every address an instruction needs is put in a register with `sldi` unless a register already
+holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "offset_value": 0}`
+(pimsim-nn's `offset_select` decoding tests the value, not the select bits) and `mvmul` has `mbiw`
+= the weights' bit width (at least 8; pimsim-nn divides by it).
+
+`generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
+gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
+by their instruction ops and records each core's local memory (`pim.local_bytes`); the back end
+writes the artifact directory from this IR (`write_program`), or from the packed code
+(`pim.CoreCode`, `artifacts_of_code`) without the ops being built.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, bufferization, func, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
+from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.functions import functions_holding
+
+GATHER = -1
+"""An im2col crossbar whose rows must be gathered into the patch buffer first."""
+_PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
+GENERAL_REGISTERS = 28
+PAIR = 28
+"""r28:r29 hold (high, low) of global addresses."""
+
+_VECTOR_BINARY: dict[type[Operation], type[pim.InstructionOp]] = {
+    spat.VAddOp: pim.VvaddOp,
+    spat.VSubOp: pim.VvsubOp,
+    spat.VMulOp: pim.VvmulOp,
+    spat.VMaxOp: pim.VvmaxOp,
+    arith.AddiOp: pim.VvaddOp,
+    arith.SubiOp: pim.VvsubOp,
+    arith.MuliOp: pim.VvmulOp,
+    arith.MaxSIOp: pim.VvmaxOp,
+    arith.ShRSIOp: pim.VvsraOp,
+    arith.ShLIOp: pim.VvsllOp,
+}
+_VECTOR_UNARY: dict[type[Operation], type[pim.InstructionOp]] = {
+    spat.VReluOp: pim.VreluOp,
+    spat.VTanhOp: pim.VtanhOp,
+    spat.VSigmOp: pim.VsigmOp,
+}
+
+
+def element_bits(value: SSAValue) -> int:
+    t = value.type
+    assert isinstance(t, TensorType | MemRefType)
+    element = t.element_type
+    if not isinstance(element, IntegerType) or element.width.data not in (8, 16, 32, 64):
+        raise pass_error("pim-codegen", f"core data must be 8, 16, 32 or 64-bit integers, got {element}")
+    return element.width.data
+
+
+def weight_bits(matrices: list[np.ndarray]) -> int:
+    """Bits of the widest signed weight (at least 8)."""
+    largest = max((int(np.abs(m).max()) for m in matrices if m.size), default=0)
+    return max(8, math.ceil(math.log2(largest + 1)) + 1)
+
+
+Emit = Callable[..., None]
+"""`emit(cls, *values)`: append instruction `cls` with its field values in `FIELDS` order (trailing
+zero fields may be left out)."""
+
+
+@dataclass
+class Registers:
+    """Which register holds which value; `sldi` only when no register holds it yet."""
+
+    emit: Emit
+    held: OrderedDict[int, int] = field(default_factory=OrderedDict)  # value -> register (LRU order)
+    pair_low: int | None = None
+
+    def load(self, value: int) -> int:
+        register = self.held.get(value)
+        if register is not None:
+            self.held.move_to_end(value)
+            return register
+        if len(self.held) < GENERAL_REGISTERS:
+            register = len(self.held)
+        else:
+            _, register = self.held.popitem(last=False)
+        self.held[value] = register
+        self.emit(pim.SldiOp, register, value)
+        return register
+
+    def pair(self, address: int) -> int:
+        if self.pair_low is None:
+            self.emit(pim.SldiOp, PAIR, 0)
+        if self.pair_low != address:
+            self.emit(pim.SldiOp, PAIR + 1, address)
+            self.pair_low = address
+        return PAIR
+
+
+class CoreCodegen:
+    """The instruction stream of one bufferized `pim.core`."""
+
+    def __init__(
+        self,
+        core: pim.CoreOp,
+        global_addresses: dict[SSAValue, int],
+        peers: dict[SSAValue, tuple[int, int]],
+        element_bytes: int,
+    ):
+        self.core = core
+        self.global_addresses = global_addresses
+        self.peers = peers
+        self.code = array("i")
+        """The instructions as `pim.RECORD`-word records (`pim.InstructionStream.from_records`)."""
+        self.registers = Registers(self.emit)
+        self.local: dict[SSAValue, int] = {}
+        self.top = 0
+        self.bytes = element_bytes
+        self.mbiw = 8
+
+    # --- memory ----------------------------------------------------------------------------------
+    def allocate(self, value: SSAValue) -> int:
+        self.local[value] = self.top
+        self.top += num_elements(shape_of(value)) * self.bytes
+        return self.local[value]
+
+    def scratch(self, elements: int) -> int:
+        address = self.top
+        self.top += elements * self.bytes
+        return address
+
+    def address(self, value: SSAValue) -> int:
+        if value not in self.local:
+            raise pass_error(
+                "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
+            )
+        return self.local[value]
+
+    # --- emission (the address operands are local byte addresses, put in registers) ----------------
+    def emit(self, cls: type[pim.InstructionOp], *values: int) -> None:
+        self.code.append(cls.OPCODE)
+        self.code.extend(values)
+        self.code.extend(_PADDING[len(values)])
+
+    def vector(self, cls: type[pim.InstructionOp], rd: int, rs1: int, rs2: int | None, length: int) -> None:
+        a = self.registers.load(rd)
+        b = self.registers.load(rs1)
+        if rs2 is None:
+            self.emit(cls, a, b, length)
+        else:
+            self.emit(cls, a, b, self.registers.load(rs2), length)
+
+    def fill(self, address: int, value: int, length: int) -> None:
+        self.emit(pim.LldiOp, self.registers.load(address), value, length)
+
+    def copy(self, target: int, source: int, length: int) -> None:
+        rd, rs1 = self.registers.load(target), self.registers.load(source)
+        self.emit(pim.LmvOp, rd, rs1, length, length * self.bytes)
+
+    def mvmul(self, target: int, source: int, group: int) -> None:
+        rd, rs1 = self.registers.load(target), self.registers.load(source)
+        self.emit(pim.MvmulOp, rd, rs1, self.mbiw, 0, group)
+
+    # --- driver ----------------------------------------------------------------------------------
+    def run(self, weights: list[np.ndarray]) -> pim.InstructionStream:
+        """The core's instruction stream (`self.top` is then the local memory it uses)."""
+        self.mbiw = weight_bits(weights)
+        self.group_rows = [len(m) for m in weights]
+        self.emit(pim.SetbwOp, 8 * self.bytes, 8 * self.bytes)
+        try:
+            for op in self.core.body.block.ops:
+                if isinstance(op, pim.HaltOp):
+                    break
+                self.lower(op)
+        except OverflowError:
+            raise pass_error(
+                "pim-codegen", f"core {self.core.get_core_id()}: an address or size does not fit a 32-bit field"
+            ) from None
+        return pim.InstructionStream.from_records(self.code)
+
+    def lower(self, op: Operation) -> None:
+        if isinstance(op, memref.AllocOp):
+            self.allocate(op.memref)
+        elif isinstance(op, bufferization.ToTensorOp | bufferization.ToBufferOp):
+            source = op.operands[0]
+            if source not in self.local and isinstance(source.owner, arith.ConstantOp):
+                self.constant(source.owner)
+            self.local[op.results[0]] = self.address(source)
+        elif isinstance(op, memref.CollapseShapeOp | memref.ExpandShapeOp):
+            self.local[op.results[0]] = self.address(op.operands[0])
+        elif isinstance(op, arith.ConstantOp):
+            self.constant(op)
+        elif isinstance(op, pim.LoadOp):
+            self.load(op)
+        elif isinstance(op, pim.StoreOp):
+            self.store(op)
+        elif isinstance(op, pim.ApplyFiltersOp):
+            self.apply_filters(op)
+        elif type(op) in _VECTOR_BINARY:
+            self.binary(op, _VECTOR_BINARY[type(op)])
+        elif isinstance(op, arith.MinSIOp):
+            self.minimum(op)
+        elif type(op) in _VECTOR_UNARY:
+            result = self.allocate(op.results[0])
+            self.vector(
+                _VECTOR_UNARY[type(op)],
+                result,
+                self.address(op.operands[0]),
+                None,
+                num_elements(shape_of(op.results[0])),
+            )
+        elif isinstance(op, spat.MaxPoolOp):
+            self.max_pool(op)
+        elif isinstance(op, spat.GlobalAvgPoolOp):
+            self.global_avg_pool(op)
+        elif isinstance(op, spat.ConcatOp):
+            self.concat(op)
+        elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
+            row = num_elements(shape_of(op.input)[1:])
+            self.local[op.result] = self.address(op.input) + op.offset.value.data * row * self.bytes
+        elif isinstance(op, spat.ChannelSendOp):
+            self.send(op)
+        elif isinstance(op, spat.ChannelReceiveOp):
+            self.receive(op)
+        elif isinstance(op, spat.ApplyFiltersOp):
+            raise pass_error("pim-codegen", "run pim-bufferize first", op)
+        else:
+            raise pass_error("pim-codegen", "no instruction sequence for this op", op)
+
+    # --- ops -------------------------------------------------------------------------------------
+    def constant(self, op: arith.ConstantOp) -> None:
+        attr = op.value
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise pass_error("pim-codegen", "only tensor constants can live in a core", op)
+        values = dense_array(attr).reshape(-1)
+        if values.size and not np.all(values == values[0]):
+            raise pass_error("pim-codegen", "a core can only hold splat constants (others come from global memory)", op)
+        address = self.allocate(op.result)
+        if values.size:
+            self.fill(address, int(values[0]), values.size)
+
+    def load(self, op: pim.LoadOp) -> None:
+        target = self.address(op.dst)
+        self.local[op.result] = target
+        source = self.global_addresses[op.global_] + op.global_src_offset.value.data * self.bytes
+        pair = self.registers.pair(source)
+        self.emit(pim.LdOp, self.registers.load(target), pair, op.size.value.data * self.bytes)
+
+    def store(self, op: pim.StoreOp) -> None:
+        source = self.address(op.src)
+        target = self.global_addresses[op.global_] + op.global_dst_offset.value.data * self.bytes
+        rs1 = self.registers.load(source)
+        pair = self.registers.pair(target)
+        self.emit(pim.StOp, pair, rs1, op.size.value.data * self.bytes)
+
+    def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
+        if op.packing() is not None:
+            self.im2col_filters(op)
+            return
+        in_shape, out_shape = shape_of(op.input), shape_of(op.output)
+        if len(in_shape) == 2:
+            in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
+        out_channels = out_shape[2]
+        output, accumulator = self.address(op.output), self.address(op.accumulator)
+        sources, groups = filter_sources(op, in_shape, out_shape, self.address(op.input), self.bytes)
+        load, touch, extend = self.registers.load, self.registers.held.move_to_end, self.code.extend
+        mvmul, vvadd, mbiw = pim.MvmulOp.OPCODE, pim.VvaddOp.OPCODE, self.mbiw
+        pixel_out = out_channels * self.bytes
+        for pixel, row in enumerate(sources.tolist()):
+            target = output + pixel * pixel_out
+            first = True
+            for source, group in zip(row, groups):
+                if source < 0:
+                    continue  # weight skipping: this position only meets padding here
+                if first:
+                    rd = load(target)
+                    extend((mvmul, rd, load(source), mbiw, 0, group, 0))
+                    first = False
+                else:
+                    accumulate = load(accumulator)
+                    extend((mvmul, accumulate, load(source), mbiw, 0, group, 0))
+                    rd = load(target)  # target and accumulator stay the newest registers: both hits below
+                    touch(target)
+                    touch(accumulator)
+                    extend((vvadd, rd, rd, accumulate, out_channels, 0, 0))
+            if first:
+                self.fill(target, 0, out_channels)
+
+    def im2col_filters(self, op: pim.ApplyFiltersOp) -> None:
+        packing = op.packing()
+        assert packing is not None
+        geometry = op.geometry()
+        height, width, channels = shape_of(op.input)
+        out_h, out_w, out_channels = shape_of(op.output)
+        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
+        chunks, row = [], packing.offset
+        for group in op.weight_index_list():
+            chunks.append((group, row, row + self.group_rows[group]))
+            row += self.group_rows[group]
+        rows = (packing.offset, row)
+        kernel_w = geometry.kernel[1]
+        offsets = [divmod(p, kernel_w) for p in packing.positions]
+        patch = self.scratch(len(packing.positions) * channels)
+        for oy in range(out_h):
+            for ox in range(out_w):
+                pixels = [geometry.input_pixel(oy, ox, ky, kx) for ky, kx in offsets]
+                runs = patch_runs(pixels, (height, width), channels, rows)
+                target = output + (oy * out_w + ox) * out_channels * self.bytes
+                sources = [self.chunk_source(runs, start, end, image) for _, start, end in chunks]
+                needed = [(start, end) for (_, start, end), source in zip(chunks, sources) if source == GATHER]
+                for start, end, pixel in runs:
+                    if not any(start < e and b < end for b, e in needed):
+                        continue
+                    if pixel is None:
+                        self.fill(patch + start * self.bytes, 0, end - start)
+                    else:
+                        self.copy(patch + start * self.bytes, image + pixel * self.bytes, end - start)
+                first = True
+                for (group, start, _), source in zip(chunks, sources, strict=True):
+                    if source is None:
+                        continue  # only padding
+                    address = patch + start * self.bytes if source == GATHER else source
+                    self.mvmul(target if first else accumulator, address, group)
+                    if not first:
+                        self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
+                    first = False
+                if first:
+                    self.fill(target, 0, out_channels)
+
+    def chunk_source(self, runs: list[tuple[int, int, int | None]], start: int, end: int, image: int) -> int | None:
+        """Where a crossbar reading patch rows [start, end) finds them: an image address when one
+        run of image memory holds them, None when they are all padding, `GATHER` otherwise."""
+        covering = [r for r in runs if r[0] < end and start < r[1]]
+        if len(covering) != 1:
+            return None if all(pixel is None for _, _, pixel in covering) else GATHER
+        run_start, _, pixel = covering[0]
+        return None if pixel is None else image + (pixel + start - run_start) * self.bytes
+
+    def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
+        lhs, rhs = op.operands[0], op.operands[1]
+        result = self.allocate(op.results[0])
+        total, piece = num_elements(shape_of(lhs)), num_elements(shape_of(rhs))
+        a, b = self.address(lhs), self.address(rhs)
+        if piece == total:
+            self.vector(cls, result, a, b, total)
+            return
+        for start in range(0, total, piece):  # rhs broadcast over the leading dimensions
+            self.vector(cls, result + start * self.bytes, a + start * self.bytes, b, piece)
+
+    def minimum(self, op: arith.MinSIOp) -> None:
+        """`min(a, b) = 0 - max(0 - a, 0 - b)` (the ISA has no vector minimum)."""
+        length = num_elements(shape_of(op.results[0]))
+        zero, na, nb = (self.scratch(length) for _ in range(3))
+        self.fill(zero, 0, length)
+        self.vector(pim.VvsubOp, na, zero, self.address(op.lhs), length)
+        self.vector(pim.VvsubOp, nb, zero, self.address(op.rhs), length)
+        self.vector(pim.VvmaxOp, na, na, nb, length)
+        self.vector(pim.VvsubOp, self.allocate(op.result), zero, na, length)
+
+    def max_pool(self, op: spat.MaxPoolOp) -> None:
+        geometry = op.geometry()
+        height, width, channels = shape_of(op.input)
+        out_h, out_w, _ = shape_of(op.result)
+        image, output = self.address(op.input), self.allocate(op.result)
+        pixel = channels * self.bytes
+        for oy in range(out_h):
+            for ox in range(out_w):
+                target = output + (oy * out_w + ox) * pixel
+                first = True
+                for _, ky, kx in geometry.kernel_positions():
+                    iy, ix = geometry.input_pixel(oy, ox, ky, kx)
+                    if not (0 <= iy < height and 0 <= ix < width):
+                        continue
+                    source = image + (iy * width + ix) * pixel
+                    if first:
+                        self.copy(target, source, channels)
+                        first = False
+                    else:
+                        self.vector(pim.VvmaxOp, target, target, source, channels)
+                if first:
+                    raise pass_error(
+                        "pim-codegen", f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op
+                    )
+
+    def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
+        height, width, channels = shape_of(op.input)
+        image, output = self.address(op.input), self.allocate(op.result)
+        for c in range(channels):  # rs2 holds the stride: the channels of a pixel
+            self.vector(pim.VavgOp, output + c * self.bytes, image + c * self.bytes, channels, height * width)
+
+    def concat(self, op: spat.ConcatOp) -> None:
+        axis = op.axis.value.data
+        result = self.allocate(op.result)
+        out_shape = shape_of(op.result)
+        outer = num_elements(out_shape[:axis])
+        row = num_elements(out_shape[axis:])
+        offset = 0
+        for value in op.inputs:
+            piece = num_elements(shape_of(value)[axis:])
+            source = self.address(value)
+            for o in range(outer):
+                self.copy(result + (o * row + offset) * self.bytes, source + o * piece * self.bytes, piece)
+            offset += piece
+
+    def send(self, op: spat.ChannelSendOp) -> None:
+        _, receiver = self.peers[op.channel]
+        register = self.registers.load(self.address(op.value))
+        size = num_elements(shape_of(op.value)) * self.bytes
+        self.emit(pim.SendOp, register, register, receiver, size)
+
+    def receive(self, op: spat.ChannelReceiveOp) -> None:
+        sender, _ = self.peers[op.channel]
+        register = self.registers.load(self.allocate(op.result))
+        self.emit(pim.RecvOp, register, sender, num_elements(shape_of(op.result)) * self.bytes)
+
+
+def filter_sources(
+    op: pim.ApplyFiltersOp, in_shape: tuple[int, ...], out_shape: tuple[int, ...], image: int, element_bytes: int
+) -> tuple[np.ndarray, list[int]]:
+    """For every output pixel (row-major) and every kernel position holding a crossbar, the local
+    address of the input pixel it multiplies (-1 where it falls on padding), and each position's
+    crossbar."""
+    geometry = op.geometry()
+    height, width, in_channels = in_shape
+    out_h, out_w = out_shape[:2]
+    indices = op.weight_index_list()
+    positions = [(ky, kx, indices[k]) for k, ky, kx in geometry.kernel_positions() if indices[k] >= 0]
+    (sh, sw), (pt, pl, _, _), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
+    oy, ox = np.meshgrid(np.arange(out_h), np.arange(out_w), indexing="ij")
+    ky, kx = (np.array([p[i] for p in positions], np.int64).reshape(1, 1, -1) for i in (0, 1))
+    iy, ix = oy[..., None] * sh - pt + ky * dh, ox[..., None] * sw - pl + kx * dw
+    inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+    sources = np.where(inside, image + (iy * width + ix) * in_channels * element_bytes, -1)
+    return sources.reshape(out_h * out_w, len(positions)), [p[2] for p in positions]
+
+
+def patch_runs(
+    pixels: list[tuple[int, int]], size: tuple[int, int], channels: int, rows: tuple[int, int]
+) -> list[tuple[int, int, int | None]]:
+    """Rows [rows) of an im2col patch (the channels of `pixels`, in order) as maximal runs
+    `(first row, end row, first image element or None for padding)` of contiguous image memory."""
+    height, width = size
+    runs: list[tuple[int, int, int | None]] = []
+    for p, (iy, ix) in enumerate(pixels):
+        start, end = max(p * channels, rows[0]), min((p + 1) * channels, rows[1])
+        if start >= end:
+            continue
+        inside = 0 <= iy < height and 0 <= ix < width
+        element = (iy * width + ix) * channels + start - p * channels if inside else None
+        if runs:
+            last_start, last_end, last = runs[-1]
+            follows = last is not None and element is not None and last + last_end - last_start == element
+            contiguous = follows or (last is None and element is None)
+            if last_end == start and contiguous:
+                runs[-1] = (last_start, end, last)
+                continue
+        runs.append((start, end, element))
+    return runs
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole functions
+# ----------------------------------------------------------------------------------------------
+
+
+def weight_matrix(value: SSAValue) -> np.ndarray:
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
+        raise pass_error("pim-codegen", "crossbar weights must be constants")
+    return dense_array(owner.value)
+
+
+def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
+    senders: dict[SSAValue, int] = {}
+    receivers: dict[SSAValue, int] = {}
+    for core in cores:
+        for op in core.body.block.ops:
+            if isinstance(op, spat.ChannelSendOp):
+                senders[op.channel] = core.get_core_id()
+            elif isinstance(op, spat.ChannelReceiveOp):
+                receivers[op.channel] = core.get_core_id()
+    peers = {}
+    for channel, sender in senders.items():
+        if channel not in receivers:
+            raise pass_error("pim-codegen", "a channel is sent on but never received")
+        if receivers[channel] == sender:
+            raise pass_error("pim-codegen", f"core {sender} sends to itself")
+        peers[channel] = (sender, receivers[channel])
+    return peers
+
+
+def global_buffers(cores: list[pim.CoreOp], element_bytes: int) -> dict[SSAValue, int]:
+    """Byte addresses of the global buffers the cores load from or store to, in order of use."""
+    addresses: dict[SSAValue, int] = {}
+    top = 0
+    for core in cores:
+        for op in core.body.block.ops:
+            if isinstance(op, pim.LoadOp | pim.StoreOp) and op.global_ not in addresses:
+                addresses[op.global_] = top
+                top += num_elements(shape_of(op.global_)) * element_bytes
+    return addresses
+
+
+def data_element_bytes(cores: list[pim.CoreOp]) -> int:
+    """Bytes per element of the data the cores compute on (one width for the whole program)."""
+    widths = {
+        element_bits(r)
+        for core in cores
+        for op in core.body.block.ops
+        for r in op.results
+        if isinstance(r.type, TensorType | MemRefType)
+    }
+    if len(widths) > 1:
+        raise pass_error("pim-codegen", f"the cores mix element widths {sorted(widths)}")
+    return (widths.pop() if widths else 32) // 8
+
+
+def generate(function: func.FuncOp) -> list[pim.CoreCode]:
+    """The instruction streams of `function`'s cores (whose ids must be 0..N-1), in id order; the
+    global buffers get their addresses (`pim.address`). The cores' bodies are left as they are."""
+    cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
+    ids = [c.get_core_id() for c in cores]
+    if ids != list(range(len(cores))):
+        raise pass_error("pim-codegen", f"core ids must be 0..{len(cores) - 1}, got {ids}")
+    element_bytes = data_element_bytes(cores)
+    addresses = global_buffers(cores, element_bytes)
+    for value, address in addresses.items():
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
+    peers = channel_peers(cores)
+    codes = []
+    for core in cores:
+        codegen = CoreCodegen(core, addresses, peers, element_bytes)
+        stream = codegen.run([weight_matrix(w) for w in core.weights])
+        codes.append(pim.CoreCode(core, stream, codegen.top))
+    return codes
+
+
+def replace_bodies(codes: list[pim.CoreCode]) -> None:
+    """Each core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
+    local memory. The ops go into a detached block first: attaching millions of ops to a nested
+    block would check each against all the block's ancestors."""
+    with cyclic_collector_paused():
+        for code in codes:
+            body = code.core.body
+            old = body.block
+            body.detach_block(old)
+            old.erase(safe_erase=False)
+            body.add_block(Block([*code.stream, pim.HaltOp()]))
+            code.core.attributes[pim.LOCAL_BYTES] = IntegerAttr(code.local_bytes, i64)
+
+
+@contextmanager
+def cyclic_collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: building millions of instruction ops would
+    otherwise trigger full collections that traverse the growing IR again and again (a third of
+    the pass's time on ResNet-18). Reference counting still frees everything it can."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:
+    """Functions with cores still to generate code for (not yet instruction-level)."""
+    return [
+        function
+        for function in functions_holding(module, pim.CoreOp)
+        if not any(isinstance(c, pim.CoreOp) and c.is_instruction_level() for c in function.body.block.ops)
+    ]
+
+
+@dataclass(frozen=True)
+class PimCodegenPass(ModulePass):
+    """Unwrap the bufferized cores into pimsim-nn instruction ops, placing the global buffers."""
+
+    name = "pim-codegen"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in functions_with_cores(op):
+            replace_bodies(generate(function))

@@ -1,0 +1,177 @@
+"""`spatial-mapping`: replicate the computes that bound the pipeline and place every replica on a core.
+
+A mapping strategy (`transforms/pim/mapping/`: `greedy`, `ga`) chooses, for the chip's `cores` cores
+of `crossbars-per-core` crossbars, how many replicas each `spat.compute` gets and the core of each,
+from each compute's time on the `chip` (`compute_cost`: the performance model's instruction
+latencies), so that the busiest core's time, the pipeline's stage time, is smallest. A compute
+with `r` replicas is split into `r` computes on `r` bands of its output rows (`mapping/bands.py`),
+each holding a copy of its weights; its consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
+`spatial-to-pim` follows. Since the replicas of a layer run on different cores, and every core runs
+its computes in program order with blocking transfers, layers on different cores work concurrently
+on successive bands. The function gets a `spat.mapping` attribute summing up the mapping.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import SSAValue
+
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
+from cimxdsl.device.latency import Latencies
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.common.options import ChoicePass
+from cimxdsl.transforms.pim.mapping import (
+    Mapping,
+    MappingProblem,
+    Strategy,
+    compute_cost,
+    genetic_mapping,
+    greedy_mapping,
+    place,
+    unreplicated,
+)
+from cimxdsl.transforms.pim.mapping.bands import (
+    Piece,
+    band_bounds,
+    can_split,
+    needed_rows,
+    rewire_consumer,
+    rows_of,
+    split_compute,
+)
+
+CORE = "core"
+"""The discardable attribute of a `spat.compute` naming the core `spatial-to-pim` puts it on."""
+SUMMARY = "spat.mapping"
+"""The discardable attribute of a mapped function: the mapping in one line."""
+
+
+def band_cost(compute: spat.ComputeOp, band: tuple[int, int], latencies: Latencies) -> float:
+    """The time of the band `band` of `compute` (the rows its windows need included)."""
+    needed = needed_rows(compute, band)
+    assert needed is not None
+    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
+
+
+def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -> Mapping:
+    if strategy == "greedy":
+        return greedy_mapping(problem)
+    if strategy == "ga":
+        return genetic_mapping(problem, budget_s)
+    return unreplicated(problem)
+
+
+def map_function(
+    function: func.FuncOp, strategy: Strategy, cores: int, per_core: int, budget_s: float, chip: ChipConfig
+) -> None:
+    latencies = Latencies(chip)
+    block = function.body.block
+    computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
+    crossbars = tuple(len(c.weights) for c in computes)
+    if cores == 0:  # as many as the program needs (placed): no room for replicas
+        cores = -(-sum(crossbars) // per_core)
+        ones = (1,) * len(crossbars)
+        while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
+            cores += 1
+    @functools.cache
+    def replica_cost(i: int, replicas: int) -> float:
+        """The busiest band: the first or last (their padding) or the widest inner one."""
+        compute = computes[i]
+        if replicas == 1:
+            return compute_cost(compute, latencies=latencies)
+        bands = band_bounds(rows_of(compute.outputs[0]), replicas)
+        widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
+        return max(band_cost(compute, band, latencies) for band in {bands[0], widest, bands[-1]})
+
+    problem = MappingProblem(
+        tuple(replica_cost(i, 1) for i in range(len(computes))),
+        crossbars,
+        tuple(can_split(c) for c in computes),
+        cores,
+        per_core,
+        replica_cost,
+    )
+    try:
+        mapping = map_computes(problem, strategy, budget_s)
+    except ValueError as e:
+        raise pass_error("spatial-mapping", str(e)) from None
+    apply_mapping(computes, mapping)
+    before = unreplicated(problem).bottleneck
+    replicated = [r for r in mapping.replicas if r > 1]
+    summary = (
+        f"{strategy} mapping on {cores} cores of {per_core} crossbars: {len(replicated)} computes replicated "
+        f"(up to {max(replicated, default=1)}x), {sum(w * r for w, r in zip(crossbars, mapping.replicas))} crossbars, "
+        f"busiest core {mapping.bottleneck / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
+        f"{before / 1e6:.3g} ms)"
+    )
+    function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
+
+
+def apply_mapping(computes: list[spat.ComputeOp], mapping: Mapping) -> None:
+    """Split the replicated computes into bands, rewire their consumers, set every compute's core."""
+    pieces: dict[SSAValue, list[Piece]] = {}
+    old: list[spat.ComputeOp] = []
+    for compute, replicas, cores in zip(computes, mapping.replicas, mapping.cores, strict=True):
+        if replicas > 1:
+            bands = band_bounds(rows_of(compute.outputs[0]), replicas)
+            new = split_compute(compute, bands, pieces)
+        else:
+            new = [rewire_consumer(compute, pieces)]
+        for replica, core in zip(new, cores, strict=True):
+            replica.attributes[CORE] = IntegerAttr(core, i64)
+        if new[0] is not compute:
+            compute.parent_block().insert_ops_before(new, compute)  # pyright: ignore[reportOptionalMemberAccess]
+            if replicas == 1:
+                for a, b in zip(compute.outputs, new[0].outputs, strict=True):
+                    a.replace_all_uses_with(b)
+            old.append(compute)
+    for compute in reversed(old):
+        compute.detach()
+        compute.erase(safe_erase=False)
+
+
+def mapping_summaries(module: ModuleOp) -> list[str]:
+    """The `spat.mapping` summaries of the module's functions."""
+    summaries = []
+    for op in module.walk():
+        summary = op.attributes.get(SUMMARY)
+        if isinstance(summary, StringAttr):
+            summaries.append(summary.data)
+    return summaries
+
+
+@dataclass(frozen=True)
+class SpatialMappingPass(ChoicePass):
+    """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
+    seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
+    crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
+    TOML/JSON file, `cimxdsl.device.chip`)."""
+
+    name = "spatial-mapping"
+
+    strategy: Strategy = "greedy"
+    cores: int = 0
+    crossbars_per_core: int = 16
+    budget: float = 10.0
+    chip: str = "pimcomp"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            chip = load_chip_config(self.chip)
+        except ChipConfigError as e:
+            raise pass_error(self.name, str(e)) from None
+        self.map(op, chip)
+
+    def map(self, op: ModuleOp, chip: ChipConfig) -> None:
+        """The mapping with the computes timed on `chip` (rather than the `chip` option's)."""
+        if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
+            raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
+        for function in functions_holding(op, spat.ComputeOp):
+            map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)

@@ -1,0 +1,317 @@
+"""`spatial-to-pim`: assign `spat.compute`s to physical cores (M. Miotti, "Channel-Wise Lowering of ONNX-Based Deep Learning Models for ReRAM Architectures", Master's thesis, Politecnico di Milano, 2025, §4.6).
+
+Computes carrying a `core` attribute (from `spatial-mapping`) go to that core. Otherwise
+computes are merged onto at most `cores` cores of `crossbars-per-core` crossbars each (`cores=0`:
+consecutive computes fill each core in turn, taking as many cores as that needs): with no more
+computes than cores each gets its own core; otherwise consecutive computes (in program order) are
+grouped with as few crossbars per core as still fits, and if contiguous groups cannot fit, computes
+are packed first-fit. A program needing more crossbars than the cores hold is an error that says how
+many it needs.
+
+Each core (`pim.core`, its weights the concatenation of its computes' weights, `apply_filters`
+indices shifted accordingly) runs the bodies of its computes in program order. Values between
+computes on different cores travel through a fresh channel: a `spat.channel_send` on the producer
+core and the matching `spat.channel_receive` on the consumer core, both placed at the consumer's
+position in program order. Since every core follows one global order and each transfer is a single
+step of it, the blocking transfers cannot deadlock. Function-level values a compute reads
+(function inputs, constants) become global-memory buffers (`bufferization.to_buffer`) loaded with
+`pim.load`; compute results the host uses are stored with `pim.store` into global buffers
+(`memref.alloc`) read back with `bufferization.to_tensor` after the cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import bufferization, func, memref, tensor
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from cimxdsl.device import DeviceConfigError, load_device_config
+from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
+from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
+from cimxdsl.transforms.pim.spatial_mapping import CORE
+
+DEFAULT_CORES = 16
+DEFAULT_CROSSBARS_PER_CORE = 16
+
+
+def contiguous_groups(weights: list[int], capacity: int) -> list[int]:
+    """Group index of each compute when consecutive computes share a core up to `capacity`."""
+    groups, load, group = [], 0, 0
+    for w in weights:
+        if groups and load + w > capacity:
+            group, load = group + 1, 0
+        groups.append(group)
+        load += w
+    return groups
+
+
+def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: str = "") -> list[int]:
+    """The core of each compute, given the crossbars each one holds; `cores = 0` takes as many cores
+    as consecutive computes filling each core need. `largest_layer` describes the layer with the
+    most crossbars, for the error when the program does not fit."""
+    total = sum(weights)
+    largest = max(weights, default=0)
+    if largest > per_core:
+        raise pass_error(
+            "spatial-to-pim",
+            f"a spat.compute holds {largest} crossbars, more than the {per_core} of a core: lower it with "
+            f"cinm-to-spatial{{crossbars-per-compute={per_core}}}",
+        )
+    if cores == 0:
+        return contiguous_groups(weights, per_core)
+    if total > cores * per_core:
+        layer = f" (largest layer: {largest_layer})" if largest_layer else ""
+        raise pass_error(
+            "spatial-to-pim",
+            f"the program needs {total} crossbars{layer}, but {cores} core{'s' if cores != 1 else ''} x {per_core} "
+            f"crossbars per core hold only {cores * per_core}: use at least {-(-total // per_core)} cores",
+        )
+    if len(weights) <= cores:
+        return list(range(len(weights)))
+    for capacity in range(max(-(-total // cores), largest, 1), per_core + 1):
+        groups = contiguous_groups(weights, capacity)
+        if groups[-1] < cores:
+            return groups
+    loads = [0] * cores
+    assignment = []
+    for w in weights:
+        core = next((c for c in range(cores) if loads[c] + w <= per_core), None)
+        if core is None:
+            raise pass_error(
+                "spatial-to-pim",
+                f"the program's {len(weights)} computes ({total} crossbars) cannot be packed onto {cores} cores of "
+                f"{per_core} crossbars; use more cores or cinm-to-spatial{{crossbars-per-compute=...}} with fewer",
+            )
+        loads[core] += w
+        assignment.append(core)
+    return assignment
+
+
+@dataclass(eq=False)
+class CoreBuilder:
+    core_id: int
+    weights: list[SSAValue] = field(default_factory=list)
+    body: list[Operation] = field(default_factory=list)
+
+    def build(self) -> pim.CoreOp:
+        return pim.CoreOp(self.core_id, self.weights, Region(Block([*self.body, pim.HaltOp()])))
+
+
+class PimLowering:
+    def __init__(self, function: func.FuncOp, cores: int, per_core: int):
+        self.function = function
+        self.cores = cores
+        self.per_core = per_core
+        self.produced: dict[SSAValue, tuple[CoreBuilder, SSAValue]] = {}
+        self.received: dict[tuple[SSAValue, CoreBuilder, tuple[int, int] | None], SSAValue] = {}
+        self.input_buffers: dict[SSAValue, Operation] = {}
+        self.output_buffers: dict[SSAValue, tuple[Operation, Operation]] = {}
+        self.channels: list[Operation] = []
+
+    def run(self) -> None:
+        block = self.function.body.block
+        computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
+        weights = [len(c.weights) for c in computes]
+        placed = [c.attributes.get(CORE) for c in computes]
+        if computes and all(isinstance(core, IntegerAttr) for core in placed):
+            assignment = self.placed_cores([core.value.data for core in placed], weights)  # pyright: ignore
+        else:
+            assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
+        order = sorted(set(assignment), key=assignment.index)
+        builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
+        for compute, core in zip(computes, assignment, strict=True):
+            self.place(compute, builders[core])
+        host_ops = [op for op in block.ops if not isinstance(op, spat.ComputeOp)]
+        prologue, epilogue = self.split_host_ops(host_ops, computes)
+        to_tensors = []
+        for result, (_, to_tensor) in self.output_buffers.items():
+            result.replace_all_uses_with(to_tensor.results[0])
+            to_tensors.append(to_tensor)
+        new_order = [
+            *prologue,
+            *self.input_buffers.values(),
+            *(alloc for alloc, _ in self.output_buffers.values()),
+            *self.channels,
+            *(builder.build() for builder in builders.values()),
+            *to_tensors,
+            *epilogue,
+        ]
+        for op in host_ops:
+            op.detach()
+        for compute in reversed(computes):
+            compute.detach()
+            compute.erase(safe_erase=False)
+        block.add_ops(new_order)
+
+    def placed_cores(self, assignment: list[int], weights: list[int]) -> list[int]:
+        """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip."""
+        loads: dict[int, int] = {}
+        for core, w in zip(assignment, weights, strict=True):
+            loads[core] = loads.get(core, 0) + w
+        if (self.cores and len(loads) > self.cores) or max(loads.values()) > self.per_core:
+            raise pass_error(
+                "spatial-to-pim",
+                f"the computes' 'core' attributes use {len(loads)} cores and up to {max(loads.values())} crossbars per "
+                f"core, more than {self.cores or 'any number of'} cores of {self.per_core} crossbars",
+            )
+        return assignment
+
+    def split_host_ops(self, host_ops: list[Operation], computes: list[spat.ComputeOp]) -> tuple[list, list]:
+        """Host ops before the cores (not depending on any compute) and after them."""
+        late: set[SSAValue] = {r for c in computes for r in c.results}
+        prologue, epilogue = [], []
+        for op in host_ops:
+            if isinstance(op, func.ReturnOp) or any(v in late for v in op.operands):
+                epilogue.append(op)
+                late.update(op.results)
+            else:
+                prologue.append(op)
+        for compute in computes:
+            for value in compute.inputs:
+                if value in late and not isinstance(value.owner, spat.ComputeOp):
+                    raise pass_error(
+                        "spatial-to-pim", "a compute reads a value the host computes from other computes' results"
+                    )
+        return prologue, epilogue
+
+    def place(self, compute: spat.ComputeOp, core: CoreBuilder) -> None:
+        offset = len(core.weights)
+        core.weights.extend(compute.weights)
+        for arg in compute.weight_args:
+            if arg.uses:
+                raise pass_error(
+                    "spatial-to-pim", "crossbar weights may only be used through 'spat.apply_filters' indices"
+                )
+        mapping: dict[SSAValue, SSAValue] = {}
+        first_row: dict[SSAValue, int] = {}
+        for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
+            rows = None if operand in self.produced else rows_read(arg)
+            mapping[arg] = self.local_value(operand, core, rows)
+            first_row[arg] = rows[0] if rows is not None else 0
+        terminator = compute.body.block.last_op
+        assert isinstance(terminator, spat.YieldOp)
+        for op in compute.body.block.ops:
+            if op is terminator:
+                break
+            clone = op.clone(value_mapper=mapping)
+            if isinstance(clone, spat.ApplyFiltersOp):
+                indices = [i + offset if i >= 0 else -1 for i in clone.weight_index_list()]
+                clone.properties["weightIndices"] = i64_array(indices)
+            elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
+                clone.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
+            core.body.append(clone)
+        for result, value in zip(compute.results, terminator.values, strict=True):
+            local = mapping.get(value, value)
+            self.produced[result] = (core, local)
+            if any(not isinstance(use.operation, spat.ComputeOp) for use in result.uses):
+                self.store(result, core, local)
+
+    def local_value(self, value: SSAValue, core: CoreBuilder, rows: tuple[int, int] | None = None) -> SSAValue:
+        """`value` on `core`: local, received from its producer core, or loaded from global memory
+        (only its rows `rows` when given)."""
+        key = (value, core, rows)
+        if key in self.received:
+            return self.received[key]
+        if value in self.produced:
+            producer, local = self.produced[value]
+            if producer is core:
+                return local
+            channel = spat.ChannelNewOp()
+            self.channels.append(channel)
+            producer.body.append(spat.ChannelSendOp(local, channel))
+            receive = spat.ChannelReceiveOp(channel, local.type)
+            core.body.append(receive)
+            self.received[key] = receive.result
+        else:
+            if not isinstance(value.type, TensorType):
+                raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
+            buffer = self.input_buffers.get(value)
+            if buffer is None:
+                memref_type = MemRefType(value.type.element_type, value.type.get_shape())
+                buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
+                self.input_buffers[value] = buffer
+            shape = value.type.get_shape()
+            start, end = rows if rows is not None else (0, shape[0])
+            row = num_elements(shape[1:])
+            empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
+            load = pim.LoadOp(buffer.results[0], empty.tensor, start * row, (end - start) * row)
+            core.body += [empty, load]
+            self.received[key] = load.result
+        return self.received[key]
+
+    def store(self, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
+        result_type = result.type
+        assert isinstance(result_type, TensorType)
+        alloc = memref.AllocOp.get(result_type.element_type, shape=result_type.get_shape())
+        core.body.append(pim.StoreOp(local, alloc.memref, 0))
+        to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
+        self.output_buffers[result] = (alloc, to_tensor)
+
+
+def rows_read(arg: SSAValue) -> tuple[int, int] | None:
+    """The rows `[start, end)` of a compute's input that its body reads when it reads it only through
+    `spat.extract_rows` (a band of a replicated layer) and not all of them; None otherwise."""
+    cuts = [use.operation for use in arg.uses]
+    if not cuts or not all(isinstance(cut, spat.ExtractRowsOp) for cut in cuts):
+        return None
+    start = min(cut.offset.value.data for cut in cuts)  # pyright: ignore[reportAttributeAccessIssue]
+    end = max(cut.offset.value.data + shape_of(cut.result)[0] for cut in cuts)  # pyright: ignore
+    return None if (start, end) == (0, shape_of(arg)[0]) else (start, end)
+
+
+def largest_layer(computes: list[spat.ComputeOp]) -> str:
+    """`name (N crossbars)` of the layer with the most crossbars, from the weights' `origin`."""
+    per_layer: dict[str, int] = {}
+    for compute in computes:
+        for weight in compute.weights:
+            origin = weight.owner.attributes.get(ORIGIN) if isinstance(weight.owner, Operation) else None
+            if isinstance(origin, StringAttr):
+                name = origin.data.split(":")[0]
+                per_layer[name] = per_layer.get(name, 0) + 1
+    if not per_layer:
+        return ""
+    name = max(per_layer, key=lambda n: per_layer[n])
+    return f"{name}, {per_layer[name]} crossbars"
+
+
+def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[int, int]:
+    default_cores, default_per_core = DEFAULT_CORES, DEFAULT_CROSSBARS_PER_CORE
+    if device:
+        try:
+            config = load_device_config(device)
+        except DeviceConfigError as e:
+            raise pass_error("spatial-to-pim", str(e)) from None
+        default_cores, default_per_core = config.cores, config.crossbars_per_core
+    cores = cores if cores is not None else default_cores
+    per_core = per_core if per_core is not None else default_per_core
+    if cores < 0 or per_core < 1:
+        raise pass_error(
+            "spatial-to-pim", "cores must be positive (0: as many as needed) and crossbars-per-core positive"
+        )
+    return cores, per_core
+
+
+@dataclass(frozen=True)
+class SpatialToPimPass(ModulePass):
+    """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
+    16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
+    cores and global-memory loads and stores for the host's values."""
+
+    name = "spatial-to-pim"
+
+    cores: int | None = None
+    crossbars_per_core: int | None = None
+    device: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
+        for function in functions_holding(op, spat.ComputeOp):
+            PimLowering(function, cores, per_core).run()
