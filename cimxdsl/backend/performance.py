@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from cimxdsl.backend.artifacts import Artifacts
+from cimxdsl.backend.pimsim_config import mesh_hops as hops
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.latency import Latencies, mvm_cycles_and_energy
 from cimxdsl.dialects import pim
@@ -82,13 +83,6 @@ class PerformanceEstimate:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def hops(chip: ChipConfig, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
-    """Mesh hops between cores `a` and `b`."""
-    a, b = np.asarray(a), np.asarray(b)
-    columns = chip.mesh_columns
-    return np.abs(a // columns - b // columns) + np.abs(a % columns - b % columns)
 
 
 @dataclass

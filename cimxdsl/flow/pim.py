@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import PassFailedException
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
 from cimxdsl.backend.emit import artifacts_of_code
 from cimxdsl.backend.performance import PerformanceError, estimate
+from cimxdsl.backend.pimsim_config import SIM_MODES, SimMode, write_pimsim_config
 from cimxdsl.data_io import InputSpec, onnx_inputs
 from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
@@ -73,6 +74,8 @@ def compile_to_pim(
     mapping: Strategy = "none",
     mapping_budget: float = 10.0,
     chip: ChipConfig | None = None,
+    pimsim_mode: SimMode = "latency",
+    pimsim_time: float = 100.0,
 ) -> dict[str, Any]:
     """Lower `module` (linalg or cinm level, in place, up to `pim-bufferize`; the cores' code stays in
     the artifacts, packed, rather than becoming IR ops) to pimsim-nn artifacts in `out_dir` (if given)
@@ -81,8 +84,11 @@ def compile_to_pim(
     instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time
     per stage and, with a `chip`, the performance estimate (`performance`); `packing` is
     `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
-    `spatial-mapping`'s strategy. Raises `PassFailedException` with a one-line message when the
-    program cannot be compiled (e.g. it needs more crossbars than given)."""
+    `spatial-mapping`'s strategy. With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
+    is written beside the artifacts (`pimsim_config.json`, `sim_mode` from `pimsim_mode`: `latency`
+    or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
+    `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
+    more crossbars than given)."""
     ctx = Context()
     automatic = cores is None and chip is not None
     if chip is not None and crossbars_per_core is None:
@@ -125,6 +131,8 @@ def compile_to_pim(
     if out_dir is not None:
         begin = time.perf_counter()
         write_artifacts(out_dir, artifacts)
+        if chip is not None:
+            write_pimsim_config(out_dir, chip, len(artifacts.cores), pimsim_mode, pimsim_time)
         times["write-artifacts"] = time.perf_counter() - begin
     times["total"] = time.perf_counter() - start
     performance = None
@@ -181,7 +189,17 @@ def pim_unsupported(model: onnx.ModelProto) -> str | None:
     return None
 
 
-PIM_OPTIONS = ("cores", "crossbars_per_core", "out_dir", "packing", "mapping", "mapping_budget", "chip")
+PIM_OPTIONS = (
+    "cores",
+    "crossbars_per_core",
+    "out_dir",
+    "packing",
+    "mapping",
+    "mapping_budget",
+    "chip",
+    "pimsim_mode",
+    "pimsim_time",
+)
 """The keyword options of `compile_pim` that `compile(target="pim")` and `cim-compile --target pim`
 forward as given (the defaults are `compile_pim`'s)."""
 
@@ -197,19 +215,27 @@ def compile_pim(
     mapping: str = "none",
     mapping_budget: float = 10.0,
     chip: str | Path | ChipConfig = "pimcomp",
+    pimsim_mode: str = "latency",
+    pimsim_time: float = 100.0,
 ) -> PimModel:
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
     chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
     default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
-    seconds, see `spatial-mapping`). The report includes the chip's performance estimate
+    seconds, see `spatial-mapping`). The artifact directory also gets pimsim-nn's configuration of the
+    chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
+    images with `"throughput"`). The report includes the chip's performance estimate
     (`performance`)."""
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     try:
         chip_config = load_chip_config(chip)
     except ChipConfigError as e:
         raise CompileError(str(e)) from None
+    if pimsim_mode not in SIM_MODES:
+        raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
+    if not pimsim_time > 0:
+        raise CompileError(f"pimsim_time must be a positive number of ms, got {pimsim_time!r}")
     notes: list[str] = []
     onnx_model = load_model(model)
     specs = onnx_inputs(onnx_model)
@@ -232,6 +258,8 @@ def compile_pim(
             mapping=mapping,
             mapping_budget=mapping_budget,
             chip=chip_config,
+            pimsim_mode=pimsim_mode,  # pyright: ignore[reportArgumentType]
+            pimsim_time=pimsim_time,
         )
     except (PassFailedException, PerformanceError) as e:
         raise CompileError(str(e)) from None

@@ -212,6 +212,15 @@ def main(args: Sequence[str] | None = None) -> None:
         help="time budget of the ga mapping search (default 10); past it, the best mapping so far",
     )
     parser.add_argument(
+        "--pimsim-mode",
+        choices=["latency", "throughput"],
+        help="--target pim: the sim_mode of the pimsim-nn configuration written beside the artifacts "
+        "(pimsim_config.json): one image (latency, the default) or --pimsim-time ms of streamed images",
+    )
+    parser.add_argument(
+        "--pimsim-time", type=float, metavar="MS", help="simulated time of pimsim-nn's throughput mode (default 100)"
+    )
+    parser.add_argument(
         "--device", default=DEFAULT_DEVICE, help=f"a device preset or TOML file (default: {DEFAULT_DEVICE})"
     )
     parser.add_argument("--crossbars", type=int, help="crossbars per layer (default: min(device, 64))")
