@@ -73,9 +73,7 @@ def test_the_network_table_counts_mesh_hops():
 
 def test_compile_writes_the_config_beside_the_artifacts(tmp_path):
     out = tmp_path / "artifacts"
-    cimxdsl.compile(
-        DIGITS, target="pim", chip="pimsim-nn", out_dir=out, pimsim_mode="throughput", pimsim_time=3.0
-    )
+    cimxdsl.compile(DIGITS, target="pim", chip="pimsim-nn", out_dir=out, pimsim_mode="throughput", pimsim_time=3.0)
     config = json.loads((out / "pimsim_config.json").read_text())
     network = config["chip_config"]["network_config"]
     assert json.loads((out / network["net_config_file_path"]).read_text())["latency"]["0"]["1"] > 0
