@@ -13,7 +13,7 @@ import argparse
 
 import numpy as np
 
-from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.device import Device, DeviceConfig, calibrate_tile
 
 BITS = range(4, 13)
 BASE = DeviceConfig(
@@ -26,13 +26,7 @@ def relative_error(config: DeviceConfig, problems) -> float:
     """‖Y − X·W‖ / ‖X·W‖ of the device over the problems (W, X, calibration rows)."""
     error = signal = 0.0
     for w, x, calibration in problems:
-        spans = None
-        if config.static_adc:
-            recorder = Device(config, calibrating=True)
-            recorder.write(0, w)
-            recorder.mvm(0, calibration)
-            spans = recorder.adc_spans
-        device = Device(config, adc_spans=spans)
+        device = Device(config, adc_spans=calibrate_tile(config, w, calibration) if config.static_adc else None)
         device.write(0, w)
         exact = x @ w
         error += float(np.sum((device.mvm(0, x) - exact) ** 2.0))

@@ -15,6 +15,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from cimxdsl import storage
 from cimxdsl.data_io import InputError, InputSpec, check_inputs, function_inputs
 from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.device.config import CALIBRATION_FIELDS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram
 from cimxdsl.interpreters import Program, RunResult, entry_function, result_names, run
@@ -140,16 +141,32 @@ class CompiledModel(OnnxFace):
         return self.programs[stage]
 
     def static_adc_spans(self, config: DeviceConfig) -> dict:
-        """The spans of a static ADC range: the calibration inputs run once on the nominal device."""
+        """The spans of a static ADC range: the calibration inputs run once on the nominal device
+        (or the spans a saved model holds for devices that agree on `CALIBRATION_FIELDS`)."""
         key = config.calibration_key
         if key not in self.adc_spans:
             if self.calibration_inputs is None:
-                raise CompileError(f"device '{config.name}' has a static ADC range: compile with calibration data")
+                raise CompileError(self._uncalibrated(config))
             recorder = Device(config.nominal, calibrating=True)
             for sample in self.calibration_inputs:
                 self.program()([np.asarray(x, np.float32) for x in sample], recorder)
             self.adc_spans[key] = recorder.adc_spans
         return self.adc_spans[key]
+
+    def _uncalibrated(self, config: DeviceConfig) -> str:
+        """Why `config`'s static ADC range has no spans, in one line naming the key."""
+        start = f"device '{config.name}': 'adc_range' = '{config.adc_range}' is a static ADC range"
+        if not self.adc_spans:
+            return f"{start}: compile with calibration data"
+        key = config.calibration_key
+        # the calibration the model holds that differs from this device in the fewest fields
+        held = min(self.adc_spans, key=lambda other: sum(a != b for a, b in zip(other, key, strict=True)))
+        differ = [
+            f"'{f}' = {ours!r} (calibrated: {theirs!r})"
+            for f, ours, theirs in zip(CALIBRATION_FIELDS, key, held, strict=True)
+            if ours != theirs
+        ]
+        return f"{start}, and the model was not calibrated for {', '.join(differ)} and holds no calibration inputs"
 
     def __call__(self, *inputs: np.ndarray | Mapping[str, np.ndarray]) -> np.ndarray | list[np.ndarray]:
         """Run the lowered program on the device; one output array, or a list of them. The inputs in
@@ -198,7 +215,16 @@ class CompiledModel(OnnxFace):
 
     def save(self, path: str | Path) -> None:
         """Write a `.cimx` file (`cimxdsl.storage`): the IR of every stage as text, the device, the
-        options and the calibration inputs. No pickle."""
+        options, the calibration inputs and the static ADC spans recorded on them (for the model's
+        own device, if it has a static range, and every device calibrated so far). No pickle."""
+        if self.device.static_adc and self.calibration_inputs is not None:
+            self.static_adc_spans(self.device)
+        calibrations = list(self.adc_spans)
+        spans = {
+            f"{i}_{tile.hex()}": span
+            for i, key in enumerate(calibrations)
+            for tile, span in self.adc_spans[key].items()
+        }
         manifest = {
             "device": self.device.to_dict(),
             "options": self.options,
@@ -206,20 +232,29 @@ class CompiledModel(OnnxFace):
             "name": self.name,
             "input_names": self.input_names,
             "output_names": self.output_names,
+            "adc_spans": [dict(zip(CALIBRATION_FIELDS, key, strict=True)) for key in calibrations],
         }
-        storage.write(path, manifest, {stage: self.mlir(stage) for stage in self.stages}, self.calibration_inputs)
+        stages = {stage: self.mlir(stage) for stage in self.stages}
+        storage.write(path, manifest, stages, self.calibration_inputs, spans)
 
 
 def load(path: str | Path) -> CompiledModel:
     """Read a model written by `CompiledModel.save`."""
     try:
-        manifest, stages, calibration = storage.read(path)
+        manifest, stages, calibration, spans = storage.read(path)
     except storage.ModelFileError as e:
         raise CompileError(str(e)) from None
     names = {k: manifest[k] for k in ("name", "input_names", "output_names") if k in manifest}
     device = DeviceConfig.from_dict(manifest["device"])
     model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []), **names)
     model.calibration_inputs = calibration
+    # the spans of each calibration, by the fields it was recorded for (one that lacks a field is skipped)
+    keys = [tuple(fields.get(f) for f in CALIBRATION_FIELDS) for fields in manifest.get("adc_spans", [])]
+    for name, span in spans.items():
+        index, tile = name.split("_", 1)
+        key = keys[int(index)]
+        if None not in key:
+            model.adc_spans.setdefault(key, {})[bytes.fromhex(tile)] = span
     return model
 
 

@@ -19,7 +19,7 @@ from cimxdsl.device.config import (
     preset,
 )
 from cimxdsl.device.crossbar import Tile, adc_convert, crossbar_matmul, program_tile, tile_mvm
-from cimxdsl.device.device import Device
+from cimxdsl.device.device import Device, calibrate_tile
 from cimxdsl.device.metrics import COMPONENTS, COUNTERS
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Tile",
     "adc_convert",
     "adc_energy_pj",
+    "calibrate_tile",
     "crossbar_matmul",
     "load_device_config",
     "preset",

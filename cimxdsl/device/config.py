@@ -35,10 +35,11 @@ from cimxdsl.device.settings import Schema, did_you_mean, is_file_spec, setting
 
 ENCODINGS = ("differential", "offset")
 SUBTRACTIONS = ("digital", "analog")
-ADC_RANGES = ("full", "full_pow2", "calibrated", "static_array", "static_column")
-STATIC_RANGES = ("static_array", "static_column")
-INPUT_ENCODINGS = ("offset", "twos_complement", "sign_magnitude")
+ADC_RANGES = ("full", "full_pow2", "calibrated", "static_array", "static_slice", "static_column")
+STATIC_RANGES = ("static_array", "static_slice", "static_column")
+INPUT_ENCODINGS = ("offset", "twos_complement", "sign_magnitude", "bipolar")
 PROG_NOISE_MODELS = ("proportional", "independent", "table")
+PROG_NOISE_CLIPS = ("auto", "zero", "both")
 MAX_BITS = 32
 
 # TOML files may group keys in these tables; they are flattened before validation.
@@ -59,6 +60,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "prog_noise",
         "prog_noise_model",
         "prog_noise_table",
+        "prog_noise_clip",
         "read_noise",
         "stuck_on_rate",
         "stuck_off_rate",
@@ -106,9 +108,9 @@ class DeviceConfig:
     Noise model (docs/device-model.md): programming error is drawn when a cell is written and
     frozen, by `prog_noise_model`: `proportional` g·(1 + prog_noise·N), `independent`
     g + prog_noise·G_max·N on every cell, or `table` g + prog_noise_table[level]·G_max·N (one σ
-    per conductance level); `read_noise` the relative std of every cell's current at every read;
-    `stuck_on_rate` / `stuck_off_rate` the fractions of cells stuck at the highest / lowest level;
-    conductances drift as (drift_time_s / 1 s) ** -drift_nu.
+    per conductance level), then clipped by `prog_noise_clip`; `read_noise` the relative std of
+    every cell's current at every read; `stuck_on_rate` / `stuck_off_rate` the fractions of cells
+    stuck at the highest / lowest level; conductances drift as (drift_time_s / 1 s) ** -drift_nu.
     """
 
     name: str = "custom"
@@ -126,13 +128,15 @@ class DeviceConfig:
     adc_bits: int = setting(0, low=0, high=MAX_BITS, expected=f"an integer from 0 (lossless) to {MAX_BITS}")
     adc_range: str = setting("full", choices=ADC_RANGES)
     """`full`: the true largest column sum; `full_pow2`: that rounded up to a power of two;
-    `calibrated`: the largest sum of each read (idealised); `static_array` / `static_column`: a
-    span per array / per column fixed from a calibration set (see docs/device-model.md)."""
+    `calibrated`: the largest sum of each read (idealised); `static_array` / `static_slice` /
+    `static_column`: a span per array / per weight slice / per column fixed from a calibration set
+    (see docs/device-model.md)."""
     encoding: str = setting("differential", choices=ENCODINGS)
     input_encoding: str = setting("offset", choices=INPUT_ENCODINGS)
-    """How signed inputs reach the unsigned DACs: `offset` (x + 2**(input_bits-1)),
+    """How signed inputs reach the DACs: unsigned DACs with `offset` (x + 2**(input_bits-1)),
     `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
-    the positive and one for the negative entries)."""
+    the positive and one for the negative entries); or `bipolar` DACs, which drive each row at
+    ±(the digit of |x|) in one pass, read by signed ADCs."""
     subtraction: str = setting("digital", choices=SUBTRACTIONS)
     """Where a differential pair is subtracted: `digital` after one ADC per array (Reißmann 2024, §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
@@ -143,6 +147,9 @@ class DeviceConfig:
     prog_noise_table: tuple[float, ...] = setting(
         (), low=0, expected="a list of non-negative numbers (one σ per conductance level, in units of G_max)"
     )
+    prog_noise_clip: str = setting("auto", choices=PROG_NOISE_CLIPS)
+    """Where a programmed conductance is clipped: `zero` at 0 only, `both` to [0, G_max], `auto`
+    by the model (`proportional` at 0, `independent` and `table` to [0, G_max])."""
     read_noise: float = 0.0
     stuck_on_rate: float = setting(0.0, low=0, high=1)
     stuck_off_rate: float = setting(0.0, low=0, high=1)
@@ -234,7 +241,8 @@ class DeviceConfig:
         """Input digits (DAC passes) sent over time per input row, by `input_encoding`:
         offset ceil(input_bits / dac_bits); twos_complement ceil((input_bits - 1) / dac_bits) + 1
         (the sign bit alone); sign_magnitude the same as offset per pass, two passes for a row with
-        a negative entry (`mvm_events` counts them)."""
+        a negative entry (`mvm_events` counts them); bipolar the same as offset (the digits of
+        |x|, each driven with the row's sign)."""
         if self.input_encoding == "twos_complement":
             return -(-(self.input_bits - 1) // self.dac_bits) + 1
         return -(-self.input_bits // self.dac_bits)
@@ -250,6 +258,11 @@ class DeviceConfig:
         return self.subtraction == "analog" and self.arrays_per_crossbar == 2
 
     @property
+    def signed_adc(self) -> bool:
+        """Whether the ADCs convert signed sums: a pair's difference, or the sums of bipolar inputs."""
+        return self.analog_subtraction or self.input_encoding == "bipolar"
+
+    @property
     def tile_shape(self) -> tuple[int, int]:
         """(max K, max N) of a weight tile one logical crossbar holds."""
         return tile_shape(self.rows, self.cols, self.cells_per_weight)
@@ -261,7 +274,8 @@ class DeviceConfig:
 
     @property
     def static_adc(self) -> bool:
-        """Whether the ADC spans come from a calibration set (`static_array` / `static_column`)."""
+        """Whether the ADC spans come from a calibration set (`static_array` / `static_slice` /
+        `static_column`)."""
         return self.adc_range in STATIC_RANGES and not self.lossless_adc
 
     @property
@@ -272,6 +286,7 @@ class DeviceConfig:
             prog_noise=0.0,
             prog_noise_model="proportional",
             prog_noise_table=(),
+            prog_noise_clip="auto",
             read_noise=0.0,
             stuck_on_rate=0.0,
             stuck_off_rate=0.0,
@@ -307,6 +322,8 @@ class DeviceConfig:
         noise = {f: getattr(self, f) for f in noise_fields if getattr(self, f)}
         if self.prog_noise_model == "table" and any(self.prog_noise_table):
             noise["prog_noise_table"] = list(self.prog_noise_table)
+        if self.prog_noise_clip != "auto" and ("prog_noise" in noise or "prog_noise_table" in noise):
+            noise["prog_noise_clip"] = self.prog_noise_clip
         if "drift_nu" in noise:
             noise["drift_time_s"] = self.drift_time_s
         return {

@@ -6,31 +6,34 @@ For a K×N integer weight tile W and input rows x:
   `offset`: one array holds V = W + c, with c = 0 for a tile without negative weights and
   c = 2**(weight_bits-1) otherwise. Each stored magnitude is cut into J = cells_per_weight slices of
   cell_bits bits on neighbouring columns (column n*J + j holds slice j of weight n).
-- Inputs (`input_encoding`) are sent as unsigned dac_bits-bit digits, one per cycle ("planes"), each
-  with a signed shift-and-add weight. `offset`: a row with a negative entry is sent as
+- Inputs (`input_encoding`) are sent as dac_bits-bit digits, one per cycle ("planes"), each with a
+  signed shift-and-add weight; the digits are unsigned but for a bipolar DAC. `offset`: a row with a negative entry is sent as
   u = x + o, o = 2**(input_bits-1), a non-negative row as u = x, and o·Σ_k W_k is subtracted
   digitally with the nominal weights. `twos_complement`: the low input_bits-1 bits of the pattern in
   digits, then the sign bit alone in a pass of its own, sent at the DAC level it has within its digit
   (2**p, p = (input_bits-1) mod dac_bits) and weighted -2**(input_bits-1-p) (+ for an unsigned row).
   `sign_magnitude`: the digits of max(x, 0), then those of max(-x, 0) subtracted (the second pass
-  only for rows with a negative entry).
+  only for rows with a negative entry). `bipolar`: a signed DAC drives each row at sign(x) times
+  the digit of |x|, one pass per digit, and signed ADCs convert the sums.
 - Per (plane p, weight slice j) each array's column sums go through the ADC, then shift-and-add:
   y = Σ_p Σ_j scale_p 2**(j*cell_bits) ADC(d_p · G_j); the pair is subtracted (with `subtraction =
   "analog"` the pair's sums are subtracted first and one signed ADC converts the difference). The
   weight offset is corrected digitally: x @ W = y - c·Σ_k x_k.
 
-ADC: an n-bit converter with L = 2**n - 1 steps above zero (signed: L = 2**(n-1) - 1 each side) over
-a span F: level = round_half_even(sum · L / F), saturated, read back as level · F / L. F is the
-largest possible column sum (`full`), that rounded up to a power of two (`full_pow2`, then
-F / L is the power-of-two step 2**max(0, m - n)), the largest sum of the read (`calibrated`,
-idealised), or a span per array or per column measured on a calibration set (`static_array`,
-`static_column`). A span below L is widened to L (step 1): noiseless sums are integers, so such an
-ADC is exact. n = 0 means lossless.
+ADC: an n-bit converter with L = 2**n - 1 steps above zero (signed, for a pair's difference or
+bipolar inputs: L = 2**(n-1) - 1 each side) over a span F: level = round_half_even(sum · L / F),
+saturated, read back as level · F / L. F is the largest possible column sum (`full`), that rounded
+up to a power of two (`full_pow2`, then F / L is the power-of-two step 2**max(0, m - n)), the
+largest sum of the read (`calibrated`, idealised), or a span per array, per weight slice or per
+column measured on a calibration set (`static_array`, `static_slice`, `static_column`). A span
+below L is widened to L (step 1): noiseless sums are integers, so such an ADC is exact. n = 0
+means lossless.
 
 Noise: programming error per cell, frozen in the `Tile` (`prog_noise_model`: proportional,
-independent of the level, or a σ per level), stuck cells (highest / lowest level), power-law drift,
-and read noise: every cell's current gets an independent relative error at every read; the
-column's summed error is drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
+independent of the level, or a σ per level; clipped at 0, or to [0, G_max], by
+`prog_noise_clip`), stuck cells (highest / lowest level), power-law drift, and read noise: every
+cell's current gets an independent relative error at every read; the column's summed error is
+drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
 """
 
 from __future__ import annotations
@@ -126,26 +129,28 @@ def program_tile(
 
 def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
     """Add the programming error of `prog_noise_model` to nominal cell levels `g` in place:
-    proportional g·(1 + σN) clipped at 0; independent g + σ·G_max·N and table
-    g + σ[level]·G_max·N, clipped to [0, G_max] (G_max = 2**cell_bits - 1, the top level)."""
+    proportional g·(1 + σN); independent g + σ·G_max·N; table g + σ[level]·G_max·N
+    (G_max = 2**cell_bits - 1, the top level). Then clipped at 0, and at G_max by
+    `prog_noise_clip` ("auto": all but proportional)."""
     model, top = config.prog_noise_model, 2**config.cell_bits - 1
     if model == "proportional":
-        if config.prog_noise:
-            g *= 1 + config.prog_noise * rng.standard_normal(g.shape)
-            np.maximum(g, 0, out=g)
-        return
-    if model == "independent" and not config.prog_noise:
-        return
-    sigma = config.prog_noise if model == "independent" else np.asarray(config.prog_noise_table)[g.astype(np.int64)]
-    g += sigma * top * rng.standard_normal(g.shape)
-    np.clip(g, 0, top, out=g)
+        if not config.prog_noise:
+            return
+        g *= 1 + config.prog_noise * rng.standard_normal(g.shape)
+    else:
+        if model == "independent" and not config.prog_noise:
+            return
+        sigma = config.prog_noise if model == "independent" else np.asarray(config.prog_noise_table)[g.astype(np.int64)]
+        g += sigma * top * rng.standard_normal(g.shape)
+    clip = config.prog_noise_clip
+    np.clip(g, 0, top if clip == "both" or (clip == "auto" and model != "proportional") else None, out=g)
 
 
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """`g`, or — for a noiseless full-scale ADC with a step above 1 and without analog subtraction —
     `g` scaled so that the product yields what the ADC rounds: sum ÷ step for `full_pow2` (exact: a
     power of two), sum · L for `full` (exact while below the mantissa; the ADC then divides by F)."""
-    num, den = _full_scale_ratio(config, signed=False)
+    num, den = _full_scale_ratio(config, config.signed_adc)
     full = config.adc_bits and config.adc_range in ("full", "full_pow2")
     if not (config.noiseless and full and not config.analog_subtraction and den > num):
         return g
@@ -204,8 +209,8 @@ def crossbar_matmul(
 
 
 def adc_convert(sums: np.ndarray, config: DeviceConfig, spans: np.ndarray | None = None) -> np.ndarray:
-    """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring); `spans` of a
-    static range are per column, shaped (N, arrays, J)."""
+    """ADC of column sums shaped (S, B, N, arrays, J) (see the module docstring; signed for
+    bipolar inputs); `spans` of a static range are per column, shaped (N, arrays, J)."""
     levels, den, num = _adc_levels(sums.copy(), config, False, spans=_resolved(spans, config))
     return levels * den / num
 
@@ -224,21 +229,24 @@ def _resolved(spans: np.ndarray | None, config: DeviceConfig) -> np.ndarray | No
 def _adc_levels(
     sums: np.ndarray,
     config: DeviceConfig,
-    signed: bool,
+    paired: bool,
     folded: bool = False,
     max_sum: float = np.inf,
     spans: np.ndarray | None = None,
     tiles: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | float, int]:
     """The ADC levels of `sums` (converted in place), F' and L: a level reads back as level · F' / L,
-    F' a scalar for a full-scale ADC, per read or per column otherwise. `folded` sums hold sum · L
+    F' a scalar for a full-scale ADC, per read or per column otherwise. `paired` sums are a pair's
+    differences, shaped (…, N, J), others (…, N, arrays, J); both paired and bipolar sums are
+    signed. `folded` sums hold sum · L
     (or sum ÷ step when L = 1) already (`_fold_adc`). Rounds half to even (`np.rint`). A clamp that
     no sum up to `max_sum` (in magnitude) can reach is skipped. `spans`: a static range's, per
     column (`static_spans`); `tiles`: the first weight column of each tile side by side in `sums`."""
     bits = config.adc_bits
     if bits == 0:
         return sums, 1.0, 1
-    num, den = _adc_ratio(sums, config, signed, spans, tiles)
+    signed = paired or config.signed_adc
+    num, den = _adc_ratio(sums, config, signed, paired, spans, tiles)
     if np.ndim(den) == 0 and den == num and config.noiseless:
         return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
     if not _ties_exact(config, sums.dtype, num):
@@ -260,17 +268,23 @@ def _adc_levels(
 
 
 def _adc_ratio(
-    sums: np.ndarray, config: DeviceConfig, signed: bool, spans: np.ndarray | None, tiles: np.ndarray | None
+    sums: np.ndarray,
+    config: DeviceConfig,
+    signed: bool,
+    paired: bool,
+    spans: np.ndarray | None,
+    tiles: np.ndarray | None,
 ) -> tuple[int, float | np.ndarray]:
     """(L, F'): level = rint(sum · L / F'), with F' = max(F, L) the span (see the module docstring).
-    `sums` are shaped (…, N, arrays, J), or (…, N, J) signed."""
+    `sums` are shaped (…, N, arrays, J), or (…, N, J) `paired`."""
     if config.adc_range in ("full", "full_pow2"):
         return _full_scale_ratio(config, signed)
     num = _adc_steps(config, signed)
     if config.adc_range == "calibrated":  # per read: per (plane, row, weight slice) of each tile
-        top = np.abs(sums) if signed else np.maximum(sums, 0).max(axis=-2)
+        top = np.abs(sums) if signed else np.maximum(sums, 0)
+        top = top if paired else top.max(axis=-2)
         span = top.max(axis=-2, keepdims=True) if tiles is None else _tile_maxima(top, tiles)
-        span = span if signed else span[..., None, :]
+        span = span if paired else span[..., None, :]
     else:
         if spans is None:
             raise ValueError(
@@ -289,11 +303,15 @@ def _tile_maxima(top: np.ndarray, tiles: np.ndarray) -> np.ndarray:
 
 def static_spans(observed: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """The spans a static ADC uses from per-column maxima `observed` ((N, arrays, J), or (N, J) for
-    a pair subtracted before the ADC): each column's own (`static_column`), or the largest of its
-    physical array (`static_array`; a pair subtracted in analog shares one)."""
+    a pair subtracted before the ADC): each column's own (`static_column`), the largest of its
+    weight slice over the tile's columns and both arrays of a pair (`static_slice`), or the largest
+    of its physical array (`static_array`; a pair subtracted in analog shares one)."""
     if config.adc_range == "static_column":
         return observed
-    axes = (0, 1) if observed.ndim == 2 else (0, 2)
+    if config.adc_range == "static_slice":
+        axes = tuple(range(observed.ndim - 1))
+    else:
+        axes = (0, 1) if observed.ndim == 2 else (0, 2)
     return observed.max(axis=axes, keepdims=True)
 
 
@@ -416,9 +434,10 @@ def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_
 
 @dataclass(frozen=True)
 class InputPlanes:
-    """Input rows as unsigned DAC digits: plane p is (source[p] >> shift[p]) & mask[p], weighted by
-    scale[p] in the shift-and-add (and by -1 on `negative_rows` for the last plane when
-    `flip_last`); `offsets` o per row are corrected digitally with the nominal weights."""
+    """Input rows as DAC digits: plane p is (source[p] >> shift[p]) & mask[p], times `signs` per
+    entry for a bipolar DAC, weighted by scale[p] in the shift-and-add (and by -1 on
+    `negative_rows` for the last plane when `flip_last`); `offsets` o per row are corrected
+    digitally with the nominal weights."""
 
     sources: tuple[np.ndarray, ...]
     planes: tuple[tuple[int, int, int], ...]  # (source, shift, mask)
@@ -426,6 +445,14 @@ class InputPlanes:
     negative_rows: np.ndarray
     offsets: np.ndarray
     flip_last: bool = False
+    signs: np.ndarray | None = None
+
+    def digits(self, p: int, rows: tuple[slice, ...], out: np.ndarray) -> None:
+        """Plane `p` of the input rows `rows` selects, into `out`."""
+        source, shift, mask = self.planes[p]
+        np.bitwise_and(self.sources[source][rows] >> shift, mask, out=out, casting="unsafe")
+        if self.signs is not None:
+            out *= self.signs[rows]
 
 
 def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
@@ -434,6 +461,7 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     negative = (x < 0).any(axis=-1) if x.size and x.min() < 0 else np.zeros(x.shape[:-1], bool)
     utype = np.min_scalar_type(2**bits)
     none = np.zeros(x.shape[:-1], np.int64)
+    signs = None
 
     def digits(source: int, width: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
         return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
@@ -448,6 +476,10 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
         p = (bits - 1) % dac  # the sign bit's place within its digit
         sign_bit = ((0, bits - 1 - p, 2**p), 2.0 ** (bits - 1 - p))
         planes, sources, flip, offsets = [*digits(0, bits - 1), sign_bit], (u,), True, none
+    elif config.input_encoding == "bipolar":
+        magnitudes = np.abs(x.astype(np.int64)).astype(utype)  # |-2**(bits-1)| fits `bits` bits
+        planes, sources, flip, offsets = digits(0, bits), (magnitudes,), False, none
+        signs = np.sign(x).astype(np.int8) if negative.any() else None
     else:
         positive = np.maximum(x, 0).astype(utype)
         planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
@@ -455,7 +487,7 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
             sources = (positive, np.maximum(-x.astype(np.int64), 0).astype(utype))  # -(-128) overflows int8
             planes += digits(1, bits, -1.0)
     return InputPlanes(
-        sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip
+        sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip, signs
     )
 
 
@@ -469,9 +501,8 @@ def _chunk_sums(g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig
     """The analog column sums (P, b, N·arrays·J) of rows [start, start + b) against `g`, with read noise."""
     count = len(planes.planes)
     digits = np.empty((count, b, g.shape[0]), g.dtype)
-    for i, (source, shift, mask) in enumerate(planes.planes):
-        part = planes.sources[source][start : start + b] >> shift
-        np.bitwise_and(part, mask, out=digits[i], casting="unsafe")
+    for i in range(count):
+        planes.digits(i, (slice(start, start + b),), digits[i])
     sums = digits.reshape(count * b, -1) @ g
     if config.read_noise:
         sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ (g * g))
@@ -620,9 +651,8 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     def convert(start: int, b: int, a0: int, a1: int) -> np.ndarray:
         t = a1 - a0
         digits = np.empty((t, count, b, width), g.dtype)
-        for i, (source, shift, mask) in enumerate(planes.planes):
-            part = planes.sources[source][a0:a1, start : start + b] >> shift
-            np.bitwise_and(part, mask, out=digits[:, i], casting="unsafe")
+        for i in range(count):
+            planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
         sums = np.matmul(digits.reshape(t, count * b, width), g[a0:a1])
         if config.read_noise:
             sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, width) @ (g[0] * g[0]))
@@ -634,16 +664,17 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
             levels, den, num = _adc_levels(differences, config, True, False, stack.max_sum, spans, stack.tiles)
         else:
             levels, den, num = _adc_levels(sums, config, False, stack.folded, stack.max_sum, spans, stack.tiles)
-        if np.ndim(den):  # a step per read or per column
+        reads_dtype = dtype
+        if np.ndim(den):  # a step per read or per column: read-backs that are no integers, in float64
             levels = levels * den / num
-            den, num = 1.0, 1
-        reads = levels.reshape(t, count, b, -1).astype(dtype, copy=False)
+            den, num, reads_dtype = 1.0, 1, np.float64
+        reads = levels.reshape(t, count, b, -1).astype(reads_dtype, copy=False)
         negative = planes.negative_rows[a0:a1, start : start + b]
         if planes.flip_last and negative.any():
             reads[:, -1] *= np.where(negative, -1, 1).astype(dtype)[..., None]
         result = np.stack([(scale @ r.reshape(count, -1)).reshape(b * n, -1) @ coefficients for r in reads])
         if den == num:
-            out = result.astype(out_dtype)
+            out = result if reads_dtype is not dtype else result.astype(out_dtype)
         elif out_dtype is np.int64:
             out = np.rint(result * np.float64(den) / num).astype(np.int64)
         else:  # (result · F') / L: exact up to the division, so ties round as the exact value does

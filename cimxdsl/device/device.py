@@ -6,9 +6,10 @@ for its duration (write: K × write_ns_per_row; MVM: the pipeline cycles × cycl
 advances `now_ns` to the end of i's last operation, `sync()` to the end of all of them. The latency is
 the time the last operation ends. The digital unit computes for the host: the host waits for it.
 
-Static ADC ranges (`adc_range = "static_array"` / `"static_column"`): a device created with
-`calibrating=True` returns exact products and records, per weight tile (by its contents), the
-largest sum each column's ADC sees (`adc_spans`); a device given those spans converts with them.
+Static ADC ranges (`adc_range = "static_array"` / `"static_slice"` / `"static_column"`): a device
+created with `calibrating=True` returns exact products and records, per weight tile (by its
+contents), the largest sum each column's ADC sees (`adc_spans`); a device given those spans
+converts with them (`calibrate_tile` does it for one tile).
 
 Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
 streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before), read
@@ -282,6 +283,15 @@ class Device:
         start = max(self.now_ns, self._free_at[xbar])
         self._free_at[xbar] = start + duration_ns
         self._metrics.add(xbar, row, duration_ns)
+
+
+def calibrate_tile(config: DeviceConfig | str | Path, weights: np.ndarray, rows: np.ndarray) -> dict[bytes, np.ndarray]:
+    """The static ADC spans of the weight tile `weights` calibrated on the input `rows` (on the
+    nominal device): the `adc_spans` a `Device` with a static range converts that tile with."""
+    recorder = Device(load_device_config(config).nominal, calibrating=True)
+    recorder.write(0, weights)
+    recorder.mvm(0, rows)
+    return recorder.adc_spans
 
 
 def tile_key(weights: np.ndarray) -> bytes:

@@ -102,6 +102,9 @@ BAD_CHANGES = [
     ({"adc_range": "pow2"}, "'adc_range' must be one of 'full', 'full_pow2', 'calibrated', 'static_array'"),
     ({"input_encoding": "signed"}, "'input_encoding' must be one of 'offset', 'twos_complement', 'sign_magnitude'"),
     ({"prog_noise_model": "gaussian"}, "'prog_noise_model' must be one of 'proportional', 'independent', 'table'"),
+    ({"prog_noise_clip": "top"}, "'prog_noise_clip' must be one of 'auto', 'zero', 'both', got 'top'"),
+    ({"input_encoding": "signed_magnitude"}, "'input_encoding' must be one of 'offset', 'twos_complement', 'sign_magnitude', 'bipolar'"),
+    ({"adc_range": "static_slices"}, "'adc_range' must be one of 'full', 'full_pow2', 'calibrated', 'static_array', 'static_slice', 'static_column'"),
     ({"prog_noise_table": [0.1, -0.1]}, "'prog_noise_table' must be a list of non-negative numbers"),
     ({"prog_noise_table": 0.1}, "'prog_noise_table' must be a list"),
     ({"prog_noise_model": "table"}, "'prog_noise_table' must list one σ per conductance level (4 for 'cell_bits'=2)"),
@@ -221,6 +224,7 @@ def test_new_options_round_trip_through_toml(tmp_path):
         input_encoding="sign_magnitude",
         prog_noise_model="table",
         prog_noise_table=[0, 0.01, 0.02, 0.005],
+        prog_noise_clip="zero",
     )
     assert c.prog_noise_table == (0.0, 0.01, 0.02, 0.005) and not c.noiseless
     path = tmp_path / "dev.toml"
@@ -233,6 +237,13 @@ def test_new_options_round_trip_through_toml(tmp_path):
     )
     d = DeviceConfig.from_toml(grouped)
     assert (d.adc_range, d.input_encoding, d.prog_noise_table) == ("full_pow2", "twos_complement", (0, 0.01, 0.02, 0))
+    grouped.write_text(
+        'preset = "prime"\n[precision]\nadc_range = "static_slice"\ninput_encoding = "bipolar"\n'
+        '[noise]\nprog_noise = 0.02\nprog_noise_model = "independent"\nprog_noise_clip = "zero"\n'
+    )
+    e = DeviceConfig.from_toml(grouped)
+    assert (e.adc_range, e.input_encoding, e.prog_noise_clip, e.rows) == ("static_slice", "bipolar", "zero", 256)
+    assert e.static_adc and e.signed_adc and e.precision["noise"]["prog_noise_clip"] == "zero"
     assert preset("cinnamon").replace(prog_noise_model="table", prog_noise_table=[0] * 4).noiseless
 
 
@@ -247,6 +258,9 @@ def test_new_options_round_trip_through_toml(tmp_path):
         ("twos_complement", 8, 2, 5),
         ("twos_complement", 8, 8, 2),
         ("sign_magnitude", 8, 2, 4),
+        ("bipolar", 8, 1, 8),
+        ("bipolar", 8, 3, 3),
+        ("bipolar", 6, 3, 2),
     ],
 )
 def test_input_slices_by_encoding(encoding, input_bits, dac_bits, slices):

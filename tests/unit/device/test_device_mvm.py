@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cimxdsl.device.crossbar as crossbar
-from cimxdsl.device import Device, DeviceConfig, crossbar_matmul, preset, program_tile
-from cimxdsl.device.config import ENCODINGS, INPUT_ENCODINGS
+from cimxdsl.device import Device, DeviceConfig, calibrate_tile, crossbar_matmul, preset, program_tile
+from cimxdsl.device.config import ENCODINGS, INPUT_ENCODINGS, PROG_NOISE_CLIPS
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -42,9 +42,9 @@ def sliced_problems(draw, lossless=True):
         encoding=draw(st.sampled_from(ENCODINGS)),
         input_encoding=draw(st.sampled_from(INPUT_ENCODINGS)),
     )
-    if not lossless:  # an ADC with at least as many bits as the largest possible column sum
+    if not lossless:  # an ADC with at least as many bits as the largest possible column sum (and a sign)
         config = config.replace(
-            adc_bits=config.adc_full_scale.bit_length() + draw(st.integers(0, 2)),
+            adc_bits=config.adc_full_scale.bit_length() + config.signed_adc + draw(st.integers(0, 2)),
             adc_range=draw(st.sampled_from(["full", "full_pow2", "calibrated"])),
         )
     max_k, max_n = config.tile_shape
@@ -253,40 +253,73 @@ def reference_planes(x, config):
         p = (bits - 1) % dac
         sign_weight = np.where(negative, -(2 ** (bits - 1 - p)), 2 ** (bits - 1 - p))[:, None]
         return [*digits(u & (2 ** (bits - 1) - 1), bits - 1), ((u >> (bits - 1)) * 2**p, sign_weight)], 0
+    if config.input_encoding == "bipolar":  # the digits of |x|, each driven with the sign of its entry
+        return [(np.sign(x) * digit, weight) for digit, weight in digits(np.abs(x), bits)], 0
     return [*digits(np.maximum(x, 0), bits), *digits(np.maximum(-x, 0), bits, -1)], 0
 
 
-def reference_sliced_product(x, w, config):
-    """Reißmann 2024, §6.2 read by read, in integers, for a `full` or `full_pow2` ADC: every (input pass,
-    array, weight slice) column sum is converted on its own — level = round_half_even(sum · L / F)
-    saturated at 2**n - 1, with L = 2**n - 1 and F = max(rows · (2**dac - 1) · (2**cell - 1), L), or
-    L = 1 and F the power-of-two step — then shift-and-add, the pair's difference, the read-back
-    × F / L (rounded half to even) and the digital corrections. Slow and plain; the device's
-    vectorised model must agree with it exactly."""
-    planes, offsets = reference_planes(x, config)
+def reference_column_sums(planes, w, config):
+    """Per input pass: its shift-and-add weight and the column sums [array or pair][weight slice]
+    (a pair subtracted before the ADC gives one signed sum per slice), and the weight offset c."""
     if config.encoding == "differential":
         arrays, c = [np.maximum(w, 0), np.maximum(-w, 0)], 0
     else:
         c = 0 if w.min() >= 0 else 2 ** (config.weight_bits - 1)
         arrays = [w + c]
+    cells = [
+        [(m >> (j * config.cell_bits)) & (2**config.cell_bits - 1) for j in range(config.cells_per_weight)] for m in arrays
+    ]
+    passes = []
+    for digit, weight in planes:
+        sums = [[digit @ slice_ for slice_ in array] for array in cells]
+        if config.subtraction == "analog" and len(arrays) == 2:
+            sums = [[p - m for p, m in zip(*sums)]]
+        passes.append((weight, np.array(sums)))  # (arrays or 1, J, rows, N)
+    return passes, c
+
+
+def reference_spans(calibration, w, config, steps):
+    """The span of every (array, weight slice, column) of a static range: the largest |sum| the
+    calibration rows give per column, per weight slice over all columns and arrays, or per array."""
+    passes, _ = reference_column_sums(reference_planes(calibration, config)[0], w, config)
+    top = np.max([np.abs(sums).max(axis=2) for _, sums in passes], axis=0)  # (arrays, J, N)
+    axes = {"static_column": (), "static_slice": (0, 2), "static_array": (1, 2)}[config.adc_range]
+    return np.maximum(top.max(axis=axes, keepdims=True), steps)[:, :, None, :]
+
+
+def reference_sliced_product(x, w, config, calibration=None):
+    """Reißmann 2024, §6.2 read by read, in integers: every (input pass, array, weight slice) column
+    sum is converted on its own — level = round_half_even(sum · L / F) saturated to the codes, with
+    L = 2**n - 1 (codes 0..L), or L = 2**(n-1) - 1 (codes -2**(n-1)..L) for the signed sums of bipolar
+    inputs or a pair subtracted before the ADC; F = max(rows · (2**dac - 1) · (2**cell - 1), L)
+    (`full`), L = 1 and F the power-of-two step (`full_pow2`), or F = max(span, L) from the
+    `calibration` rows (static ranges) — then shift-and-add of level · F, the pair's difference,
+    ÷ L rounded half to even (exact: L is odd, so no result is a tie) and the digital corrections.
+    Slow and plain; the device's vectorised model must agree with it exactly."""
+    planes, offsets = reference_planes(x, config)
+    passes, c = reference_column_sums(planes, w, config)
     n = config.adc_bits
+    signed = config.input_encoding == "bipolar" or (config.subtraction == "analog" and config.encoding == "differential")
+    steps = 2 ** (n - 1) - 1 if signed else 2**n - 1
+    low, high = (-(2 ** (n - 1)), steps) if signed else (0, steps)
     largest = config.rows * (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
     if config.adc_range == "full":
-        steps, span = 2**n - 1, max(largest, 2**n - 1)
+        span = max(largest, steps)
+    elif config.adc_range == "full_pow2":
+        steps, span, low, high = 1, 2 ** max(0, len(bin(largest)) - 2 + signed - n), low, high
     else:
-        steps, span = 1, 2 ** max(0, len(bin(largest)) - 2 - n)
+        span = reference_spans(calibration, w, config, steps)
     total = np.zeros((x.shape[0], w.shape[1]), np.int64)
-    for digit, weight in planes:
-        for a, magnitude in enumerate(arrays):
+    for weight, sums in passes:
+        level = np.clip(round_half_even(sums * steps, span), low, high) * span
+        for a in range(len(sums)):
             for j in range(config.cells_per_weight):
-                cells = (magnitude >> (j * config.cell_bits)) & (2**config.cell_bits - 1)
-                level = np.minimum(round_half_even((digit @ cells) * steps, span), 2**n - 1)
-                total += (-1) ** a * weight * level * 2 ** (j * config.cell_bits)
-    y = round_half_even(total * span, steps)
+                total += (-1) ** a * weight * level[a, j] * 2 ** (j * config.cell_bits)
+    y = round_half_even(total, steps)
     return y - c * x.sum(axis=1)[:, None] - np.reshape(offsets, (-1, 1)) * (w.sum(axis=0)[None, :] + c * w.shape[0])
 
 
-@pytest.mark.parametrize("input_encoding", ["offset", "twos_complement", "sign_magnitude"])
+@pytest.mark.parametrize("input_encoding", ["offset", "twos_complement", "sign_magnitude", "bipolar"])
 @pytest.mark.parametrize("adc_range", ["full", "full_pow2"])
 @pytest.mark.parametrize("encoding", ["differential", "offset"])
 @pytest.mark.parametrize("adc_bits", [3, 6, 9, 12])
@@ -298,6 +331,41 @@ def test_vectorised_model_matches_the_plain_reference_with_a_lossy_adc(encoding,
     x = np.vstack([rng.integers(-128, 128, (5, 128)), rng.integers(0, 256, (5, 128))])
     w = rng.integers(-127, 128, (128, 16)) if encoding == "differential" else rng.integers(-128, 128, (128, 32))
     np.testing.assert_array_equal(crossbar_matmul(x, w, config), reference_sliced_product(x, w, config))
+
+
+SIGNED_BASES = {
+    # 128×128, 2-bit cells and DACs, differential pairs
+    "cinnamon-8bit": preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5),
+    # 256×256, 8-bit weights in 4-bit cells, 6-bit inputs through 3-bit DACs, 6-bit ADC
+    "prime": preset("prime"),
+    # bit-serial inputs, one offset-encoded array of 64 rows
+    "bit-serial-offset": DeviceConfig(
+        rows=64, cols=128, weight_bits=8, input_bits=8, cell_bits=2, dac_bits=1, adc_bits=4, encoding="offset"
+    ),
+}
+
+
+@pytest.mark.parametrize("base", sorted(SIGNED_BASES))
+@pytest.mark.parametrize("subtraction", ["digital", "analog"])
+@pytest.mark.parametrize("adc_range", ["full", "static_array", "static_slice", "static_column"])
+@pytest.mark.parametrize("input_encoding", INPUT_ENCODINGS)
+def test_signed_adcs_and_static_spans_match_the_plain_reference(base, subtraction, adc_range, input_encoding):
+    """Bipolar inputs and pairs subtracted before the ADC (signed converters), and spans per array,
+    weight slice or column from calibration rows, on three devices."""
+    config = SIGNED_BASES[base].replace(subtraction=subtraction, adc_range=adc_range, input_encoding=input_encoding)
+    rng = np.random.default_rng(len(base) + 7 * len(adc_range))
+    k, n = config.rows, config.tile_shape[1] // 2
+
+    def rows(count):
+        return np.vstack([random_inputs(rng, count, k, config.input_bits), np.full((1, k), -(2 ** (config.input_bits - 1)))])
+
+    x, calibration = rows(6), rows(12)
+    w = signed_or_unsigned(rng, (k, n), config.weight_bits, True)
+    device = Device(config, adc_spans=calibrate_tile(config, w, calibration) if config.static_adc else None)
+    device.write(0, w)
+    got = device.mvm(0, x)
+    np.testing.assert_array_equal(got, reference_sliced_product(x, w, config, calibration))
+    assert np.any(got != x @ w)  # lossy: the conversions matter
 
 
 def test_calibrated_range_is_at_least_as_accurate_as_full_scale():
@@ -448,6 +516,24 @@ def test_independent_noise_has_sigma_times_g_max_on_every_level():
     assert programmed_levels(proportional, np.full((128, 64), 10)).std() == pytest.approx(0.04, rel=0.03)  # cells (2, 2)
 
 
+@pytest.mark.parametrize("model", ["independent", "proportional", "table"])
+def test_prog_noise_clip_selects_where_conductances_are_clipped(model):
+    # weight 15 is cells (3, 3), at G_max = 3: with σ·G_max = 0.3 half of them are pushed above 3.
+    # "both" clips them to 3; "zero" keeps them, a half-normal above 3 (mean 3 + 0.3 / sqrt(2π) of
+    # that half); "auto" is "both" for the independent and table models and "zero" for proportional
+    noise = {"prog_noise_table": (0.1,) * 4} if model == "table" else {"prog_noise": 0.1}
+    config = DeviceConfig(rows=128, cols=128, weight_bits=4, cell_bits=2, encoding="offset", prog_noise_model=model, **noise)
+    top = {clip: programmed_levels(config.replace(prog_noise_clip=clip), np.full((128, 64), 15)) for clip in PROG_NOISE_CLIPS}
+    assert top["both"].max() == 3 and np.mean(top["both"] == 3) == pytest.approx(0.5, abs=0.02)
+    above = top["zero"][top["zero"] > 3]
+    assert above.size / top["zero"].size == pytest.approx(0.5, abs=0.02)
+    assert above.mean() == pytest.approx(3 + 0.3 * np.sqrt(2 / np.pi), abs=0.01)
+    np.testing.assert_array_equal(top["auto"], top["zero" if model == "proportional" else "both"])
+    np.testing.assert_array_equal(np.minimum(top["zero"], 3), top["both"])  # the same draw, clipped apart
+    # both conventions clip at 0: weight 0 is cells (0, 0), half of them pushed below 0
+    assert all(programmed_levels(config.replace(prog_noise_clip=c), np.zeros((128, 64), np.int64)).min() == 0 for c in PROG_NOISE_CLIPS)
+
+
 def test_noise_table_gives_each_level_its_sigma():
     # sigma per level [0, 0.01, 0.03, 0] (in units of G_max = 3): level 0 and 3 exact, level 1 std
     # 0.03, level 2 std 0.09. Weight 9 = cells (1, 2); weight 12 = cells (0, 3).
@@ -462,7 +548,7 @@ def test_noise_table_gives_each_level_its_sigma():
 
 
 # ---- input encodings --------------------------------------------------------------------------
-@pytest.mark.parametrize("input_encoding", ["twos_complement", "sign_magnitude"])
+@pytest.mark.parametrize("input_encoding", ["twos_complement", "sign_magnitude", "bipolar"])
 @pytest.mark.parametrize("dac_bits", [1, 2, 3, 8])
 def test_input_encodings_are_exact_without_adc_loss(input_encoding, dac_bits):
     config = preset("cinnamon").replace(weight_bits=8, input_bits=8, dac_bits=dac_bits, input_encoding=input_encoding)
@@ -487,6 +573,10 @@ def test_input_encodings_are_exact_without_adc_loss(input_encoding, dac_bits):
         ("twos_complement", 2, 5 * (4 + 1)),
         ("sign_magnitude", 1, 5 * 8 + 3 * 8),
         ("sign_magnitude", 2, 5 * 4 + 3 * 4),
+        # bipolar: the digits of |x| (8 bits: |-128| included), signed rows in the same passes
+        ("bipolar", 1, 5 * 8),
+        ("bipolar", 3, 5 * 3),
+        ("bipolar", 8, 5 * 1),
     ],
 )
 def test_input_encoding_costs(input_encoding, dac_bits, slices):

@@ -94,6 +94,31 @@ def test_a_reused_program_gives_what_a_fresh_compile_for_that_device_gives():
     assert compile_key(sweep, point.values) == (8, 8, 128, 128, 2, 16, "host")
 
 
+def test_bipolar_inputs_slice_spans_and_clip_conventions_are_axes():
+    axes = {
+        "adc_bits": [5],
+        "input_encoding": ["bipolar"],
+        "adc_range": ["static_slice"],
+        "prog_noise_model": ["independent"],
+        "prog_noise": [0.0, 0.1],
+        "prog_noise_clip": ["zero", "both"],
+    }
+    sweep = load_sweep({**SMALL, "seeds": 1, "axes": axes})
+    context = prepare_context(sweep)
+    points = expand_points(sweep)
+    rows = [runner.evaluate_point(context, point)[0] for point in points]
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    configs = [runner.point_config(context, point) for point in points]
+    assert {(c.input_encoding, c.adc_range) for c in configs} == {("bipolar", "static_slice")}
+    assert [(c.prog_noise, c.prog_noise_clip) for c in configs] == [(0, "zero"), (0, "both"), (0.1, "zero"), (0.1, "both")]
+    # the noiseless point gives what a fresh compile calibrated on the same images gives
+    fresh = cimxdsl.compile(sweep.model, device=configs[0], calibration=context.calibration, batch=IMAGES)
+    outputs = fresh.run(context.inputs, device=Device(configs[0])).outputs[0]
+    assert rows[0]["accuracy"] == np.mean(outputs.argmax(-1) == context.labels)
+    with pytest.raises(cimxdsl.explore.SweepError, match="axis 'prog_noise_clip' value 1: 'prog_noise_clip' must be one of"):
+        load_sweep({**SMALL, "axes": {"prog_noise_clip": ["top"]}})
+
+
 # ---- results ---------------------------------------------------------------------------------------
 def test_rows_one_per_point_and_seed_with_failures_recorded(serial):
     results, _ = serial

@@ -25,10 +25,11 @@ def test_static_ranges_are_calibrated_once_and_beat_the_full_range():
     base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5)
     model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"], batch=IMAGES)
     full = accuracy(model, Device(base))
-    static = {r: accuracy(model, Device(base.replace(adc_range=r))) for r in ("static_array", "static_column")}
+    ranges = ("static_array", "static_slice", "static_column")
+    static = {r: accuracy(model, Device(base.replace(adc_range=r))) for r in ranges}
     assert full < 0.5
     assert min(static.values()) > 0.9
-    (spans,) = model.adc_spans.values()  # one calibration serves both granularities
+    (spans,) = model.adc_spans.values()  # one calibration serves every granularity
     assert len(spans) == 3  # one entry per weight tile: conv1, conv2, fc
 
 
@@ -53,3 +54,30 @@ def test_a_saved_model_keeps_its_calibration_inputs_for_static_ranges(tmp_path):
     images = DIGITS["inputs"][:4]
     expected = model.run(images, device=Device(device)).outputs[0]
     np.testing.assert_array_equal(loaded.run(images, device=Device(device)).outputs[0], expected)
+
+
+def test_a_saved_model_keeps_its_static_spans(tmp_path):
+    # bipolar 2-bit DACs and a span per weight slice: saving records the spans of the model's own
+    # device, and the loaded model converts with them even without its calibration inputs
+    base = preset("cinnamon").replace(
+        weight_bits=8, input_bits=8, adc_bits=5, adc_range="static_slice", input_encoding="bipolar"
+    )
+    model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=base, calibration=DIGITS["calibration"][:8], batch=4)
+    model.save(tmp_path / "m.cimx")
+    loaded = cimxdsl.load(tmp_path / "m.cimx")
+    assert list(loaded.adc_spans) == [base.calibration_key]
+    saved, recorded = loaded.adc_spans[base.calibration_key], model.adc_spans[base.calibration_key]
+    assert saved.keys() == recorded.keys() and len(saved) == 3  # conv1, conv2, fc
+    for tile, span in recorded.items():
+        np.testing.assert_array_equal(saved[tile], span)
+    loaded.calibration_inputs = None
+    images = DIGITS["inputs"][:4]
+    for device in (base, base.replace(adc_range="static_column", adc_bits=4)):  # the same calibration fields
+        expected = model.run(images, device=Device(device)).outputs[0]
+        np.testing.assert_array_equal(loaded.run(images, device=Device(device)).outputs[0], expected)
+    with pytest.raises(CompileError) as err:
+        loaded.run(images, device=Device(base.replace(input_encoding="offset", name="offset-dacs")))
+    assert str(err.value) == (
+        "device 'offset-dacs': 'adc_range' = 'static_slice' is a static ADC range, and the model was not "
+        "calibrated for 'input_encoding' = 'offset' (calibrated: 'bipolar') and holds no calibration inputs"
+    )

@@ -19,6 +19,11 @@ DEVICES = {
     "static-array": {**EIGHT_BIT, "adc_range": "static_array", "input_encoding": "twos_complement"},
     "programming-noise": {**EIGHT_BIT, "prog_noise": 0.1, "stuck_on_rate": 0.01, "seed": 3},
     "sign-magnitude": {**EIGHT_BIT, "input_encoding": "sign_magnitude", "adc_bits": 6},
+    "bipolar-static-slice": {**EIGHT_BIT, "input_encoding": "bipolar", "adc_range": "static_slice", "adc_bits": 5},
+    "bipolar-analog-noise": {
+        **EIGHT_BIT, "input_encoding": "bipolar", "subtraction": "analog", "prog_noise": 0.05,
+        "prog_noise_model": "independent", "prog_noise_clip": "zero", "seed": 7,
+    },
     "sign-magnitude-analog": {
         **EIGHT_BIT, "input_encoding": "sign_magnitude", "subtraction": "analog", "prog_noise": 0.05, "seed": 5,
     },
