@@ -237,6 +237,10 @@ class Device:
             report["crossbars"] = {i: self._metrics.crossbar(i) for i in self._metrics.used()}
         return report
 
+    def crossbars_used(self) -> int:
+        """How many crossbars saw a write or an MVM since the metrics were last reset."""
+        return len(self._metrics.used())
+
     # ---- helpers ------------------------------------------------------------------------------
     def _index(self, xbar: int) -> int:
         count = self.config.crossbars

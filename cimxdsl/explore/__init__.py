@@ -4,7 +4,11 @@
     results = cimxdsl.explore("examples/sweep_digits.toml", out_dir="out", jobs=2)
     results.summary          # one dict per point: accuracy mean/std over seeds, agreement, costs
     results.rows             # one dict per (point, seed)
-    results.pareto           # the energy/accuracy Pareto front
+    results.pareto           # the Pareto front of the sweep's objectives (default: energy, accuracy)
+
+A sweep with `search = "random"` (or grid, tpe, nsga2) proposes `trials` points with Optuna and
+records them in a study (`study.db` in `out_dir`) that a later call resumes; `results.search` holds
+its history (`cimxdsl.explore.search`).
 
 The sweep format is documented in `cimxdsl.explore.sweep` and `docs/dse.md`. The package is callable
 (`cimxdsl.explore(...)` is `cimxdsl.explore.explore(...)`).
@@ -34,6 +38,7 @@ def explore(
     plots: bool = True,
     threads: int | None = None,
     batch_size: int | None = None,
+    study: str | Path | None = None,
 ) -> ExploreResults:
     """Run a sweep (a TOML path or a dict of the same shape) and return its results.
 
@@ -45,8 +50,12 @@ def explore(
     `batch_size` (overrides the sweep's): the data set is evaluated in chunks of that many inputs,
     with the same accuracy and summed metrics; with more workers than points, a point's chunks are
     shared among them.
+
+    A search (the sweep's `search` key) records its trials in the SQLite file `study` (default:
+    `out_dir`/study.db; in memory without either) and resumes the study found there;
+    `progress(done, total)` then counts trials.
     """
-    from cimxdsl.explore.execution import run_points
+    from cimxdsl.explore.execution import Evaluator
     from cimxdsl.explore.runner import expand_points, prepare_context
 
     if not isinstance(jobs, int) or jobs < 1:
@@ -57,8 +66,18 @@ def explore(
     start = time.perf_counter()
     sweep = load_sweep(sweep)
     context = prepare_context(sweep, batch_size)
-    points = expand_points(sweep)
-    per_point = run_points(context, points, jobs=jobs, scheduler=scheduler, progress=progress, threads=threads)
+    history = None
+    with Evaluator(context, jobs, scheduler, threads) as evaluator:
+        if sweep.search is None:
+            points = expand_points(sweep)
+            rows = [row for rows in evaluator.points(points, progress) for row in rows]
+        else:
+            from cimxdsl.explore.search import STUDY_FILE, run_search
+
+            if study is None and out_dir is not None:
+                study = Path(out_dir) / STUDY_FILE
+            found = run_search(sweep, context, evaluator, study, progress)
+            points, rows, history = found.points, found.rows, found.history
     float_accuracy = float((context.reference == context.labels).mean())
     if scheduler is not None:
         address = getattr(getattr(scheduler, "scheduler", None), "address", None)  # a Client's
@@ -70,10 +89,11 @@ def explore(
     results = ExploreResults(
         sweep=sweep,
         points=points,
-        rows=[row for rows in per_point for row in rows],
+        rows=rows,
         float_accuracy=float_accuracy,
         images=len(context.labels),
         run={**execution, "batch_size": context.batch_size, "seconds": round(time.perf_counter() - start, 3)},
+        search=history,
     )
     if out_dir is not None:
         write(results, out_dir, plots=plots)

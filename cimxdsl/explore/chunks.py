@@ -74,7 +74,7 @@ def run_chunks(
     for chunk in chunks:
         run = run_chunk(program, inputs, device, chunk)
         outputs.append(run.outputs)
-        reports.append(device.report(per_crossbar=False))
+        reports.append({**device.report(per_crossbar=False), "crossbars_used": device.crossbars_used()})
     return ChunksResult([np.concatenate(parts) for parts in zip(*outputs, strict=True)], reports)
 
 
@@ -92,9 +92,10 @@ def merge(results: Sequence[ChunksResult]) -> ChunksResult:
 
 def sum_reports(reports: Sequence[dict]) -> dict:
     """Device reports (`per_crossbar=False`) of runs one after another: every count, busy time,
-    energy and the latency summed."""
+    energy and the latency summed (and the most crossbars any of them used)."""
     first = reports[0]
     total = {key: sum(r["total"][key] for r in reports) for key in first["total"] if key != "energy_pj"}
     energy = {c: sum(r["total"]["energy_pj"][c] for r in reports) for c in first["total"]["energy_pj"]}
     latency = {key: sum(r[key] for r in reports) for key in ("latency_ns", "latency_cycles")}
-    return {**first, **latency, "total": {**total, "energy_pj": energy}}
+    used = {"crossbars_used": max(r["crossbars_used"] for r in reports)} if "crossbars_used" in first else {}
+    return {**first, **latency, **used, "total": {**total, "energy_pj": energy}}

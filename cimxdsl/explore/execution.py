@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from cimxdsl.device.threads import cores, set_default_threads, using_threads
 from cimxdsl.explore.chunks import Chunk
@@ -48,22 +48,64 @@ def run_points(
     `distributed.Client`; else `jobs` > 1 local processes; else serially here. `threads`: the
     threads of each point's runs (None: every core here and on a Dask worker, the cores divided
     among local processes)."""
-    say = progress or (lambda done, total: None)
-    order = sorted(points, key=lambda p: (p.program, p.index))
-    if scheduler is not None:
-        with dask_client(scheduler) as client:
-            tasks = shard_tasks(context, order, max(1, len(client.scheduler_info()["workers"])))
-            done = run_on_dask(context, tasks, client, say, threads)
-    elif jobs > 1:
-        tasks = shard_tasks(context, order, jobs)
-        done = run_in_processes(context, tasks, jobs, say, threads or max(1, cores() // jobs))
-    else:
-        tasks = shard_tasks(context, order, 1)
-        done = run_serially(context, tasks, say, threads)
-    parts: dict[int, list] = {}
-    for point, shard, _ in tasks:
-        parts.setdefault(point.index, []).append(done[point.index, shard])
-    return [point_rows(context, point, parts[point.index]) for point in points]
+    with Evaluator(context, jobs, scheduler, threads) as evaluator:
+        return evaluator.points(points, progress)
+
+
+class Evaluator:
+    """Where tasks run, opened once for many batches of them (a search's): serially here, in `jobs`
+    local processes, or on the Dask cluster `scheduler` (the context is shipped to each worker
+    once). Use as a context manager."""
+
+    def __init__(self, context: Context, jobs: int = 1, scheduler=None, threads: int | None = None):
+        self.context = context
+        self.jobs = jobs
+        self.scheduler = scheduler
+        self.threads = threads
+        self._stack = ExitStack()
+        self._pool = self._client = self._shared = None
+
+    def __enter__(self) -> Evaluator:
+        if self.scheduler is not None:
+            self._client = self._stack.enter_context(dask_client(self.scheduler))
+            self._shared = self._client.scatter(self.context, broadcast=True, hash=False)
+        elif self.jobs > 1:
+            start = multiprocessing.get_context(START_METHOD)
+            setup = (self.context, self.threads or max(1, cores() // self.jobs))
+            self._pool = self._stack.enter_context(
+                ProcessPoolExecutor(self.jobs, mp_context=start, initializer=set_worker_context, initargs=setup)
+            )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    @property
+    def workers(self) -> int:
+        """How many tasks run at once."""
+        if self._client is not None:
+            return max(1, len(self._client.scheduler_info()["workers"]))
+        return self.jobs if self._pool is not None else 1
+
+    def points(self, points: list[Point], progress: Progress | None = None) -> list[list[dict]]:
+        """The rows of every point, in point order (handed out grouped by program, each point's
+        data set sharded when there are more workers than points)."""
+        order = sorted(points, key=lambda p: (p.program, p.index))
+        tasks = shard_tasks(self.context, order, self.workers)
+        done = self.run(tasks, progress)
+        parts: dict[int, list] = {}
+        for point, shard, _ in tasks:
+            parts.setdefault(point.index, []).append(done[point.index, shard])
+        return [point_rows(self.context, point, parts[point.index]) for point in points]
+
+    def run(self, tasks: list[Task], progress: Progress | None = None) -> dict:
+        """`evaluate_part` of every task, by (point index, shard)."""
+        say = progress or (lambda done, total: None)
+        if self._client is not None:
+            return run_on_dask(self._shared, tasks, self._client, say, self.threads)
+        if self._pool is not None:
+            return run_in_pool(self._pool, tasks, say)
+        return run_serially(self.context, tasks, say, self.threads)
 
 
 def shard_tasks(context: Context, points: list[Point], workers: int) -> list[Task]:
@@ -82,15 +124,12 @@ def run_serially(context: Context, tasks: list[Task], say: Progress, threads: in
     return done
 
 
-def run_in_processes(context: Context, tasks: list[Task], jobs: int, say: Progress, threads: int) -> dict:
-    start = multiprocessing.get_context(START_METHOD)
+def run_in_pool(pool: ProcessPoolExecutor, tasks: list[Task], say: Progress) -> dict:
     done = {}
-    setup = (context, threads)
-    with ProcessPoolExecutor(jobs, mp_context=start, initializer=set_worker_context, initargs=setup) as pool:
-        futures = {pool.submit(evaluate_in_worker, point, chunks): (point.index, shard) for point, shard, chunks in tasks}
-        for future in as_completed(futures):
-            done[futures[future]] = future.result()
-            say(len(done), len(tasks))
+    futures = {pool.submit(evaluate_in_worker, point, chunks): (point.index, shard) for point, shard, chunks in tasks}
+    for future in as_completed(futures):
+        done[futures[future]] = future.result()
+        say(len(done), len(tasks))
     return done
 
 
@@ -132,10 +171,10 @@ def dask_client(scheduler) -> Iterator:
         client.close()
 
 
-def run_on_dask(context: Context, tasks: list[Task], client, say: Progress, threads: int | None = None) -> dict:
+def run_on_dask(shared, tasks: list[Task], client, say: Progress, threads: int | None = None) -> dict:
+    """Run `tasks` on `client`'s cluster; `shared`: the context scattered to its workers."""
     from distributed import as_completed as dask_completed
 
-    shared = client.scatter(context, broadcast=True, hash=False)
     run = uuid.uuid4().hex[:8]
     futures = {
         client.submit(

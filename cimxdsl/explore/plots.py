@@ -4,7 +4,11 @@
   and every seed's value as a dot, one line per combination of the other axes' values (colour: the
   first other axis; dash and marker: the rest), the float model's accuracy dashed;
 - `energy_vs_accuracy.png`: every point's energy per image against its mean accuracy, the Pareto
-  front joined and labelled.
+  front joined and labelled;
+- a search's (no per-axis plots: its points are scattered over the space) `search_hypervolume.png`:
+  the normalised hypervolume of the front found so far against trials and simulated points, and
+  `search_front.png`: every trial's objectives (the first against each other one), coloured by
+  trial, the final front joined.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ def write_plots(results: ExploreResults, out_dir: Path) -> dict[str, Path]:
     from matplotlib.figure import Figure
 
     written = {}
-    for axis in results.sweep.axes:
+    for axis in results.sweep.axes if results.search is None else ():
         wide = len(accuracy_lines(results, axis)[0]) > INSIDE_LEGEND
         figure = Figure(figsize=(SIZE[0] + (2.4 if wide else 0), SIZE[1]), dpi=DPI)
         FigureCanvasAgg(figure)
@@ -51,7 +55,72 @@ def write_plots(results: ExploreResults, out_dir: Path) -> dict[str, Path]:
     path = out_dir / "energy_vs_accuracy.png"
     figure.savefig(path)
     written["energy_vs_accuracy"] = path
+    if results.search is not None:
+        for name, draw, width in (
+            ("search_hypervolume", hypervolume_curve, SIZE[0]),
+            ("search_front", search_front, SIZE[0] * max(1, len(results.search["objectives"]) - 1)),
+        ):
+            figure = Figure(figsize=(width, SIZE[1]), dpi=DPI, layout="constrained")
+            FigureCanvasAgg(figure)
+            draw(figure, results)
+            written[name] = out_dir / f"{name}.png"
+            figure.savefig(written[name])
     return written
+
+
+UNITS = {
+    "accuracy": "accuracy (%)",
+    "agreement": "agreement (%)",
+    "latency": "latency (ns)",
+    "energy": "energy per image (pJ)",
+    "crossbars": "crossbars used",
+    "writes": "crossbar writes",
+}
+
+
+def hypervolume_curve(figure, results: ExploreResults) -> None:
+    """The normalised hypervolume of the front found so far, per trial and per simulated point."""
+    trials = results.search["trials"]
+    ax = figure.subplots()
+    volume = [t["hypervolume"] for t in trials]
+    ax.step(range(1, len(trials) + 1), volume, where="post", label="against trials")
+    ax.step([t["simulated"] for t in trials], volume, where="post", ls="--", label="against simulated points")
+    ax.set_xlabel("trials / simulated points")
+    ax.set_ylabel("hypervolume (normalised)")
+    ax.set_title(f"{results.sweep.name}: {results.search['search']} search", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+
+
+def search_front(figure, results: ExploreResults) -> None:
+    """The first objective against each other one: every completed trial coloured by its number,
+    the final front (feasible, non-dominated) joined."""
+    search = results.search
+    objectives = search["objectives"]
+    done = [t for t in search["trials"] if t["values"] is not None]
+    final = set(search["trials"][-1]["front"]) if search["trials"] else set()
+    scale = [100.0 if o in ("accuracy", "agreement") else 1.0 for o in objectives]
+    others = list(range(1, len(objectives))) or [0]
+    axes = np.atleast_1d(figure.subplots(1, len(others)))
+    for ax, j in zip(axes, others, strict=True):
+        if len(objectives) == 1:
+            xs, ys = [t["trial"] for t in done], [t["values"][0] * scale[0] for t in done]
+            ax.set_xlabel("trial")
+        else:
+            xs = [t["values"][j] * scale[j] for t in done]
+            ys = [t["values"][0] * scale[0] for t in done]
+            ax.set_xlabel(UNITS[objectives[j]])
+        dots = ax.scatter(xs, ys, c=[t["trial"] for t in done], cmap="viridis", s=14, alpha=0.8)
+        front = sorted(
+            {t["point"]: (x, y) for t, x, y in zip(done, xs, ys, strict=True) if t["point"] in final}.values()
+        )
+        if front:
+            ax.plot(*zip(*front, strict=True), "s-", color="C3", mfc="none", ms=7, lw=1.2, label="front")
+            ax.legend(fontsize=7, loc="lower right")
+        ax.set_ylabel(UNITS[objectives[0]])
+        ax.grid(alpha=0.3)
+    figure.colorbar(dots, ax=list(axes), label="trial")
+    figure.suptitle(f"{results.sweep.name}: {search['search']} search, {len(search['trials'])} trials", fontsize=9)
 
 
 def slug(name: str) -> str:

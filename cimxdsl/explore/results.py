@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from cimxdsl.device import COMPONENTS
+from cimxdsl.explore.pareto import non_dominated
 from cimxdsl.explore.runner import COUNTS, METRICS, Point
-from cimxdsl.explore.sweep import Sweep
+from cimxdsl.explore.sweep import MAXIMISED, OBJECTIVES, Constraint, Sweep
 
 FORMAT_VERSION = 1
 IDENTITY = ("point", "seed_index", "device_seed", "program")
@@ -35,10 +35,13 @@ class ExploreResults:
     images: int
     run: dict = field(default_factory=dict)
     """How it ran: execution mode, workers, wall-clock seconds (not part of the results proper)."""
+    search: dict | None = None
+    """A search's history (`cimxdsl.explore.search`): per trial its point, status, objective
+    values, the simulated points so far, the front so far and its hypervolume."""
 
     def __post_init__(self) -> None:
         self.summary = summarize(self.points, self.rows)
-        front = set(pareto_front(self.summary))
+        front = set(pareto_front(self.summary, self.sweep.objectives, self.sweep.constraints))
         for entry in self.summary:
             entry["pareto"] = entry["point"] in front
         for row in self.rows:
@@ -51,13 +54,19 @@ class ExploreResults:
 
     @property
     def pareto(self) -> list[dict]:
-        """Summaries of the points on the energy/accuracy Pareto front, cheapest first."""
+        """Summaries of the points on the Pareto front of the sweep's objectives (by default energy
+        per image and accuracy) that meet its constraints, cheapest first."""
         front = [s for s in self.summary if s["pareto"]]
         return sorted(front, key=lambda s: s["energy_per_image_pj"])
 
     @property
     def failed(self) -> list[dict]:
         return [s for s in self.summary if s["status"] == "error"]
+
+    @property
+    def pruned(self) -> list[dict]:
+        """Points a search stopped after their first chunks (they could not reach the front)."""
+        return [s for s in self.summary if s["status"] == "pruned"]
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -90,12 +99,15 @@ class ExploreResults:
                 "cost": vars(sweep.cost),
             },
             "float_accuracy": self.float_accuracy,
+            "objectives": list(self.sweep.objectives),
+            "constraints": [str(c) for c in self.sweep.constraints],
             "programs": len({p.program for p in self.points}),
             "columns": self.columns,
             "rows": [clean(row) for row in self.rows],
             "points": [clean(entry) for entry in self.summary],
             "pareto": [entry["point"] for entry in self.pareto],
             "run": self.run,
+            **({"search": self.search} if self.search is not None else {}),
         }
 
     def write(self, out_dir: str | Path) -> dict[str, Path]:
@@ -113,8 +125,9 @@ class ExploreResults:
         head = ["point", "settings", "accuracy", "agreement", "energy_per_image_pj", "latency_ns", "pareto"]
         lines = [head]
         for s in self.summary:
-            if s["status"] == "error":
-                lines.append([str(s["point"]), s["label"], "error: " + s["error"], "", "", "", ""])
+            if s["status"] != "ok":
+                why = s["error"] if s["status"] == "pruned" else "error: " + s["error"]
+                lines.append([str(s["point"]), s["label"], why, "", "", "", ""])
                 continue
             spread = f" ± {s['accuracy_std']:.4f}" if s["runs"] > 1 else ""
             lines.append(
@@ -128,7 +141,7 @@ class ExploreResults:
                     "*" if s["pareto"] else "",
                 ]
             )
-        fitted = [line for line in lines if not line[2].startswith("error: ")]
+        fitted = [line for line in lines if not line[2].startswith(("error: ", "pruned: "))]
         widths = [max(len(line[i]) for line in fitted) for i in range(len(head))]
         return "\n".join(
             "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
@@ -155,7 +168,8 @@ def summarize(points: list[Point], rows: list[dict]) -> list[dict]:
         }
         if not ok:
             errors = [r["error"] for r in by_point[point.index]]
-            entry.update(status="error", error=errors[0] if errors else "no result")
+            pruned = any(r["status"] == "pruned" for r in by_point[point.index])
+            entry.update(status="pruned" if pruned else "error", error=errors[0] if errors else "no result")
             summary.append(entry)
             continue
         entry.update(status="ok", error="")
@@ -171,22 +185,47 @@ def summarize(points: list[Point], rows: list[dict]) -> list[dict]:
             )
         for metric in ("latency_ns", "energy_pj", "energy_per_image_pj", *(f"energy_{c}_pj" for c in COMPONENTS)):
             entry[metric] = float(np.mean([r[metric] for r in ok]))
-        for count in COUNTS:
+        for count in (*COUNTS, "crossbars_used"):
             entry[count] = int(ok[0][count])
         summary.append(entry)
     return summary
 
 
-def pareto_front(summary: list[dict]) -> list[int]:
-    """Points no other point beats on both energy per image (lower) and mean accuracy (higher)."""
-    ok = [s for s in summary if s["status"] == "ok"]
-    ok.sort(key=lambda s: (s["energy_per_image_pj"], -s["accuracy_mean"], s["point"]))
-    front, best = [], -math.inf
-    for entry in ok:
-        if entry["accuracy_mean"] > best:
-            front.append(entry["point"])
-            best = entry["accuracy_mean"]
-    return front
+def pareto_front(
+    summary: list[dict],
+    objectives: tuple[str, ...] = ("accuracy", "energy"),
+    constraints: tuple[Constraint, ...] = (),
+) -> list[int]:
+    """Points that meet every constraint and that no other such point beats on `objectives`
+    (names of `OBJECTIVES`: accuracy maximised, the costs minimised), ordered by the objectives
+    to minimise first; of points with equal values, the first."""
+    ok = [s for s in summary if s["status"] == "ok" and meets(s, constraints)]
+    if not ok:
+        return []
+    values = objective_matrix(ok, objectives)
+    _, first = np.unique(values, axis=0, return_index=True)
+    kept = np.zeros(len(ok), bool)
+    kept[first] = True
+    front = np.flatnonzero(non_dominated(values) & kept)
+    order = sorted(objectives, key=lambda o: o in MAXIMISED)
+    keys = objective_matrix([ok[i] for i in front], tuple(order))
+    ranked = sorted(range(len(front)), key=lambda i: (*keys[i], ok[front[i]]["point"]))
+    return [ok[front[i]]["point"] for i in ranked]
+
+
+def objective_matrix(entries: list[dict], objectives: tuple[str, ...]) -> np.ndarray:
+    """[entries, objectives]: each summary entry's objective values, negated where maximised."""
+    signs = np.array([-1.0 if o in MAXIMISED else 1.0 for o in objectives])
+    return (
+        np.array([[e[OBJECTIVES[o]] for o in objectives] for e in entries], dtype=float).reshape(
+            len(entries), len(objectives)
+        )
+        * signs
+    )
+
+
+def meets(entry: dict, constraints: tuple[Constraint, ...]) -> bool:
+    return all(c.violation(entry[OBJECTIVES[c.metric]]) <= 0 for c in constraints)
 
 
 def csv_value(value: Any) -> Any:

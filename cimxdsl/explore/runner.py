@@ -48,6 +48,7 @@ METRICS = (
     "energy_per_image_pj",
     *(f"energy_{c}_pj" for c in COMPONENTS),
     *COUNTS,
+    "crossbars_used",
 )
 """Columns of a row besides the point's identity and settings (see `evaluate_point`)."""
 
@@ -281,6 +282,7 @@ def result_row(context: Context, point: Point, seed_index: int, seed: int, run: 
         energy_per_image_pj=float(energy["total"]) / len(context.labels),
         **{f"energy_{c}_pj": float(energy[c]) for c in COMPONENTS},
         **{c: int(total[c]) for c in COUNTS},
+        crossbars_used=int(report["crossbars_used"]),
     )
     return row
 

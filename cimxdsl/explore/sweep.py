@@ -34,11 +34,29 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     dac = "exponential"
     dac_reference_bits = 2
 
+A sweep may search its axes instead of evaluating all of them (`cimxdsl.explore.search`)::
+
+    search = "tpe"                 # "grid", "random", "tpe" or "nsga2"
+    trials = 60                    # points to propose (default: the grid's size for "grid", else 100)
+    timeout_s = 600                # optional: propose no new point after this many seconds
+    objectives = ["accuracy", "energy"]     # maximise accuracy; minimise latency, energy, crossbars, writes
+    constraints = ["accuracy >= 0.9"]       # a point that breaks one is not on the front
+    prune = true                   # stop a point whose first chunks already show it dominated
+    population = 20                # NSGA-II's population (default 50)
+    trials_per_batch = 2           # points proposed together (default: the local jobs or Dask workers)
+
+    [axes]
+    adc_bits = { min = 3, max = 10 }                     # an integer range (step 1)
+    prog_noise = { min = 0.01, max = 0.3, log = true }   # a continuous range (searches only)
+    rows = [32, 64, 128]                                 # choices
+
 Every error is a `SweepError` whose message is one line naming the key.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +74,20 @@ GRIDS = ("product", "each")
 MODES = ("int8", "exact")
 STRATEGIES = tuple(scheduling_strategies())
 SCALINGS = ("fixed", "linear", "exponential")
+SEARCHES = ("grid", "random", "tpe", "nsga2")
+OBJECTIVES: dict[str, str] = {
+    "accuracy": "accuracy_mean",
+    "agreement": "agreement_mean",
+    "latency": "latency_ns",
+    "energy": "energy_per_image_pj",
+    "crossbars": "crossbars_used",
+    "writes": "writes",
+}
+"""Objective and constraint names and the summary value each stands for."""
+MAXIMISED = ("accuracy", "agreement")
+"""Objectives to maximise; every other one is minimised."""
+RANGE_KEYS = ("min", "max", "log", "step")
+DEFAULT_TRIALS = 100
 COMPILE_OPTIONS: dict[str, tuple[str, ...]] = {"placement": PLACEMENTS}
 """Axes that are options of the compiler, not device fields (their default: the sweep's key)."""
 SWEEPABLE = (*(f for f in FIELD_NAMES if f not in ("name", "seed")), *COMPILE_OPTIONS)
@@ -72,12 +104,35 @@ class SweepError(ValueError):
 
 
 @dataclass(frozen=True)
+class Range:
+    """A numeric axis from `low` to `high` (inclusive): integers (`integer`) or reals, on a log
+    scale (`log`) or in steps of `step` (integers: 1 unless given)."""
+
+    low: float
+    high: float
+    integer: bool
+    log: bool = False
+    step: float | None = None
+
+    def grid(self) -> tuple | None:
+        """Its values when it has finitely many (in steps), else None (a log or stepless real range)."""
+        if self.log or (self.step is None and not self.integer):
+            return None
+        step = self.step or 1
+        count = math.floor((self.high - self.low) / step + 1e-9) + 1
+        values = [self.low + i * step for i in range(count)]
+        return tuple(int(v) if self.integer else round(v, 12) for v in values)
+
+
+@dataclass(frozen=True)
 class Axis:
-    """One swept dimension: `fields` stepped together through `values` (one tuple per step)."""
+    """One swept dimension: `fields` stepped together through `values` (one tuple per step); a
+    numeric `range` (one field) has its grid's values, or none where it has no grid."""
 
     name: str
     fields: tuple[str, ...]
     values: tuple[tuple[Any, ...], ...]
+    range: Range | None = None
 
     def settings(self, step: int) -> dict[str, Any]:
         return dict(zip(self.fields, self.values[step], strict=True))
@@ -118,6 +173,23 @@ def scale(rule: str, bits: int, reference: int) -> float:
     return bits / reference if rule == "linear" else 2.0 ** (bits - reference)
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """`metric op bound`, e.g. accuracy >= 0.9 (`metric`: a key of `OBJECTIVES`)."""
+
+    metric: str
+    op: str
+    bound: float
+
+    def violation(self, value: float) -> float:
+        """How far `value` is from meeting it (<= 0: met; strict bounds count equality as 0+)."""
+        gap = self.bound - value if self.op in (">=", ">") else value - self.bound
+        return math.nextafter(gap, math.inf) if self.op in (">", "<") and gap == 0 else gap
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.bound:g}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Sweep:
     """A validated sweep (see the module docstring); its fields are the keys of a sweep file, with
@@ -139,6 +211,15 @@ class Sweep:
     base: DeviceConfig = field(default_factory=DeviceConfig)
     axes: tuple[Axis, ...] = ()
     cost: CostModel = field(default_factory=CostModel)
+    search: str | None = setting(None, choices=SEARCHES)
+    """How points are chosen: None evaluates every point of `grid`; else a search of `trials` points."""
+    trials: int | None = setting(None, low=1)
+    timeout_s: float | None = setting(None, positive=True)
+    objectives: tuple[str, ...] = ("accuracy", "energy")
+    constraints: tuple[Constraint, ...] = ()
+    prune: bool = True
+    population: int | None = setting(None, low=2)
+    trials_per_batch: int | None = setting(None, low=1)
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
@@ -150,7 +231,22 @@ SWEEP = Schema(Sweep, SweepError, quote_choices=False, suggest=True)
 COST = Schema(CostModel, SweepError, table="cost", quote_choices=False)
 """The keys of its `[cost]` table."""
 TOP_KEYS = tuple("device" if name == "base" else name for name in SWEEP.fields)
-SCALARS = ("limit", "batch_size", "mode", "strategy", "placement", "grid", "seeds", "seed")
+SCALARS = (
+    "limit",
+    "batch_size",
+    "mode",
+    "strategy",
+    "placement",
+    "grid",
+    "seeds",
+    "seed",
+    "search",
+    "trials",
+    "timeout_s",
+    "prune",
+    "population",
+    "trials_per_batch",
+)
 """The keys checked by their field alone (besides `name`, which defaults to the file's stem)."""
 
 
@@ -183,11 +279,18 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
     for key in ("model", "data", "axes"):
         if key not in data:
             raise SweepError(f"missing key '{key}'")
+    scalars = {key: SWEEP.check(key, data[key]) for key in SCALARS if key in data}
     base = parse_device(data.get("device", {}), root)
     axes = parse_axes(data["axes"])
     cost = parse_cost(data.get("cost", {}), axes)
+    search = scalars.get("search")
+    if search is None and "objectives" not in data:
+        objectives = Sweep.objectives
+    else:
+        objectives = parse_objectives(data.get("objectives"), search)
+    check_search(scalars, axes)
     return Sweep(
-        **{key: SWEEP.check(key, data[key]) for key in SCALARS if key in data},
+        **scalars,
         name=SWEEP.check("name", data.get("name", default_name)),
         model=resolve(data, "model", root, BUNDLED_MODELS),
         data=resolve(data, "data", root, BUNDLED_DATA),
@@ -195,6 +298,8 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
         base=base,
         axes=axes,
         cost=cost,
+        objectives=objectives,
+        constraints=parse_constraints(data.get("constraints", [])),
     )
 
 
@@ -225,7 +330,11 @@ def parse_axes(table: Any) -> tuple[Axis, ...]:
     axes = []
     seen: dict[str, str] = {}
     for name, value in table.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value and set(value) <= set(RANGE_KEYS):
+            fields = (name,)
+            numeric = parse_range(name, value)
+            values = tuple((v,) for v in numeric.grid() or ())
+        elif isinstance(value, dict):
             if not value:
                 raise SweepError(f"axis '{name}' is an empty table: give its fields' value lists")
             fields = tuple(value)
@@ -244,8 +353,40 @@ def parse_axes(table: Any) -> tuple[Axis, ...]:
             seen[f] = name
         if len(set(values)) != len(values):
             raise SweepError(f"axis '{name}' repeats a value")
-        axes.append(Axis(name, fields, values))
+        axes.append(Axis(name, fields, values, numeric if fields == (name,) and isinstance(value, dict) else None))
     return tuple(axes)
+
+
+def parse_range(name: str, table: dict) -> Range:
+    """A `{min, max, log, step}` axis of a numeric device field, each end checked like the field."""
+    if name not in SWEEPABLE or name in COMPILE_OPTIONS:
+        raise SweepError(f"axis '{name}' is not a device parameter{did_you_mean(name, SWEEPABLE)}")
+    kind = DEVICE.fields[name][0]
+    if kind not in (int, float):
+        raise SweepError(f"axis '{name}': a range {{min, max}} needs a numeric field; give a list of values")
+    for key in ("min", "max"):
+        if key not in table:
+            raise SweepError(f"axis '{name}': a range needs '{key}' (keys: {', '.join(RANGE_KEYS)})")
+    low, high = (axis_values(f"{name}.{key}", name, [table[key]])[0] for key in ("min", "max"))
+    if low > high:
+        raise SweepError(f"axis '{name}': min {low:g} > max {high:g}")
+    log = table.get("log", False)
+    if not isinstance(log, bool):
+        raise SweepError(f"axis '{name}.log' must be true or false, got {log!r}")
+    step = table.get("step")
+    if step is not None:
+        if kind is int and (not isinstance(step, int) or isinstance(step, bool) or step < 1):
+            raise SweepError(f"axis '{name}.step' must be a positive integer, got {step!r}")
+        if isinstance(step, bool) or not isinstance(step, int | float) or not step > 0:
+            raise SweepError(f"axis '{name}.step' must be a positive number, got {step!r}")
+        if log:
+            raise SweepError(f"axis '{name}': give 'log' or 'step', not both")
+        count = (high - low) / step
+        if abs(count - round(count)) > 1e-9:
+            raise SweepError(f"axis '{name}': max - min ({high - low:g}) must be a multiple of step {step:g}")
+    if log and low <= 0:
+        raise SweepError(f"axis '{name}': a log range needs min > 0, got {low:g}")
+    return Range(low, high, kind is int, log, step)
 
 
 def axis_values(where: str, field_name: str, values: Any) -> list:
@@ -283,6 +424,72 @@ def parse_cost(table: Any, axes: tuple[Axis, ...]) -> CostModel:
         if scaled in swept:
             raise SweepError(f"cost.{scaled[:3]} sets '{scaled}' from the bits, so it cannot be an axis too")
     return cost
+
+
+def parse_objectives(value: Any, search: str | None) -> tuple[str, ...]:
+    if (value is None or value == []) and search is None:
+        raise SweepError(f"'objectives' must name at least one of {', '.join(OBJECTIVES)}")
+    if value is None or value == []:
+        raise SweepError(
+            f"search = '{search}' needs 'objectives' (some of {', '.join(OBJECTIVES)}), "
+            'e.g. objectives = ["accuracy", "energy"]'
+        )
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SweepError(f"'objectives' must be a list of names (some of {', '.join(OBJECTIVES)}), got {value!r}")
+    for name in value:
+        if name not in OBJECTIVES:
+            raise SweepError(
+                f"'objectives': unknown objective '{name}'{did_you_mean(name, OBJECTIVES)}; "
+                f"known: {', '.join(OBJECTIVES)}"
+            )
+    if len(set(value)) != len(value):
+        raise SweepError("'objectives' repeats a name")
+    return tuple(value)
+
+
+CONSTRAINT = re.compile(r"^\s*([A-Za-z_]\w*)\s*(>=|<=|>|<|≥|≤)\s*([-+0-9.eE]+)\s*$")
+
+
+def parse_constraints(value: Any) -> tuple[Constraint, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SweepError(f"'constraints' must be a list of strings such as \"accuracy >= 0.9\", got {value!r}")
+    constraints = []
+    for text in value:
+        match = CONSTRAINT.match(text)
+        if match is None:
+            raise SweepError(f"'constraints': cannot read {text!r}: write \"metric >= number\" (or <=, >, <)")
+        metric, op, number = match.groups()
+        if metric not in OBJECTIVES:
+            raise SweepError(
+                f"'constraints': unknown metric '{metric}' in {text!r}{did_you_mean(metric, OBJECTIVES)}; "
+                f"known: {', '.join(OBJECTIVES)}"
+            )
+        try:
+            bound = float(number)
+        except ValueError:
+            raise SweepError(f"'constraints': {number!r} in {text!r} is not a number") from None
+        constraints.append(Constraint(metric, {"≥": ">=", "≤": "<="}.get(op, op), bound))
+    return tuple(constraints)
+
+
+def check_search(scalars: dict, axes: tuple[Axis, ...]) -> None:
+    """The search keys agree with each other and the axes."""
+    search = scalars.get("search")
+    if search is None:
+        for key in ("trials", "timeout_s", "population", "trials_per_batch"):
+            if key in scalars:
+                raise SweepError(f"'{key}' needs a search (search = {' | '.join(SEARCHES)})")
+    elif scalars.get("grid", "product") != "product":
+        raise SweepError(f"grid = '{scalars['grid']}' is for sweeps without 'search'; a search explores the product")
+    if "population" in scalars and search != "nsga2":
+        raise SweepError("'population' is NSGA-II's: it needs search = 'nsga2'")
+    if search in (None, "grid"):
+        for axis in axes:
+            if axis.range is not None and not axis.values:
+                raise SweepError(
+                    f"axis '{axis.name}': a {'log ' if axis.range.log else ''}range without 'step' has no grid; "
+                    "give 'step' or search it (search = random, tpe or nsga2)"
+                )
 
 
 # ---- paths ------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """`cim-explore`: sweep device parameters for a model and report accuracy, latency and energy per
-point (results.csv, results.json and PNG plots), serially, in local processes or on a Dask cluster."""
+point (results.csv, results.json and PNG plots), serially, in local processes or on a Dask cluster.
+A sweep with `search = ...` proposes its points with Optuna and keeps its study in the output
+folder (study.db): run the same command again to resume an interrupted search."""
 
 import argparse
 import sys
@@ -49,7 +51,7 @@ def main(args: Sequence[str] | None = None) -> None:
         except SweepError as e:
             raise located(e) from None
         out_dir = Path(options.output_dir or f"{Path(options.sweep).stem}-results")
-        progress = Progress("points", enabled=not options.quiet, lines=True)
+        progress = Progress("trials" if sweep.search else "points", enabled=not options.quiet, lines=True)
         try:
             results = explore(
                 sweep,
@@ -58,6 +60,7 @@ def main(args: Sequence[str] | None = None) -> None:
                 progress=progress,
                 threads=options.threads,
                 batch_size=options.batch_size,
+                study=out_dir / "study.db" if sweep.search else None,
             )
         except (SweepError, RuntimeError) as e:
             raise located(e) from None
@@ -75,6 +78,14 @@ def main(args: Sequence[str] | None = None) -> None:
             f"{len(results.failed)} failed; float model {100 * results.float_accuracy:.2f} % on "
             f"{results.images} images; {results.run['seconds']:.1f} s ({results.run['execution']})"
         )
+        if results.search is not None:
+            trials = results.search["trials"]
+            front = trials[-1]["front"] if trials else []
+            print(
+                f"search '{sweep.search}': {len(trials)} trials, {len(results.points)} points simulated "
+                f"({len(results.pruned)} pruned), {len(front)} on the front, hypervolume "
+                f"{trials[-1]['hypervolume'] if trials else 0:.4f}; study {out_dir / 'study.db'}"
+            )
         print(f"wrote {', '.join(str(p) for p in written.values())}")
 
     run_reporting_errors("cim-explore", body)
