@@ -72,7 +72,12 @@ def explore(
             points = expand_points(sweep)
             rows = [row for rows in evaluator.points(points, progress) for row in rows]
         else:
-            from cimxdsl.explore.search import STUDY_FILE, run_search
+            try:
+                from cimxdsl.explore.search import STUDY_FILE, run_search
+            except ModuleNotFoundError as e:
+                if e.name != "optuna":
+                    raise
+                raise RuntimeError("a search needs optuna: pip install 'cimxdsl[explore]'") from None
 
             if study is None and out_dir is not None:
                 study = Path(out_dir) / STUDY_FILE

@@ -151,6 +151,20 @@ def check_study_file(path: Path) -> None:
         raise SweepError(f"study file '{path}' is not an Optuna study (no trials table); it was left as it is")
 
 
+def connector(path: Path) -> Callable[[], sqlite3.Connection]:
+    """Connections to the study file in write-ahead-log mode without a sync per commit: a crashed or
+    killed search loses nothing it told (a power cut may lose the last trials, which a resumed
+    search proposes again), and a trial costs a few file writes instead of a dozen syncs."""
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(path, timeout=60)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        return connection
+
+    return connect
+
+
 @contextlib.contextmanager
 def quiet_optuna() -> Iterator[None]:
     """Optuna's info logs and experimental-feature warnings off (restored after)."""
@@ -191,7 +205,7 @@ def open_study(sweep: Sweep, context: Context, path: str | Path | None):
             path = Path(path).resolve()
             check_study_file(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            storage = optuna.storages.RDBStorage(f"sqlite:///{path}")
+            storage = optuna.storages.RDBStorage(f"sqlite:///{path}", engine_kwargs={"creator": connector(path)})
         study = optuna.create_study(storage=storage, study_name=STUDY_NAME, directions=directions, load_if_exists=True)
     except Exception as e:  # SQLAlchemy and Optuna errors of an unreadable or foreign file
         raise SweepError(f"study file '{path}' cannot be read as an Optuna study: {e}") from None

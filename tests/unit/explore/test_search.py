@@ -2,6 +2,8 @@
 the study file, sound pruning, hypervolumes against an independent computation, bad input."""
 
 import itertools
+import json
+import re
 import sqlite3
 
 import numpy as np
@@ -12,13 +14,14 @@ from cimxdsl.explore import SweepError, explore, load_sweep
 from cimxdsl.explore import search as search_module
 from cimxdsl.explore.pareto import REFERENCE, hypervolume, hypervolume_history, non_dominated, normalise
 from cimxdsl.explore.runner import evaluate_point, prepare_context
+from cimxdsl.tools.cim_explore import main
 
 SPACE = {
     "model": "digits",
     "data": "digits",
     "limit": 40,
     "device": {"preset": "cinnamon", "weight_bits": 8, "input_bits": 8},
-    "axes": {"adc_bits": {"min": 3, "max": 8}, "adc_range": ["full", "calibrated"], "dac_bits": [1, 2, 4]},
+    "axes": {"adc_bits": {"min": 3, "max": 6}, "adc_range": ["full", "calibrated"], "dac_bits": [1, 2, 4]},
     "cost": {"adc": "linear", "adc_reference_bits": 8},
     "objectives": ["accuracy", "energy"],
 }
@@ -65,7 +68,7 @@ def trials_of(results) -> list:
 def test_grid_search_finds_the_sweeps_front_in_grid_order():
     plain = explore({k: v for k, v in SPACE.items()})
     grid = explore(spec(search="grid"))
-    assert len(grid.search["trials"]) == len(plain.points) == 36
+    assert len(grid.search["trials"]) == len(plain.points) == 24
     assert [p.values for p in grid.points] == [p.values for p in plain.points]
     assert grid.csv() == plain.csv()  # the same rows: every trial is one of the sweep's points
     assert front_of(grid) == front_of(plain) == brute_front(plain)
@@ -105,6 +108,11 @@ def test_the_history_front_and_hypervolume_follow_the_trials():
         expected = {tuple(v) for v in values[keep]}
         assert {(-by_point[p]["accuracy_mean"], by_point[p]["energy_per_image_pj"]) for p in t["front"]} == expected
         assert t["hypervolume"] == pytest.approx(inclusion_exclusion(normalise(values[keep], low, high)))
+
+
+def test_local_processes_give_the_serial_search():
+    sweep = spec(search="tpe", trials=6, seed=7, trials_per_batch=2)
+    assert trials_of(explore(sweep, jobs=2)) == trials_of(explore(sweep))
 
 
 def test_a_constraint_keeps_infeasible_points_off_the_front():
@@ -155,6 +163,44 @@ def test_the_study_is_written_beside_the_results(tmp_path):
     assert [t.values for t in study.trials] == [t["values"] for t in results.search["trials"]]
     again = explore(spec(search="random", trials=3), out_dir=tmp_path)  # nothing left to do
     assert trials_of(again) == trials_of(results)
+
+
+SEARCH_FILE = """\
+model = "digits"
+data = "digits"
+limit = 24
+search = "random"
+trials = 4
+objectives = ["accuracy", "latency"]
+[device]
+preset = "cinnamon"
+[axes]
+adc_bits = { min = 3, max = 8 }
+dac_bits = [1, 2]
+"""
+
+
+def test_the_command_line_runs_and_resumes_a_search(tmp_path, capsys):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SEARCH_FILE)
+    out = tmp_path / "out"
+    main([str(sweep), "-o", str(out), "-q", "--no-plots"])
+    first = capsys.readouterr().out
+    assert re.search(r"search 'random': 4 trials, [1-4] points simulated \(0 pruned\), [1-4] on the front", first)
+    assert f"study {out / 'study.db'}" in first
+    sweep.write_text(SEARCH_FILE.replace("trials = 4", "trials = 6"))
+    main([str(sweep), "-o", str(out), "-q", "--no-plots"])
+    assert "search 'random': 6 trials" in capsys.readouterr().out
+    data = json.loads((out / "results.json").read_text())
+    assert [t["trial"] for t in data["search"]["trials"]] == list(range(6))
+    sweep.write_text(SEARCH_FILE.replace('"random"', '"randm"'))
+    with pytest.raises(SystemExit) as caught:
+        main([str(sweep)])
+    assert caught.value.code == 1
+    assert capsys.readouterr().err == (
+        f"cim-explore: error: {sweep}: 'search' must be one of grid, random, tpe, nsga2, got 'randm' "
+        "(did you mean 'random'?)\n"
+    )
 
 
 # ---- pruning ----------------------------------------------------------------------------------------
