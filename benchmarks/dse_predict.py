@@ -39,6 +39,7 @@ from cimxdsl.explore.learn import (
     Constraint,
     Predictor,
     held_out_error,
+    meets,
     model_space,
     predict,
     read_results,
@@ -147,8 +148,12 @@ def sweep(name: str, spec: dict, out: Path, jobs: int) -> Path:
     results = out / "results" / name
     if not (results / "results.json").is_file():
         start = time.perf_counter()
-        found = explore({"name": name, **spec, "device": DEVICE, "axes": AXES, "cost": COST}, results, jobs, plots=False)
-        print(f"swept {name}: {len(found.points)} points, {len(found.failed)} failed, {time.perf_counter() - start:.0f} s")
+        found = explore(
+            {"name": name, **spec, "device": DEVICE, "axes": AXES, "cost": COST}, results, jobs, plots=False
+        )
+        print(
+            f"swept {name}: {len(found.points)} points, {len(found.failed)} failed, {time.perf_counter() - start:.0f} s"
+        )
     return results
 
 
@@ -181,7 +186,7 @@ def evaluate(name: str, spec: dict, results: Path, others: list[Path], method: s
             except ValueError as e:
                 cases.append({"model": name, "objective": objective, "required": required, "error": str(e)})
                 continue
-            feasible = constraint.holds(simulated["accuracy"])
+            feasible = meets([constraint], simulated)
             best = simulated[objective][feasible].min() if feasible.any() else None
             chosen = prediction.best
             case = {"model": name, "objective": objective, "required": required, "feasible": int(feasible.sum())}
@@ -190,12 +195,12 @@ def evaluate(name: str, spec: dict, results: Path, others: list[Path], method: s
             else:
                 at = key.index(json.dumps(prediction.settings[chosen], sort_keys=True))
                 ratio = simulated[objective][at] / best
-                meets = bool(feasible[at])
+                met = bool(feasible[at])
                 case.update(
                     chosen=prediction.settings[chosen],
                     ratio=float(ratio),
-                    meets=meets,
-                    hit=bool(meets and ratio <= 1 + TOLERANCE),
+                    meets=met,
+                    hit=bool(met and ratio <= 1 + TOLERANCE),
                     predicted=prediction.entry(chosen),
                     simulated={o: float(simulated[o][at]) for o in OBJECTIVES},
                 )
@@ -248,7 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     report = held_out_error(samples, options.method, "models")
     print(f"leave-one-model-out errors ({time.perf_counter() - start:.0f} s)")
     errors = report["folds"]
-    print("\n| held-out model | points | accuracy error (mean / max) | latency error (mean / max) | energy error (mean / max) |")
+    print(
+        "\n| held-out model | points | accuracy error (mean / max) | latency error (mean / max) | energy error (mean / max) |"
+    )
     print("|---|---|---|---|---|")
     for name, fold in errors.items():
         if "error" in fold:
@@ -278,8 +285,10 @@ def main(argv: list[str] | None = None) -> None:
     scored = [c for c in cases if "hit" in c]
     for objective in ("latency", "energy"):
         part = [c for c in scored if c["objective"] == objective]
-        print(f"{objective}: predicted best within {100 * TOLERANCE:.0f} % of the simulated best at the required "
-              f"accuracy in {sum(c['hit'] for c in part)} of {len(part)} cases")
+        print(
+            f"{objective}: predicted best within {100 * TOLERANCE:.0f} % of the simulated best at the required "
+            f"accuracy in {sum(c['hit'] for c in part)} of {len(part)} cases"
+        )
     (out / "cases.json").write_text(json.dumps({"errors": errors, "cases": cases}, indent=1) + "\n")
     if options.figure:
         figure(errors, cases, Path(options.figure))

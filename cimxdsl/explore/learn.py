@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import operator
-import re
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,7 +39,8 @@ import numpy as np
 from cimxdsl.device import DeviceConfig, DeviceConfigError
 from cimxdsl.device.config import DEVICE
 from cimxdsl.device.placement import PLACEMENTS
-from cimxdsl.explore.sweep import CostModel
+from cimxdsl.explore.pareto import non_dominated
+from cimxdsl.explore.sweep import Constraint, CostModel, SweepError, parse_constraints
 from cimxdsl.explore.workload import (
     DEVICE_WORKLOAD_FEATURES,
     WORKLOAD_FEATURES,
@@ -69,8 +68,6 @@ DEVICE_FIELDS = (
 )
 """The device and mapping parameters a sample is described by."""
 FEATURES = (*DEVICE_FIELDS, *WORKLOAD_FEATURES, *DEVICE_WORKLOAD_FEATURES)
-CONSTRAINT = re.compile(r"^\s*([A-Za-z_]\w*)\s*(>=|<=|>|<)\s*([-+0-9.eE]+)\s*$")
-COMPARE = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
 
 
 class LearnError(ValueError):
@@ -472,59 +469,48 @@ def learn(paths: list[str | Path], method: str = "auto", split: str = "points") 
 
 
 # ---- prediction ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Constraint:
-    objective: str
-    op: str
-    value: float
-
-    def holds(self, values: np.ndarray) -> np.ndarray:
-        return COMPARE[self.op](values, self.value)
-
-    def __str__(self) -> str:
-        return f"{self.objective} {self.op} {self.value:g}"
-
-
 def objective_name(name: str, where: str) -> str:
     if name not in OBJECTIVES:
         from cimxdsl.device.settings import did_you_mean
 
         raise LearnError(
-            f"{where}: unknown objective '{name}'{did_you_mean(name, OBJECTIVES)} (objectives: {', '.join(OBJECTIVES)})"
+            f"{where}: unknown objective '{name}'{did_you_mean(name, OBJECTIVES)} "
+            f"(objectives of the predictor: {', '.join(OBJECTIVES)})"
         )
     return name
 
 
 def parse_constraint(text: str) -> Constraint:
-    """`accuracy>=0.9`, `latency<1e5` (ns per input), `energy<=2e4` (pJ per input)."""
-    found = CONSTRAINT.match(text)
-    if not found:
-        raise LearnError(f"constraint '{text}': expected OBJECTIVE OP NUMBER, e.g. accuracy>=0.9 (OP: >=, <=, >, <)")
-    name, op, value = found.groups()
+    """`accuracy>=0.9`, `latency<1e5` (ns per input), `energy<=2e4` (pJ per input): a sweep's
+    constraint on one of the predicted objectives."""
     try:
-        number = float(value)
-    except ValueError:
-        raise LearnError(f"constraint '{text}': '{value}' is not a number") from None
-    return Constraint(objective_name(name, f"constraint '{text}'"), op, number)
+        (constraint,) = parse_constraints([text])
+    except SweepError as e:
+        raise LearnError(str(e).removeprefix("sweep file: 'constraints': ")) from None
+    objective_name(constraint.metric, f"constraint '{text}'")
+    return constraint
 
 
 def pareto_mask(values: dict[str, np.ndarray]) -> np.ndarray:
     """The rows no other row beats on every objective (accuracy up, latency and energy down)."""
-    signed = np.stack([values[o] * (-1 if d == "max" else 1) for o, d in OBJECTIVES.items()], axis=1)
-    worse_or_equal = (signed[None, :, :] <= signed[:, None, :]).all(axis=2)
-    better_somewhere = (signed[None, :, :] < signed[:, None, :]).any(axis=2)
-    dominated = (worse_or_equal & better_somewhere).any(axis=1)
-    return ~dominated
+    return non_dominated(np.stack([values[o] * (-1 if d == "max" else 1) for o, d in OBJECTIVES.items()], axis=1))
+
+
+def meets(constraints: list[Constraint], values: dict[str, np.ndarray]) -> np.ndarray:
+    """Which rows of `values` meet every constraint."""
+    met = np.ones(len(values["accuracy"]), dtype=bool)
+    for c in constraints:
+        met &= np.vectorize(c.violation)(values[c.metric]) <= 0
+    return met
 
 
 def rank(values: dict[str, np.ndarray], constraints: list[Constraint], objective: str) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices, feasible rows first, each part best first by `objective`; and which rows meet
-    every constraint."""
-    feasible = np.ones(len(values[objective]), dtype=bool)
-    for c in constraints:
-        feasible &= c.holds(values[c.objective])
+    """Row indices, those meeting the constraints first, each part best first by `objective`
+    (ties by the other objectives); and which rows meet every constraint."""
+    feasible = meets(constraints, values)
+    keys = [values[o] * (-1 if OBJECTIVES[o] == "max" else 1) for o in OBJECTIVES if o != objective]
     key = values[objective] * (-1 if OBJECTIVES[objective] == "max" else 1)
-    return np.lexsort((key, ~feasible)), feasible
+    return np.lexsort((*reversed(keys), key, ~feasible)), feasible
 
 
 @dataclass
@@ -669,7 +655,7 @@ def verify(prediction: Prediction, k: int, jobs: int = 1, progress=None) -> list
                 "energy": found["energy_per_image_pj"],
             }
             entry["simulated_feasible"] = all(
-                bool(c.holds(np.array(entry["simulated"][c.objective]))) for c in prediction.constraints
+                c.violation(entry["simulated"][c.metric]) <= 0 for c in prediction.constraints
             )
         verified.append(entry)
     prediction.verified = verified
