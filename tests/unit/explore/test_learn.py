@@ -259,3 +259,27 @@ def test_bad_predictor_file_method_and_split(swept, tmp_path, capsys):
         learn([swept[1]], split="models")
     with pytest.raises(LearnError, match="no such results file"):
         read_results([tmp_path / "none"])
+
+
+# ---- the surrogate search's proposal ---------------------------------------------------------------
+def surrogate(constraints=()):
+    from optuna.distributions import CategoricalDistribution
+
+    from cimxdsl.explore.surrogate import SurrogateSampler
+
+    return SurrogateSampler(
+        {"a": CategoricalDistribution([0, 1, 2])}, ("accuracy", "energy"), ("accuracy",), constraints, {}, 0
+    )
+
+
+def test_the_surrogate_proposes_the_largest_predicted_hypervolume_gain():
+    simulated = {"accuracy": np.array([0.5, 0.9]), "energy": np.array([1.0, 10.0])}
+    predicted = {
+        "accuracy": np.array([0.4, 0.95, 0.6]),  # candidate 0 is beaten by the simulated (0.5, 1)
+        "energy": np.array([5.0, 2.0, 8.0]),  # candidate 1 beats (0.9, 10) outright; 2 adds a sliver
+    }
+    assert surrogate().best(simulated, predicted) == 1
+    dominated = {"accuracy": np.array([0.4, 0.3, 0.45]), "energy": np.array([5.0, 2.0, 8.0])}
+    assert surrogate().best(simulated, dominated) is None  # nothing to gain: a random draw instead
+    strict = surrogate([parse_constraint("accuracy>=0.99")])
+    assert strict.best(simulated, predicted) is None  # no candidate predicted to meet it
