@@ -6,7 +6,7 @@
     results.rows             # one dict per (point, seed)
     results.pareto           # the Pareto front of the sweep's objectives (default: energy, accuracy)
 
-A sweep with `search = "random"` (or grid, tpe, nsga2) proposes `trials` points with Optuna and
+A sweep with `search = "random"` (or grid, tpe, nsga2, surrogate) proposes `trials` points with Optuna and
 records them in a study (`study.db` in `out_dir`) that a later call resumes; `results.search` holds
 its history (`cimxdsl.explore.search`).
 

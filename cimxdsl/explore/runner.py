@@ -208,8 +208,12 @@ def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
 # ---- evaluation -----------------------------------------------------------------------------------
 def point_config(context: Context, point: Point) -> DeviceConfig:
     """The base device with the point's settings (validated) and the sweep's cost model applied."""
-    config = context.base.replace(**device_settings(point.values))
-    return context.cost.apply(config, context.base)
+    return configure(context.base, context.cost, point.values)
+
+
+def configure(base: DeviceConfig, cost: CostModel, settings: dict[str, Any]) -> DeviceConfig:
+    """`base` with the device fields of `settings` and `cost` applied."""
+    return cost.apply(base.replace(**device_settings(settings)), base)
 
 
 def evaluate_point(context: Context, point: Point) -> list[dict]:

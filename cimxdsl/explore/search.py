@@ -1,10 +1,11 @@
 """Searching a sweep's axes: a sampler proposes points, the evaluator simulates them, a study records them.
 
-A sweep with `search = "grid" | "random" | "tpe" | "nsga2"` is explored trial by trial with Optuna
+A sweep with `search = "grid" | "random" | "tpe" | "nsga2" | "surrogate"` is explored trial by trial with Optuna
 (Akiba et al., "Optuna: a next-generation hyperparameter optimization framework", KDD 2019):
 
 - the sampler proposes `trials_per_batch` points at a time (`grid`: the product of the axes in
-  order; `random`; `tpe`: multi-objective TPE, Ozaki et al. 2022; `nsga2`: Deb et al. 2002). Each
+  order; `random`; `tpe`: multi-objective TPE, Ozaki et al. 2022; `nsga2`: Deb et al. 2002;
+  `surrogate`: a regressor of the points so far proposes the next, `cimxdsl.explore.surrogate`). Each
   trial draws from a sampler seeded with the sweep's seed and the trial's number, so a search
   gives the same trials whether it ran in one go or was resumed;
 - every trial is one of the sweep's points, simulated by `runner.evaluate_part` where a plain
@@ -104,8 +105,15 @@ class Space:
         return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
-def make_sampler(sweep: Sweep, space: Space, seed: int, constraints: Callable | None):
-    """The sweep's sampler, seeded with `seed`."""
+def make_sampler(sweep: Sweep, space: Space, seed: int, constraints: Callable | None, records: dict | None = None):
+    """The sweep's sampler, seeded with `seed`; `records`: the trials' outcomes so far (by number),
+    which the surrogate is fitted on."""
+    if sweep.search == "surrogate":
+        from cimxdsl.explore.surrogate import SurrogateSampler
+
+        return SurrogateSampler(
+            space.distributions, sweep.objectives, MAXIMISED, sweep.constraints, records or {}, seed
+        )
     if sweep.search == "grid":
         return GridOrderSampler(space.grid())
     if sweep.search == "random":
@@ -434,7 +442,7 @@ def run_search(
             asked = []
             for _ in range(min(batch, budget - len(study.trials))):
                 study.sampler = make_sampler(
-                    sweep, search.space, trial_seed(sweep.seed, len(study.trials)), constraints
+                    sweep, search.space, trial_seed(sweep.seed, len(study.trials)), constraints, search.records
                 )
                 trial = study.ask(search.space.distributions)
                 point, new = search.point_of(trial.params)

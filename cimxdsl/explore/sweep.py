@@ -36,7 +36,7 @@ A sweep names a model, a labelled data set, a base device and the device paramet
 
 A sweep may search its axes instead of evaluating all of them (`cimxdsl.explore.search`)::
 
-    search = "tpe"                 # "grid", "random", "tpe" or "nsga2"
+    search = "tpe"                 # "grid", "random", "tpe", "nsga2" or "surrogate"
     trials = 60                    # points to propose (default: the grid's size for "grid", else 100)
     timeout_s = 600                # optional: propose no new point after this many seconds
     objectives = ["accuracy", "energy"]     # maximise accuracy; minimise latency, energy, crossbars, writes
@@ -74,7 +74,7 @@ GRIDS = ("product", "each")
 MODES = ("int8", "exact")
 STRATEGIES = tuple(scheduling_strategies())
 SCALINGS = ("fixed", "linear", "exponential")
-SEARCHES = ("grid", "random", "tpe", "nsga2")
+SEARCHES = ("grid", "random", "tpe", "nsga2", "surrogate")
 OBJECTIVES: dict[str, str] = {
     "accuracy": "accuracy_mean",
     "agreement": "agreement_mean",
@@ -488,7 +488,7 @@ def check_search(scalars: dict, axes: tuple[Axis, ...]) -> None:
             if axis.range is not None and not axis.values:
                 raise SweepError(
                     f"axis '{axis.name}': a {'log ' if axis.range.log else ''}range without 'step' has no grid; "
-                    "give 'step' or search it (search = random, tpe or nsga2)"
+                    "give 'step' or search it (search = random, tpe, nsga2 or surrogate)"
                 )
 
 

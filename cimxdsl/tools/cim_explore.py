@@ -1,7 +1,10 @@
 """`cim-explore`: sweep device parameters for a model and report accuracy, latency and energy per
 point (results.csv, results.json and PNG plots), serially, in local processes or on a Dask cluster.
 A sweep with `search = ...` proposes its points with Optuna and keeps its study in the output
-folder (study.db): run the same command again to resume an interrupted search."""
+folder (study.db): run the same command again to resume an interrupted search.
+`cim-explore learn RESULTS...` trains a predictor of those objectives from results;
+`cim-explore predict --predictor P MODEL` predicts the best configuration for a model without
+simulating it."""
 
 import argparse
 import sys
@@ -12,7 +15,17 @@ from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_repor
 
 
 def main(args: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="cim-explore", description=__doc__)
+    args = list(sys.argv[1:] if args is None else args)
+    if args and args[0] in ("learn", "predict"):
+        from cimxdsl.tools.cim_explore_learn import learn_main, predict_main
+
+        (learn_main if args[0] == "learn" else predict_main)(args[1:])
+        return
+    parser = argparse.ArgumentParser(
+        prog="cim-explore",
+        description=__doc__,
+        epilog="cim-explore learn --help and cim-explore predict --help describe the predictor's commands",
+    )
     parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")
     parser.add_argument("-o", "--output-dir", help="where to write results and plots (default: <sweep>-results)")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="run points in N local processes")

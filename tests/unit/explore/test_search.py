@@ -75,7 +75,7 @@ def test_grid_search_finds_the_sweeps_front_in_grid_order():
     assert grid.search["trials"][-1]["hypervolume"] == max(t["hypervolume"] for t in grid.search["trials"])
 
 
-@pytest.mark.parametrize("method", ["random", "tpe", "nsga2"])
+@pytest.mark.parametrize("method", ["random", "tpe", "nsga2", "surrogate"])
 def test_a_seeded_search_reproduces_its_trials_and_front(method):
     extra = {"population": 4} if method == "nsga2" else {}
     first = explore(spec(search=method, trials=10, seed=3, **extra))
@@ -126,7 +126,7 @@ def test_a_constraint_keeps_infeasible_points_off_the_front():
 
 
 # ---- resuming ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["tpe", "nsga2"])
+@pytest.mark.parametrize("method", ["tpe", "nsga2", "surrogate"])
 def test_an_interrupted_search_resumes_from_its_study_as_if_never_stopped(tmp_path, monkeypatch, method):
     extra = {"population": 4} if method == "nsga2" else {}
     sweep = spec(search=method, trials=12, seed=5, trials_per_batch=2, constraints=["accuracy >= 0.5"], **extra)
@@ -267,7 +267,7 @@ def test_non_dominated_keeps_ties():
             "search = 'tpe' needs 'objectives' (some of accuracy, agreement, latency, energy, crossbars, writes)",
         ),
         ({"search": "tpe", "objectives": []}, "search = 'tpe' needs 'objectives'"),
-        ({"search": "tpee"}, "'search' must be one of grid, random, tpe, nsga2, got 'tpee' (did you mean 'tpe'?)"),
+        ({"search": "tpee"}, "'search' must be one of grid, random, tpe, nsga2, surrogate, got 'tpee' (did you mean 'tpe'?)"),
         ({"search": "tpe", "objectives": ["acuracy"]}, "unknown objective 'acuracy' (did you mean 'accuracy'?)"),
         ({"axes": {"adc_bits": {"min": 8, "max": 4}}}, "axis 'adc_bits': min 8 > max 4"),
         ({"axes": {"adc_bits": {"min": 4}}}, "axis 'adc_bits': a range needs 'max'"),

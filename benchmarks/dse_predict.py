@@ -1,0 +1,299 @@
+"""The learned predictor on models it has not seen (docs/dse.md, "Learning the space").
+
+Workloads: the digits CNN and the digits ViT (360-image test split, first `--images`) and single
+convolution layers of the nine light
+architectures shipped with onnx (their kernel, stride, groups and channels — capped at
+`--max-channels` — on a 6×6 input, then ReLU, global average pooling and a flatten; `--layer-inputs`
+random inputs each). The models
+without a labelled data set run on random inputs labelled by the float model, so their accuracy is
+the agreement with the float model.
+
+Every workload is swept over the same device space (ADC bits × ADC range × rows × DAC bits ×
+cell bits, the `cinnamon` crossbars with 8-bit weights and inputs, ADC energy linear in its
+bits). Then, for each workload in turn, a predictor is trained on the other workloads' results
+(leave one model out), predicts the held-out model's whole space without simulating it, and its
+choice is checked against the held-out sweep: for each objective (latency, energy) and each
+required accuracy (a fraction of the float model's), is the simulated objective of the predicted
+best within 5 % of the simulated best among the configurations that meet the requirement, and does
+the predicted best meet it when simulated?
+
+    python -m benchmarks.dse_predict [--out build/dse_predict] [--images 60] [--jobs 2] [--figure F]
+
+Sweeps are cached in OUT (delete it to rerun them). Prints Markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from cimxdsl.explore import explore
+from cimxdsl.explore.learn import (
+    OBJECTIVES,
+    Constraint,
+    Predictor,
+    held_out_error,
+    meets,
+    model_space,
+    predict,
+    read_results,
+)
+from cimxdsl.reference import float_predictions
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+AXES = {
+    "adc_bits": [3, 4, 5, 6, 8, 0],
+    "adc_range": ["full", "calibrated"],
+    "rows": [32, 64, 128],
+    "dac_bits": [1, 2, 4],
+    "cell_bits": [1, 2, 4],
+}
+DEVICE = {"preset": "cinnamon", "weight_bits": 8, "input_bits": 8}
+COST = {"adc": "linear", "adc_reference_bits": 8}
+REQUIRED = (0.9, 0.95, 0.99)
+"""Required accuracy, as a fraction of the float model's."""
+TOLERANCE = 0.05
+LIGHT_LAYERS = {
+    # light model: which of its convolutions (in graph order), chosen for distinct shapes
+    "squeezenet": 3,
+    "resnet50": 0,
+    "vgg19": 3,
+    "bvlc_alexnet": 0,
+    "zfnet512": 1,
+    "inception_v1": 7,
+    "inception_v2": 9,
+    "densenet121": 2,
+    "shufflenet": 3,
+}
+
+
+def light_layer(name: str, index: int, max_channels: int, size: int = 6) -> onnx.ModelProto:
+    """Convolution `index` of light model `name` alone (channels capped), ReLU, global average pooling
+    and flatten: one score per output channel."""
+    from benchmarks.pim_light_models import light_model
+
+    model = light_model(name)
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    conv = [n for n in model.graph.node if n.op_type == "Conv"][index]
+    attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+    group = int(attrs.get("group", 1))
+    w = weights[conv.input[1]]
+    per_group = w.shape[0] // group
+    group = min(group, max(1, max_channels // per_group))
+    cout = min(group * per_group, max_channels)
+    cin_per_group = min(w.shape[1], max_channels)
+    k = w.shape[2]
+    rng = np.random.default_rng(index)
+    w = rng.normal(0, np.sqrt(2.0 / (cin_per_group * k * k)), (cout, cin_per_group, k, k)).astype(np.float32)
+    cin = cin_per_group * group
+    stride = int(attrs.get("strides", [1, 1])[0])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[k // 2] * 4, strides=[stride, stride], group=group),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        f"{name}_conv{index}",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, cin, size, size])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, cout])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def random_data(model: onnx.ModelProto, count: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random inputs (standard normal, ReLU'd like activations) labelled by the float model."""
+    dims = [d.dim_value or 1 for d in model.graph.input[0].type.tensor_type.shape.dim]
+    rng = np.random.default_rng(seed)
+    inputs = np.maximum(rng.standard_normal((count + 64, *dims[1:])), 0).astype(np.float32)
+    labels = float_predictions(model, inputs[:count])
+    return {"inputs": inputs[:count], "labels": labels, "calibration": inputs[count:]}
+
+
+def workloads(out: Path, images: int, max_channels: int, layer_inputs: int) -> dict[str, dict]:
+    """Sweep specs (model, data, calibration, limit) of every workload, writing the generated ones."""
+    specs = {
+        "digits_cnn": {"model": "digits", "data": "digits", "calibration": "digits-train", "limit": images},
+        "digits_vit": {
+            "model": str(EXAMPLES / "digits_vit.onnx"),
+            "data": str(EXAMPLES / "digits_test.npz"),
+            "calibration": str(EXAMPLES / "digits_train.npz"),
+            "limit": images,
+        },
+    }
+    generated = {}
+    for name, index in LIGHT_LAYERS.items():
+        generated[f"{name}_conv{index}"] = light_layer(name, index, max_channels)
+    models = out / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    for name, model in generated.items():
+        path, data = models / f"{name}.onnx", models / f"{name}.npz"
+        if not path.is_file():
+            onnx.save(model, str(path))
+            np.savez(data, **random_data(model, layer_inputs))
+        specs[name] = {"model": str(path), "data": str(data)}
+    return specs
+
+
+def sweep(name: str, spec: dict, out: Path, jobs: int) -> Path:
+    results = out / "results" / name
+    if not (results / "results.json").is_file():
+        start = time.perf_counter()
+        found = explore(
+            {"name": name, **spec, "device": DEVICE, "axes": AXES, "cost": COST}, results, jobs, plots=False
+        )
+        print(
+            f"swept {name}: {len(found.points)} points, {len(found.failed)} failed, {time.perf_counter() - start:.0f} s"
+        )
+    return results
+
+
+def simulated_space(results: Path) -> tuple[list[dict], dict[str, np.ndarray], float]:
+    data = json.loads((results / "results.json").read_text())
+    fields = [f for axis in data["sweep"]["axes"] for f in axis["fields"]]
+    ok = [p for p in data["points"] if p["status"] == "ok"]
+    values = {
+        "accuracy": np.array([p["accuracy_mean"] for p in ok]),
+        "latency": np.array([p["latency_ns"] for p in ok]) / data["sweep"]["images"],
+        "energy": np.array([p["energy_per_image_pj"] for p in ok]),
+    }
+    return [{f: p[f] for f in fields} for p in ok], values, data["float_accuracy"]
+
+
+def evaluate(name: str, spec: dict, results: Path, others: list[Path], method: str) -> list[dict]:
+    """The leave-one-out cases of workload `name`: one per objective and required accuracy."""
+    predictor = Predictor(read_results(others), method)
+    space = model_space(predictor, spec["model"], spec["data"], spec.get("limit"))
+    if "calibration" in spec:
+        space["calibration"] = spec["calibration"]
+    settings, simulated, float_accuracy = simulated_space(results)
+    key = [json.dumps(s, sort_keys=True) for s in settings]
+    cases = []
+    for objective in ("latency", "energy"):
+        for required in REQUIRED:
+            constraint = Constraint("accuracy", ">=", required * float_accuracy)
+            try:
+                prediction = predict(predictor, space, [constraint], objective)
+            except ValueError as e:
+                cases.append({"model": name, "objective": objective, "required": required, "error": str(e)})
+                continue
+            feasible = meets([constraint], simulated)
+            best = simulated[objective][feasible].min() if feasible.any() else None
+            chosen = prediction.best
+            case = {"model": name, "objective": objective, "required": required, "feasible": int(feasible.sum())}
+            if chosen is None or best is None:
+                case.update(hit=False, reason="no predicted or simulated configuration meets the requirement")
+            else:
+                at = key.index(json.dumps(prediction.settings[chosen], sort_keys=True))
+                ratio = simulated[objective][at] / best
+                met = bool(feasible[at])
+                case.update(
+                    chosen=prediction.settings[chosen],
+                    ratio=float(ratio),
+                    meets=met,
+                    hit=bool(met and ratio <= 1 + TOLERANCE),
+                    predicted=prediction.entry(chosen),
+                    simulated={o: float(simulated[o][at]) for o in OBJECTIVES},
+                )
+            cases.append(case)
+    return cases
+
+
+def figure(errors: dict, cases: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in errors if "error" not in errors[n]]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    x = np.arange(len(names))
+    for i, objective in enumerate(("latency", "energy")):
+        axes[0].bar(x + (i - 0.5) * 0.4, [100 * errors[n][objective]["mean"] for n in names], 0.4, label=objective)
+    axes[0].set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    axes[0].set_ylabel("mean relative error (%)")
+    axes[0].set_yscale("log")
+    axes[0].set_title("cost prediction on the held-out model")
+    axes[0].legend()
+    ax = axes[1]
+    ax.bar(x, [100 * errors[n]["accuracy"]["mean"] for n in names], 0.6, color="tab:green")
+    ax.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("mean absolute accuracy error (points)")
+    hits = [c for c in cases if "hit" in c]
+    rate = 100 * np.mean([c["hit"] for c in hits]) if hits else 0
+    ax.set_title(f"accuracy prediction; best choice within 5 %: {rate:.0f} % of {len(hits)} cases")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="build/dse_predict")
+    parser.add_argument("--images", type=int, default=60)
+    parser.add_argument("--max-channels", type=int, default=128)
+    parser.add_argument("--layer-inputs", type=int, default=24, help="random inputs of each light-architecture layer")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--method", default="gbm")
+    parser.add_argument("--figure", help="write the figure here (PNG)")
+    options = parser.parse_args(argv)
+    out = Path(options.out)
+    specs = workloads(out, options.images, options.max_channels, options.layer_inputs)
+    results = {name: sweep(name, spec, out, options.jobs) for name, spec in specs.items()}
+    samples = read_results(list(results.values()))
+    start = time.perf_counter()
+    report = held_out_error(samples, options.method, "models")
+    print(f"leave-one-model-out errors ({time.perf_counter() - start:.0f} s)")
+    errors = report["folds"]
+    print(
+        "\n| held-out model | points | accuracy error (mean / max) | latency error (mean / max) | energy error (mean / max) |"
+    )
+    print("|---|---|---|---|---|")
+    for name, fold in errors.items():
+        if "error" in fold:
+            print(f"| {name} | {fold['points']} | not predicted: {fold['error']} | | |")
+            continue
+        a, lat, e = fold["accuracy"], fold["latency"], fold["energy"]
+        print(
+            f"| {name} | {fold['points']} | {100 * a['mean']:.2f} / {100 * a['max']:.1f} pts | "
+            f"{100 * lat['mean']:.2f} / {100 * lat['max']:.1f} % | {100 * e['mean']:.2f} / {100 * e['max']:.1f} % |"
+        )
+    cases = []
+    for name, spec in specs.items():
+        others = [r for n, r in results.items() if n != name]
+        cases += evaluate(name, spec, results[name], others, options.method)
+    print("\n| held-out model | objective | required (× float) | feasible points | simulated / best | meets | hit |")
+    print("|---|---|---|---|---|---|---|")
+    for c in cases:
+        if "error" in c:
+            print(f"| {c['model']} | {c['objective']} | {c['required']} | | not predicted: {c['error']} | | |")
+        elif "ratio" not in c:
+            print(f"| {c['model']} | {c['objective']} | {c['required']} | {c['feasible']} | {c['reason']} | | no |")
+        else:
+            print(
+                f"| {c['model']} | {c['objective']} | {c['required']} | {c['feasible']} | {c['ratio']:.3f} | "
+                f"{'yes' if c['meets'] else 'no'} | {'yes' if c['hit'] else 'no'} |"
+            )
+    scored = [c for c in cases if "hit" in c]
+    for objective in ("latency", "energy"):
+        part = [c for c in scored if c["objective"] == objective]
+        print(
+            f"{objective}: predicted best within {100 * TOLERANCE:.0f} % of the simulated best at the required "
+            f"accuracy in {sum(c['hit'] for c in part)} of {len(part)} cases"
+        )
+    (out / "cases.json").write_text(json.dumps({"errors": errors, "cases": cases}, indent=1) + "\n")
+    if options.figure:
+        figure(errors, cases, Path(options.figure))
+        print(f"wrote {options.figure}")
+
+
+if __name__ == "__main__":
+    main()

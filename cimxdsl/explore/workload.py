@@ -1,0 +1,188 @@
+"""Features of a workload for the learned predictor: the crossbar products of a model, per layer
+and per model, and what they imply on a given device.
+
+A model is imported for one input (batch 1) and lowered to `cinm` (`linalg-to-cinm`,
+`cinm-isolate-compute`), where every layer the crossbars can run is a `cinm.compute` holding
+gemm/gemv products (a convolution as im2col then gemm). Each product is a `Layer`: M (rows of the
+input matrix: output pixels of a convolution, tokens of a transformer), K (the reduction), N (the
+outputs), the kernel (KH·KW of the im2col, 1 otherwise) and whether both operands are computed at
+run time (attention's Q·Kᵀ and P·V: no stored weights). Bits are the device's (`weight_bits`,
+`input_bits`): every layer is quantized to them.
+
+`model_features` sums and aggregates the layers into one fixed-length vector (totals, maxima,
+MAC-weighted means, all independent of the device); `device_counts` adds the counts the layers
+imply on a device (tiles, array reads, ADC conversions per input), from the device's own tile
+shape, cells per weight and input slices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from cimxdsl.device import DeviceConfig
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One crossbar product of a model, for one input."""
+
+    name: str
+    m: int
+    k: int
+    n: int
+    kernel: int = 1
+    runtime: bool = False
+    """Both operands computed at run time (nothing stored in crossbars ahead of the run)."""
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n
+
+
+def model_layers(model: onnx.ModelProto | str | Path) -> list[Layer]:
+    """The crossbar products of `model` (a path or a `ModelProto`), for one input."""
+    from cimxdsl.dialects import cinm
+    from cimxdsl.flow.memristor import apply_passes
+    from cimxdsl.frontend.loading import load_model
+    from cimxdsl.frontend.onnx_importer import import_onnx
+
+    module = apply_passes(import_onnx(load_model(model, batch=1)), "linalg-to-cinm,cinm-isolate-compute")
+    layers = []
+    for compute in module.walk():
+        if not isinstance(compute, cinm.ComputeOp):
+            continue
+        kernel = max(
+            (math.prod(op.kernel.get_values()) for op in compute.walk() if isinstance(op, cinm.Im2colOp)), default=1
+        )
+        products = [op for op in compute.walk() if isinstance(op, cinm.GemmOp | cinm.GemvOp)]
+        for i, product in enumerate(products):
+            left = product.left.type.get_shape()
+            right = product.right.type.get_shape()
+            if isinstance(product, cinm.GemmOp):
+                m, k, n = left[0], left[1], right[1]
+            else:  # matrix (M x K) times vector: the vector is the input, the matrix the stored operand
+                m, k, n = 1, left[1], left[0]
+            runtime = not all(is_constant(v) for v in stored_operand(product))
+            name = cinm.layer_name(compute) + (f"#{i}" if len(products) > 1 else "")
+            layers.append(Layer(name, m, k, n, kernel if isinstance(product, cinm.GemmOp) else 1, runtime))
+    return layers
+
+
+def stored_operand(product) -> list:
+    """The operand a crossbar would hold: the right of a gemm, the matrix of a gemv."""
+    from cimxdsl.dialects import cinm
+
+    return [product.right if isinstance(product, cinm.GemmOp) else product.left]
+
+
+def is_constant(value) -> bool:
+    """Whether `value` is computed from constants only (weights, folded reshapes and transposes)."""
+    from xdsl.ir import BlockArgument
+
+    seen, stack = set(), [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, BlockArgument):
+            # a compute's block argument stands for the operand passed to it
+            owner = v.owner.parent_op()
+            if owner is None or not hasattr(owner, "arguments"):
+                return False
+            stack.append(owner.arguments[v.index])
+            continue
+        op = v.owner
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.name == "arith.constant":
+            continue
+        if not op.operands:
+            if op.name == "tensor.empty":
+                continue
+            return False
+        stack.extend(op.operands)
+    return True
+
+
+WORKLOAD_FEATURES = (
+    "layers",
+    "runtime_layers",
+    "log_macs",
+    "log_weights",
+    "runtime_mac_share",
+    "conv_mac_share",
+    "log_m_total",
+    "log_k_max",
+    "log_n_max",
+    "log_k_mean",
+    "log_n_mean",
+    "kernel_max",
+)
+"""`model_features` keys, in order (device-independent)."""
+DEVICE_WORKLOAD_FEATURES = ("log_tiles", "log_array_reads", "log_adc_conversions", "log_k_per_tile_max")
+"""`device_features` keys, in order (what the layers imply on a device)."""
+
+
+def model_features(layers: list[Layer]) -> dict[str, float]:
+    """Totals, maxima and MAC-weighted means of the layers (logs are log2(1 + x))."""
+    if not layers:
+        return dict.fromkeys(WORKLOAD_FEATURES, 0.0)
+    m, k, n, kernel = (np.array([getattr(la, f) for la in layers], dtype=float) for f in ("m", "k", "n", "kernel"))
+    runtime = np.array([la.runtime for la in layers])
+    macs = m * k * n
+    share = macs / macs.sum()
+    return {
+        "layers": float(len(layers)),
+        "runtime_layers": float(runtime.sum()),
+        "log_macs": log(macs.sum()),
+        "log_weights": log((k * n)[~runtime].sum()),
+        "runtime_mac_share": float(share[runtime].sum()),
+        "conv_mac_share": float(share[kernel > 1].sum()),
+        "log_m_total": log(m.sum()),
+        "log_k_max": log(k.max()),
+        "log_n_max": log(n.max()),
+        "log_k_mean": log((share * k).sum()),
+        "log_n_mean": log((share * n).sum()),
+        "kernel_max": float(kernel.max()),
+    }
+
+
+def device_counts(layers: list[Layer], config: DeviceConfig, placement: str = "host") -> dict[str, float]:
+    """Per input on `config`: the weight tiles of the layers, the array reads (a read per input
+    slice, row tile and column tile, per array of a differential pair) and the ADC conversions (a
+    column each). Products of two run-time tensors count unless `placement` keeps them on the host."""
+    crossbar = [la for la in layers if not (la.runtime and placement == "host")]
+    if not crossbar:
+        return {"tiles": 0.0, "array_reads": 0.0, "adc_conversions": 0.0, "k_per_tile_max": 0.0}
+    tile_k, tile_n = config.tile_shape
+    m, k, n = (np.array([getattr(la, f) for la in crossbar], dtype=float) for f in ("m", "k", "n"))
+    row_tiles = np.ceil(k / tile_k)
+    col_tiles = np.ceil(n / max(tile_n, 1))
+    reads = m * row_tiles * col_tiles * config.input_slices * config.arrays_per_crossbar
+    columns_per_read = np.minimum(n, tile_n) * config.cells_per_weight
+    conversions = reads * columns_per_read / (2 if config.analog_subtraction else 1)
+    return {
+        "tiles": float((row_tiles * col_tiles).sum()),
+        "array_reads": float(reads.sum()),
+        "adc_conversions": float(conversions.sum()),
+        "k_per_tile_max": float(np.minimum(k, tile_k).max()),
+    }
+
+
+def device_features(layers: list[Layer], config: DeviceConfig, placement: str = "host") -> dict[str, float]:
+    """`device_counts` as log2(1 + count)."""
+    counts = device_counts(layers, config, placement)
+    return {f"log_{name}": log(value) for name, value in counts.items()}
+
+
+def log(x: float) -> float:
+    return float(np.log2(1.0 + x))
+
+
+def layer_rows(layers: list[Layer]) -> list[dict]:
+    """The layers as plain dicts (as stored in a predictor file)."""
+    return [asdict(la) for la in layers]
