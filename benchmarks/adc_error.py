@@ -56,12 +56,12 @@ def main() -> None:
         base = BASE.replace(dac_bits=dac)
         encodings = {
             f"{encoding}, full": base.replace(input_encoding=encoding)
-            for encoding in ("offset", "twos_complement", "sign_magnitude")
+            for encoding in ("offset", "twos_complement", "sign_magnitude", "bipolar")
         }
         print(table(f"**{name} inputs, by input encoding (`adc_range = \"full\"`)**", encodings, problems))
         ranges = {
             adc_range: base.replace(adc_range=adc_range)
-            for adc_range in ("full_pow2", "full", "static_array", "static_column", "calibrated")
+            for adc_range in ("full_pow2", "full", "static_array", "static_slice", "static_column", "calibrated")
         }
         print(table(f"**{name} inputs, by ADC range (`input_encoding = \"offset\"`)**", ranges, problems))
 

@@ -148,7 +148,8 @@ class CostModel:
     `linear`: energy ∝ bits (PUMA's simulator scales ADC power linearly in bits); `exponential`:
     energy doubles per bit (a constant Walden figure of merit; MNSIM 2.0's DACs double per bit). The
     base device's `adc_pj`/`dac_pj` is the energy at the reference width. A lossless ADC
-    (`adc_bits = 0`) is costed as the ADC that converts a full-scale column sum exactly.
+    (`adc_bits = 0`) is costed as the ADC that converts a full-scale column sum exactly (with a
+    sign bit where the sums are signed: bipolar inputs or a pair subtracted before the ADC).
     """
 
     adc: str = setting("fixed", choices=SCALINGS)
@@ -159,7 +160,7 @@ class CostModel:
     def apply(self, config: DeviceConfig, base: DeviceConfig) -> DeviceConfig:
         changes = {}
         if self.adc != "fixed":
-            bits = config.adc_bits or config.adc_full_scale.bit_length()
+            bits = config.adc_bits or config.adc_full_scale.bit_length() + config.signed_adc
             changes["adc_pj"] = base.adc_pj * scale(self.adc, bits, self.adc_reference_bits)
         if self.dac != "fixed":
             changes["dac_pj"] = base.dac_pj * scale(self.dac, config.dac_bits, self.dac_reference_bits)

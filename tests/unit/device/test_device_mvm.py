@@ -293,7 +293,8 @@ def reference_sliced_product(x, w, config, calibration=None):
     L = 2**n - 1 (codes 0..L), or L = 2**(n-1) - 1 (codes -2**(n-1)..L) for the signed sums of bipolar
     inputs or a pair subtracted before the ADC; F = max(rows · (2**dac - 1) · (2**cell - 1), L)
     (`full`), L = 1 and F the power-of-two step (`full_pow2`), or F = max(span, L) from the
-    `calibration` rows (static ranges) — then shift-and-add of level · F, the pair's difference,
+    `calibration` rows (static ranges) or from the read itself (`calibrated`: the largest |sum| of
+    the pass, row and weight slice over the tile's columns and arrays) — then shift-and-add of level · F, the pair's difference,
     ÷ L rounded half to even (exact: L is odd, so no result is a tie) and the digital corrections.
     Slow and plain; the device's vectorised model must agree with it exactly."""
     planes, offsets = reference_planes(x, config)
@@ -307,10 +308,12 @@ def reference_sliced_product(x, w, config, calibration=None):
         span = max(largest, steps)
     elif config.adc_range == "full_pow2":
         steps, span, low, high = 1, 2 ** max(0, len(bin(largest)) - 2 + signed - n), low, high
-    else:
+    elif config.adc_range != "calibrated":
         span = reference_spans(calibration, w, config, steps)
     total = np.zeros((x.shape[0], w.shape[1]), np.int64)
     for weight, sums in passes:
+        if config.adc_range == "calibrated":
+            span = np.maximum(np.abs(sums).max(axis=(0, 3), keepdims=True), steps)
         level = np.clip(round_half_even(sums * steps, span), low, high) * span
         for a in range(len(sums)):
             for j in range(config.cells_per_weight):
@@ -347,11 +350,11 @@ SIGNED_BASES = {
 
 @pytest.mark.parametrize("base", sorted(SIGNED_BASES))
 @pytest.mark.parametrize("subtraction", ["digital", "analog"])
-@pytest.mark.parametrize("adc_range", ["full", "static_array", "static_slice", "static_column"])
+@pytest.mark.parametrize("adc_range", ["full", "calibrated", "static_array", "static_slice", "static_column"])
 @pytest.mark.parametrize("input_encoding", INPUT_ENCODINGS)
 def test_signed_adcs_and_static_spans_match_the_plain_reference(base, subtraction, adc_range, input_encoding):
-    """Bipolar inputs and pairs subtracted before the ADC (signed converters), and spans per array,
-    weight slice or column from calibration rows, on three devices."""
+    """Bipolar inputs and pairs subtracted before the ADC (signed converters), and spans per read,
+    or per array, weight slice or column from calibration rows, on three devices."""
     config = SIGNED_BASES[base].replace(subtraction=subtraction, adc_range=adc_range, input_encoding=input_encoding)
     rng = np.random.default_rng(len(base) + 7 * len(adc_range))
     k, n = config.rows, config.tile_shape[1] // 2

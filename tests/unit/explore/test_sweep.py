@@ -144,3 +144,21 @@ def test_data_set_problems_name_the_data_key(tmp_path):
     not_npz.write_text("hello")
     with pytest.raises(SweepError, match=r"^sweep file: 'data': cannot read"):
         prepare_context(load_sweep(sweep(data=str(not_npz))))
+
+
+@pytest.mark.parametrize(
+    "changes, bits",
+    [
+        # cinnamon with 8-bit weights: 128 rows × 3 (2-bit DAC) × 3 (2-bit cell) = 1152, 11 bits
+        ({}, 11),
+        ({"input_encoding": "bipolar"}, 12),  # signed sums: a sign bit more
+        ({"subtraction": "analog"}, 12),
+        ({"adc_bits": 6, "input_encoding": "bipolar"}, 6),
+    ],
+)
+def test_a_lossless_adc_is_costed_as_the_adc_that_converts_its_sums_exactly(changes, bits):
+    from cimxdsl.explore.sweep import CostModel
+
+    base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_pj=1.0)
+    config = CostModel(adc="linear", adc_reference_bits=8).apply(base.replace(**changes), base)
+    assert config.adc_pj == pytest.approx(bits / 8)
