@@ -623,10 +623,16 @@ class GemvOp(ProductOp):
             )
 
 
+def output_pixels(input_shape, kernel, strides, dilations) -> tuple[int, int]:
+    """`(OH, OW)`: the windows of `kernel` along the height and width of an NCHW input (< 1 if it does not fit)."""
+    oh, ow = ((size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip(input_shape[2:], kernel, strides, dilations))
+    return oh, ow
+
+
 def im2col_shape(input_shape, kernel, strides, dilations) -> tuple[int, int] | None:
     """`(N·OH·OW, C·KH·KW)` of the patch matrix of an NCHW input, or None if the kernel does not fit."""
-    n, c, h, w = input_shape
-    out = [(size - d * (k - 1) - 1) // s + 1 for size, k, s, d in zip((h, w), kernel, strides, dilations)]
+    n, c, _, _ = input_shape
+    out = output_pixels(input_shape, kernel, strides, dilations)
     if min(out) < 1:
         return None
     return n * out[0] * out[1], c * kernel[0] * kernel[1]

@@ -3,7 +3,10 @@ destination); they replace xDSL's loops over the iteration space.
 
 A `linalg.generic` runs its body once, on arrays over its whole loop nest (a scalar op of the body
 computes every element at once); one with reduction loops must yield `out ⊕ f(ins)` (⊕ an add,
-multiply, max or min), reduced along those loops with NumPy.
+multiply, max or min), reduced along those loops with NumPy. Its output's map picks loops; an
+input's map may also sum loops times non-negative constants (`oy·sh + ky·dh`, as a convolution's
+windows): the input is then a strided view over the loops, and the result a copy of it
+(`numeric.gather`, as im2col).
 
 A `linalg.matmul` placed on the host (`cimxdsl.placement = "host"`, as `cinm-to-linalg` lowers a
 host compute's products) is counted on the runtime's digital unit, in its layer, as the `cinm`
@@ -44,10 +47,17 @@ from xdsl.interpreter import (
     register_impls,
 )
 from xdsl.ir import Operation, Region
-from xdsl.ir.affine import AffineDimExpr
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 
 from cimxdsl.dialects import cinm
-from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw
+from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw, gather, strided
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import interpretation_error, result_of
 
@@ -82,13 +92,71 @@ def identity(combine: Operation, dtype: np.dtype):
     return dtype.type(smallest if ufunc in (np.maximum, np.fmax) else largest)
 
 
-def on_loops(value, dims: tuple[int, ...], loops: int) -> np.ndarray:
-    """`value`, indexed by the loop dimensions `dims`, as an array over all `loops` loops (size 1
-    along the loops it does not depend on)."""
-    shape = [1] * loops
-    for dim, size in zip(dims, np.shape(value), strict=True):
-        shape[dim] = size
-    return np.transpose(value, np.argsort(dims)).reshape(shape)
+@dataclass(frozen=True)
+class LinearMap:
+    """An indexing map whose results are sums of loops times non-negative constants, plus one:
+    result `r` is `constants[r] + Σ_l coefficients[r, l] · loop_l`."""
+
+    coefficients: np.ndarray
+    constants: np.ndarray
+    loops: tuple[int | None, ...]
+    """The loop each result is (a plain `d_l`), or None."""
+
+    @staticmethod
+    def of(affine_map: AffineMap) -> "LinearMap | None":
+        """The map as a `LinearMap`, or None if it is not one (mod, division, symbols, negative terms)."""
+        if affine_map.num_symbols or not all(linear(e) for e in affine_map.results):
+            return None
+        n = affine_map.num_dims
+        constants = np.array(affine_map.eval([0] * n, []), np.int64).reshape(-1)
+        units = [affine_map.eval([int(i == d) for i in range(n)], []) for d in range(n)]
+        coefficients = np.array(units, np.int64).reshape(n, -1).T - constants[:, None]
+        if (coefficients < 0).any() or (constants < 0).any():
+            return None
+        loops = tuple(e.position if isinstance(e, AffineDimExpr) else None for e in affine_map.results)
+        return LinearMap(coefficients, constants, loops)
+
+    @property
+    def picks_loops(self) -> bool:
+        return None not in self.loops
+
+    def view(self, op: Operation, value, sizes: tuple[int, ...]) -> np.ndarray:
+        """`value` as an array over the loops of `sizes` (size 1 along the loops the map does not
+        use): a read-only view where the map picks loops, else a copy of the elements it gathers
+        (`numeric.gather`); an index the loops reach outside `value` is an error naming `op`."""
+        array = np.asarray(value)
+        shape = tuple(size if used else 1 for size, used in zip(sizes, self.coefficients.any(axis=0), strict=True))
+        reach = self.constants + self.coefficients @ (np.array(shape, np.int64) - 1)
+        if array.ndim != len(reach) or (min(shape, default=1) > 0 and (reach >= array.shape).any()):
+            message = f"an indexing map reaches {(reach + 1).tolist()}, beyond its operand {list(array.shape)}"
+            raise interpretation_error(op, message)
+        if self.picks_loops:
+            return strided(array, self.coefficients, self.constants, shape)
+        return gather(array, self.coefficients, self.constants, shape)
+
+
+def linear(expr: AffineExpr) -> bool:
+    """Whether `expr` is made of loops and constants by additions and multiplications by constants."""
+    return all(
+        isinstance(e, AffineDimExpr | AffineConstantExpr)
+        or (isinstance(e, AffineBinaryOpExpr) and e.kind in LINEAR_KINDS and e.is_pure_affine())
+        for e in expr.dfs()
+    )
+
+
+LINEAR_KINDS = (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul)
+
+
+def loop_sizes(op: Operation, maps: list[LinearMap], args) -> tuple[int, ...]:
+    """The size of each loop, from the operand dimensions that are one loop (as MLIR infers them)."""
+    sizes: list[int | None] = [None] * len(op.iterator_types)
+    for linear_map, value in zip(maps, args, strict=True):
+        for loop, size in zip(linear_map.loops, np.shape(value), strict=True):
+            if loop is not None:
+                sizes[loop] = size
+    if None in sizes:
+        raise interpretation_error(op, "the size of a loop that no operand dimension is alone cannot be inferred")
+    return tuple(sizes)  # pyright: ignore[reportReturnType]
 
 
 def combining_op(body: Region) -> Operation | None:
@@ -200,26 +268,23 @@ class LinalgFunctions(InterpreterFunctions):
 
     @impl(GenericOp)
     def run_generic(self, interpreter: Interpreter, op: GenericOp, args: PythonValues):
-        maps = [m.data for m in op.indexing_maps]
-        if len(op.outputs) != 1 or not all(isinstance(e, AffineDimExpr) for m in maps for e in m.results):
-            raise interpretation_error(op, "only a linalg.generic with one output and maps that pick loops is run")
-        dims = [tuple(e.position for e in m.results if isinstance(e, AffineDimExpr)) for m in maps]
-        loops = len(op.iterator_types)
+        found = [LinearMap.of(m.data) for m in op.indexing_maps]
+        maps = [m for m in found if m is not None]
+        if len(op.outputs) != 1 or len(maps) != len(found) or not maps[-1].picks_loops:
+            message = "only a linalg.generic with one output whose map picks loops (inputs' maps may sum loops) runs"
+            raise interpretation_error(op, message)
+        sizes = loop_sizes(op, maps, args)
         reduced = tuple(d for d, t in enumerate(op.iterator_types) if t.data == IteratorType.REDUCTION)
         init = np.asarray(args[-1])
-        inputs = [on_loops(v, d, loops) for v, d in zip(args[:-1], dims[:-1], strict=True)]
+        inputs = [m.view(op, v, sizes) for v, m in zip(args[:-1], maps[:-1], strict=True)]  # (gathers copied)
         combine = combining_op(op.body) if reduced else None
         if reduced and combine is None:
             raise interpretation_error(op, "a linalg.generic with reduction loops must yield 'out' combined by one op")
-        out = identity(combine, init.dtype) if combine else on_loops(init, dims[-1], loops)
+        out = identity(combine, init.dtype) if combine else maps[-1].view(op, init, sizes)
         (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
-        shape = [1] * loops
-        for value_dims, array in zip(dims, [*args[:-1], init], strict=True):
-            for dim, size in zip(value_dims, np.shape(array), strict=True):
-                shape[dim] = size
-        value = np.broadcast_to(value, shape)
-        kept = [d for d in range(loops) if d not in reduced]
-        order = [kept.index(d) for d in dims[-1]]
+        value = np.broadcast_to(value, sizes)
+        kept = [d for d in range(len(sizes)) if d not in reduced]
+        order = [kept.index(d) for d in maps[-1].loops]
         if combine is None:
             return result_of(op, np.transpose(value, order), args[-1])
         init_on_kept = np.transpose(init, np.argsort(order))

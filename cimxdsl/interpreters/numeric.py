@@ -5,7 +5,8 @@ import math as pymath
 
 import numpy as np
 
-IM2COL_BLOCK_BYTES = 1 << 19  # output rows im2col fills at once (about an L2 cache)
+COPY_BLOCK_BYTES = 1 << 19
+"""The bytes `contiguous_copy` writes a block at a time (about an L2 cache)."""
 
 
 def divide(a, b):
@@ -81,32 +82,68 @@ def round_half_away(x):
     return whole + np.where(np.abs(x - whole) >= 0.5, np.sign(x), 0)
 
 
-def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
-    """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`).
+def contiguous_copy(view: np.ndarray) -> np.ndarray:
+    """A C-ordered copy of `view`, a strided view of another array (overlapping windows, a transpose).
 
-    With many channels, each kernel offset's channel vectors are copied from an NHWC copy of `x`,
-    block by block of output rows so that a block's columns stay in cache while the kernel offsets
-    fill them; with few channels, the windows are copied whole."""
+    NumPy copies in the order of the result, reading the source with large strides when the result's
+    last axes are not the source's innermost. When the axis the source holds innermost is at least
+    as long as the result's axes after it together, the copy runs instead one index of those later
+    axes at a time (a run along the inner axis each), over a block of the leading axes whose copy
+    stays in cache."""
+    shape = view.shape
+    if view.ndim < 2 or not view.size:
+        return np.ascontiguousarray(view)
+    inner = int(np.argmin([abs(s) if n > 1 else np.inf for n, s in zip(shape, view.strides, strict=True)]))
+    later = shape[inner + 1 :]
+    if not later or shape[inner] < pymath.prod(later):
+        return np.ascontiguousarray(view)
+    result = np.empty(shape, view.dtype)
+    # a block: one index of the axes before `axis` and a run of `rows` along it (all if the whole fits)
+    fits = next((a for a in range(inner + 1) if result[(0,) * a].nbytes <= COPY_BLOCK_BYTES), inner)
+    axis = max(fits - 1, 0)
+    rows = max(1, COPY_BLOCK_BYTES // result[(0,) * (axis + 1)].nbytes) if fits else shape[0]
+    for outer in np.ndindex(*shape[:axis]):
+        for top in range(0, shape[axis], rows):
+            for position in np.ndindex(*later):
+                index = (*outer, slice(top, top + rows), Ellipsis, *position)
+                result[index] = view[index]
+    return result
+
+
+def strided(source: np.ndarray, coefficients: np.ndarray, constants: np.ndarray, shape) -> np.ndarray:
+    """The read-only view `r` of `shape` with `r[i] = source[constants + coefficients · i]`
+    (`coefficients`: source axes × result axes, non-negative, in range: the caller checks)."""
+    start = source[tuple(slice(int(c), None) for c in constants)]
+    strides = [int(s) for s in np.asarray(source.strides, np.int64) @ coefficients.astype(np.int64)]
+    return np.lib.stride_tricks.as_strided(start, tuple(shape), strides, writeable=False)
+
+
+def gather(source: np.ndarray, coefficients: np.ndarray, constants: np.ndarray, shape) -> np.ndarray:
+    """The C-ordered copy of `strided(source, coefficients, constants, shape)` (overlapping windows,
+    as im2col's): when the last of the source's axes in the order the result first uses them (C of
+    an NCHW image for im2col's windows) runs along a result axis at least as long as the axes after
+    it together, from the source laid out in that order (NHWC) and in runs along that axis
+    (`contiguous_copy`)."""
+    used = [np.flatnonzero(row) for row in coefficients]
+    order = sorted(range(source.ndim), key=lambda axis: used[axis][0] if used[axis].size else -1)
+    last = used[order[-1]]
+    if last.size and shape[last[0]] >= pymath.prod(shape[last[0] + 1 :]):
+        source = np.ascontiguousarray(source.transpose(order)).transpose(np.argsort(order))
+    return contiguous_copy(strided(source, coefficients, constants, shape))
+
+
+def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+    """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`):
+    `[n, oy, ox, c, ky, kx] = x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`, gathered."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     n, c, h, w = x.shape
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    if c < kh * kw:
-        extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-        windows = np.lib.stride_tricks.sliding_window_view(x, extent, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-        return np.ascontiguousarray(windows.transpose(0, 2, 3, 1, 4, 5)).reshape(n * oh * ow, c * kh * kw)
-    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    cols = np.empty((n, oh, ow, c, kh, kw), x.dtype)
-    block = max(1, IM2COL_BLOCK_BYTES // (ow * c * kh * kw * x.itemsize))
-    for image in range(n):
-        for top in range(0, oh, block):
-            rows = min(block, oh - top)
-            for ky in range(kh):
-                y = ky * dh + sh * top
-                for kx in range(kw):
-                    x0 = kx * dw
-                    source = nhwc[image, y : y + sh * (rows - 1) + 1 : sh, x0 : x0 + sw * (ow - 1) + 1 : sw]
-                    cols[image, top : top + rows, :, :, ky, kx] = source
-    return cols.reshape(n * oh * ow, c * kh * kw)
+    coefficients = np.zeros((4, 6), np.int64)
+    coefficients[0, 0] = coefficients[1, 3] = 1
+    coefficients[2, [1, 4]] = sh, dh
+    coefficients[3, [2, 5]] = sw, dw
+    patches = gather(np.asarray(x), coefficients, np.zeros(4, np.int64), (n, oh, ow, c, kh, kw))
+    return patches.reshape(n * oh * ow, c * kh * kw)
 
 
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:

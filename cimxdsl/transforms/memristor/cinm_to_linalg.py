@@ -13,8 +13,11 @@ A `cinm.compute` placed on the host (`cimxdsl.placement = "host"`, products of t
 tensors) whose products are all tensor `cinm.op.gemm`s is inlined: each gemm becomes a
 `linalg.matmul` into its bias (or a zero `linalg.fill`), carrying the placement, the compute's
 layer name (`cimxdsl.layer`) and its index among the layer's products (`cimxdsl.layer_product`),
-so that the interpreter still counts it on the device's digital unit, in the same layer. Other
-cinm ops (products on crossbars, im2col, scan, top-k, ...) are left alone. `cinm.op.quantize` and
+so that the interpreter still counts it on the device's digital unit, in the same layer.
+`cinm.op.im2col` becomes a `linalg.generic` that copies each window element `(n, oy, ox, c, ky, kx)`
+from the image at `(n, c, oy·sh + ky·dh, ox·sw + kx·dw)` (strided indexing maps, as a linalg
+convolution's), collapsed to the patch matrix (`tensor.collapse_shape`). Other cinm ops (products on
+crossbars, scan, top-k, ...) are left alone. `cinm.op.quantize` and
 `cinm.op.dequantize` become `linalg.generic`s over the input and the scales (per tensor, or per
 element of the op's axis) that compute in f64 as the interpreter does.
 """
@@ -55,7 +58,7 @@ from xdsl.rewriter import InsertPoint
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod
 from cimxdsl.dialects.upstream import MapOp
-from cimxdsl.dialects.utils import dense_array, dense_attr, element_type
+from cimxdsl.dialects.utils import dense_array, dense_attr, element_type, reassociation, shape_of
 
 ScalarBody = Callable[[list[SSAValue]], list[Operation]]
 """The scalar ops computing one element from one element of each operand (the result is the last op's)."""
@@ -257,6 +260,39 @@ class HostComputeToLinalg(RewritePattern):
         rewriter.replace(op, [], values)
 
 
+class Im2colToLinalg(RewritePattern):
+    """`cinm.op.im2col` → a copy `linalg.generic` of the windows into an N×OH×OW×C×KH×KW tensor,
+    collapsed to the (N·OH·OW) × (C·KH·KW) patch matrix (module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.Im2colOp, rewriter: PatternRewriter):
+        n, c, _, _ = shape_of(op.input)
+        geometry = [a.get_values() for a in (op.kernel, op.strides, op.dilations)]
+        (kh, kw), (sh, sw), (dh, dw) = geometry
+        oh, ow = cinm.output_pixels(shape_of(op.input), *geometry)
+        element = element_type(op.input)
+        windows_type = TensorType(element, (n, oh, ow, c, kh, kw))
+        d = [AffineExpr.dimension(i) for i in range(6)]
+        window = AffineMap(6, 0, (d[0], d[3], d[1] * sh + d[4] * dh, d[2] * sw + d[5] * dw))
+        empty = tensor.EmptyOp([], windows_type)
+        block = Block(arg_types=[element, element])
+        block.add_op(LinalgYieldOp(block.args[0]))
+        copy = GenericOp(
+            [op.input],
+            [empty.tensor],
+            Region(block),
+            [AffineMapAttr(window), AffineMapAttr(AffineMap.identity(6))],
+            [IteratorTypeAttr.parallel()] * 6,
+            [windows_type],
+        )
+        collapse = tensor.CollapseShapeOp.create(
+            operands=[copy.results[0]],
+            result_types=[op.result.type],
+            properties={"reassociation": reassociation([[0, 1, 2], [3, 4, 5]])},
+        )
+        replace_with(rewriter, op, [empty, copy], [collapse])
+
+
 def scaled(op: cinm.QuantizeOp | cinm.DequantizeOp, body: ScalarBody) -> list[Operation]:
     """A `linalg.generic` computing `body(x, s)` per element `x` of the op's input and its scale `s`
     (f64, one per tensor or per element of the op's axis) into a `tensor.empty` of its result."""
@@ -323,13 +359,12 @@ class ScaleToLinalg(RewritePattern):
 @dataclass(frozen=True)
 class CinmToLinalgPass(ModulePass):
     """Lower the cinm element-wise ops and reductions (tensor and buffer forms) to `linalg.map` and
-    `linalg.reduce` with `arith`/`math` bodies, quantize/dequantize to `linalg.generic`s, and the
-    computes placed on the host to `linalg.matmul`s."""
+    `linalg.reduce` with `arith`/`math` bodies, quantize/dequantize and im2col to `linalg.generic`s,
+    and the computes placed on the host to `linalg.matmul`s."""
 
     name = "cinm-to-linalg"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier(
-            [HostComputeToLinalg(), ElementwiseToLinalg(), ReduceToLinalg(), ScaleToLinalg()], dce_enabled=False
-        )
+        lowerings = [HostComputeToLinalg(), ElementwiseToLinalg(), ReduceToLinalg(), ScaleToLinalg(), Im2colToLinalg()]
+        patterns = GreedyRewritePatternApplier(lowerings, dce_enabled=False)
         PatternRewriteWalker(patterns, walk_regions_first=True, apply_recursively=False).rewrite_module(op)

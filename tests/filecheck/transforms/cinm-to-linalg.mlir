@@ -88,4 +88,21 @@ func.func @buffers(%a: memref<5xf32>, %out: memref<5xf32>) {
 // CHECK:         linalg.map ins(%a : memref<5xf32>) outs(%out : memref<5xf32>) (%[[V:.*]]: f32) {
 // CHECK-NEXT:      math.sqrt %[[V]] : f32
 
+// -----
+
+// im2col copies each window element (n, oy, ox, c, ky, kx) from (n, c, oy·sh + ky·dh, ox·sw + kx·dw)
+// into an N×OH×OW×C×KH×KW tensor, collapsed to the patch matrix.
+func.func @im2col(%x: tensor<2x3x9x8xf32>) -> tensor<24x12xf32> {
+  %c = cinm.op.im2col %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 3>, dilations = array<i64: 2, 1>} : tensor<2x3x9x8xf32> -> tensor<24x12xf32>
+  return %c : tensor<24x12xf32>
+}
+
+// CHECK-LABEL: func.func @im2col
+// CHECK-NEXT:    %[[E:.*]] = tensor.empty() : tensor<2x4x3x3x2x2xf32>
+// CHECK-NEXT:    %[[W:.*]] = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, ((d1 * 2) + (d4 * 2)), ((d2 * 3) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<2x3x9x8xf32>) outs(%[[E]] : tensor<2x4x3x3x2x2xf32>) {
+// CHECK-NEXT:    ^{{.*}}(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      linalg.yield %[[IN]] : f32
+// CHECK-NEXT:    } -> tensor<2x4x3x3x2x2xf32>
+// CHECK-NEXT:    %c = tensor.collapse_shape %[[W]] {{\[}}[0 : i64, 1 : i64, 2 : i64], [3 : i64, 4 : i64, 5 : i64]] : tensor<2x4x3x3x2x2xf32> into tensor<24x12xf32>
+
 // NOCINM-NOT: cinm.

@@ -1,16 +1,19 @@
-"""`cinm-to-linalg` keeps every result: each element-wise kind and reduction method on its own, and
-the host functions of Cinnamon's RoBERTa (integer softmax and layer norm) and Llama-2 (softmax, RMS
+"""`cinm-to-linalg` keeps every result: each element-wise kind and reduction method on its own, im2col,
+and the host functions of Cinnamon's RoBERTa (integer softmax and layer norm) and Llama-2 (softmax, RMS
 norm, attention), run in the interpreter before and after the pass on the same random inputs."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.device import Device, preset
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind
 from cimxdsl.interpreters import run
+from cimxdsl.interpreters.linalg import LinearMap
 from cimxdsl.tools.cim_run import load_inputs
 from tests.unit.helpers import apply, parse
 
@@ -220,3 +223,49 @@ def test_quantize_and_dequantize_become_generics_with_the_same_integers(per_chan
     np.testing.assert_array_equal(quantized, expected.astype(np.int32))
     assert {int(v) for v in quantized.ravel()} & {low, high}  # the clamp is reached
     np.testing.assert_array_equal(dequantized, (codes * scales.astype(np.float64)).astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "strides", "dilations"), [((3, 3), (1, 1), (1, 1)), ((2, 3), (2, 1), (1, 2)), ((1, 1), (2, 2), (1, 1))]
+)
+def test_im2col_becomes_a_copy_generic_with_the_same_patches(kernel, strides, dilations):
+    """Row (n, oy, ox), column (c, ky, kx) holds x[n, c, oy·sh + ky·dh, ox·sw + kx·dw] (indexed here
+    element by element), before and after the lowering (bitwise: a copy)."""
+    x = np.random.default_rng(7).normal(size=(2, 5, 9, 8)).astype(np.float32)
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    oh, ow = (9 - dh * (kh - 1) - 1) // sh + 1, (8 - dw * (kw - 1) - 1) // sw + 1
+    n, c, oy, ox, ky, kx = np.indices((2, 5, oh, ow, kh, kw))
+    expected = x[n, c, oy * sh + ky * dh, ox * sw + kx * dw].transpose(0, 2, 3, 1, 4, 5).reshape(2 * oh * ow, -1)
+    result = f"tensor<{2 * oh * ow}x{5 * kh * kw}xf32>"
+    text = f"""
+    func.func @main(%x: tensor<2x5x9x8xf32>) -> {result} {{
+      %c = cinm.op.im2col %x {{kernel = array<i64: {kh}, {kw}>, strides = array<i64: {sh}, {sw}>, dilations = array<i64: {dh}, {dw}>}} : tensor<2x5x9x8xf32> -> {result}
+      return %c : {result}
+    }}"""
+    (before,), (after,) = before_and_after(text, [x])
+    assert not cinm_ops(apply(parse(text), "cinm-to-linalg"))
+    np.testing.assert_array_equal(before, expected)
+    np.testing.assert_array_equal(after, expected)
+
+
+def test_a_generic_map_beyond_its_operand_is_a_one_line_error():
+    """The verifier and the argument check refuse such IR and inputs; a view of a smaller array
+    (which only a faulty implementation could pass) is refused too, not read out of bounds."""
+    text = """
+    func.func @main(%x: tensor<1x1x5x5xf32>) -> tensor<1x2x2x1x3x3xf32> {
+      %e = tensor.empty() : tensor<1x2x2x1x3x3xf32>
+      %g = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1 * 2 + d4, d2 * 2 + d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<1x1x5x5xf32>) outs(%e : tensor<1x2x2x1x3x3xf32>) {
+      ^bb0(%a: f32, %b: f32):
+        linalg.yield %a : f32
+      } -> tensor<1x2x2x1x3x3xf32>
+      return %g : tensor<1x2x2x1x3x3xf32>
+    }"""
+    image = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    (windows,) = run(parse(text), [image], "ideal").outputs
+    np.testing.assert_array_equal(windows[0, 1, 0, 0], image[0, 0, 2:5, 0:3])
+    message = r"'linalg.generic': an indexing map reaches \[1, 1, 5, 5\], beyond its operand \[1, 1, 4, 4\]"
+    generic = next(op for op in parse(text).walk() if isinstance(op, GenericOp))
+    window = LinearMap.of(generic.indexing_maps.data[0].data)
+    assert window is not None and not window.picks_loops
+    with pytest.raises(InterpretationError, match=message):
+        window.view(generic, image[:, :, :4, :4], (1, 2, 2, 1, 3, 3))

@@ -34,14 +34,18 @@ def reference_conv(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarr
 
 @pytest.mark.parametrize("strides, dilations", [((1, 1), (1, 1)), ((2, 1), (1, 2)), ((3, 2), (2, 1))])
 @pytest.mark.parametrize(
-    "channels, block_bytes", [(3, numeric.IM2COL_BLOCK_BYTES), (8, numeric.IM2COL_BLOCK_BYTES), (8, 500)]
+    "channels, block_bytes", [(3, numeric.COPY_BLOCK_BYTES), (8, numeric.COPY_BLOCK_BYTES), (8, 500)]
 )
-def test_im2col_matches_direct_convolution(strides, dilations, channels, block_bytes, monkeypatch):
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_im2col_matches_direct_convolution(strides, dilations, channels, block_bytes, layout, monkeypatch):
     """Few channels (windows copied whole) and many (channel vectors per kernel offset, in blocks of
-    output rows: one block per image, or blocks of one or two rows)."""
-    monkeypatch.setattr(numeric, "IM2COL_BLOCK_BYTES", block_bytes)
+    output rows: the whole at once, or blocks of one or two rows), from an image in NCHW memory
+    (laid out NHWC first) or already NHWC (as padding leaves a convolution's output)."""
+    monkeypatch.setattr(numeric, "COPY_BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(3)
     x, w = rng.integers(-9, 9, (2, channels, 11, 10)), rng.integers(-9, 9, (5, channels, 3, 2))
+    if layout == "nhwc":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     cols = im2col(x, (3, 2), strides, dilations)
     n, f = x.shape[0], w.shape[0]
     expected = reference_conv(x, w, strides, dilations)
