@@ -198,7 +198,7 @@ def test_the_command_line_runs_and_resumes_a_search(tmp_path, capsys):
         main([str(sweep)])
     assert caught.value.code == 1
     assert capsys.readouterr().err == (
-        f"cim-explore: error: {sweep}: 'search' must be one of grid, random, tpe, nsga2, got 'randm' "
+        f"cim-explore: error: {sweep}: 'search' must be one of grid, random, tpe, nsga2, surrogate, got 'randm' "
         "(did you mean 'random'?)\n"
     )
 
