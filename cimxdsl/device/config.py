@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cimxdsl.device.parasitics import Wires
 from cimxdsl.device.settings import Schema, did_you_mean, is_file_spec, setting
 
 ENCODINGS = ("differential", "offset")
@@ -40,6 +41,8 @@ STATIC_RANGES = ("static_array", "static_slice", "static_column")
 INPUT_ENCODINGS = ("offset", "twos_complement", "sign_magnitude", "bipolar")
 PROG_NOISE_MODELS = ("proportional", "independent", "table")
 PROG_NOISE_CLIPS = ("auto", "zero", "both")
+IR_DROP_SOLVERS = ("auto", "exact", "fast")
+DRIFT_COMPENSATIONS = ("none", "global", "column")
 MAX_BITS = 32
 
 # TOML files may group keys in these tables; they are flattened before validation.
@@ -62,11 +65,27 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "prog_noise_table",
         "prog_noise_clip",
         "read_noise",
+        "read_noise_1f",
+        "read_pulse_s",
+        "input_noise",
+        "output_noise",
         "stuck_on_rate",
         "stuck_off_rate",
         "drift_nu",
+        "drift_nu_std",
+        "drift_nu_table",
+        "drift_t0_s",
         "drift_time_s",
+        "drift_compensation",
         "seed",
+    ),
+    "parasitics": (
+        "wire_resistance",
+        "row_wire_resistance",
+        "col_wire_resistance",
+        "source_resistance",
+        "sink_resistance",
+        "ir_drop_solver",
     ),
     "timing": ("cycle_ns", "pipeline_fill_cycles", "write_ns_per_row", "digital_macs_per_ns"),
     "energy": (
@@ -110,7 +129,12 @@ class DeviceConfig:
     g + prog_noise·G_max·N on every cell, or `table` g + prog_noise_table[level]·G_max·N (one σ
     per conductance level), then clipped by `prog_noise_clip`; `read_noise` the relative std of
     every cell's current at every read; `stuck_on_rate` / `stuck_off_rate` the fractions of cells
-    stuck at the highest / lowest level; conductances drift as (drift_time_s / 1 s) ** -drift_nu.
+    stuck at the highest / lowest level; conductances drift as (drift_time_s / drift_t0_s) ** -ν,
+    ν per cell (`drift_nu` or `drift_nu_table` by level, spread `drift_nu_std`), optionally
+    compensated (`drift_compensation`); `read_noise_1f` a 1/f read noise frozen over the reads at
+    `drift_time_s`, `input_noise` / `output_noise` the DAC- and ADC-referred noise of every
+    conversion; the wire resistances (`wire_resistance` and friends, in units of 1 / G_max) cause
+    IR drop (`cimxdsl.device.parasitics`).
     """
 
     name: str = "custom"
@@ -151,10 +175,36 @@ class DeviceConfig:
     """Where a programmed conductance is clipped: `zero` at 0 only, `both` to [0, G_max], `auto`
     by the model (`proportional` at 0, `independent` and `table` to [0, G_max])."""
     read_noise: float = 0.0
+    read_noise_1f: float = 0.0
+    """Q of the 1/f read noise: each cell's conductance g(t) gets g(t)·Q·sqrt(ln((t + t_r) /
+    (2 t_r)))·N at t = `drift_time_s`, t_r = `read_pulse_s`, the same for every read of the run."""
+    read_pulse_s: float = setting(250e-9, positive=True)
+    input_noise: float = 0.0
+    """σ of the Gaussian noise on every row's DAC output, per pass, in units of the DAC's top level."""
+    output_noise: float = 0.0
+    """σ of the Gaussian noise on every ADC's input, per conversion, in units of one top-level cell
+    read at the DAC's top level."""
     stuck_on_rate: float = setting(0.0, low=0, high=1)
     stuck_off_rate: float = setting(0.0, low=0, high=1)
     drift_nu: float = 0.0
+    """Mean drift exponent ν of every cell (`drift_nu_table`: per conductance level instead)."""
+    drift_nu_std: float = 0.0
+    drift_nu_table: tuple[float, ...] = setting(
+        (), low=0, expected="a list of non-negative numbers (one mean ν per conductance level)"
+    )
+    drift_t0_s: float = setting(1.0, positive=True)
     drift_time_s: float = setting(1.0, positive=True)
+    drift_compensation: str = setting("none", choices=DRIFT_COMPENSATIONS)
+    """`global`: outputs scaled by one factor from a reference read (all rows on) at t₀ and at t;
+    `column`: a factor per output column."""
+    # parasitics (resistances in units of 1 / G_max, the top-level cell's resistance)
+    wire_resistance: float = 0.0
+    """One wire segment between neighbouring cells, of rows and of columns alike."""
+    row_wire_resistance: float | None = None
+    col_wire_resistance: float | None = None
+    source_resistance: float = 0.0
+    sink_resistance: float = 0.0
+    ir_drop_solver: str = setting("auto", choices=IR_DROP_SOLVERS)
     seed: int = setting(0, low=0)
     # timing
     cycle_ns: float = setting(1.0, positive=True)
@@ -183,6 +233,16 @@ class DeviceConfig:
                 f"'prog_noise_table' must list one σ per conductance level ({levels} for 'cell_bits'="
                 f"{self.cell_bits}) exactly when 'prog_noise_model' is 'table', got {list(table)} with "
                 f"'prog_noise_model'={self.prog_noise_model!r}"
+            )
+        if self.drift_time_s < self.drift_t0_s:
+            raise DeviceConfigError(
+                f"'drift_time_s' must be at least 'drift_t0_s' (the first read after programming, "
+                f"{self.drift_t0_s:g} s), got {self.drift_time_s:g}"
+            )
+        if self.drift_nu_table and len(self.drift_nu_table) != levels:
+            raise DeviceConfigError(
+                f"'drift_nu_table' must list one ν per conductance level ({levels} for 'cell_bits'="
+                f"{self.cell_bits}), got {list(self.drift_nu_table)}"
             )
         if self.cells_per_weight > self.cols:
             raise DeviceConfigError(
@@ -221,6 +281,8 @@ class DeviceConfig:
         """All fields as a flat TOML document (round-trips through `from_toml`)."""
         lines = []
         for key, value in self.to_dict().items():
+            if value is None:  # an unset optional key (TOML has no null)
+                continue
             text = json.dumps(list(value) if isinstance(value, tuple) else value)
             lines.append(f"{key} = {text}")
         return "\n".join(lines) + "\n"
@@ -288,9 +350,19 @@ class DeviceConfig:
             prog_noise_table=(),
             prog_noise_clip="auto",
             read_noise=0.0,
+            read_noise_1f=0.0,
+            input_noise=0.0,
+            output_noise=0.0,
             stuck_on_rate=0.0,
             stuck_off_rate=0.0,
             drift_nu=0.0,
+            drift_nu_std=0.0,
+            drift_nu_table=(),
+            wire_resistance=0.0,
+            row_wire_resistance=None,
+            col_wire_resistance=None,
+            source_resistance=0.0,
+            sink_resistance=0.0,
         )
 
     @property
@@ -304,28 +376,52 @@ class DeviceConfig:
 
     @property
     def noiseless(self) -> bool:
-        """No programming or read noise, no stuck cells and no drift."""
+        """No programming or read noise, no stuck cells, no drift and no IR drop."""
         return (
             (self.prog_noise == 0 if self.prog_noise_model != "table" else not any(self.prog_noise_table))
-            and self.read_noise == 0
+            and not self.read_noisy
+            and self.read_noise_1f == 0
             and self.stuck_on_rate == 0
             and self.stuck_off_rate == 0
-            and (self.drift_nu == 0 or self.drift_time_s == 1)
+            and not self.drifts
+            and self.wires.ideal
         )
+
+    @property
+    def read_noisy(self) -> bool:
+        """Whether every read draws noise (`read_noise`, `input_noise`, `output_noise`)."""
+        return bool(self.read_noise or self.input_noise or self.output_noise)
+
+    @property
+    def drifts(self) -> bool:
+        """Whether the conductances have drifted at `drift_time_s`."""
+        nu = self.drift_nu if not self.drift_nu_table else max(self.drift_nu_table)
+        return self.drift_time_s != self.drift_t0_s and bool(nu or self.drift_nu_std)
+
+    @property
+    def wires(self) -> Wires:
+        """The wire, source and sink resistances in units of 1 / (one cell step)."""
+        step = 2**self.cell_bits - 1
+        row = self.wire_resistance if self.row_wire_resistance is None else self.row_wire_resistance
+        col = self.wire_resistance if self.col_wire_resistance is None else self.col_wire_resistance
+        return Wires(row / step, col / step, self.source_resistance / step, self.sink_resistance / step)
 
     @property
     def precision(self) -> dict[str, Any]:
         """What limits the device's results, as reports show it: the bits of weights, inputs,
         cells, DACs and ADC (0: lossless), the ADC range policy, the encodings and the noise
         parameters that are not zero."""
-        noise_fields = ("prog_noise", "read_noise", "stuck_on_rate", "stuck_off_rate", "drift_nu")
-        noise = {f: getattr(self, f) for f in noise_fields if getattr(self, f)}
+        noise = {f: getattr(self, f) for f in NOISE_FIELDS if getattr(self, f)}
         if self.prog_noise_model == "table" and any(self.prog_noise_table):
             noise["prog_noise_table"] = list(self.prog_noise_table)
         if self.prog_noise_clip != "auto" and ("prog_noise" in noise or "prog_noise_table" in noise):
             noise["prog_noise_clip"] = self.prog_noise_clip
-        if "drift_nu" in noise:
-            noise["drift_time_s"] = self.drift_time_s
+        if any(self.drift_nu_table):
+            noise["drift_nu_table"] = list(self.drift_nu_table)
+        if self.drifts:
+            noise.update(drift_t0_s=self.drift_t0_s, drift_time_s=self.drift_time_s)
+            if self.drift_compensation != "none":
+                noise["drift_compensation"] = self.drift_compensation
         return {
             "device": self.name,
             **{f: getattr(self, f) for f in ("weight_bits", "input_bits", "cell_bits", "dac_bits", "adc_bits")},
@@ -351,6 +447,12 @@ def tile_shape(rows: int, cols: int, cells_per_weight: int) -> tuple[int, int]:
 DEVICE = Schema(DeviceConfig, DeviceConfigError)
 """The keys of a device configuration and their checks (the presets are added below)."""
 FIELD_NAMES = tuple(DEVICE.fields)
+NOISE_FIELDS = tuple(
+    f
+    for f in (*GROUPS["noise"], *GROUPS["parasitics"])
+    if DEVICE.fields[f][0] is float and f not in ("read_pulse_s", "drift_t0_s", "drift_time_s")
+)
+"""The non-ideality fields a report lists when they are not zero."""
 CALIBRATION_FIELDS = (
     "rows",
     "cols",

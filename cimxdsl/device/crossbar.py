@@ -43,6 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfig
+from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
+from cimxdsl.device.parasitics import effective_conductance
 from cimxdsl.device.threads import map_chunks, matmul
 
 CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache)
@@ -64,6 +66,8 @@ class Tile:
     integer step count L when that is exact (`_fold_adc`)."""
     max_sum: float = np.inf
     """The largest column sum a read can produce (inf with noise): bounds the ADC's input."""
+    gain: np.ndarray | None = None
+    """Drift compensation: the factor of each output column's analog part (`compensation_gain`)."""
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -121,10 +125,30 @@ def program_tile(
             cells = stuck[:k, :, : n * j].reshape(k, arrays, n, j).transpose(0, 2, 1, 3)
             g[cells == 1] = 2**config.cell_bits - 1
             g[cells == -1] = 0
-        g *= config.drift_time_s ** (-config.drift_nu)
+        programmed = g.copy() if config.drift_compensation != "none" else g
+        drift(g, config, rng)
+        one_over_f_noise(g, config, rng)
+        gain = compensation_gain(programmed, g, config)
+        g = _ir_drop(g, config)
+    else:
+        gain = None
     g = g.reshape(w.shape[0], -1)
     max_sum = float(g.sum(axis=0).max()) * (2**config.dac_bits - 1) if config.noiseless else np.inf
-    return Tile(w, g, offset, w.sum(axis=0), int(np.abs(w).max()), _fold_adc(g, config), max_sum)
+    return Tile(w, g, offset, w.sum(axis=0), int(np.abs(w).max()), _fold_adc(g, config), max_sum, gain)
+
+
+def _ir_drop(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
+    """The effective levels (K, N, arrays, J) of each physical array of `g` under the wire
+    resistances (`cimxdsl.device.parasitics`); `g` itself without them."""
+    wires = config.wires
+    if wires.ideal:
+        return g
+    k, n, arrays, j = g.shape
+    effective = np.empty(g.shape, np.float64)
+    for a in range(arrays):  # the arrays of a pair are separate networks
+        array = g[:, :, a, :].reshape(k, n * j)
+        effective[:, :, a, :] = effective_conductance(array, wires, config.ir_drop_solver).reshape(k, n, j)
+    return effective.astype(g.dtype, copy=False)
 
 
 def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
@@ -184,7 +208,7 @@ def tile_mvm(
     if rows.dtype.kind == "f" or tile.conductance is None or (fast_path and config.exact):
         y = _exact_product(rows, tile, out_rows)
     else:
-        if rng is None and config.read_noise:
+        if rng is None and config.read_noisy:
             rng = np.random.default_rng(config.seed)
         y = sliced_product(rows, stack_tiles([[tile]], [[spans]], config), config, rng)
     if out is not None:
@@ -491,6 +515,14 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     )
 
 
+def _output_noise(sums: np.ndarray, config: DeviceConfig, rng: np.random.Generator | None) -> None:
+    """Add the ADC-referred noise (σ = `output_noise` top-level cells at the top DAC level) to
+    the column sums of every conversion, in place."""
+    if config.output_noise:
+        top = (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
+        sums += (config.output_noise * top) * rng.standard_normal(sums.shape)
+
+
 def _row_chunks(rows: int, g: np.ndarray, k: int, planes: InputPlanes) -> list[tuple[int, int]]:
     """(first row, rows) of the chunks whose analog intermediates stay within `CHUNK_BYTES`."""
     chunk = max(1, CHUNK_BYTES // (4 * len(planes.planes) * (k + g.shape[1])))
@@ -553,6 +585,8 @@ class TileStack:
     """The first column of each tile along N, if a K-block has several."""
     max_sum: float
     folded: bool
+    gains: np.ndarray | None = None
+    """(blocks, N): each column's drift-compensation factor (`Tile.gain`); None if no tile has one."""
 
     def block(self, a: int) -> TileStack:
         """K-block `a` alone."""
@@ -562,6 +596,7 @@ class TileStack:
         return replace(
             self, reads=self.reads[part], edges=edges, col_sums=self.col_sums[part],
             weight_offset=self.weight_offset[part], spans=spans,
+            gains=None if self.gains is None else self.gains[part],
         )
 
 
@@ -594,7 +629,15 @@ def stack_tiles(grid: list[list[Tile]], spans: list[list[np.ndarray | None]] | N
         np.cumsum([0, *widths[:-1]]) if len(widths) > 1 else None,
         max(t.max_sum for row in grid for t in row),
         first.reads is not first.conductance,
+        _stacked_gains(grid),
     )
+
+
+def _stacked_gains(grid: list[list[Tile]]) -> np.ndarray | None:
+    """(blocks, N): the tiles' `Tile.gain` side by side (1 where a tile has none), or None."""
+    if all(t.gain is None for row in grid for t in row):
+        return None
+    return np.stack([np.concatenate([np.ones(t.shape[1]) if t.gain is None else t.gain for t in row]) for row in grid])
 
 
 def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.ndarray:
@@ -653,6 +696,8 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         digits = np.empty((t, count, b, width), g.dtype)
         for i in range(count):
             planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
+        if config.input_noise:  # the DACs' noise reaches every cell of the row
+            digits += (config.input_noise * (2**config.dac_bits - 1)) * rng.standard_normal(digits.shape)
         sums = np.matmul(digits.reshape(t, count * b, width), g[a0:a1])
         if config.read_noise:
             sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, width) @ (g[0] * g[0]))
@@ -661,8 +706,10 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         spans = None if stack.spans is None else stack.spans[a0:a1, None, None]
         if pair:
             differences = sums[..., 0, :] - sums[..., 1, :]
+            _output_noise(differences, config, rng)
             levels, den, num = _adc_levels(differences, config, True, False, stack.max_sum, spans, stack.tiles)
         else:
+            _output_noise(sums, config, rng)
             levels, den, num = _adc_levels(sums, config, False, stack.folded, stack.max_sum, spans, stack.tiles)
         reads_dtype = dtype
         if np.ndim(den):  # a step per read or per column: read-backs that are no integers, in float64
@@ -681,6 +728,8 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
             out = result.astype(np.float64)
             out *= den
             out /= num
+        if stack.gains is not None:  # drift compensation of each column's analog part
+            out = out.reshape(t, b, n) * stack.gains[a0:a1, None, :]
         return np.rint(out).astype(np.int64).sum(axis=0).reshape(b, n)
 
     def run(chunk_rows: tuple[int, int]) -> None:

@@ -123,7 +123,7 @@ class Device:
         if tile is None:
             raise ValueError(f"crossbar {i} has not been written")
         x = np.asarray(x)
-        rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noise else None
+        rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noisy else None
         try:
             result = self._product(i, tile, x, rng, out)
         except ValueError as err:
@@ -146,7 +146,7 @@ class Device:
         tile = self._tiles[i]
         if tile is None:
             raise ValueError(f"crossbar {i} has not been written")
-        if self.config.read_noise or self.calibrating:
+        if self.config.read_noisy or self.calibrating:
             raise ValueError(f"crossbar {i}: a product with read noise or calibration cannot be deferred")
         x = np.asarray(x)
         try:

@@ -151,9 +151,12 @@ def device_seed(base_seed: int, settings: tuple[tuple[str, Any], ...], seed_inde
 
 
 def is_random(config: DeviceConfig) -> bool:
-    """Whether runs with different seeds can differ (programming/read noise or stuck cells)."""
+    """Whether runs with different seeds can differ (programming/read noise, stuck cells or a
+    spread of drift)."""
     programming = config.prog_noise or any(config.prog_noise_table)
-    return bool(programming or config.read_noise or config.stuck_on_rate or config.stuck_off_rate)
+    spread = config.drifts and config.drift_nu_std
+    stuck = config.stuck_on_rate or config.stuck_off_rate
+    return bool(programming or config.read_noisy or config.read_noise_1f or stuck or spread)
 
 
 # ---- context --------------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ class Program:
         self.runtime.reset()
         self.current.op = None
         config = self.device.config
-        fuse = self.layer_products and not self.device.calibrating and not config.read_noise
+        fuse = self.layer_products and not self.device.calibrating and not config.read_noisy
         with using_threads(self.threads):
             outputs = self.reporting_errors(lambda: self.prepared(arguments, fuse))
         self.device.sync()
