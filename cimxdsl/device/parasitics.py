@@ -61,10 +61,12 @@ def _chain_nodes(count: int, lines: int, segment: float, terminal: float, first:
     return np.arange(first, first + lines * count).reshape(lines, count), first + lines * count
 
 
-def exact_conductance(g: np.ndarray, wires: Wires, drives: int = 64) -> np.ndarray:
-    """G_eff by nodal analysis: for each row driven at 1 V (the others at 0 V), the network's node
-    voltages from its conductance matrix (sparse LU with SciPy when installed, else dense), and
-    the column currents Σ_k G_kc (V_row - V_col). `drives` rows are solved at a time."""
+def exact_conductance(g: np.ndarray, wires: Wires, chunk: int = 64) -> np.ndarray:
+    """G_eff by nodal analysis. With A the network's conductance matrix (node voltages x = A⁻¹ B d
+    for row drives d, B the drivers' conductances into the nodes) and the column currents
+    Σ_k G_kc (V_row − V_col) = F_cᵀ x + (the held row nodes' share), G_eff = Bᵀ A⁻¹ F: one solve
+    per column, `chunk` columns at a time, A factorised once (sparse LU with SciPy when installed,
+    else dense)."""
     k, c = g.shape
     g = np.asarray(g, np.float64)
     rows, n = _chain_nodes(c, k, wires.row, wires.source + wires.row, 0)  # row i, cell j
@@ -110,17 +112,22 @@ def exact_conductance(g: np.ndarray, wires: Wires, drives: int = 64) -> np.ndarr
     stamp(rows, cols, g, np.broadcast_to(line, (k, c)))
     solve = _factorised(tuple(np.concatenate(a) for a in (a_i, a_j, a_v)), n)
     r_i, r_d, r_v = (np.concatenate(a) for a in (rhs_i, rhs_d, rhs_v))
-    out = np.empty((k, c))
-    for first in range(0, k, drives):
-        count = min(drives, k - first)
+    # F: each cell's current as a function of its unknown nodes, per column
+    f_nodes, f_cols, f_vals = [], [], []
+    for nodes, sign in ((rows, 1.0), (cols, -1.0)):
+        known = nodes >= 0
+        f_nodes.append(nodes[known])
+        f_cols.append(np.broadcast_to(np.arange(c), (k, c))[known])
+        f_vals.append(sign * g[known])
+    f_nodes, f_cols, f_vals = (np.concatenate(a) for a in (f_nodes, f_cols, f_vals))
+    out = g.copy() if (rows < 0).all() else np.zeros((k, c))  # held rows: each at its drive
+    for first in range(0, c, chunk):
+        count = min(chunk, c - first)
         rhs = np.zeros((n, count))
-        mine = (r_d >= first) & (r_d < first + count)
-        np.add.at(rhs, (r_i[mine], r_d[mine] - first), r_v[mine])
-        v = np.concatenate([solve(rhs) if n else rhs, np.zeros((1, count))])  # index -1: a held node (0 V)
-        v_row = v[rows]  # (K, C, count)
-        if (rows < 0).any():  # the row side is held: each row at its own drive
-            v_row = np.broadcast_to((line == np.arange(first, first + count))[:, None, :], v_row.shape).astype(float)
-        out[first : first + count] = np.einsum("kc,kcd->dc", g, v_row - v[cols])
+        mine = (f_cols >= first) & (f_cols < first + count)
+        np.add.at(rhs, (f_nodes[mine], f_cols[mine] - first), f_vals[mine])
+        y = solve(rhs) if n else rhs
+        np.add.at(out[:, first : first + count], r_d, r_v[:, None] * y[r_i])
     return out
 
 
@@ -135,7 +142,7 @@ def _factorised(entries: tuple[np.ndarray, np.ndarray, np.ndarray], size: int):
         dense = np.zeros((size, size))
         np.add.at(dense, (i, j), v)
         return lambda rhs: np.linalg.solve(dense, rhs)
-    lu = splu(csc_matrix((v, (i, j)), shape=(size, size)))
+    lu = splu(csc_matrix((v, (i, j)), shape=(size, size)), permc_spec="MMD_AT_PLUS_A")  # symmetric: a symmetric ordering
     return lu.solve
 
 

@@ -21,44 +21,51 @@ def one_pass(bits=4, **changes):
 # ---- IR drop --------------------------------------------------------------------------------------
 def kirchhoff(g, v, r_row, r_col, r_source, r_sink):
     """The column currents of a crossbar with resistive wires, by Kirchhoff's current law at every
-    node, written out one node at a time and solved densely. Row i is driven with v[i] through
-    r_source and a segment; cells of a row and of a column are joined by segments; a column
-    reaches its ADC (0 V) after its last row through a segment and r_sink. Columns with no
-    resistance at all are held at 0 V. The output is the current into each ADC (for held columns:
-    the sum of the cell currents)."""
+    row node and column node, written out one node at a time and solved densely. Row i is driven
+    with v[i] through r_source and a segment; cells of a row and of a column are joined by
+    segments; a column reaches its ADC (0 V) after its last row through a segment and r_sink.
+    Rows (columns) with no resistance at all are held at v[i] (0 V). The output is the current
+    through each ADC's input (for held columns: the sum of the cell currents)."""
     k, c = g.shape
-    held_columns = r_col == 0 and r_sink == 0
-    n = k * c if held_columns else 2 * k * c
-    a, b = np.zeros((n, n)), np.zeros(n)
+    a, b = np.zeros((2 * k * c, 2 * k * c)), np.zeros(2 * k * c)
 
     def row(i, j):
         return i * c + j
 
     def col(i, j):
-        return None if held_columns else k * c + i * c + j
+        return k * c + i * c + j
 
     def join(p, q, conductance):
-        for x, y in ((p, q), (q, p)):
-            if x is not None:
-                a[x, x] += conductance
-                if y is not None:
-                    a[x, y] -= conductance
+        a[p, p] += conductance
+        a[q, q] += conductance
+        a[p, q] -= conductance
+        a[q, p] -= conductance
 
     for i in range(k):
-        a[row(i, 0), row(i, 0)] += 1 / (r_source + r_row)
-        b[row(i, 0)] += v[i] / (r_source + r_row)
+        if r_source + r_row:
+            a[row(i, 0), row(i, 0)] += 1 / (r_source + r_row)
+            b[row(i, 0)] += v[i] / (r_source + r_row)
         for j in range(c):
-            if j:
+            if j and r_row:
                 join(row(i, j - 1), row(i, j), 1 / r_row)
-            join(row(i, j), col(i, j), g[i, j])
-            if i and not held_columns:
+            if i and r_col:
                 join(col(i - 1, j), col(i, j), 1 / r_col)
-    if held_columns:
-        x = np.linalg.solve(a, b)
-        return np.array([sum(g[i, j] * x[row(i, j)] for i in range(k)) for j in range(c)])
+            join(row(i, j), col(i, j), g[i, j])
     for j in range(c):
-        a[col(k - 1, j), col(k - 1, j)] += 1 / (r_col + r_sink)
+        if r_col + r_sink:
+            a[col(k - 1, j), col(k - 1, j)] += 1 / (r_col + r_sink)
+    held = {}
+    if r_row == r_source == 0:
+        held.update({row(i, j): v[i] for i in range(k) for j in range(c)})
+    if r_col == r_sink == 0:
+        held.update({col(i, j): 0.0 for i in range(k) for j in range(c)})
+    for node, volts in held.items():  # a held node's equation: V = volts
+        a[node] = 0.0
+        a[node, node] = 1.0
+        b[node] = volts
     x = np.linalg.solve(a, b)
+    if r_col == r_sink == 0:
+        return np.array([sum(g[i, j] * (x[row(i, j)] - x[col(i, j)]) for i in range(k)) for j in range(c)])
     return np.array([x[col(k - 1, j)] / (r_col + r_sink) for j in range(c)])
 
 
@@ -68,6 +75,7 @@ WIRES = [
     (0.05, 0.01, 0.2, 0.3),
     (0.05, 0.0, 0.1, 0.0),  # rows only: the columns at 0 V
     (0.01, 0.3, 0.0, 1.0),
+    (0.0, 0.1, 0.0, 0.05),  # columns only: the rows at their drive
 ]
 
 
@@ -80,6 +88,17 @@ def test_exact_solve_matches_kirchhoff_by_hand(wires):
     effective = exact_conductance(g, Wires(*wires))
     for volts in v:
         np.testing.assert_allclose(volts @ effective, kirchhoff(g, volts, *wires), rtol=1e-10, atol=1e-12)
+
+
+def test_wires_without_resistance_merge_their_nodes():
+    """A row (column) without segment resistance is one node: the limit of vanishing segments."""
+    g = np.random.default_rng(9).integers(0, 4, (6, 5)).astype(float)
+    for merged, limit in (
+        (Wires(0, 0.05, 0.2, 0), Wires(1e-9, 0.05, 0.2, 0)),
+        (Wires(0.05, 0, 0, 0.3), Wires(0.05, 1e-9, 0, 0.3)),
+    ):
+        np.testing.assert_allclose(exact_conductance(g, merged), exact_conductance(g, limit), rtol=1e-6)
+        assert np.abs(exact_conductance(g, merged) - g).max() > 0.01
 
 
 @pytest.mark.parametrize("shape", [(32, 32), (48, 24), (64, 64)])
