@@ -8,7 +8,8 @@ segment and no source or sink resistance. Per case:
 
 - drop: mean |I_exact − I_ideal| / mean |I_ideal|, what the wires take from the column currents;
 - fast error: mean |I_fast − I_exact| / mean |I_exact|;
-- the seconds each method takes for the array's effective conductances.
+- the CPU seconds each method takes for the array's effective conductances (CrossSim: for its
+  32 reads; it solves per input vector).
 
     python benchmarks/ir_drop.py [--out docs/figures] [--crosssim ir_drop_crosssim.json]
 
@@ -53,12 +54,12 @@ def measure() -> list[dict]:
     for rows in ROWS:
         for r in RESISTANCES:
             g, x, wires = case(rows, r)
-            start = time.perf_counter()
+            start = time.process_time()
             exact = exact_conductance(g, wires)
-            exact_s = time.perf_counter() - start
-            start = time.perf_counter()
+            exact_s = time.process_time() - start
+            start = time.process_time()
             fast = approximate_conductance(g, wires)
-            fast_s = time.perf_counter() - start
+            fast_s = time.process_time() - start
             ideal, y_exact, y_fast = x @ g, x @ exact, x @ fast
             results.append(
                 {
@@ -133,8 +134,8 @@ def main() -> None:
             else:
                 crosssim[key] = None
     print(
-        "| rows | r (1/G_max) | drop (exact) | fast vs exact | exact s | fast s |"
-        + (" CrossSim vs exact | CrossSim s |" if crosssim else "")
+        "| rows | r (1/G_max) | drop (exact) | fast vs exact | exact CPU s | fast CPU s |"
+        + (" CrossSim vs exact | CrossSim CPU s |" if crosssim else "")
     )
     print("|---|---|---|---|---|---|" + ("---|---|" if crosssim else ""))
     for row in results:
