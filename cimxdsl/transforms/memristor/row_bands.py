@@ -209,13 +209,18 @@ class RowTracer:
         if not covered_once(wanted, [box for _, _, box in overlapping]):
             return None
         element = op.result.type.element_type
-        result = self.emit(tensor.EmptyOp([], TensorType(element, _with_rows(_shape(op.result), axis, rows))))
+        shape = _with_rows(_shape(op.result), axis, rows)
+        result = None
         for source, offsets, box in overlapping:
             part = self.rows(source, axis, (box[axis][0] - offsets[axis], box[axis][1] - offsets[axis]))
             starts = [0 if d == axis else lo - o for d, ((lo, _), o) in enumerate(zip(box, offsets, strict=True))]
             sizes = [hi - lo for lo, hi in box]
             if any(starts) or sizes != _shape(part):
                 part = self.emit(tensor.ExtractSliceOp.from_static_parameters(part, starts, sizes))
+            if len(overlapping) == 1:
+                return part  # it holds all the rows asked for
+            if result is None:
+                result = self.emit(tensor.EmptyOp([], TensorType(element, shape)))
             at = [lo - w for (lo, _), (w, _) in zip(box, wanted, strict=True)]
             result = self.emit(tensor.InsertSliceOp.from_static_parameters(part, result, at, _shape(part)))
         return result

@@ -210,7 +210,9 @@ def test_a_duplication_budget_beyond_the_device_is_noted(capsys):
     tiles, usable = 3, 17
     assert report["copies"] == usable - tiles
     err = capsys.readouterr().err
-    assert err.endswith(f"duplicates=1000 but {usable - tiles} copies fit: {usable} crossbars to use (at most one per op) for {tiles} weight tiles\n")
+    assert err.endswith(
+        f"duplicates=1000 but {usable - tiles} copies fit: {usable} crossbars to use (at most one per op) for {tiles} weight tiles\n"
+    )
     assert err.count("\n") == 1
 
 
@@ -218,7 +220,9 @@ def test_more_tiles_than_crossbars_is_noted_and_still_exact(capsys):
     model = two_convolutions()
     x = np.random.default_rng(7).normal(size=(1, 3, 8, 8)).astype(np.float32)
     module = import_onnx(model)
-    apply(module, "linalg-to-cinm,cinm-isolate-compute,tile{rows=8 cols=4 band=2},cinm-to-cim{crossbars=2 devices=model}")
+    apply(
+        module, "linalg-to-cinm,cinm-isolate-compute,tile{rows=8 cols=4 band=2},cinm-to-cim{crossbars=2 devices=model}"
+    )
     ScheduleClsaPass.for_device(CNN_DEVICE.replace(crossbars=2)).apply(None, module)  # pyright: ignore[reportArgumentType]
     assert "weight tiles on 2 crossbars: tiles are written where they are needed, no copies" in capsys.readouterr().err
     expected = onnxruntime_result(model, x)
