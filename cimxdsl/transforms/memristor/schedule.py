@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, f64, i64
+from xdsl.dialects.builtin import DictionaryAttr, FloatAttr, IntegerAttr, ModuleOp, f64, i64
 from xdsl.ir import SSAValue
 
 from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
@@ -54,6 +54,15 @@ class ScheduleRoundRobinPass(CimSchedulePass):
     scheduler = RoundRobinScheduler
 
 
+def check_crossbar_count(name: str, config: DeviceConfig, device: AcquireDeviceOp) -> None:
+    """Raise unless `config` has the crossbars `device` asks for (`availableCrossbarCount`)."""
+    count, available = device.available_crossbar_count.value.data, config.crossbars
+    if count > available:
+        raise pass_error(
+            name, f"{describe(device)} asks for {count} crossbars but device '{config.name}' has {available}"
+        )
+
+
 @dataclass(frozen=True)
 class ScheduleListPass(DeviceOption, CimSchedulePass):
     """Schedules every device's cim ops by list scheduling on real latencies: among the ready ops the
@@ -75,12 +84,7 @@ class ScheduleListPass(DeviceOption, CimSchedulePass):
         self.config()
 
     def check_device(self, device: AcquireDeviceOp) -> None:
-        count, available = device.available_crossbar_count.value.data, self.config().crossbars
-        if count > available:
-            raise pass_error(
-                self.name,
-                f"{describe(device)} asks for {count} crossbars but device '{self.config().name}' has {available}",
-            )
+        check_crossbar_count(self.name, self.config(), device)
 
     def make_strategy(self, crossbars: Sequence[SSAValue]) -> CriticalPathScheduler[SSAValue]:
         return CriticalPathScheduler(crossbars, CrossbarCostModel(self.config()))
@@ -120,6 +124,21 @@ def schedule_report(device: AcquireDeviceOp) -> dict:
     return plain(attr)
 
 
+def schedule_notes(module: ModuleOp) -> list[str]:
+    """A line per device of `module` that `schedule-clsa` scheduled: its report in words."""
+    lines = []
+    for device in module.walk():
+        if isinstance(device, AcquireDeviceOp) and SCHEDULE_REPORT in device.attributes:
+            report = schedule_report(device)
+            layers = ", ".join(f"{name} {value:.2f}" for name, value in report["layers"].items())
+            bound, utilisation = report["lower_bound_ns"], report["utilisation"]
+            lines.append(
+                f"schedule-clsa: latency {report['latency_ns']:.0f} ns (lower bound {bound:.0f} ns), crossbar "
+                f"utilisation {utilisation:.3f}, {report['copies']} copies; per layer: {layers}"
+            )
+    return lines
+
+
 @dataclass(frozen=True)
 class ScheduleClsaPass(DeviceOption, CimSchedulePass):
     """Schedules every device's cim ops across its layers (CLSA-CIM, Pelke et al., DATE 2024): the
@@ -149,7 +168,7 @@ class ScheduleClsaPass(DeviceOption, CimSchedulePass):
             raise pass_error(self.name, f"option 'duplicates' must be at least 0, got {self.duplicates}")
 
     def check_device(self, device: AcquireDeviceOp) -> None:
-        ScheduleListPass.check_device(self, device)  # pyright: ignore[reportArgumentType]
+        check_crossbar_count(self.name, self.config(), device)
 
     def make_strategy(self, crossbars: Sequence[SSAValue]) -> ClsaScheduler[SSAValue]:
         cost = CrossbarCostModel(self.config(), self.resident)

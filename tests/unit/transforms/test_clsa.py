@@ -122,6 +122,9 @@ def test_small_cnns_match_onnxruntime_at_every_stage(model: onnx.ModelProto):
             np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale, err_msg=stage)
     report = schedule_report(the_device(compiled.module("schedule")))
     assert report["latency_ns"] >= report["lower_bound_ns"]
+    assert compiled.run(x).device.latency_ns == pytest.approx(report["latency_ns"])
+    (line,) = [note for note in compiled.notes if note.startswith("schedule-clsa:")]
+    assert f"latency {report['latency_ns']:.0f} ns" in line and "per layer: " in line
 
 
 def banded_graph(model: onnx.ModelProto, band: int) -> tuple[DependencyGraph, list]:
