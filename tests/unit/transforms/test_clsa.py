@@ -38,7 +38,7 @@ def the_device(module) -> cim.AcquireDeviceOp:
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     data=st.data(),
     crossbars=st.sampled_from([1, 2, 3, 16]),
@@ -176,8 +176,8 @@ def test_resident_weights_run_as_planned_and_layers_overlap():
     """With the weights written by a first run, the second run takes exactly the planned time; the
     cross-layer schedule is shorter than the same placement layer by layer, copies shorten it more,
     and both stay above the lower bound."""
-    model = resnet_cifar(depth=8, size=16, width=4, classes=4)
-    x = np.random.default_rng(5).integers(-8, 8, (1, 3, 16, 16)).astype(np.float32)
+    model = resnet_cifar(depth=8, size=12, width=4, classes=4)
+    x = np.random.default_rng(5).integers(-8, 8, (1, 3, 12, 12)).astype(np.float32)
     expected = onnxruntime_result(model, x)
     runs = {
         (cross, copies): cross_layer_run(model, x, resident=True, cross_layer=cross, duplicates=copies)
