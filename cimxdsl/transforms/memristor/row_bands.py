@@ -113,10 +113,9 @@ class RowTracer:
 
     def im2col(self, op: cinm.Im2colOp, axis: int, rows: Rows) -> SSAValue | None:
         """Patch rows of whole output rows of one image: the input rows their windows cover."""
-        n, _, height, _ = _shape(op.input)
+        n = _shape(op.input)[0]
         (kernel, _), (stride, _), (dilation, _) = (_values(a) for a in (op.kernel, op.strides, op.dilations))
-        out_height = (height - dilation * (kernel - 1) - 1) // stride + 1
-        width = _shape(op.result)[0] // (n * out_height)
+        width = op.output_size()[1]
         if axis != 0 or n != 1 or rows[0] % width or rows[1] % width:
             return None
         first, last = rows[0] // width, rows[1] // width - 1
@@ -146,7 +145,7 @@ class RowTracer:
         """NHWC pooling: the input rows the windows of the output rows cover, padding kept at the borders."""
         if axis != 1:
             return None
-        (kernel, _), (stride, _), (top, bottom, left, right) = (_values(a) for a in (op.kernel, op.stride, op.pad))
+        (kernel, _), (stride, _), (top, _, left, right) = (_values(a) for a in (op.kernel, op.stride, op.pad))
         height = _shape(op.input)[1]
         start, end = rows[0] * stride - top, (rows[1] - 1) * stride - top + kernel
         inside = (max(start, 0), min(end, height))

@@ -5,9 +5,10 @@ reduction dimension K along its rows and the output columns along its columns. E
 `cells_per_weight` neighbouring cells, so a crossbar of `rows × cols` cells holds a
 `rows × (cols ÷ cells_per_weight)` tile. K is split into pieces of at most that many rows whose
 partial products are added; the outputs are split into pieces of at most that many columns and
-inserted into the result. The bias is added once per output piece. All pieces stay in the same
-`cinm.compute`, operands first, then products, then sums, so they can run on different crossbars
-in parallel.
+inserted into the result. The bias is added once per output piece. With `band=N`, a gemm's input
+rows are split too, in bands of N output rows (image rows of a convolution, tokens of a linear
+layer), each band tiled as above. All pieces stay in the same `cinm.compute`, operands first, then
+products, then sums, so they can run on different crossbars in parallel.
 """
 
 from collections.abc import Sequence
@@ -174,11 +175,7 @@ def row_length(op: cinm.GemmOp) -> int:
     """The input rows of a gemm that make one row of its output: an output image row (its width)
     when the inputs are the patches of a convolution (`cinm.op.im2col`), else 1 (a token)."""
     patches = op.left.owner
-    if not isinstance(patches, cinm.Im2colOp):
-        return 1
-    n, _, h, _ = patches.input.type.get_shape()
-    (k, _), (s, _), (d, _) = (a.get_values() for a in (patches.kernel, patches.strides, patches.dilations))
-    return op.left.type.get_shape()[0] // (n * ((h - d * (k - 1) - 1) // s + 1))
+    return patches.output_size()[1] if isinstance(patches, cinm.Im2colOp) else 1
 
 
 def banded(op: cinm.GemmOp | cinm.GemvOp, band: int) -> int | None:
