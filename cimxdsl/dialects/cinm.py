@@ -679,6 +679,11 @@ class Im2colOp(IRDLOperation):
             },
         )
 
+    def output_size(self) -> tuple[int, int]:
+        """`(OH, OW)`: the output image whose pixels are the rows, per batch image."""
+        geometry = [a.get_values() for a in (self.kernel, self.strides, self.dilations)]
+        return output_pixels(shape_of(self.input), *geometry)
+
     def verify_(self) -> None:
         shape = shape_of(self.input)
         if len(shape) != 4:

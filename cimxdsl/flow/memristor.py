@@ -23,6 +23,7 @@ from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantizati
 from cimxdsl.parsing import make_context
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.memristor.pipeline import DEFAULT_CROSSBARS, MemristorPipelinePass
+from cimxdsl.transforms.memristor.schedule import schedule_notes
 
 MODES = ("int8", "exact")
 STAGES = ("import", "quantize", *(name for name, _ in MemristorPipelinePass().stages()))
@@ -132,6 +133,9 @@ def compile_memristor(
             module = recorder.stage("quantize", quantized)
             samples = regroup(samples, shapes)
         pipeline.pipeline(recorder).apply(make_context(), module)
+    scheduled = recorder.stages.get("schedule")
+    if isinstance(scheduled, ModuleOp):
+        notes += schedule_notes(scheduled)
     options = {
         "target": "memristor",
         "mode": mode,

@@ -18,6 +18,7 @@ _PASSES: dict[str, tuple[str, str]] = {
     "schedule-alap": ("memristor.schedule", "ScheduleAlapPass"),
     "schedule-list": ("memristor.schedule", "ScheduleListPass"),
     "schedule-round-robin": ("memristor.schedule", "ScheduleRoundRobinPass"),
+    "schedule-clsa": ("memristor.schedule", "ScheduleClsaPass"),
     "cim-to-memristor": ("memristor.cim_to_memristor", "CimToMemristorPass"),
     "memristor-to-func": ("memristor.memristor_to_func", "MemristorToFuncPass"),
     "memristor": ("memristor.pipeline", "MemristorPipelinePass"),

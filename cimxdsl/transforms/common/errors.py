@@ -1,6 +1,7 @@
 """How a pass fails on bad input: one line, `pass-name: message`, with the op it stopped at; a step
 of a named pipeline (`memristor`, `pim`) names the pipeline and the step."""
 
+import sys
 from collections.abc import Sequence
 
 from xdsl.ir import Operation
@@ -34,6 +35,11 @@ def pass_error(name: str, message: str, op: Operation | None = None) -> PassErro
     return PassError.of(name, message, location_prefix(op), f" ('{op.name}')")
 
 
+def note(name: str, message: str) -> None:
+    """`name: note: message` on stderr: what a pass did instead of what its options asked."""
+    print(f"{name}: note: {message}", file=sys.stderr)
+
+
 def check_choice(name: str, option: str, value: object, choices: Sequence[object]) -> None:
     """Raise `name: option 'option' must be one of ..., got 'value'` (with a did-you-mean) unless
     `value` is one of `choices`."""
@@ -50,4 +56,3 @@ def check_device(name: str, device: str) -> None:
         load_device_config(device)
     except DeviceConfigError as e:
         raise pass_error(name, f"option 'device': {e}") from None
-

@@ -11,10 +11,11 @@ yielded values replace the compute's results. A compute placed on the host (`cim
 """
 
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.linalg.ops import AddOp as LinalgAddOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -25,10 +26,10 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import cim, cinm
-from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.errors import check_choice, pass_error
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
     cinm.AddOp: (arith.AddiOp, arith.AddfOp),
@@ -73,6 +74,8 @@ class ProductToCim(RewritePattern):
         future = cim.FutureType(target.element_type, target.get_shape())
         kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
         product = kind(self.crossbar, lhs, rhs, future)
+        if cinm.LAYER in op.attributes:
+            product.attributes[cinm.LAYER] = op.attributes[cinm.LAYER]
         barrier = cim.BarrierOp(product, type(target))
         new_ops: list[Operation] = [product, barrier]
         if op.out is not None:  # the buffer form: out += product (+ bias)
@@ -109,14 +112,29 @@ HOST_CINM = cinm.Im2colOp | cinm.ElementwiseBufferOp | cinm.ElementWiseOp | cinm
 class ComputeToCim(RewritePattern):
     """A compute's body, lowered by the patterns above, in its place between the acquired device and
     crossbar and their releases; the yielded values replace its results. Computes are lowered one
-    after the other, so that a product takes the future of an earlier compute's product."""
+    after the other, so that a product takes the future of an earlier compute's product. With
+    `shared` crossbars (by block), a compute's products go on its block's shared device instead,
+    each marked with its layer (`cimxdsl.layer`)."""
 
     crossbars: int
+    shared: dict[Block, SSAValue] | None = None
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter):
         where = cinm.placement(op)
         if where == "host":
+            return
+        body = op.body.block
+        if self.shared is not None:
+            block = op.parent_block()
+            assert block is not None
+            crossbar_id = self.shared[block]
+            layer = StringAttr(cinm.layer_name(op))
+            for product in body.ops:
+                if isinstance(product, cinm.GemmOp | cinm.GemvOp):
+                    product.attributes[cinm.LAYER] = layer
+            self.lower_body(op, crossbar_id, rewriter)
+            rewriter.replace(op, [], list(cast(cinm.YieldOp, body.last_op).values))
             return
         device = cim.AcquireDeviceOp(self.crossbars)
         if where is not None:
@@ -125,22 +143,27 @@ class ComputeToCim(RewritePattern):
             device.device_id.name_hint = f"{op.results[0].name_hint}_dev"
         crossbar = cim.AcquireCrossbarOp(device)
         rewriter.insert([device, crossbar], InsertPoint.before(op))
-        body = op.body.block
-        patterns = [ProductToCim(body, crossbar.crossbar_id), HostOpsOfCompute(body)]
-        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
-        # the rewriter listens, so that the walker over the whole module forgets the ops replaced here
-        PatternRewriteWalker(applier, apply_recursively=False, listener=rewriter).rewrite_region(op.body)
+        self.lower_body(op, crossbar.crossbar_id, rewriter)
         yield_op = body.last_op
         assert isinstance(yield_op, cinm.YieldOp)
-        for inner in list(body.ops)[:-1]:
-            inner.detach()
-            rewriter.insert(inner, InsertPoint.before(op))
         results = list(yield_op.values)
         release = [cim.ReleaseCrossbarOp(crossbar), cim.ReleaseDeviceOp(device)]
         rewriter.replace(op, release, results)
         for barrier in [o for o in op_list_between(device, release[0]) if isinstance(o, cim.BarrierOp)]:
             if not barrier.result.uses:
                 rewriter.erase(barrier)
+
+    @staticmethod
+    def lower_body(op: cinm.ComputeOp, crossbar: SSAValue, rewriter: PatternRewriter) -> None:
+        """The compute's body lowered and moved in front of it (its yield stays)."""
+        body = op.body.block
+        patterns = [ProductToCim(body, crossbar), HostOpsOfCompute(body)]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        # the rewriter listens, so that the walker over the whole module forgets the ops replaced here
+        PatternRewriteWalker(applier, apply_recursively=False, listener=rewriter).rewrite_region(op.body)
+        for inner in list(body.ops)[:-1]:
+            inner.detach()
+            rewriter.insert(inner, InsertPoint.before(op))
 
 
 def op_list_between(first: Operation, last: Operation) -> list[Operation]:
@@ -156,15 +179,20 @@ def op_list_between(first: Operation, last: Operation) -> list[Operation]:
 class CinmToCimPass(ModulePass):
     """Lower `cinm.compute` regions to `cim` devices, crossbars, futures and barriers.
 
-    `crossbars` is the number of crossbars each device offers to the scheduler."""
+    `crossbars` is the number of crossbars each device offers to the scheduler. `devices=layer`
+    acquires a device per compute (a layer), `devices=model` one per block of computes (a
+    function's body, say): its crossbars are shared by the layers, whose products a cross-layer
+    scheduler (`schedule-clsa`) interleaves; each product then names its layer (`cimxdsl.layer`)."""
 
     name = "cinm-to-cim"
 
     crossbars: int = 1
+    devices: str = "layer"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.crossbars < 1:
             raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {self.crossbars}")
+        check_choice(self.name, "devices", self.devices, ("layer", "model"))
         stray = next((o for o in op.walk() if is_stray_product(o)), None)
         if stray is not None:
             raise pass_error(
@@ -172,4 +200,25 @@ class CinmToCimPass(ModulePass):
                 "a matrix product outside any cinm.compute would not be offloaded (run cinm-isolate-compute first)",
                 stray,
             )
-        PatternRewriteWalker(ComputeToCim(self.crossbars), apply_recursively=False).rewrite_module(op)
+        shared = shared_devices(op, self.crossbars) if self.devices == "model" else None
+        PatternRewriteWalker(ComputeToCim(self.crossbars, shared), apply_recursively=False).rewrite_module(op)
+
+
+def shared_devices(module: ModuleOp, crossbars: int) -> dict[Block, SSAValue]:
+    """A device with `crossbars` crossbars for each block with computes to lower, acquired before
+    its first and released after its last; its crossbar, by block."""
+    computes: dict[Block, list[cinm.ComputeOp]] = {}
+    for compute in module.walk():
+        if isinstance(compute, cinm.ComputeOp) and cinm.placement(compute) != "host":
+            block = compute.parent_block()
+            assert block is not None
+            computes.setdefault(block, []).append(compute)
+    shared: dict[Block, SSAValue] = {}
+    for block, ops in computes.items():
+        device = cim.AcquireDeviceOp(crossbars)
+        device.device_id.name_hint = "model_dev"
+        crossbar = cim.AcquireCrossbarOp(device)
+        Rewriter.insert_op([device, crossbar], InsertPoint.before(ops[0]))
+        Rewriter.insert_op([cim.ReleaseCrossbarOp(crossbar), cim.ReleaseDeviceOp(device)], InsertPoint.after(ops[-1]))
+        shared[block] = crossbar.crossbar_id
+    return shared

@@ -40,7 +40,10 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
     for a device preset or TOML file: the host's element-wise ops and reductions end as upstream
     `linalg`. With `tiling=loop`, products are tiled into loops (`tile{mode=loop}`) and
     unrolled before the crossbar lowering (`cinm-unroll-loops`). `placement` places the products
-    of two run-time tensors (`linalg-to-cinm`: `host`, `crossbar` or `auto`)."""
+    of two run-time tensors (`linalg-to-cinm`: `host`, `crossbar` or `auto`). With
+    `strategy=clsa` the layers share one device (`cinm-to-cim{devices=model}`, all the device's
+    crossbars by default), are tiled in bands of `band` output rows (default 1) and scheduled
+    across layers with up to `duplicates` copies of weight tiles (`schedule-clsa`)."""
 
     name = "memristor"
 
@@ -50,6 +53,10 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
     strategy: str = "list"
     tiling: str = "unroll"
     placement: str = "host"
+    band: int | None = None
+    """Output rows per band (`tile{band=N}`); by default 1 with `strategy=clsa`, else none (0)."""
+    duplicates: int = 0
+    """Copies of weight tiles on spare crossbars (`schedule-clsa`; `strategy=clsa` only)."""
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
 
@@ -68,17 +75,27 @@ class MemristorPipelinePass(DeviceOption, PipelinePass):
         check_choice(self.name, "strategy", self.strategy, list(schedulers))
         check_choice(self.name, "tiling", self.tiling, ("unroll", "loop"))
         check_choice(self.name, "placement", self.placement, PLACEMENTS)
+        cross_layer = self.strategy == "clsa"
+        if self.duplicates and not cross_layer:
+            raise pass_error(self.name, f"option 'duplicates' needs strategy=clsa, got strategy={self.strategy}")
         crossbars = self.crossbars
         if crossbars is None:
-            crossbars = min(self.config().crossbars, DEFAULT_CROSSBARS)
+            crossbars = self.config().crossbars if cross_layer else min(self.config().crossbars, DEFAULT_CROSSBARS)
         if crossbars < 1:
             raise pass_error(self.name, f"option 'crossbars' must be at least 1, got {crossbars}")
+        band = self.band if self.band is not None else int(cross_layer and self.tiling == "unroll")
         scheduler, unroll = schedulers[self.strategy](), [CinmUnrollLoopsPass()] if self.tiling == "loop" else []
+        options = {"duplicates": self.duplicates} if cross_layer else {}
+        if "device" in scheduler.__dataclass_fields__:
+            schedule = self.on_device(scheduler, **options)
+        else:
+            schedule = scheduler()
+        tile_options = {"band": band} if band else {}
         return [
             ("cinm", [self.on_device(LinalgToCinmPass, placement=self.placement), CinmIsolateComputePass()]),
-            ("tile", [self.on_device(TilePass, mode=self.tiling), *unroll]),
-            ("cim", [CinmToCimPass(crossbars=crossbars)]),
-            ("schedule", [self.on_device(scheduler) if "device" in scheduler.__dataclass_fields__ else scheduler()]),
+            ("tile", [self.on_device(TilePass, mode=self.tiling, **tile_options), *unroll]),
+            ("cim", [CinmToCimPass(crossbars=crossbars, devices="model" if cross_layer else "layer")]),
+            ("schedule", [schedule]),
             ("memristor", [CimToMemristorPass()]),
             ("func", [MemristorToFuncPass(), CinmToLinalgPass()]),
         ]

@@ -5,12 +5,13 @@ reduction dimension K along its rows and the output columns along its columns. E
 `cells_per_weight` neighbouring cells, so a crossbar of `rows × cols` cells holds a
 `rows × (cols ÷ cells_per_weight)` tile. K is split into pieces of at most that many rows whose
 partial products are added; the outputs are split into pieces of at most that many columns and
-inserted into the result. The bias is added once per output piece. All pieces stay in the same
-`cinm.compute`, operands first, then products, then sums, so they can run on different crossbars
-in parallel.
+inserted into the result. The bias is added once per output piece. With `band=N`, a gemm's input
+rows are split too, in bands of N output rows (image rows of a convolution, tokens of a linear
+layer), each band tiled as above. All pieces stay in the same `cinm.compute`, operands first, then
+products, then sums, so they can run on different crossbars in parallel.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,7 +31,7 @@ from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.device_record import record_device
-from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.errors import note, pass_error
 from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.memristor.tile_loops import given_tile_sizes, tile_in_loops
 
@@ -78,8 +79,9 @@ class TiledProduct:
             total = self.add(total, value)
         return total
 
-    def assemble(self, result_type: TensorType, pieces: Sequence[tuple[int, SSAValue]]) -> SSAValue:
-        """Insert each `(offset along the last dimension, piece)` into a tensor of `result_type`."""
+    def assemble(self, result_type: TensorType, pieces: Sequence[tuple[int | Sequence[int], SSAValue]]) -> SSAValue:
+        """Insert each `(offset along the last dimension, or offsets, piece)` into a tensor of
+        `result_type`."""
         if len(pieces) == 1:
             return pieces[0][1]
         empty = tensor.EmptyOp([], result_type)
@@ -87,7 +89,7 @@ class TiledProduct:
         current = empty.tensor
         for offset, piece in pieces:
             shape = piece.type.get_shape()
-            offsets = [0] * (len(shape) - 1) + [offset]
+            offsets = [0] * (len(shape) - 1) + [offset] if isinstance(offset, int) else list(offset)
             insert = tensor.InsertSliceOp.from_static_parameters(piece, current, offsets, shape)
             self.sums.append(insert)
             current = insert.result
@@ -98,21 +100,24 @@ class TiledProduct:
         return [*self.slices, *self.products, *self.sums]
 
 
-def tile_gemm(op: cinm.GemmOp, k_step: int, n_step: int) -> TiledProduct:
+def tile_gemm(op: cinm.GemmOp, k_step: int, n_step: int, m_step: int | None = None) -> TiledProduct:
+    """`op` in pieces of at most `k_step` × `n_step` weights and (with `m_step`) bands of at most
+    `m_step` input rows, band by band."""
     (m, k), n = op.left.type.get_shape(), op.right.type.get_shape()[1]
     element = op.result.type.element_type
     tiled = TiledProduct()
-    pieces = []
-    for n0, nn in ranges(n, n_step):
-        partials = []
-        for k0, kk in ranges(k, k_step):
-            left = tiled.slice(op.left, [0, k0], [m, kk])
-            right = tiled.slice(op.right, [k0, n0], [kk, nn])
-            partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (m, nn)))))
-        total = tiled.sum(partials)
-        if op.bias is not None:
-            total = tiled.add(total, tiled.slice(op.bias, [0, n0], [m, nn]))
-        pieces.append((n0, total))
+    pieces: list[tuple[int | Sequence[int], SSAValue]] = []
+    for m0, mm in ranges(m, m_step or m):
+        for n0, nn in ranges(n, n_step):
+            partials = []
+            for k0, kk in ranges(k, k_step):
+                left = tiled.slice(op.left, [m0, k0], [mm, kk])
+                right = tiled.slice(op.right, [k0, n0], [kk, nn])
+                partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (mm, nn)))))
+            total = tiled.sum(partials)
+            if op.bias is not None:
+                total = tiled.add(total, tiled.slice(op.bias, [m0, n0], [mm, nn]))
+            pieces.append((n0 if m_step is None else (m0, n0), total))
     tiled.result = tiled.assemble(op.result.type, pieces)
     return tiled
 
@@ -166,17 +171,43 @@ def loops_needed(op: cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp, rows: int, colum
     return needs_tiling(op, rows, columns) or given
 
 
+def row_length(op: cinm.GemmOp) -> int:
+    """The input rows of a gemm that make one row of its output: an output image row (its width)
+    when the inputs are the patches of a convolution (`cinm.op.im2col`), else 1 (a token)."""
+    patches = op.left.owner
+    return patches.output_size()[1] if isinstance(patches, cinm.Im2colOp) else 1
+
+
+def banded(op: cinm.GemmOp | cinm.GemvOp, band: int) -> int | None:
+    """The input rows per band of `op` for bands of `band` output rows, or None when it has at most
+    one band (a gemv, one row, or no `band`)."""
+    if not band or not isinstance(op, cinm.GemmOp) or cinm.NOTILE in op.attributes:
+        return None
+    if not isinstance(op.parent_op(), cinm.ComputeOp) or cinm.on_host(op) or op.out is not None:
+        return None
+    step = band * row_length(op)
+    return step if op.left.type.get_shape()[0] > step else None
+
+
 @dataclass
 class TileProducts(RewritePattern):
     rows: int
     columns: int
+    band: int = 0
+    unbanded: list[str] = field(default_factory=list[str])
+    """Layers (by compute name) of several output rows that `band` cannot split: a band or fewer."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
-        if not needs_tiling(op, self.rows, self.columns):
+        m_step = banded(op, self.band)
+        if m_step is None and banded(op, 1) is not None:  # more than one row, but at most a band
+            self.unbanded.append(cinm.layer_name(op.parent_op()))
+        if m_step is None and not needs_tiling(op, self.rows, self.columns):
             return
-        tile: Callable[..., TiledProduct] = tile_gemm if isinstance(op, cinm.GemmOp) else tile_gemv
-        tiled = tile(op, self.rows, self.columns)
+        if isinstance(op, cinm.GemmOp):
+            tiled = tile_gemm(op, self.rows, self.columns, m_step)
+        else:
+            tiled = tile_gemv(op, self.rows, self.columns)
         rewriter.replace(op, tiled.ops, [tiled.result])
 
 
@@ -196,6 +227,11 @@ class TilePass(DeviceOption, ChoicePass):
     mode: Literal["unroll", "loop"] = "unroll"
     """`unroll`: static tiles, as the crossbar flow needs; `loop`: `affine.for` nests shaped as
     Cinnamon's `cinm-tiling` (`tile_loops.py`), unrolled later by `cinm-unroll-loops`."""
+
+    band: int = 0
+    """Output rows per band (`unroll` only): a convolution's gemm is also split along its input rows
+    into bands of `band` output image rows, a linear layer's into bands of `band` token rows, so that a
+    cross-layer scheduler (`schedule-clsa`) starts a band once the rows it needs exist; 0: no bands."""
 
     device_config: DeviceConfig | None = field(default=None, init=False, compare=False)
     """The device as an object, from Python (`for_device`); not an option, it has no text form."""
@@ -221,8 +257,16 @@ class TilePass(DeviceOption, ChoicePass):
         if config is not None and (self.rows, self.cols) != (None, None):
             config = config.replace(rows=rows, cols=columns * config.cells_per_weight)
         record_device(op, config, rows, columns)
+        if self.band < 0:
+            raise pass_error(self.name, f"option 'band' must be at least 0, got {self.band}")
+        if self.band and self.mode != "unroll":
+            raise pass_error(self.name, "option 'band' needs mode=unroll")
         if self.mode == "unroll":
-            PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
+            pattern = TileProducts(rows, columns, self.band)
+            PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
+            if pattern.unbanded:
+                names = ", ".join(dict.fromkeys(pattern.unbanded))
+                note(self.name, f"band={self.band} does not split {names} (a band of output rows or fewer): run whole")
         else:
             for found in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp)]:
                 if loops_needed(found, rows, columns):

@@ -58,9 +58,11 @@ def crossbar_work(operation: Operation) -> CrossbarWork:
 
 @dataclass(frozen=True)
 class CrossbarCostModel:
-    """Latencies of cim ops on one logical crossbar of `config`, in ns."""
+    """Latencies of cim ops on one logical crossbar of `config`, in ns; with `resident`, weights are
+    on their crossbars before the run (written by an earlier run of the same program): no writes."""
 
     config: DeviceConfig
+    resident: bool = False
 
     def mvm_ns(self, operation: Operation) -> float:
         work = crossbar_work(operation)
@@ -68,7 +70,7 @@ class CrossbarCostModel:
         return max(cycles, 1) * self.config.cycle_ns
 
     def write_ns(self, operation: Operation) -> float:
-        return write_time_ns(self.config, crossbar_work(operation).k)
+        return 0.0 if self.resident else write_time_ns(self.config, crossbar_work(operation).k)
 
     def duration_ns(self, operation: Operation, held: StoredTile | None) -> float:
         """Time on a crossbar that holds the tile `held` (None: nothing yet)."""
@@ -224,7 +226,7 @@ class CriticalPathScheduler(SchedulingStrategy[R]):
         plans = [self._plan(work, defer_held=True, target=None), self._plan(work, defer_held=False, target=target)]
         plan = min(plans, key=lambda plan: _key(plan.makespan_ns))
         self.makespan_ns = plan.makespan_ns
-        return self._as_steps(plan.placed, plan.start, plan.finish)
+        return steps_from_times(self.resources, plan.placed, plan.start, plan.finish)
 
     def _plan(self, work: _GraphWork, defer_held: bool, target: float | None) -> _Plan:
         """One list schedule (see the class docstring): `defer_held` puts ops whose weights some
@@ -316,31 +318,52 @@ class CriticalPathScheduler(SchedulingStrategy[R]):
         plan.makespan_ns = max(plan.finish.values(), default=0.0)
         return plan
 
-    def _as_steps(
-        self,
-        placed: list[tuple[DependencyNode, int]],
-        start: dict[DependencyNode, float],
-        finish: dict[DependencyNode, float],
-    ) -> Schedule[R]:
-        """Steps from times: a new step at each dispatch after a barrier and at each later finish."""
-        order = {node: i for i, (node, _) in enumerate(placed)}
-        events = sorted(
-            [(_key(start[node]), 1, order[node], node) for node, _ in placed]
-            + [(_key(finish[node]), 0, order[node], node) for node, _ in placed]
-        )
-        dispatch: dict[DependencyNode, int] = {}
-        barrier: dict[DependencyNode, int] = {}
-        step, in_barriers, last_finish = 0, False, 0.0
-        for time, is_start, _, node in events:
-            if is_start:
-                step += in_barriers
-                in_barriers = False
-                dispatch[node] = step
-            else:
-                step += in_barriers and time != last_finish
-                in_barriers, last_finish = True, time
-                barrier[node] = step
-        by_start = sorted(placed, key=lambda placement: (_key(start[placement[0]]), order[placement[0]]))
-        return [
-            ScheduledOperation(node.operation, self.resources[i], dispatch[node], barrier[node]) for node, i in by_start
-        ]
+
+def steps_from_times(
+    resources: Sequence[R],
+    placed: list[tuple[DependencyNode, int]],
+    start: dict[DependencyNode, float],
+    finish: dict[DependencyNode, float],
+) -> Schedule[R]:
+    """Steps from real times, for ops `placed` on resources by index: a new step at each dispatch
+    after a barrier and at each later finish, so that the IR runs the same timeline (dispatches in
+    start-time order, each barrier at its op's finish, at equal times barriers first)."""
+    order = {node: i for i, (node, _) in enumerate(placed)}
+    events = sorted(
+        [(_key(start[node]), 1, order[node], node) for node, _ in placed]
+        + [(_key(finish[node]), 0, order[node], node) for node, _ in placed]
+    )
+    dispatch: dict[DependencyNode, int] = {}
+    barrier: dict[DependencyNode, int] = {}
+    step, in_barriers, last_finish = 0, False, 0.0
+    for time, is_start, _, node in events:
+        if is_start:
+            step += in_barriers
+            in_barriers = False
+            dispatch[node] = step
+        else:
+            step += in_barriers and time != last_finish
+            in_barriers, last_finish = True, time
+            barrier[node] = step
+    by_start = sorted(placed, key=lambda placement: (_key(start[placement[0]]), order[placement[0]]))
+    return [ScheduledOperation(node.operation, resources[i], dispatch[node], barrier[node]) for node, i in by_start]
+
+
+def critical_path_ns(graph: DependencyGraph, cost: CrossbarCostModel) -> float:
+    """The longest chain of dependent ops, each op's MVM time, plus the write of the chain's first
+    op's tile: no tile is resident at the start, so an op starts no earlier than one write, and a
+    dependent op no earlier than the end of what it depends on."""
+    longest: dict[DependencyNode, float] = {}
+    bound = 0.0
+    for node in reversed(graph.topological_order()):
+        longest[node] = cost.mvm_ns(node.operation) + max((longest[d] for d in node.dependents), default=0.0)
+        bound = max(bound, cost.write_ns(node.operation) + longest[node])
+    return bound
+
+
+def graph_lower_bound_ns(graph: DependencyGraph, cost: CrossbarCostModel, crossbars: int) -> float:
+    """A lower bound on any schedule of `graph` on `crossbars` crossbars, across layers when the graph
+    spans several: the larger of the resource bound (`makespan_lower_bound_ns`, dependencies
+    ignored) and the critical path (`critical_path_ns`, crossbars unlimited)."""
+    resources = makespan_lower_bound_ns((node.operation for node in graph), cost, crossbars)
+    return max(resources, critical_path_ns(graph, cost))

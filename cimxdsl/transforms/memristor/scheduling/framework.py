@@ -65,6 +65,17 @@ from cimxdsl.transforms.common.errors import pass_error
 R = TypeVar("R")
 
 
+def side_effect_free(op: Operation) -> bool:
+    """`is_side_effect_free`; also TOSA's operators (pure functions of their tensor operands in the
+    TOSA specification), its variables excepted, and `linalg` ops on tensors only (their effects
+    are on buffer operands), which xDSL does not mark so."""
+    if is_side_effect_free(op):
+        return True
+    if op.dialect_name() == "tosa":
+        return "variable" not in op.name and not op.regions
+    return op.dialect_name() == "linalg" and all(isinstance(v.type, TensorType) for v in op.operands)
+
+
 # ---- dependency graph ---------------------------------------------------------------------------
 @dataclass(eq=False)
 class DependencyNode:
@@ -202,10 +213,10 @@ class _BlockAnalysis:
             found = set[Operation]()
             for definer in _definers_in_block(op, block):
                 found |= reaches.get(definer, frozenset())
-            if not is_side_effect_free(op):
+            if not side_effect_free(op):
                 found |= self._previous_effect
             reaches[op] = frozenset(found)
-            if not is_side_effect_free(op):
+            if not side_effect_free(op):
                 self._previous_effect = reaches[op]
 
 
@@ -474,7 +485,7 @@ def _stable_order(
     for before, after in pairwise(chain):
         edge(before, after)
     in_chain = set(chain)
-    effects = [op for op in ops if op not in in_chain and not is_side_effect_free(op)]
+    effects = [op for op in ops if op not in in_chain and not side_effect_free(op)]
     for before, after in pairwise(effects):
         edge(before, after)
     if chain:
@@ -728,6 +739,10 @@ class CimSchedulePass(ModulePass):
     def check_device(self, device: AcquireDeviceOp) -> None:
         """Raise PassFailedException if this pass cannot schedule `device` (before the IR changes)."""
 
+    def schedule(self, device: AcquireDeviceOp) -> None:
+        """Schedule one device (ValueError if it cannot be); a subclass may do more around it."""
+        schedule_device(device, self.make_strategy)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.check_options()
         devices = check_schedulable(op, self.name)
@@ -735,6 +750,6 @@ class CimSchedulePass(ModulePass):
             self.check_device(device)
         for device in devices:
             try:
-                schedule_device(device, self.make_strategy)
+                self.schedule(device)
             except ValueError as err:
                 raise pass_error(self.name, f"cannot schedule {describe(device)}: {err}") from err
