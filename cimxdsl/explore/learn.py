@@ -442,24 +442,26 @@ def held_out_error(samples: Samples, method: str = "auto", split: str = "points"
         folds = [(name, np.array([g == name for g in samples.groups])) for name in names]
     else:
         raise LearnError(f"unknown split '{split}' (splits: points, models)")
-    report = {"split": split, "folds": {}}
-    for name, test in folds:
-        predictor = Predictor(subset(samples, ~test), method)
-        x = samples.features[test]
-        try:
-            predictor.check(x, name)
-        except LearnError as e:
-            report["folds"][name] = {"error": str(e), "points": int(test.sum())}
-            continue
-        rows = np.flatnonzero(test)
-        predicted = predictor.predict(x, simulated_float_accuracy(samples, rows))
-        report["folds"][name] = {
-            "points": int(test.sum()),
-            "trained_on": int((~test).sum()),
-            "method": predictor.fitted,
-            **errors(predicted, simulated(samples, rows)),
-        }
-    return report
+    return {"split": split, "folds": {name: fold_error(samples, test, name, method)[1] for name, test in folds}}
+
+
+def fold_error(samples: Samples, test: np.ndarray, name: str, method: str = "auto") -> tuple[Predictor, dict]:
+    """A predictor trained on the samples outside `test`, and its error on those in it (or why it
+    cannot predict them)."""
+    predictor = Predictor(subset(samples, ~test), method)
+    x = samples.features[test]
+    try:
+        predictor.check(x, name)
+    except LearnError as e:
+        return predictor, {"error": str(e), "points": int(test.sum())}
+    rows = np.flatnonzero(test)
+    predicted = predictor.predict(x, simulated_float_accuracy(samples, rows))
+    return predictor, {
+        "points": int(test.sum()),
+        "trained_on": int((~test).sum()),
+        "method": predictor.fitted,
+        **errors(predicted, simulated(samples, rows)),
+    }
 
 
 def learn(paths: list[str | Path], method: str = "auto", split: str = "points") -> Predictor:
