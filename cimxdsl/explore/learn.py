@@ -92,11 +92,12 @@ def encode(name: str, value: Any) -> float:
     return float(value)
 
 
-def feature_row(config: DeviceConfig, placement: str, layers: list[Layer]) -> dict[str, float]:
-    """The inputs of one sample: `config`'s parameters, the placement and the workload's features."""
+def feature_row(config: DeviceConfig, placement: str, layers: list[Layer], inputs: int) -> dict[str, float]:
+    """The inputs of one sample: `config`'s parameters, the placement and the workload's features
+    for a run of `inputs` inputs."""
     row = {f: encode(f, getattr(config, f)) for f in DEVICE_FIELDS if f != "placement"}
     row["placement"] = encode("placement", placement)
-    return {**row, **model_features(layers), **device_features(layers, config, placement)}
+    return {**row, **model_features(layers), **device_features(layers, config, placement, inputs)}
 
 
 # ---- results ---------------------------------------------------------------------------------------
@@ -187,7 +188,8 @@ def read_results(paths: list[str | Path]) -> Samples:
             for f, v in settings.items():
                 space.setdefault(f, set()).add(json.dumps(v))
             config = configure(base, cost, settings)
-            rows.append(feature_row(config, settings.get("placement", sweep.get("placement", "host")), layers))
+            placement = settings.get("placement", sweep.get("placement", "host"))
+            rows.append(feature_row(config, placement, layers, sweep["images"]))
             targets["accuracy"].append(point["accuracy_mean"] / float_accuracy if float_accuracy else 0.0)
             targets["latency"].append(math.log2(max(point["latency_ns"], 1e-9) / sweep["images"]))
             targets["energy"].append(math.log2(max(point["energy_per_image_pj"], 1e-12)))
@@ -598,6 +600,7 @@ def predict(
     objective_name(objective, "--minimize")
     sweep = load_sweep(space)
     layers = model_layers(sweep.model)
+    context = prepare_context(sweep)
     settings, rows, skipped = [], [], []
     for point in expand_points(sweep):
         values = point.values
@@ -607,12 +610,11 @@ def predict(
             skipped.append(f"{point.label}: {e}")
             continue
         settings.append(values)
-        rows.append(feature_row(config, values.get("placement", sweep.placement), layers))
+        rows.append(feature_row(config, values.get("placement", sweep.placement), layers, len(context.inputs)))
     if not rows:
         raise LearnError("no configuration of the space can be built: " + "; ".join(skipped[:3]))
     features = np.array([[row[f] for f in FEATURES] for row in rows])
     predictor.check(features, f"model '{sweep.model.stem}'")
-    context = prepare_context(sweep)
     float_accuracy = float((context.reference == context.labels).mean())
     values = predictor.predict(features, float_accuracy)
     order, feasible = rank(values, list(constraints), objective)
