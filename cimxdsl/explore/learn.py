@@ -6,7 +6,8 @@ Each training sample is one point of a sweep's results (its seeds averaged). Its
 point's device and mapping parameters (every `DeviceConfig` field and the placement, choices as
 their index), the workload's features (`workload.model_features`: layer count, MACs, weights,
 the largest and MAC-weighted K and N, kernels, run-time products) and what the workload implies on
-that device (`workload.device_features`: tiles, array reads, ADC conversions). Its outputs:
+that device (`workload.device_features`: tiles, array reads, ADC conversions, programming and read
+time, the bits the ADC lacks). Its outputs:
 
 - accuracy, learnt as the fraction of the float model's accuracy the point keeps (so models of
   different float accuracies share one scale); a prediction is that fraction times the new
@@ -20,8 +21,8 @@ regressors fit a ridge regression on the features first and the trees on its res
 workload larger than any seen still scales with its counts instead of saturating at the largest.
 
 A predictor file is JSON: the training samples (feature matrix, targets, groups), the
-hyperparameters and the workloads' layers. Loading it refits the regressors (fixed seeds, under a
-second); no pickled code is ever loaded, so a predictor file is as safe to open as a results file.
+hyperparameters and the workloads' layers. Loading it refits the regressors (fixed seeds); no
+pickled object is ever loaded, so a predictor file is as safe to open as a results file.
 """
 
 from __future__ import annotations
@@ -124,6 +125,8 @@ class Samples:
     cost: dict = field(default_factory=dict)
     space: dict[str, list] = field(default_factory=dict)
     """The values each swept field took."""
+    reference: np.ndarray | None = None
+    """The float model's accuracy on the data set of each sample's results (None: its workload's)."""
 
 
 def results_json(path: Path) -> Path:
@@ -148,7 +151,9 @@ def read_results(paths: list[str | Path]) -> Samples:
         raise LearnError("no results given")
     rows, targets, groups, bases, costs = [], {o: [] for o in OBJECTIVES}, [], [], []
     workloads: dict[str, Workload] = {}
+    paths_of: dict[str, Path] = {}  # a model's name: its file's stem, or its path if another has that stem
     space: dict[str, set] = {}
+    reference: list[float] = []
     for given in paths:
         path = results_json(Path(given))
         try:
@@ -173,7 +178,7 @@ def read_results(paths: list[str | Path]) -> Samples:
             raise LearnError(f"{path}: sweep.base_device: {e}") from None
         cost = CostModel(**sweep.get("cost", {}))
         model = Path(sweep["model"])
-        name = model.stem
+        name = model.stem if paths_of.setdefault(model.stem, model) == model else str(model)
         if name not in workloads:
             if not model.is_file():
                 raise LearnError(f"{path}: its model '{model}' is not there (workload features are read from it)")
@@ -194,6 +199,7 @@ def read_results(paths: list[str | Path]) -> Samples:
             targets["latency"].append(math.log2(max(point["latency_ns"], 1e-9) / sweep["images"]))
             targets["energy"].append(math.log2(max(point["energy_per_image_pj"], 1e-12)))
             groups.append(name)
+            reference.append(float_accuracy)
     if not rows:
         raise LearnError("the results hold no successful point to learn from")
     return Samples(
@@ -204,6 +210,7 @@ def read_results(paths: list[str | Path]) -> Samples:
         bases=bases,
         cost=json.loads(Counter(costs).most_common(1)[0][0]),
         space={f: sorted((json.loads(v) for v in values), key=str) for f, values in space.items()},
+        reference=np.array(reference),
     )
 
 
@@ -334,6 +341,7 @@ class Predictor:
             "samples": s.features.tolist(),
             "targets": {o: v.tolist() for o, v in s.targets.items()},
             "groups": s.groups,
+            "reference": None if s.reference is None else s.reference.tolist(),
             "workloads": {
                 n: {"layers": layer_rows(w.layers), "float_accuracy": w.float_accuracy} for n, w in s.workloads.items()
             },
@@ -382,6 +390,7 @@ def load_predictor(path: str | Path) -> Predictor:
         bases=data["bases"],
         cost=data["cost"],
         space=data["space"],
+        reference=None if data.get("reference") is None else np.array(data["reference"], dtype=float),
     )
     return Predictor(samples, data["method"], data.get("held_out", {}))
 
@@ -397,6 +406,7 @@ def subset(samples: Samples, keep: np.ndarray) -> Samples:
         bases=samples.bases,
         cost=samples.cost,
         space=samples.space,
+        reference=None if samples.reference is None else samples.reference[keep],
     )
 
 
@@ -422,6 +432,8 @@ def simulated(samples: Samples, rows: np.ndarray) -> dict[str, np.ndarray]:
 
 def simulated_float_accuracy(samples: Samples, rows: np.ndarray) -> np.ndarray:
     """The float model's accuracy of each sample in `rows`."""
+    if samples.reference is not None:
+        return samples.reference[rows]
     return np.array([samples.workloads[samples.groups[i]].float_accuracy for i in rows])
 
 
