@@ -6,7 +6,8 @@ Each training sample is one point of a sweep's results (its seeds averaged). Its
 point's device and mapping parameters (every `DeviceConfig` field and the placement, choices as
 their index), the workload's features (`workload.model_features`: layer count, MACs, weights,
 the largest and MAC-weighted K and N, kernels, run-time products) and what the workload implies on
-that device (`workload.device_features`: tiles, array reads, ADC conversions). Its outputs:
+that device (`workload.device_features`: tiles, array reads, ADC conversions, programming and read
+time, the bits the ADC lacks). Its outputs:
 
 - accuracy, learnt as the fraction of the float model's accuracy the point keeps (so models of
   different float accuracies share one scale); a prediction is that fraction times the new
@@ -20,8 +21,8 @@ regressors fit a ridge regression on the features first and the trees on its res
 workload larger than any seen still scales with its counts instead of saturating at the largest.
 
 A predictor file is JSON: the training samples (feature matrix, targets, groups), the
-hyperparameters and the workloads' layers. Loading it refits the regressors (fixed seeds, under a
-second); no pickled code is ever loaded, so a predictor file is as safe to open as a results file.
+hyperparameters and the workloads' layers. Loading it refits the regressors (fixed seeds); no
+pickled object is ever loaded, so a predictor file is as safe to open as a results file.
 """
 
 from __future__ import annotations
@@ -92,11 +93,12 @@ def encode(name: str, value: Any) -> float:
     return float(value)
 
 
-def feature_row(config: DeviceConfig, placement: str, layers: list[Layer]) -> dict[str, float]:
-    """The inputs of one sample: `config`'s parameters, the placement and the workload's features."""
+def feature_row(config: DeviceConfig, placement: str, layers: list[Layer], inputs: int) -> dict[str, float]:
+    """The inputs of one sample: `config`'s parameters, the placement and the workload's features
+    for a run of `inputs` inputs."""
     row = {f: encode(f, getattr(config, f)) for f in DEVICE_FIELDS if f != "placement"}
     row["placement"] = encode("placement", placement)
-    return {**row, **model_features(layers), **device_features(layers, config, placement)}
+    return {**row, **model_features(layers), **device_features(layers, config, placement, inputs)}
 
 
 # ---- results ---------------------------------------------------------------------------------------
@@ -123,6 +125,8 @@ class Samples:
     cost: dict = field(default_factory=dict)
     space: dict[str, list] = field(default_factory=dict)
     """The values each swept field took."""
+    reference: np.ndarray | None = None
+    """The float model's accuracy on the data set of each sample's results (None: its workload's)."""
 
 
 def results_json(path: Path) -> Path:
@@ -147,7 +151,9 @@ def read_results(paths: list[str | Path]) -> Samples:
         raise LearnError("no results given")
     rows, targets, groups, bases, costs = [], {o: [] for o in OBJECTIVES}, [], [], []
     workloads: dict[str, Workload] = {}
+    paths_of: dict[str, Path] = {}  # a model's name: its file's stem, or its path if another has that stem
     space: dict[str, set] = {}
+    reference: list[float] = []
     for given in paths:
         path = results_json(Path(given))
         try:
@@ -172,7 +178,7 @@ def read_results(paths: list[str | Path]) -> Samples:
             raise LearnError(f"{path}: sweep.base_device: {e}") from None
         cost = CostModel(**sweep.get("cost", {}))
         model = Path(sweep["model"])
-        name = model.stem
+        name = model.stem if paths_of.setdefault(model.stem, model) == model else str(model)
         if name not in workloads:
             if not model.is_file():
                 raise LearnError(f"{path}: its model '{model}' is not there (workload features are read from it)")
@@ -187,11 +193,13 @@ def read_results(paths: list[str | Path]) -> Samples:
             for f, v in settings.items():
                 space.setdefault(f, set()).add(json.dumps(v))
             config = configure(base, cost, settings)
-            rows.append(feature_row(config, settings.get("placement", sweep.get("placement", "host")), layers))
+            placement = settings.get("placement", sweep.get("placement", "host"))
+            rows.append(feature_row(config, placement, layers, sweep["images"]))
             targets["accuracy"].append(point["accuracy_mean"] / float_accuracy if float_accuracy else 0.0)
             targets["latency"].append(math.log2(max(point["latency_ns"], 1e-9) / sweep["images"]))
             targets["energy"].append(math.log2(max(point["energy_per_image_pj"], 1e-12)))
             groups.append(name)
+            reference.append(float_accuracy)
     if not rows:
         raise LearnError("the results hold no successful point to learn from")
     return Samples(
@@ -202,6 +210,7 @@ def read_results(paths: list[str | Path]) -> Samples:
         bases=bases,
         cost=json.loads(Counter(costs).most_common(1)[0][0]),
         space={f: sorted((json.loads(v) for v in values), key=str) for f, values in space.items()},
+        reference=np.array(reference),
     )
 
 
@@ -332,6 +341,7 @@ class Predictor:
             "samples": s.features.tolist(),
             "targets": {o: v.tolist() for o, v in s.targets.items()},
             "groups": s.groups,
+            "reference": None if s.reference is None else s.reference.tolist(),
             "workloads": {
                 n: {"layers": layer_rows(w.layers), "float_accuracy": w.float_accuracy} for n, w in s.workloads.items()
             },
@@ -380,6 +390,7 @@ def load_predictor(path: str | Path) -> Predictor:
         bases=data["bases"],
         cost=data["cost"],
         space=data["space"],
+        reference=None if data.get("reference") is None else np.array(data["reference"], dtype=float),
     )
     return Predictor(samples, data["method"], data.get("held_out", {}))
 
@@ -395,6 +406,7 @@ def subset(samples: Samples, keep: np.ndarray) -> Samples:
         bases=samples.bases,
         cost=samples.cost,
         space=samples.space,
+        reference=None if samples.reference is None else samples.reference[keep],
     )
 
 
@@ -420,6 +432,8 @@ def simulated(samples: Samples, rows: np.ndarray) -> dict[str, np.ndarray]:
 
 def simulated_float_accuracy(samples: Samples, rows: np.ndarray) -> np.ndarray:
     """The float model's accuracy of each sample in `rows`."""
+    if samples.reference is not None:
+        return samples.reference[rows]
     return np.array([samples.workloads[samples.groups[i]].float_accuracy for i in rows])
 
 
@@ -442,24 +456,26 @@ def held_out_error(samples: Samples, method: str = "auto", split: str = "points"
         folds = [(name, np.array([g == name for g in samples.groups])) for name in names]
     else:
         raise LearnError(f"unknown split '{split}' (splits: points, models)")
-    report = {"split": split, "folds": {}}
-    for name, test in folds:
-        predictor = Predictor(subset(samples, ~test), method)
-        x = samples.features[test]
-        try:
-            predictor.check(x, name)
-        except LearnError as e:
-            report["folds"][name] = {"error": str(e), "points": int(test.sum())}
-            continue
-        rows = np.flatnonzero(test)
-        predicted = predictor.predict(x, simulated_float_accuracy(samples, rows))
-        report["folds"][name] = {
-            "points": int(test.sum()),
-            "trained_on": int((~test).sum()),
-            "method": predictor.fitted,
-            **errors(predicted, simulated(samples, rows)),
-        }
-    return report
+    return {"split": split, "folds": {name: fold_error(samples, test, name, method)[1] for name, test in folds}}
+
+
+def fold_error(samples: Samples, test: np.ndarray, name: str, method: str = "auto") -> tuple[Predictor, dict]:
+    """A predictor trained on the samples outside `test`, and its error on those in it (or why it
+    cannot predict them)."""
+    predictor = Predictor(subset(samples, ~test), method)
+    x = samples.features[test]
+    try:
+        predictor.check(x, name)
+    except LearnError as e:
+        return predictor, {"error": str(e), "points": int(test.sum())}
+    rows = np.flatnonzero(test)
+    predicted = predictor.predict(x, simulated_float_accuracy(samples, rows))
+    return predictor, {
+        "points": int(test.sum()),
+        "trained_on": int((~test).sum()),
+        "method": predictor.fitted,
+        **errors(predicted, simulated(samples, rows)),
+    }
 
 
 def learn(paths: list[str | Path], method: str = "auto", split: str = "points") -> Predictor:
@@ -596,6 +612,7 @@ def predict(
     objective_name(objective, "--minimize")
     sweep = load_sweep(space)
     layers = model_layers(sweep.model)
+    context = prepare_context(sweep)
     settings, rows, skipped = [], [], []
     for point in expand_points(sweep):
         values = point.values
@@ -605,12 +622,11 @@ def predict(
             skipped.append(f"{point.label}: {e}")
             continue
         settings.append(values)
-        rows.append(feature_row(config, values.get("placement", sweep.placement), layers))
+        rows.append(feature_row(config, values.get("placement", sweep.placement), layers, len(context.inputs)))
     if not rows:
         raise LearnError("no configuration of the space can be built: " + "; ".join(skipped[:3]))
     features = np.array([[row[f] for f in FEATURES] for row in rows])
     predictor.check(features, f"model '{sweep.model.stem}'")
-    context = prepare_context(sweep)
     float_accuracy = float((context.reference == context.labels).mean())
     values = predictor.predict(features, float_accuracy)
     order, feasible = rank(values, list(constraints), objective)

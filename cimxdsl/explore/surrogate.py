@@ -5,7 +5,9 @@ would add the most hypervolume to the front found so far is simulated next.
 The regressors are the learned predictor's (`learn.regressor`: Gaussian processes while the
 trials are few, gradient boosting after), one per objective and constrained metric, on the axes'
 values (a choice that is not a number as its index; a log range as its log). Costs (latency,
-energy, crossbars, writes) are fitted as log2. The first `initial_trials` trials (at least 5, two
+energy, crossbars, writes) are fitted as log2. A Gaussian process's prediction is taken one
+standard deviation on the optimistic side (an upper confidence bound), so the search also tries
+points it is unsure of. The first `initial_trials` trials (at least 5, two
 per axis) are drawn at random; so is a trial whose every candidate is predicted to add nothing.
 Candidates: every untried point of the product of the axes when it has at most `MAX_CANDIDATES`
 points, else that many random draws. The sampler is seeded per trial like the others, so a
@@ -28,6 +30,8 @@ from cimxdsl.explore.learn import method_of, regressor
 from cimxdsl.explore.pareto import REFERENCE, hypervolume, non_dominated, normalise
 
 MAX_CANDIDATES = 4096
+EXPLORATION = 1.0
+"""Standard deviations a Gaussian process's prediction is moved towards the better side."""
 LOG_METRICS = ("latency", "energy", "crossbars", "writes")
 
 
@@ -108,15 +112,24 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
 
     # ---- the model ---------------------------------------------------------------------------------
     def fit_predict(self, x: np.ndarray, y: list[float], grid: np.ndarray, metric: str) -> np.ndarray:
+        """The metric's optimistic prediction on `grid`: a Gaussian process's mean moved one
+        standard deviation towards the better side (so uncertain points are tried), a boosted
+        model's mean."""
         y = np.array(y, dtype=float)
         logged = metric in LOG_METRICS and (y > 0).all()
         target = np.log2(y) if logged else y
         if np.ptp(target) == 0:
             return np.full(len(grid), y[0])
-        model = regressor(method_of("auto", len(y)), "accuracy" if metric in self.maximised else metric)
+        method = method_of("auto", len(y))
+        model = regressor(method, "accuracy" if metric in self.maximised else metric)
         with warnings.catch_warnings():  # a kernel parameter at its bound is not an error of the fit
             warnings.simplefilter("ignore", ConvergenceWarning)
-            found = model.fit(x, target).predict(grid)
+            model.fit(x, target)
+            if method == "gp":
+                mean, std = model.predict(grid, return_std=True)
+                found = mean + EXPLORATION * std * (1 if metric in self.maximised else -1)
+            else:
+                found = model.predict(grid)
         return np.exp2(found) if logged else found
 
     def minimised(self, values: dict[str, np.ndarray]) -> np.ndarray:

@@ -123,7 +123,17 @@ WORKLOAD_FEATURES = (
     "kernel_max",
 )
 """`model_features` keys, in order (device-independent)."""
-DEVICE_WORKLOAD_FEATURES = ("log_tiles", "log_array_reads", "log_adc_conversions", "log_k_per_tile_max")
+DEVICE_WORKLOAD_FEATURES = (
+    "log_tiles",
+    "log_array_reads",
+    "log_adc_conversions",
+    "log_k_per_tile_max",
+    "log_cells_written",
+    "log_write_ns",
+    "log_read_ns",
+    "adc_shortfall_full",
+    "adc_shortfall_used",
+)
 """`device_features` keys, in order (what the layers imply on a device)."""
 
 
@@ -154,29 +164,49 @@ def model_features(layers: list[Layer]) -> dict[str, float]:
 def device_counts(layers: list[Layer], config: DeviceConfig, placement: str = "host") -> dict[str, float]:
     """Per input on `config`: the weight tiles of the layers, the array reads (a read per input
     slice, row tile and column tile, per array of a differential pair) and the ADC conversions (a
-    column each). Products of two run-time tensors count unless `placement` keeps them on the host."""
+    column each); the largest number of rows a tile sums. Per run: the cells that hold the weights,
+    and rough times: writing the tiles (rows one after another, `crossbars` tiles at a time) and
+    reading them (a layer's tiles read at once, in waves of `crossbars`). Products of two run-time
+    tensors count unless `placement` keeps them on the host."""
     crossbar = [la for la in layers if not (la.runtime and placement == "host")]
+    names = ("tiles", "array_reads", "adc_conversions", "k_per_tile_max", "cells_written", "write_ns", "read_ns")
     if not crossbar:
-        return {"tiles": 0.0, "array_reads": 0.0, "adc_conversions": 0.0, "k_per_tile_max": 0.0}
+        return dict.fromkeys(names, 0.0)
     tile_k, tile_n = config.tile_shape
     m, k, n = (np.array([getattr(la, f) for la in crossbar], dtype=float) for f in ("m", "k", "n"))
     row_tiles = np.ceil(k / tile_k)
     col_tiles = np.ceil(n / max(tile_n, 1))
-    reads = m * row_tiles * col_tiles * config.input_slices * config.arrays_per_crossbar
+    tiles = row_tiles * col_tiles
+    reads = m * tiles * config.input_slices * config.arrays_per_crossbar
     columns_per_read = np.minimum(n, tile_n) * config.cells_per_weight
     conversions = reads * columns_per_read / (2 if config.analog_subtraction else 1)
+    waves = np.ceil(tiles / config.crossbars)
     return {
-        "tiles": float((row_tiles * col_tiles).sum()),
+        "tiles": float(tiles.sum()),
         "array_reads": float(reads.sum()),
         "adc_conversions": float(conversions.sum()),
         "k_per_tile_max": float(np.minimum(k, tile_k).max()),
+        "cells_written": float((k * n).sum() * config.cells_per_weight * config.arrays_per_crossbar),
+        "write_ns": float((waves * np.minimum(k, tile_k) * config.write_ns_per_row).sum()),
+        "read_ns": float((m * waves * config.input_slices * config.cycle_ns).sum()),
     }
 
 
-def device_features(layers: list[Layer], config: DeviceConfig, placement: str = "host") -> dict[str, float]:
-    """`device_counts` as log2(1 + count)."""
+def device_features(
+    layers: list[Layer], config: DeviceConfig, placement: str = "host", inputs: int = 1
+) -> dict[str, float]:
+    """`device_counts` as log2(1 + count), the per-run counts per input of a run of `inputs`; and
+    how many bits the ADC lacks for the largest column sum of the device (`full`) and of the
+    largest tile the layers fill (`used`), 0 for a lossless ADC."""
     counts = device_counts(layers, config, placement)
-    return {f"log_{name}": log(value) for name, value in counts.items()}
+    for per_run in ("cells_written", "write_ns"):
+        counts[per_run] /= inputs
+    levels = (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
+    short = 0.0 if config.lossless_adc else 1.0
+    features = {f"log_{name}": log(value) for name, value in counts.items()}
+    features["adc_shortfall_full"] = short * max(0.0, log(config.adc_full_scale) - config.adc_bits)
+    features["adc_shortfall_used"] = short * max(0.0, log(counts["k_per_tile_max"] * levels) - config.adc_bits)
+    return features
 
 
 def log(x: float) -> float:

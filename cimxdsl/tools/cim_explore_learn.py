@@ -108,6 +108,8 @@ def predict_main(args: Sequence[str]) -> None:
 
         if options.jobs < 1:
             raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
+        if options.verify is not None and options.verify < 1:
+            raise UserError(f"--verify must be a positive integer, got {options.verify}")
         if options.limit is not None and options.limit < 1:
             raise UserError(f"--limit must be a positive integer, got {options.limit}")
         constraints = [parse_constraint(c) for c in options.constraint]
@@ -124,7 +126,7 @@ def predict_main(args: Sequence[str]) -> None:
             raise UserError(str(e).replace("sweep file: ", "")) from None
         prediction = predict(predictor, space, constraints, options.minimize)
         print(prediction_text(prediction, options.top))
-        if options.verify:
+        if options.verify is not None:
             progress = Progress("points", lines=True)
             try:
                 verify(prediction, options.verify, options.jobs, progress)

@@ -215,6 +215,8 @@ def test_unknown_objective(predictor, tmp_path, capsys):
         "constraint 'writes<=9': unknown objective 'writes' (objectives of the predictor: accuracy, latency, energy)"
         in err
     )
+    err = error_of(["predict", "--predictor", str(path), "digits", "--verify", "0"], capsys)
+    assert "--verify must be a positive integer, got 0" in err
     err = error_of(["predict", "--predictor", str(path), "digits", "--minimize", "power"], capsys)
     assert "--minimize: unknown objective 'power'" in err
     with pytest.raises(LearnError, match=r"cannot read 'accuracy = = 0\.9'"):
