@@ -5,12 +5,14 @@ latency mode (one image) and throughput mode (`--sim-time` ms of images streamed
 core's program), and print both beside the estimate.
 
     PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
-        [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--size 224] [--sim-time 200]
+        [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--size 224] [--sim-time MS]
         [--cores] [--keep DIR]
 
 pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
 its binary. `--cores` adds each core's figures: pimsim-nn's finish time (latency mode) and rounds
-(throughput mode) against the estimate's end and busy time.
+(throughput mode) against the estimate's end and busy time. pimsim-nn's throughput is given after the
+first image, (samples − 1) ÷ (simulated time − latency), the rate the estimate's streamed images
+give, and as pimsim-nn prints it, samples ÷ simulated time.
 """
 
 from __future__ import annotations
@@ -31,17 +33,19 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cimxdsl.api
-from benchmarks.model_zoo import MODELS
+from benchmarks.model_zoo import MODELS, mobilenet_v2
 from cimxdsl.backend.pimsim_config import CONFIG_FILE, SIM_MODES
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
 
 def load(name: str, size: int) -> onnx.ModelProto:
-    """A model of the zoo (`resnet18`, ...; random weights), a light architecture
+    """A model of the zoo (`resnet18`, `mobilenetv2`, ...; random weights), a light architecture
     (`light:squeezenet`, random He-scaled weights) or an ONNX file."""
+    if name == "mobilenetv2":
+        return mobilenet_v2(size=size)
     if name in MODELS:
-        return MODELS[name](size=size, **({"width": 32} if name == "mobilenetv2" else {}))
+        return MODELS[name](size=size)
     if name.startswith("light:"):
         from benchmarks.pim_light_models import light_model
 
@@ -92,27 +96,32 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
     compile_s = time.perf_counter() - start
     report = compiled.report()
     p = report["performance"]
-    latency_report, latency_wall = run_pimsim(binary, out, "latency", args.sim_time, args.cores)
-    throughput_report, throughput_wall = run_pimsim(binary, out, "throughput", args.sim_time, args.cores)
+    sim_time = args.sim_time or round(p["latency_ns"] / 1e6 + args.images * 1e3 / p["throughput"], 1)
+    latency_report, latency_wall = run_pimsim(binary, out, "latency", sim_time, args.cores)
+    throughput_report, throughput_wall = run_pimsim(binary, out, "throughput", sim_time, args.cores)
     latency_ms = figure(latency_report, "latency")
     samples = figure(throughput_report, "output count")
     throughput = figure(throughput_report, "throughput")
     estimate_ms, estimate_tp = p["latency_ns"] / 1e6, p["throughput"]
+    # the first image leaves after the latency, the others one every period: the steady rate
+    expected = 1 + int((sim_time - estimate_ms) * estimate_tp / 1e3) if sim_time >= estimate_ms else 0
+    steady = (samples - 1) / (sim_time - latency_ms) * 1e3 if samples > 1 and sim_time > latency_ms else float("nan")
     print(
         f"{name} on '{p['chip']}', mapping {args.mapping}: compile {compile_s:.1f} s, {report['crossbars_used']} "
         f"crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
         f"  latency:    estimate {estimate_ms:.4g} ms, pimsim-nn {latency_ms:.4g} ms "
         f"({estimate_ms / latency_ms - 1:+.0%}; simulated in {latency_wall:.0f} s)\n"
-        f"  throughput: estimate {estimate_tp:.4g} images/s, pimsim-nn {throughput:.4g} samples/s "
-        f"({samples:g} in {args.sim_time:g} ms; {estimate_tp / max(throughput, 1e-9) - 1:+.0%}; "
-        f"simulated in {throughput_wall:.0f} s); bottleneck {p['bottleneck']}"
+        f"  throughput: estimate {estimate_tp:.4g} images/s, pimsim-nn {steady:.4g} samples/s after the first "
+        f"({estimate_tp / steady - 1:+.0%}; {samples:g} samples in {sim_time:g} ms: {throughput:.4g} samples/s "
+        f"with the first, the estimate {expected}; simulated in {throughput_wall:.0f} s); "
+        f"bottleneck {p['bottleneck']}, throughput bound {p['throughput_bound']:.4g} images/s"
     )
     if args.cores:
         finish = per_core(latency_report, "finish time")
         rounds = per_core(throughput_report, "rounds")
         print("  core: estimate end / pimsim-nn finish (ms), estimate busy (ms) / pimsim-nn ms per round")
         for core in sorted(finish):
-            spent = args.sim_time / rounds[core] if rounds.get(core) else float("nan")
+            spent = sim_time / rounds[core] if rounds.get(core) else float("nan")
             print(
                 f"  {core:3d}: {p['core_end_ns'][core] / 1e6:8.3f} / {finish[core]:8.3f}   "
                 f"{p['core_busy_ns'][core] / 1e6:8.3f} / {spent:8.3f}"
@@ -125,7 +134,10 @@ def main() -> None:
     parser.add_argument("--chip", default="pimcomp")
     parser.add_argument("--mapping", default="greedy", choices=["none", "greedy", "ga"])
     parser.add_argument("--size", type=int, default=224)
-    parser.add_argument("--sim-time", type=float, default=200.0, help="ms simulated in throughput mode")
+    parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
+    parser.add_argument(
+        "--images", type=float, default=5.5, help="with no --sim-time: the latency and this many estimated periods"
+    )
     parser.add_argument("--cores-given", type=int, help="cores offered to the compiler (default: the chip's)")
     parser.add_argument("--cores", action="store_true", help="per-core figures (pimsim-nn's verbose report)")
     parser.add_argument("--keep", metavar="DIR", help="keep the artifacts in DIR/<model>")
