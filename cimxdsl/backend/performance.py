@@ -4,33 +4,41 @@ pimsim-nn's parameters), computed from the per-core instruction streams with Num
 What it computes:
 
 * **Per instruction**, a latency in ns from its unit, as pimsim-nn times them: scalar ops and
-  `setbw` take `scalar_latency_cycle`; `mvmul` reads `xbar_rows` input elements from local memory,
-  runs the crossbar pipeline of pimsim-nn's `XbarArray` (input bits ÷ `dac_resolution` DAC steps ×
-  ⌈rows ÷ `dac_count`⌉, each a DAC + crossbar read + sample-and-hold stage followed by ⌈cols ÷
-  `adc_count`⌉ ADC conversions; stages overlap when `pipeline_mode`) and writes `xbar_cols` outputs;
+  `setbw` take `scalar_latency_cycle`; `mvmul` reads 8 × `xbar_rows` input elements from local
+  memory (pimsim-nn's `ArrayGroup` times the input as 8 bit planes), runs the crossbar pipeline of
+  pimsim-nn's `XbarArray` (input bits ÷ `dac_resolution` DAC steps × ⌈rows ÷ `dac_count`⌉, each a
+  DAC + crossbar read + sample-and-hold stage followed by ⌈cols ÷ `adc_count`⌉ ADC conversions;
+  stages overlap when `pipeline_mode`) and writes `xbar_cols × cell_precision ÷ mbiw` outputs;
   vector ops read their operands (`len` elements of `ibiw` bits; two for binary ops), compute
   ⌈len ÷ `vector_width`⌉ × `vector_latency_cycle` and write their result; a memory access of `b`
   bytes takes ⌈b ÷ `data_width`⌉ × its read/write latency; `ld`/`st` add the global memory access
-  and the NoC; `lldi`/`lmv` are local writes / a local read and write.
+  and the NoC (a load's request is one flit, a store's carries its data); `lldi`/`lmv` are a local
+  write / a local read and write of `len` bytes (pimsim-nn reads their `len` as bytes).
 * **In a core**, instructions run in order, one at a time (pimsim-nn with `rob_size = 1`, its
   default), so every data dependency through local memory is honoured: an instruction starts when
   the previous one ends.
 * **Between cores**, `send`/`recv` are blocking: the k-th send from A to B meets the k-th recv of B
-  from A; the transfer starts when both have reached them and takes the sender's local read, the
-  NoC (hops on a `mesh_columns`-wide mesh × `noc_hop_latency_cycle` + ⌈bytes ÷ `bus_width`⌉ cycles)
-  and the receiver's local write; both continue when it ends. The loop runs over these
-  synchronisation points only; the instructions between them are summed with NumPy.
+  from A; the transfer starts when both have reached them and takes two one-flit handshakes, the
+  sender's local read, the data's ⌈bytes ÷ `bus_width`⌉ flits one after another, each over the
+  hops of a `mesh_columns`-wide mesh × `noc_hop_latency_cycle` (pimsim-nn's network with the table
+  `cimxdsl.backend.pimsim_config` writes), and the receiver's local write; both continue when it
+  ends. The loop runs over these synchronisation points only; the instructions between them are
+  summed with NumPy.
 * **Global memory** sits next to core 0 (one hop further); its busy time is the sum of its
   accesses (it serves one at a time).
 
 Reported: the latency of one image (the last core's end), each core's busy time (its instructions'
 latencies, transfers included, waiting excluded), the bottleneck (the busiest core, or the global
-memory when it is busier), and the throughput of pipelined operation: successive images stream
-through the cores, each core starting the next image as soon as it finished its part of the
-previous one, so one image leaves every `max(busiest core, global memory busy time)`; throughput =
-1 / that. Energy: the crossbar reads, DACs and ADCs of every `mvmul` (pimsim-nn's per-stage
-energies), the vector unit, local and global memory (dynamic power × busy time), the NoC (per byte
-and hop), and the ADCs' static power of the crossbars in use over the latency.
+memory when it is busier), and the throughput of images streamed through the chip as pimsim-nn's
+throughput mode runs them: every core repeats its program, starting the next image as soon as it
+ends one, its blocking transfers pairing with the other cores' (`STREAMED` images; one leaves every
+(last image's end − first image's end) ÷ (images − 1), and at most one every global memory busy
+time). A core holding an early and a late layer cannot start the next image's early layer before
+this image's late one, so images overlap only as far as the cores' programs let them;
+`throughput_bound` = 1 / max(busiest core, global memory) is what perfect overlap would give.
+Energy: the crossbar reads, DACs and ADCs of every `mvmul` (pimsim-nn's per-stage energies), the
+vector unit, local and global memory (dynamic power × busy time), the NoC (per byte and hop), and
+the ADCs' static power of the crossbars in use over the latency.
 """
 
 from __future__ import annotations
@@ -41,9 +49,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from cimxdsl.backend.artifacts import Artifacts
-from cimxdsl.backend.pimsim_config import mesh_hops as hops
 from cimxdsl.device.chip import ChipConfig
-from cimxdsl.device.latency import Latencies, mvm_cycles_and_energy
+from cimxdsl.device.latency import Latencies, memory_hops, mesh_hops, mvm_cycles_and_energy
 from cimxdsl.dialects import pim
 from cimxdsl.interpreters.pim_machine import CoreProgram
 
@@ -80,6 +87,8 @@ class PerformanceEstimate:
     core_end_ns: list[float]
     global_memory_busy_ns: float
     energy_pj: dict[str, float]
+    throughput_bound: float = 0.0
+    """1 / max(busiest core, global memory): the throughput if no core ever waited on another."""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -115,8 +124,9 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     # matrix unit
     mvm = op == pim.MvmulOp.OPCODE
     _, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
-    latency[mvm] = model.mvmul()
-    local[mvm] = model.mvmul_local()
+    mbiw = np.maximum(stream.column("mbiw")[mvm], 1)
+    latency[mvm] = model.mvmul(mbiw)
+    local[mvm] = model.mvmul_local(mbiw)
     # vector unit
     binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
     vector = binary | unary
@@ -131,7 +141,7 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
         latency[where] = local[where] = cost[where]
     # global memory
     load, store = op == pim.LdOp.OPCODE, op == pim.StOp.OPCODE
-    to_memory = int(hops(chip, program.core_id, 0)) + 1
+    to_memory = int(memory_hops(chip, program.core_id))
     global_time = np.where(
         load,
         model.access(size, chip.global_memory_data_width, chip.global_memory_read_latency_cycle),
@@ -139,11 +149,12 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     )
     moved = load | store
     local_side = np.where(load, local_write(size), local_read(size))
-    latency[moved] = (global_time + local_side + noc(to_memory, size))[moved]
+    request = np.where(load, 1, size)  # a load's request is one flit; the data comes back with no flits
+    latency[moved] = (global_time + local_side + noc(to_memory, request))[moved]
     local[moved] = local_side[moved]
     # transfers between cores
     sync = np.flatnonzero(np.isin(op, SYNC))
-    distance = hops(chip, program.core_id, peer[sync])
+    distance = mesh_hops(chip, program.core_id, peer[sync])
     latency[sync] = model.transfer(size[sync], distance)
     sends = op[sync] == pim.SendOp.OPCODE
     local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
@@ -158,12 +169,31 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     return CoreCosts(latency, sync, peer[sync], sends, float(np.sum(global_time[moved])), energy)
 
 
-def rendezvous(costs: list[CoreCosts], ids: list[int]) -> list[float]:
-    """When each core ends, pairing blocking sends and receives in order."""
+def repeated(costs: CoreCosts, rounds: int) -> CoreCosts:
+    """A core's costs when it runs its program `rounds` times in a row (images streamed through)."""
+    n = len(costs.latency)
+    sync = (costs.sync[None, :] + n * np.arange(rounds)[:, None]).reshape(-1)
+    return CoreCosts(
+        np.tile(costs.latency, rounds),
+        sync,
+        np.tile(costs.peer, rounds),
+        np.tile(costs.is_send, rounds),
+        costs.global_busy * rounds,
+        costs.energy,
+    )
+
+
+def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.ndarray:
+    """When each core ends each of `rounds` runs of its program (`[core, round]`), every core
+    starting its next run as soon as it ends one (pimsim-nn's throughput mode), pairing blocking
+    sends and receives in order."""
+    lengths = [len(c.latency) for c in costs]
+    costs = [repeated(c, rounds) for c in costs] if rounds > 1 else costs
     index = {core: i for i, core in enumerate(ids)}
     ends = [np.concatenate([[0.0], np.cumsum(c.latency)]) for c in costs]
     position = [0] * len(costs)  # the next synchronisation point of each core
     clock = [0.0] * len(costs)  # when each core finished its last synchronisation point
+    done = [np.zeros(len(c.sync)) for c in costs]  # when each synchronisation point ended
 
     def arrival(i: int) -> float:
         k, c = position[i], costs[i]
@@ -183,7 +213,7 @@ def rendezvous(costs: list[CoreCosts], ids: list[int]) -> list[float]:
         if costs[b].peer[kb] != ids[a] or costs[b].is_send[kb] == costs[a].is_send[k]:
             continue
         transfer = max(costs[a].latency[costs[a].sync[k]], costs[b].latency[costs[b].sync[kb]])
-        clock[a] = clock[b] = max(arrival(a), arrival(b)) + transfer
+        clock[a] = clock[b] = done[a][k] = done[b][kb] = max(arrival(a), arrival(b)) + transfer
         position[a] += 1
         position[b] += 1
         pending.extend((a, b))
@@ -192,22 +222,36 @@ def rendezvous(costs: list[CoreCosts], ids: list[int]) -> list[float]:
         raise PerformanceError(
             f"cores {', '.join(map(str, stuck))} wait at a send/recv no core matches (the program deadlocks)"
         )
-    return [
-        float(clock[i] + ends[i][-1] - (ends[i][c.sync[-1] + 1] if len(c.sync) else 0.0)) for i, c in enumerate(costs)
-    ]
+    result = np.zeros((len(costs), rounds))
+    for i, c in enumerate(costs):
+        boundaries = lengths[i] * np.arange(1, rounds + 1)  # the instruction each round ends before
+        result[i] = ends[i][boundaries]
+        if len(c.sync):
+            last = np.searchsorted(c.sync, boundaries) - 1  # its last synchronisation point (-1: none yet)
+            point = np.maximum(last, 0)
+            result[i] += np.where(last >= 0, done[i][point] - ends[i][c.sync[point] + 1], 0.0)
+    return result
 
 
-def estimate(artifacts: Artifacts, chip: ChipConfig) -> PerformanceEstimate:
-    """The time and energy of one image, and the pipelined throughput, of `artifacts` on `chip`'s
-    cores (as many as the program uses, even beyond `core_cnt`)."""
+STREAMED = 4
+"""Images the throughput estimate streams through the cores."""
+
+
+def estimate(artifacts: Artifacts, chip: ChipConfig, images: int = STREAMED) -> PerformanceEstimate:
+    """The time and energy of one image, and the throughput of `images` streamed images, of
+    `artifacts` on `chip`'s cores (as many as the program uses, even beyond `core_cnt`)."""
     ids = [core.core_id for core in artifacts.cores]
     costs = [core_costs(core, chip) for core in artifacts.cores]
-    ends = rendezvous(costs, ids)
+    ends = [float(end) for end in rendezvous(costs, ids)[:, 0]] if costs else []
     busy = [float(np.sum(c.latency)) for c in costs]
     memory_busy = sum(c.global_busy for c in costs)
     latency = max(ends, default=0.0)
     slowest = int(np.argmax(busy)) if busy else 0
-    period = max(max(busy, default=0.0), memory_busy)
+    bound = max(max(busy, default=0.0), memory_busy)
+    period = bound
+    if costs and images > 1:  # an image leaves when every core has ended its round
+        leaves = rendezvous(costs, ids, images).max(axis=0)
+        period = max(float(leaves[-1] - leaves[0]) / (images - 1), bound)
     bottleneck = "global memory" if busy and memory_busy > busy[slowest] else f"core {ids[slowest] if ids else 0}"
     energy = {k: sum(c.energy[k] for c in costs) for k in COMPONENTS[:-1]}
     crossbars = sum(len(core.groups) for core in artifacts.cores)
@@ -222,4 +266,5 @@ def estimate(artifacts: Artifacts, chip: ChipConfig) -> PerformanceEstimate:
         ends,
         memory_busy,
         energy,
+        1e9 / bound if bound > 0 else 0.0,
     )

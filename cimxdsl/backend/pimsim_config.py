@@ -25,29 +25,13 @@ from typing import Any, Literal
 import numpy as np
 
 from cimxdsl.device.chip import ChipConfig
+from cimxdsl.device.latency import flit_latency, memory_hops, mesh_hops
 
 CONFIG_FILE = "pimsim_config.json"
 NETWORK_FILE = "pimsim_network.json"
 GLOBAL_MEMORY_SWITCH = -10
 SimMode = Literal["latency", "throughput"]
 SIM_MODES: dict[str, int] = {"throughput": 0, "latency": 1}
-
-
-def mesh_hops(chip: ChipConfig, a, b) -> np.ndarray:
-    """Mesh hops between cores `a` and `b` (arrays work element-wise)."""
-    a, b = np.asarray(a), np.asarray(b)
-    columns = chip.mesh_columns
-    return np.abs(a // columns - b // columns) + np.abs(a % columns - b % columns)
-
-
-def memory_hops(chip: ChipConfig, core) -> np.ndarray:
-    """Hops from a core to the global memory, attached one hop beyond core 0."""
-    return mesh_hops(chip, core, 0) + 1
-
-
-def flit_latency(chip: ChipConfig, hops) -> np.ndarray:
-    """The latency in ns of one flit over `hops` hops (at least one: two cores never share a switch)."""
-    return np.maximum(np.asarray(hops), 1) * chip.noc_hop_latency_cycle * chip.period
 
 
 def hardware_config(

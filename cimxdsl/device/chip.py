@@ -18,7 +18,8 @@ Presets:
   18 mW, global memory 257.72 mW (PIMCOMP DAC 2023, Table I); the NoC's energy is not given (0).
 * `pimsim-nn`: pimsim-nn's example `latency_config.json` (64 cores × 64 crossbars, 8-bit cells,
   crossbar read 30 ns, 2 ADCs of 10 cycles, 16-wide vector unit, 1-cycle memories with 64 / 16
-  bytes per access, 8-byte links); it gives no powers (energies 0).
+  bytes per access, 8-byte links; its mesh's flit latencies, 7 ns over one hop to 42 ns over 14,
+  as 3 ns per hop); it gives no powers (energies 0).
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ PRESETS: dict[str, ChipConfig] = {
         global_memory_read_latency_cycle=1,
         global_memory_write_latency_cycle=1,
         bus_width=8,
+        noc_hop_latency_cycle=3,
         xbar_read_power=0.0,
         adc_dynamic_power=0.0,
         adc_static_power=0.0,

@@ -12,6 +12,24 @@ import numpy as np
 from cimxdsl.device.chip import ChipConfig
 
 
+def mesh_hops(chip: ChipConfig, a, b) -> np.ndarray:
+    """Mesh hops between cores `a` and `b` (arrays work element-wise)."""
+    a, b = np.asarray(a), np.asarray(b)
+    columns = chip.mesh_columns
+    return np.abs(a // columns - b // columns) + np.abs(a % columns - b % columns)
+
+
+def memory_hops(chip: ChipConfig, core) -> np.ndarray:
+    """Hops from a core to the global memory, attached one hop beyond core 0."""
+    return mesh_hops(chip, core, 0) + 1
+
+
+def flit_latency(chip: ChipConfig, hops) -> np.ndarray:
+    """The latency in ns of one flit of `bus_width` bytes over `hops` hops (at least one: two
+    cores never share a switch); pimsim-nn's network sends a message's flits one after another."""
+    return np.maximum(np.asarray(hops), 1) * chip.noc_hop_latency_cycle * chip.period
+
+
 def mvm_cycles_and_energy(chip: ChipConfig, input_bits: int) -> tuple[int, float]:
     """One crossbar MVM of `input_bits`-bit inputs: pimsim-nn's pipeline of DAC steps and ADC
     passes (cycles), and the energy of its crossbar reads, DACs and ADCs (pJ)."""
@@ -55,15 +73,19 @@ class Latencies:
         return self.access(nbytes, self.chip.local_memory_data_width, self.chip.local_memory_write_latency_cycle)
 
     def noc(self, h, nbytes) -> np.ndarray:
-        return (h * self.chip.noc_hop_latency_cycle + -(-np.asarray(nbytes) // self.chip.bus_width)) * self.chip.period
+        """A message of `nbytes` over `h` hops: its flits one after another."""
+        return -(-np.asarray(nbytes) // self.chip.bus_width) * flit_latency(self.chip, h)
 
-    def mvmul_local(self) -> float:
-        """An `mvmul`'s local memory time: its input row read, its output written."""
-        return float(self.local_read(self.chip.xbar_rows * self.ibytes) + self.local_write(self.chip.xbar_cols * self.obytes))
+    def mvmul_local(self, mbiw=8) -> np.ndarray:
+        """An `mvmul`'s local memory time as pimsim-nn counts it: a read of 8 input rows of
+        `xbar_rows` elements (its `XbarArray` times the input as bit-serial planes), the write of
+        the `xbar_cols × cell_precision ÷ mbiw` outputs of `mbiw`-bit weights."""
+        outputs = self.chip.xbar_cols * self.chip.cell_precision // np.asarray(mbiw)
+        return self.local_read(8 * self.chip.xbar_rows * self.ibytes) + self.local_write(outputs * self.obytes)
 
-    def mvmul(self) -> float:
+    def mvmul(self, mbiw=8) -> np.ndarray:
         cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes)
-        return cycles * self.chip.period + self.mvmul_local()
+        return cycles * self.chip.period + self.mvmul_local(mbiw)
 
     def vector_compute(self, length) -> np.ndarray:
         return -(-np.asarray(length) // self.chip.vector_width) * self.chip.vector_latency_cycle * self.chip.period
@@ -79,13 +101,15 @@ class Latencies:
         return self.vector_compute(length) + self.vector_local(length, binary, one_result)
 
     def fill(self, length) -> np.ndarray:
-        """`lldi`: a local write."""
-        return self.local_write(np.asarray(length) * self.obytes)
+        """`lldi` of `length` elements: a local write of `length` bytes (pimsim-nn times these
+        local ops by their `len` field as bytes)."""
+        return self.local_write(length)
 
     def move(self, length) -> np.ndarray:
-        """`lmv`: a local read and write."""
-        return self.local_read(np.asarray(length) * self.obytes) + self.local_write(np.asarray(length) * self.obytes)
+        """`lmv` of `length` elements: a local read and write of `length` bytes (as `fill`)."""
+        return self.local_read(length) + self.local_write(length)
 
     def transfer(self, nbytes, h=1) -> np.ndarray:
-        """A `send`/`recv` pair over `h` hops: the sender's read, the NoC, the receiver's write."""
-        return self.local_read(nbytes) + self.noc(h, nbytes) + self.local_write(nbytes)
+        """A `send`/`recv` pair over `h` hops: the two one-flit handshakes, the sender's read, the
+        data's flits and the receiver's write."""
+        return self.local_read(nbytes) + 2 * self.noc(h, 1) + self.noc(h, nbytes) + self.local_write(nbytes)

@@ -409,7 +409,8 @@ def format_performance(p: dict) -> str:
     return "\n".join(
         [
             f"performance estimate on chip '{p['chip']}': latency {p['latency_ns'] / 1e6:.4g} ms per image; "
-            f"pipelined throughput {p['throughput']:.4g} images/s",
+            f"throughput {p['throughput']:.4g} images/s streamed "
+            f"(at most {p['throughput_bound']:.4g}: 1 / busiest core)",
             f"bottleneck: {p['bottleneck']} (busiest core {busiest / 1e6:.4g} ms per image, "
             f"global memory {p['global_memory_busy_ns'] / 1e6:.4g} ms)",
             f"energy per image: {energy['total'] / 1e6:.4g} uJ ({parts} uJ)",

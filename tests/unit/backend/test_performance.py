@@ -63,24 +63,27 @@ def test_mvm_follows_the_crossbar_pipeline():
 
 def test_two_cores_with_a_blocking_transfer():
     e = estimate(artifacts(two_core_program(), {0: 1}), CHIP)
-    # core 0: setbw, 3 sldi = 4; ld 12 B: global 3x3 + local 3x2 + NoC (1 hop: 10 + 3) = 28; sldi 1;
-    # mvmul: 13 + read 16 B (4x1) + write 8 B (2x2) = 21 -> at its send at 54. Core 1 is at its recv
-    # at 2. The transfer: read 2x1 + NoC (1 hop: 10 + 2) + write 2x2 = 18 -> both at 72.
-    # core 1 then: sldi 1, lldi 2x2 = 4, sldi 1, vvadd 2x(2x1) + 3 + 2x2 = 11, sldi 1, vrelu 2 + 3 + 4
-    # = 9, 2 sldi 2, st 8 B: local 2 + global 2x5 + NoC (2 hops: 20 + 2) = 34 -> 63 more: 135.
-    assert e.core_end_ns == [72.0, 135.0]
-    assert e.latency_ns == 135.0
-    assert e.core_busy_ns == [72.0, 2 + 18 + 63.0]
-    assert e.bottleneck == "core 1" and e.throughput == pytest.approx(1e9 / 83)
+    # core 0: setbw, 3 sldi = 4; ld 12 B: global 3x3 + local 3x2 + its one-flit request over 1 hop
+    # (10) = 25; sldi 1; mvmul: 13 + a read of 8 planes of 4 inputs (128 B: 32x1) + a write of
+    # 2 x 2 // 8 = 0 outputs = 45 -> at its send at 75. Core 1 is at its recv at 2. The transfer:
+    # read 2x1 + two one-flit handshakes (2x10) + 2 flits (2x10) + write 2x2 = 46 -> both at 121.
+    # core 1 then: sldi 1, lldi of len 2 (2 B: 1x2) = 2, sldi 1, vvadd 2x(2x1) + 3 + 2x2 = 11,
+    # sldi 1, vrelu 2 + 3 + 4 = 9, 2 sldi = 2, st 8 B: local 2 + global 2x5 + 2 flits over 2 hops
+    # (2x20) = 52 -> 79 more: 200.
+    assert e.core_end_ns == [121.0, 200.0]
+    assert e.latency_ns == 200.0
+    assert e.core_busy_ns == [121.0, 2 + 46 + 79.0]
+    # streamed, core 0 waits for core 1 to be back at its recv: one image every 127 ns
+    assert e.bottleneck == "core 1" and e.throughput == pytest.approx(1e9 / 127)
     assert e.global_memory_busy_ns == 9 + 10
     assert e.energy_pj == {
         "crossbar": 18.0,
         "vector": 6.0,  # two vector ops of one 3-cycle pass
-        "local_memory": (6 + 8 + 2) + (4 + 4 + 8 + 6 + 2.0),
+        "local_memory": (6 + 32 + 2) + (4 + 2 + 8 + 6 + 2.0),
         "global_memory": 19.0,
         "noc": 8 + 12 + 16.0,  # 8 B over 1 hop, 12 B over 1, 8 B over 2
-        "static": 1 * 2 * 0.5 * 135,  # one crossbar's two ADCs over the latency
-        "total": 18 + 6 + 40 + 19 + 36 + 135.0,
+        "static": 1 * 2 * 0.5 * 200,  # one crossbar's two ADCs over the latency
+        "total": 18 + 6 + 62 + 19 + 36 + 200.0,
     }
 
 
@@ -99,7 +102,7 @@ def test_pipelined_throughput_is_set_by_the_busiest_stage():
     chip = CHIP.replace(local_memory_write_latency_cycle=1)  # a ReLU: read 2 + 3 + write 2 = 7
     program = {0: stage(0, None, 1, 10), 1: stage(1, 0, 2, 30), 2: stage(2, 1, None, 5)}
     e = estimate(artifacts(program), chip)
-    transfer = 2 + (10 + 2) + 2  # read, NoC over one hop, write
+    transfer = 2 + 2 * 10 + 2 * 10 + 2  # read, two one-flit handshakes and 2 flits over one hop, write
     assert e.core_busy_ns == [1 + 70 + transfer, 1 + transfer + 210 + transfer, 1 + transfer + 35.0]
     assert e.core_end_ns == [71 + transfer, 71 + transfer + 210 + transfer, 71 + 2 * transfer + 210 + 35.0]
     assert e.bottleneck == "core 1"
@@ -109,8 +112,9 @@ def test_pipelined_throughput_is_set_by_the_busiest_stage():
 def test_a_busier_global_memory_is_the_bottleneck():
     loads = [setbw(), i("sldi", rd=28, imm=0), i("sldi", rd=29, imm=0)] + [i("ld", rd=0, rs1=28, size=400)] * 2
     e = estimate(artifacts({0: loads, 1: list(loads)}), CHIP.replace(global_memory_read_latency_cycle=10))
-    # each core: 3 + 2 x (global 100 x 10 + local 100 x 2 + NoC 10 or 20 + 100) < the memory's 4 x 1000
-    assert e.core_busy_ns == [3 + 2 * 1310.0, 3 + 2 * 1320.0]
+    # each core: 3 + 2 x (global 100 x 10 + local 100 x 2 + a one-flit request over 1 or 2 hops)
+    # < the memory's 4 x 1000
+    assert e.core_busy_ns == [3 + 2 * 1210.0, 3 + 2 * 1220.0]
     assert e.global_memory_busy_ns == 4 * 100 * 10
     assert e.bottleneck == "global memory" and e.throughput == pytest.approx(1e9 / 4000)
 
@@ -140,12 +144,15 @@ def test_chip_from_a_toml_file(tmp_path):
 
 
 def test_a_core_holding_two_stages_counts_both():
-    # Core 0 runs the first layer (10 ReLUs) and, after core 1's (30), the last one (25): in
-    # pipelined operation it works on two images' parts, 35 ReLUs and its transfers per image.
+    # Core 0 runs the first layer (10 ReLUs) and, after core 1's (30), the last one (25): it
+    # starts the next image's first layer only once this image's last one is done, so images do
+    # not overlap: one leaves every 1 + 70 + transfer + 210 + transfer + 175, not every 1 + 245 +
+    # 2 transfers (core 0's busy time, the bound if it could work on two images at once).
     chip = CHIP.replace(local_memory_write_latency_cycle=1)  # a ReLU: read 2 + 3 + write 2 = 7
     first, last = stage(0, None, 1, 10), stage(0, 1, None, 25)
     program = {0: first + last[1:], 1: stage(1, 0, 0, 30)}
     e = estimate(artifacts(program), chip)
-    transfer = 2 + (10 + 2) + 2
+    transfer = 2 + 2 * 10 + 2 * 10 + 2
     assert e.core_busy_ns == [1 + 35 * 7 + 2 * transfer, 1 + 30 * 7 + 2 * transfer]
-    assert e.bottleneck == "core 0" and e.throughput == pytest.approx(1e9 / (1 + 245 + 2 * transfer))
+    assert e.bottleneck == "core 0" and e.throughput_bound == pytest.approx(1e9 / (1 + 245 + 2 * transfer))
+    assert e.throughput == pytest.approx(1e9 / (1 + 70 + 210 + 175 + 2 * transfer))

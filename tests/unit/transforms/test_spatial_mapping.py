@@ -176,3 +176,19 @@ def test_greedy_replicates_the_slowest_compute_by_its_band_costs():
     )
     mapping = greedy_mapping(problem)
     assert mapping.replicas == [4, 1, 1] and mapping.bottleneck == 350.0
+
+
+def test_replicas_are_placed_in_program_order():
+    # A core holds consecutive computes only (a pipeline stage): an early and a late layer on one
+    # core would keep it from starting the next image before this one's late layer is done. The
+    # least stage time is 10: computes 0 and 1 (4 + 6) share core 0, compute 2's replicas (5 each)
+    # take cores 1 and 2 and compute 3 (2) joins the fuller of those, never core 0.
+    problem = MappingProblem((4, 6, 10, 2), (1, 1, 1, 1), (1, 1, 2, 1), cores=3, per_core=4)
+    mapping = place(problem, [1, 1, 2, 1])
+    assert mapping is not None
+    assert mapping.cores == [[0], [0], [1, 2], [1]] and mapping.bottleneck == 10.0
+    for core in range(3):  # each core a run of consecutive computes
+        held = [i for i, placed in enumerate(mapping.cores) if core in placed]
+        assert held == list(range(held[0], held[-1] + 1))
+    one_each = MappingProblem((4, 6, 10, 2), (1, 1, 1, 1), (1, 1, 2, 1), cores=4, per_core=1)
+    assert place(one_each, [1, 1, 2, 1]) is None  # 5 replicas of one crossbar on 4 cores of 1

@@ -22,7 +22,7 @@ def replicas_for(problem: MappingProblem, stage: float) -> list[int]:
 
 def greedy_mapping(problem: MappingProblem) -> Mapping:
     """Binary search over the stage time for the smallest one whose replicas fit the crossbar
-    budget, then place them (largest first onto the least loaded core) for it and every larger
+    budget, then place them (in program order, `place`) for it and every larger
     stage time below the best busiest core so far (fewer replicas may pack onto the cores
     better); the mapping whose busiest core has the least work."""
     best = unreplicated(problem)

@@ -100,11 +100,64 @@ class Mapping:
 
 
 def place(problem: MappingProblem, replicas: list[int]) -> Mapping | None:
-    """Replicas onto cores, largest load first onto the least loaded core with room that holds no
-    other replica of the same compute (LPT); None when they do not fit."""
+    """Replicas onto cores in program order, each core a run of consecutive computes (a pipeline
+    stage: a core holding an early and a late layer could start the next image only after the
+    late layer of this one), the least stage time whose runs fit the cores. None when the replicas
+    do not fit so."""
     replicas = [int(r) for r in replicas]
     if not problem.fits(replicas):
         return None
+    items = [(problem.cost(i, r), i) for i, r in enumerate(replicas) for _ in range(r)]
+    low, high = max((load for load, _ in items), default=0.0), sum(load for load, _ in items)
+    best = stages_in_order(problem, items, high)
+    if best is None:
+        return None
+    for _ in range(40):  # bisect the stage time down to 0.1 % of the largest item
+        if high - low <= 1e-3 * low:
+            break
+        middle = (low + high) / 2
+        cut = stages_in_order(problem, items, middle)
+        if cut is None:
+            low = middle
+        else:
+            best, high = cut, middle
+    return best
+
+
+def stages_in_order(problem: MappingProblem, items: list[tuple[float, int]], stage: float) -> Mapping | None:
+    """`items` (load, compute) placed in program order: each onto the fullest core that still has
+    room for it within `stage`, holds no replica of its compute and was last given the previous or
+    the same compute (so a core's computes follow one another), else onto a new core; None when
+    that takes too many cores."""
+    cores: list[list[int]] = [[] for _ in problem.crossbars]
+    loads: list[float] = []
+    room: list[int] = []
+    last: list[int] = []
+    for load, i in items:
+        fitting = [
+            c
+            for c in range(len(loads))
+            if last[c] >= i - 1 and loads[c] + load <= stage and room[c] >= problem.crossbars[i] and c not in cores[i]
+        ]
+        if fitting:
+            core = max(fitting, key=lambda c: loads[c])
+        else:
+            if len(loads) == problem.cores:
+                return None
+            core = len(loads)
+            loads.append(0.0)
+            room.append(problem.per_core)
+            last.append(i)
+        loads[core] += load
+        room[core] -= problem.crossbars[i]
+        last[core] = i
+        cores[i].append(core)
+    return Mapping([len(c) for c in cores], cores, max(loads, default=0.0))
+
+
+def place_balanced(problem: MappingProblem, replicas: list[int]) -> Mapping | None:
+    """Replicas onto cores, largest load first onto the least loaded core with room that holds no
+    other replica of the same compute (LPT); None when they do not fit."""
     loads = [0.0] * problem.cores
     room = [problem.per_core] * problem.cores
     cores: list[list[int]] = [[] for _ in replicas]
@@ -127,7 +180,8 @@ def place(problem: MappingProblem, replicas: list[int]) -> Mapping | None:
 
 def unreplicated(problem: MappingProblem) -> Mapping:
     """One replica per compute, placed (the program must fit the chip)."""
-    mapping = place(problem, [1] * len(problem.costs))
+    ones = [1] * len(problem.costs)
+    mapping = place(problem, ones) or place_balanced(problem, ones)
     if mapping is None:
         need = sum(problem.crossbars)
         raise ValueError(

@@ -1,0 +1,159 @@
+"""The `pim` target's performance estimate against pimsim-nn (Qi et al., DATE 2024), the simulator
+PIMCOMP-NN's figures come from: compile a model with `--target pim`, run the artifacts in
+pimsim-nn with the configuration the compiler writes from the chip (`pimsim_config.json`), in
+latency mode (one image) and throughput mode (`--sim-time` ms of images streamed through every
+core's program), and print both beside the estimate.
+
+    PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
+        [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--size 224] [--sim-time MS]
+        [--cores] [--keep DIR]
+
+pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
+its binary. `--cores` adds each core's figures: pimsim-nn's finish time (latency mode) and rounds
+(throughput mode) against the estimate's end and busy time. pimsim-nn's throughput is given after the
+first image, (samples − 1) ÷ (simulated time − latency), the rate the estimate's streamed images
+give, and as pimsim-nn prints it, samples ÷ simulated time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cimxdsl.api
+from benchmarks.model_zoo import MODELS, mobilenet_v2
+from cimxdsl.backend.pimsim_config import CONFIG_FILE, SIM_MODES
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def load(name: str, size: int) -> onnx.ModelProto:
+    """A model of the zoo (`resnet18`, `mobilenetv2`, ...; random weights), a light architecture
+    (`light:squeezenet`, random He-scaled weights) or an ONNX file."""
+    if name == "mobilenetv2":
+        return mobilenet_v2(size=size)
+    if name in MODELS:
+        return MODELS[name](size=size)
+    if name.startswith("light:"):
+        from benchmarks.pim_light_models import light_model
+
+        return light_model(name.removeprefix("light:"), size=size)
+    return onnx.load(name)
+
+
+def run_pimsim(binary: str, directory: Path, mode: str, sim_time: float, verbose: bool) -> tuple[str, float]:
+    """pimsim-nn's report of the artifacts in `directory` in `mode`, and its wall time."""
+    config = json.loads((directory / CONFIG_FILE).read_text())
+    config["sim_config"].update(
+        sim_mode=SIM_MODES[mode], sim_time=sim_time, report_verbose_level=int(verbose), latency_timeout_ms=600000
+    )
+    path = directory / f"pimsim_{mode}.json"
+    path.write_text(json.dumps(config, indent=1))
+    start = time.perf_counter()
+    done = subprocess.run(
+        ["nice", binary, str(directory), str(path), "--instruction-mode=directory"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"pimsim-nn failed ({mode} mode, exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    return done.stdout, time.perf_counter() - start
+
+
+def figure(report: str, label: str) -> float:
+    match = re.search(rf"- {label}:\s*([0-9.eE+-]+)", report)
+    if match is None:
+        raise SystemExit(f"pimsim-nn's report has no '{label}'")
+    return float(match.group(1))
+
+
+def per_core(report: str, label: str) -> dict[int, float]:
+    """`Core <id> Information` blocks: the value of `label` per core."""
+    pattern = rf"Core (\d+) Information\n(?:.*\n)*?\s*- {label}:\s*([0-9.eE+-]+)"
+    return {int(core): float(value) for core, value in re.findall(pattern, report)}
+
+
+def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None:
+    model = load(name, args.size)
+    calibration = None
+    start = time.perf_counter()
+    compiled = cimxdsl.api.compile_pim(
+        model, calibration=calibration, out_dir=out, chip=args.chip, mapping=args.mapping, cores=args.cores_given
+    )
+    compile_s = time.perf_counter() - start
+    report = compiled.report()
+    p = report["performance"]
+    sim_time = args.sim_time or round(p["latency_ns"] / 1e6 + args.images * 1e3 / p["throughput"], 1)
+    latency_report, latency_wall = run_pimsim(binary, out, "latency", sim_time, args.cores)
+    throughput_report, throughput_wall = run_pimsim(binary, out, "throughput", sim_time, args.cores)
+    latency_ms = figure(latency_report, "latency")
+    samples = figure(throughput_report, "output count")
+    throughput = figure(throughput_report, "throughput")
+    estimate_ms, estimate_tp = p["latency_ns"] / 1e6, p["throughput"]
+    # the first image leaves after the latency, the others one every period: the steady rate
+    expected = 1 + int((sim_time - estimate_ms) * estimate_tp / 1e3) if sim_time >= estimate_ms else 0
+    steady = (samples - 1) / (sim_time - latency_ms) * 1e3 if samples > 1 and sim_time > latency_ms else float("nan")
+    print(
+        f"{name} on '{p['chip']}', mapping {args.mapping}: compile {compile_s:.1f} s, {report['crossbars_used']} "
+        f"crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
+        f"  latency:    estimate {estimate_ms:.4g} ms, pimsim-nn {latency_ms:.4g} ms "
+        f"({estimate_ms / latency_ms - 1:+.0%}; simulated in {latency_wall:.0f} s)\n"
+        f"  throughput: estimate {estimate_tp:.4g} images/s, pimsim-nn {steady:.4g} samples/s after the first "
+        f"({estimate_tp / steady - 1:+.0%}; {samples:g} samples in {sim_time:g} ms: {throughput:.4g} samples/s "
+        f"with the first, the estimate {expected}; simulated in {throughput_wall:.0f} s); "
+        f"bottleneck {p['bottleneck']}, throughput bound {p['throughput_bound']:.4g} images/s"
+    )
+    if args.cores:
+        finish = per_core(latency_report, "finish time")
+        rounds = per_core(throughput_report, "rounds")
+        print("  core: estimate end / pimsim-nn finish (ms), estimate busy (ms) / pimsim-nn ms per round")
+        for core in sorted(finish):
+            spent = sim_time / rounds[core] if rounds.get(core) else float("nan")
+            print(
+                f"  {core:3d}: {p['core_end_ns'][core] / 1e6:8.3f} / {finish[core]:8.3f}   "
+                f"{p['core_busy_ns'][core] / 1e6:8.3f} / {spent:8.3f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=["resnet18"])
+    parser.add_argument("--chip", default="pimcomp")
+    parser.add_argument("--mapping", default="greedy", choices=["none", "greedy", "ga"])
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
+    parser.add_argument(
+        "--images", type=float, default=5.5, help="with no --sim-time: the latency and this many estimated periods"
+    )
+    parser.add_argument("--cores-given", type=int, help="cores offered to the compiler (default: the chip's)")
+    parser.add_argument("--cores", action="store_true", help="per-core figures (pimsim-nn's verbose report)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the artifacts in DIR/<model>")
+    args = parser.parse_args()
+    binary = os.environ.get("PIMSIM_NN")
+    if not binary or not Path(binary).is_file():
+        raise SystemExit("set PIMSIM_NN to pimsim-nn's binary (built from its public repository)")
+    np.random.seed(0)
+    for name in args.models:
+        if args.keep:
+            out = Path(args.keep) / Path(name.replace(":", "_")).stem
+            compare(name, args, binary, out)
+        else:
+            with tempfile.TemporaryDirectory(prefix="cimxdsl-pimsim-") as out:
+                compare(name, args, binary, Path(out))
+
+
+if __name__ == "__main__":
+    main()
