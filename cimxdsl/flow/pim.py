@@ -217,6 +217,7 @@ def compile_pim(
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
+    precision=None,
 ) -> PimModel:
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON

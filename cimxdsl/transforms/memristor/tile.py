@@ -3,7 +3,8 @@
 A crossbar stores the weight operand (`right` of a gemm, `left` of a gemv, transposed) with the
 reduction dimension K along its rows and the output columns along its columns. Each weight takes
 `cells_per_weight` neighbouring cells, so a crossbar of `rows × cols` cells holds a
-`rows × (cols ÷ cells_per_weight)` tile. K is split into pieces of at most that many rows whose
+`rows × (cols ÷ cells_per_weight)` tile; a product with its own weight bits (`weight_bits`) takes
+⌈weight_bits ÷ cell_bits⌉ cells per weight, so a narrower layer fits more outputs per crossbar. K is split into pieces of at most that many rows whose
 partial products are added; the outputs are split into pieces of at most that many columns and
 inserted into the result. The bias is added once per output piece. All pieces stay in the same
 `cinm.compute`, operands first, then products, then sums, so they can run on different crossbars
@@ -28,6 +29,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import DeviceConfig
 from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import carry_precision, precision_of
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.device_record import record_device
 from cimxdsl.transforms.common.errors import pass_error
@@ -62,8 +64,10 @@ class TiledProduct:
             self._slice_cache[key] = op.result
         return self._slice_cache[key]
 
-    def product(self, op: Operation) -> SSAValue:
+    def product(self, op: Operation, source: Operation) -> SSAValue:
+        """A piece `op` of the product `source` (whose precision it keeps)."""
         op.attributes[cinm.NOTILE] = UnitAttr()
+        carry_precision(source, op)
         self.products.append(op)
         return op.results[0]
 
@@ -108,7 +112,7 @@ def tile_gemm(op: cinm.GemmOp, k_step: int, n_step: int) -> TiledProduct:
         for k0, kk in ranges(k, k_step):
             left = tiled.slice(op.left, [0, k0], [m, kk])
             right = tiled.slice(op.right, [k0, n0], [kk, nn])
-            partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (m, nn)))))
+            partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (m, nn))), op))
         total = tiled.sum(partials)
         if op.bias is not None:
             total = tiled.add(total, tiled.slice(op.bias, [0, n0], [m, nn]))
@@ -127,7 +131,7 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
         for k0, kk in ranges(k, k_step):
             matrix = tiled.slice(op.left, [m0, k0], [mm, kk])
             vector = tiled.slice(op.right, [k0], [kk])
-            partials.append(tiled.product(cinm.GemvOp(matrix, vector, None, TensorType(element, (mm,)))))
+            partials.append(tiled.product(cinm.GemvOp(matrix, vector, None, TensorType(element, (mm,))), op))
         total = tiled.sum(partials)
         if op.bias is not None:
             total = tiled.add(total, tiled.slice(op.bias, [m0], [mm]))
@@ -166,17 +170,35 @@ def loops_needed(op: cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp, rows: int, colum
     return needs_tiling(op, rows, columns) or given
 
 
-@dataclass
-class TileProducts(RewritePattern):
+@dataclass(frozen=True)
+class CrossbarShape:
+    """The tile a crossbar holds: `rows` × `columns` weights of the device's bits, and of a product
+    with its own weight bits ⌈weight_bits ÷ cell_bits⌉ cells each of `cols` (`cell_bits` None: one
+    cell per weight, whatever its bits)."""
+
     rows: int
     columns: int
+    cols: int
+    cell_bits: int | None
+
+    def columns_of(self, op: Operation) -> int:
+        precision = precision_of(op)
+        if precision is None or self.cell_bits is None:
+            return self.columns
+        return tile_shape(self.rows, self.cols, -(-precision[0] // self.cell_bits))[1]
+
+
+@dataclass
+class TileProducts(RewritePattern):
+    shape: CrossbarShape
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
-        if not needs_tiling(op, self.rows, self.columns):
+        rows, columns = self.shape.rows, self.shape.columns_of(op)
+        if not needs_tiling(op, rows, columns):
             return
         tile: Callable[..., TiledProduct] = tile_gemm if isinstance(op, cinm.GemmOp) else tile_gemv
-        tiled = tile(op, self.rows, self.columns)
+        tiled = tile(op, rows, columns)
         rewriter.replace(op, tiled.ops, [tiled.result])
 
 
@@ -221,9 +243,10 @@ class TilePass(DeviceOption, ChoicePass):
         if config is not None and (self.rows, self.cols) != (None, None):
             config = config.replace(rows=rows, cols=columns * config.cells_per_weight)
         record_device(op, config, rows, columns)
+        shape = CrossbarShape(rows, columns, columns if config is None else config.cols, config and config.cell_bits)
         if self.mode == "unroll":
-            PatternRewriteWalker(TileProducts(rows, columns), apply_recursively=False).rewrite_module(op)
+            PatternRewriteWalker(TileProducts(shape), apply_recursively=False).rewrite_module(op)
         else:
             for found in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp)]:
-                if loops_needed(found, rows, columns):
-                    tile_in_loops(found, rows, columns)
+                if loops_needed(found, rows, shape.columns_of(found)):
+                    tile_in_loops(found, rows, shape.columns_of(found))

@@ -1,0 +1,140 @@
+"""Per-layer precision from the API, a precision file and the command line, checked against an
+independent NumPy model of per-layer post-training quantization (per-tensor activations,
+per-channel symmetric weights, integer products, dequantization), on bit-sliced devices of
+1-, 2- and 4-bit cells and 1- and 2-bit DACs."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import cimxdsl
+from cimxdsl.api import CompileError
+from cimxdsl.device import DeviceConfig
+from cimxdsl.tools.cim_compile import main as cim_compile
+from tests.unit.frontend.models import make_model
+
+ROOT = Path(__file__).resolve().parents[3]
+BATCH, K, H, N = 4, 16, 24, 10
+
+
+def mlp(seed: int = 0):
+    """x → Gemm (layer `fc1`) → ReLU → Gemm (layer `fc2`): signed inputs to the first layer,
+    non-negative ones to the second."""
+    rng = np.random.default_rng(seed)
+    weights = {"w1": rng.normal(0, 0.4, (K, H)), "b1": rng.normal(0, 0.1, H), "w2": rng.normal(0, 0.4, (H, N)), "b2": rng.normal(0, 0.1, N)}
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["fc1"], name="fc1"),
+        helper.make_node("Relu", ["fc1"], ["relu"], name="relu"),
+        helper.make_node("Gemm", ["relu", "w2", "b2"], ["fc2"], name="fc2"),
+    ]
+    return make_model(nodes, [("x", [BATCH, K])], [("fc2", [BATCH, N])], weights), weights
+
+
+def reference(weights: dict, calibration: list[np.ndarray], x: np.ndarray, bits: dict) -> np.ndarray:
+    """The quantized MLP in NumPy: each layer's input range from the float model on the calibration
+    inputs, `bits[layer]` = (weight bits, input bits)."""
+
+    def layer(v, w, b, seen, w_bits, a_bits):
+        low, high = float(min(s.min() for s in seen)), float(max(s.max() for s in seen))
+        if low >= 0:
+            scale, codes_low, codes_high = high / (2**a_bits - 1), 0, 2**a_bits - 1
+        else:
+            top = 2 ** (a_bits - 1) - 1
+            scale, codes_low, codes_high = max(-low, high) / top, -top, top
+        x_codes = np.clip(np.rint(v / np.float32(scale)), codes_low, codes_high).astype(np.int64)
+        limit = max(2 ** (w_bits - 1) - 1, 1)
+        w_scales = np.abs(w).max(axis=0) / limit
+        w_codes = np.clip(np.rint(w / w_scales), -limit, limit).astype(np.int64)
+        return (x_codes @ w_codes) * (scale * w_scales) + b
+
+    w1, b1, w2, b2 = (weights[k].astype(np.float32) for k in ("w1", "b1", "w2", "b2"))
+    hidden_seen = [np.maximum(c @ w1 + b1, 0) for c in calibration]
+    h = np.maximum(layer(x, w1, b1, calibration, *bits["fc1"]), 0)
+    return layer(h, w2, b2, hidden_seen, *bits["fc2"])
+
+
+def sliced_device(cell_bits: int, dac_bits: int) -> DeviceConfig:
+    """8-bit weights and inputs by default; an ADC wide enough to be exact, so every product goes
+    through the bit-sliced model (cell slices, DAC digits, shift-and-add)."""
+    return DeviceConfig(
+        name=f"c{cell_bits}d{dac_bits}", rows=32, cols=128, crossbars=16, weight_bits=8, input_bits=8,
+        cell_bits=cell_bits, dac_bits=dac_bits, adc_bits=20, adc_range="full",
+    )
+
+
+CALIBRATION = [np.random.default_rng(i).normal(0, 1, (BATCH, K)).astype(np.float32) for i in range(4)]
+X = np.random.default_rng(9).normal(0, 1, (BATCH, K)).astype(np.float32)
+
+
+@pytest.mark.parametrize(("cell_bits", "dac_bits"), [(1, 1), (2, 2), (4, 1)])
+def test_mixed_bits_across_layers_match_the_numpy_reference(cell_bits, dac_bits):
+    model, weights = mlp()
+    bits = {"fc1": (3, 5), "fc2": (6, 2)}
+    compiled = cimxdsl.compile(model, device=sliced_device(cell_bits, dac_bits), calibration=CALIBRATION, precision=bits)
+    got = compiled(X)
+    want = reference(weights, CALIBRATION, X, bits)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    layers = {layer["layer"]: layer for layer in compiled.report()["layers"]}
+    for name, (w_bits, a_bits) in bits.items():
+        assert (layers[name]["weight_bits"], layers[name]["input_bits"]) == (w_bits, a_bits)
+        k, n = (K, H) if name == "fc1" else (H, N)
+        assert layers[name]["cells_written"] == k * n * -(-w_bits // cell_bits) * 2  # a differential pair
+        assert layers[name]["input_slices"] == BATCH * -(-a_bits // dac_bits)
+
+
+def test_layers_no_rule_names_run_at_the_device_bits_and_globs_apply_in_order(tmp_path):
+    model, weights = mlp()
+    file = tmp_path / "bits.toml"
+    file.write_text('["*"]\nweight_bits = 5\ninput_bits = 6\n\n[fc2]\ninput_bits = 3\n')
+    compiled = cimxdsl.compile(model, device=sliced_device(2, 1), calibration=CALIBRATION, precision=file)
+    want = reference(weights, CALIBRATION, X, {"fc1": (5, 6), "fc2": (5, 3)})
+    np.testing.assert_allclose(compiled(X), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    only = cimxdsl.compile(model, device=sliced_device(2, 1), calibration=CALIBRATION, precision={"fc1": (4, 4)})
+    want = reference(weights, CALIBRATION, X, {"fc1": (4, 4), "fc2": (8, 8)})
+    np.testing.assert_allclose(only(X), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert "w4a4" in only.mlir("func") and "w8a8" not in only.mlir("func")
+
+
+@pytest.mark.parametrize(
+    ("precision", "message"),
+    [
+        ({"fc1": (9, 4)}, "precision: layer 'fc1': weight_bits must be an integer from 1 to 8, got 9"),
+        ({"fc1": {"input_bits": 0}}, "precision: layer 'fc1': input_bits must be an integer from 1 to 8, got 0"),
+        ({"conv*": (4, 4)}, "precision: 'conv*' matches no layer (layers: fc1, fc2)"),
+        ({"fc1": {"bits": 4}}, "precision: layer 'fc1': unknown setting 'bits' (settings: weight_bits, input_bits)"),
+        ({"fc1": (4, 1)}, "layer 'fc1': 1-bit inputs must be non-negative, but its inputs reach"),
+    ],
+)
+def test_bad_precisions_are_one_line_errors_naming_the_layer(precision, message):
+    model, _ = mlp()
+    with pytest.raises(CompileError) as error:
+        cimxdsl.compile(model, device=sliced_device(2, 1), calibration=CALIBRATION, precision=precision)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_a_precision_needs_int8_mode():
+    with pytest.raises(CompileError, match="a per-layer precision needs mode 'int8'"):
+        cimxdsl.compile(mlp()[0], device="ideal", mode="exact", precision={"fc1": (4, 4)})
+
+
+def test_the_command_line_takes_a_precision_file(tmp_path, capsys):
+    digits = ROOT / "examples" / "digits_cnn.onnx"
+    image = tmp_path / "x.npy"
+    np.save(image, np.load(ROOT / "examples" / "digits_test.npz")["inputs"][:1])
+    good = tmp_path / "good.toml"
+    good.write_text('["conv*"]\nweight_bits = 4\ninput_bits = 4\n')
+    cim_compile([str(digits), "--device", "cinnamon", "--input", str(image), "--precision", str(good)])
+    table = capsys.readouterr().out.split("layer  placement  weight_bits  input_bits")[1].splitlines()
+    rows = {line.split()[0]: line.split()[1:3] for line in table[1:]}
+    assert rows == {"conv1": ["4", "4"], "conv2": ["4", "4"], "fc": ["4", "4"]}  # fc: cinnamon's 4 bits
+    for text, message in [
+        ("[conv9]\nweight_bits = 4\n", f"{tmp_path / 'bad.toml'}: 'conv9' matches no layer (layers: conv1, conv2, fc)"),
+        ("[fc]\nweight_bits = 12\n", f"{tmp_path / 'bad.toml'}: layer 'fc': weight_bits must be an integer from 1 to 8, got 12"),
+    ]:
+        (tmp_path / "bad.toml").write_text(text)
+        with pytest.raises(SystemExit):
+            cim_compile([str(digits), "--input", str(image), "--precision", str(tmp_path / "bad.toml")])
+        err = capsys.readouterr().err
+        assert err == f"cim-compile: error: {message}\n"
