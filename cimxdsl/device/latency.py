@@ -61,8 +61,9 @@ class Latencies:
         """An `mvmul`'s local memory time: its input row read, its output written."""
         return float(self.local_read(self.chip.xbar_rows * self.ibytes) + self.local_write(self.chip.xbar_cols * self.obytes))
 
-    def mvmul(self) -> float:
-        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes)
+    def mvmul(self, input_bits: int | None = None) -> float:
+        """An `mvmul` of `input_bits`-bit inputs (None: the `setbw` width), its local memory included."""
+        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes if input_bits is None else input_bits)
         return cycles * self.chip.period + self.mvmul_local()
 
     def vector_compute(self, length) -> np.ndarray:

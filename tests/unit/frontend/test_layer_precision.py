@@ -138,3 +138,61 @@ def test_the_command_line_takes_a_precision_file(tmp_path, capsys):
             cim_compile([str(digits), "--input", str(image), "--precision", str(tmp_path / "bad.toml")])
         err = capsys.readouterr().err
         assert err == f"cim-compile: error: {message}\n"
+
+
+def pim_reference(weights: dict, calibration: list[np.ndarray], x: np.ndarray, bits: dict) -> np.ndarray:
+    """The MLP as the PIM target's integer program computes it (power-of-two scales, int8 codes),
+    with each layer's weights at its own bits and its input shifted (rounding) to its input bits
+    (unsigned after the ReLU, signed for the network input, which the host quantizes so)."""
+
+    def exponent(peak, limit=127):
+        return int(np.ceil(np.log2(peak / limit)))
+
+    w1, b1, w2, b2 = (weights[k].astype(np.float32).astype(np.float64) for k in ("w1", "b1", "w2", "b2"))
+    hidden = [c.astype(np.float64) @ w1 + b1 for c in calibration]
+    logits = [np.maximum(h, 0) @ w2 + b2 for h in hidden]
+    peak = lambda values: max(float(np.abs(v).max()) for v in values)  # noqa: E731
+
+    def layer(codes, e_x, w, b, w_bits, out_peak):
+        limit = max(2 ** (w_bits - 1) - 1, 1)
+        e_w = exponent(float(np.abs(w).max()), limit)
+        w_codes = np.clip(np.rint(w / 2.0**e_w), -limit, limit).astype(np.int64)
+        e_acc = e_x + e_w
+        e_out = max(exponent(out_peak), e_acc)
+        shift = e_out - e_acc
+        acc = codes @ w_codes + np.rint(b / 2.0**e_acc).astype(np.int64) + (2 ** (shift - 1) if shift else 0)
+        return np.clip(acc >> shift, -128, 127), e_out
+
+    (w_a, a_a), (w_b, a_b) = bits["fc1"], bits["fc2"]
+    e_x = exponent(peak(calibration)) + (8 - a_a)  # the host quantizes x to a_a signed bits
+    top = 2 ** (a_a - 1) - 1
+    x_codes = np.clip(np.rint(x.astype(np.float64) / 2.0**e_x), -top, top).astype(np.int64)
+    h, e_h = layer(x_codes, e_x, w1, b1, w_a, peak(hidden))
+    h = np.maximum(h, 0)
+    shift = 7 - a_b  # non-negative after the ReLU: unsigned a_b-bit codes
+    h = np.clip((h + 2 ** (shift - 1)) >> shift, 0, 2**a_b - 1)
+    y, e_y = layer(h, e_h + shift, w2, b2, w_b, peak(logits))
+    return y * 2.0**e_y
+
+
+def test_the_pim_target_takes_per_layer_bits_and_times_them():
+    from cimxdsl.api import compile_pim
+    from cimxdsl.backend.artifacts import read_artifacts
+    from cimxdsl.dialects import pim
+
+    model, weights = mlp()
+    samples = [c[i : i + 1] for c in CALIBRATION for i in range(BATCH)]  # images, as the target streams them
+    bits = {"fc1": (3, 5), "fc2": (6, 4)}
+    compiled = compile_pim(model, calibration=samples, precision=bits)
+    np.testing.assert_array_equal(compiled(X), pim_reference(weights, samples, X, bits))
+    mbiw = {group.origin.split(":")[0]: group.precision for core in read_artifacts(compiled.directory).cores for group in core.groups}
+    assert mbiw == bits
+    streams = [core.instructions for core in read_artifacts(compiled.directory).cores]
+    mvmul = pim.MvmulOp.OPCODE
+    assert sorted({int(v) for s in streams for v in s.column("mbiw")[s.opcodes == mvmul]}) == [3, 6]
+
+    wide = compile_pim(model, calibration=samples, precision={"*": (8, 8)}).report()["performance"]
+    narrow = compile_pim(model, calibration=samples, precision={"*": (4, 4)}).report()["performance"]
+    # pimcomp: 2-bit cells, 1-bit DACs: 4 weight slices and 8 input passes per mvmul against 2 and 4
+    assert narrow["energy_pj"]["crossbar"] == pytest.approx(wide["energy_pj"]["crossbar"] / 4)
+    assert narrow["latency_ns"] < wide["latency_ns"]
