@@ -12,7 +12,9 @@ symmetric signed codes. Each product may have its own bits (`precision`, by laye
 of the product's result), 1 to 8; a 1-bit weight is a ternary sign (-1, 0, +1), and a 1-bit input
 must be non-negative. The integer product of a layer with its own bits carries them as the
 attributes `weight_bits` and `input_bits`, which `linalg-to-cinm` and the crossbar lowerings keep
-down to the device (the other layers run at the device's bits). A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
+down to the device (the other layers run at the device's bits). A quantized ONNX model's codes
+imply a layer's bits where they take fewer than the defaults (4-bit types, or constant weights whose
+codes use fewer bits than their type): that layer then keeps those bits and the model's scales. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
 and P·V) quantizes both with per-tensor scales: the left as an activation, the right, which a
 crossbar would hold, as symmetric weight codes. `calibrate` runs the float program on sample inputs
 and records the range of every product's inputs.
@@ -34,7 +36,7 @@ from xdsl.rewriter import Rewriter
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
 from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, set_precision, symmetric_limit
-from cimxdsl.frontend.builder import SCALES_ATTRIBUTE
+from cimxdsl.frontend.builder import BITS_ATTRIBUTE, SCALES_ATTRIBUTE
 from cimxdsl.interpreters import Program
 
 Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
@@ -104,11 +106,18 @@ def weight_scales(weights: np.ndarray, axis: int, bits: int) -> np.ndarray:
     return np.maximum(peak, 1e-12) / symmetric_limit(bits)
 
 
-def given_scales(value: SSAValue, axis: int, size: int) -> np.ndarray | None:
-    """The scales a quantized ONNX model gave `value` (see `mark_scales`), along `axis`, if any."""
+def given_bits(value: SSAValue) -> int | None:
+    """The bits of the codes a quantized ONNX model gave `value` (see `mark_scales`), if known."""
+    bits = value.owner.attributes.get(BITS_ATTRIBUTE) if isinstance(value.owner, Operation) else None
+    return bits.value.data if bits is not None else None
+
+
+def given_scales(value: SSAValue, axis: int, size: int, bits: int = 8) -> np.ndarray | None:
+    """The scales a quantized ONNX model gave `value` (see `mark_scales`), along `axis`, if any and
+    if its codes have `bits` bits (8 when the model does not say)."""
     owner = value.owner
     scales = owner.attributes.get(SCALES_ATTRIBUTE) if isinstance(owner, Operation) else None
-    if scales is None:
+    if scales is None or (given_bits(value) or 8) != bits:
         return None
     values = dense_array(scales).astype(np.float64)
     if values.size == 1:
@@ -127,14 +136,14 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
     grouped = isinstance(op, Conv2DNgchwGfchwOp)
     filters = weights.reshape(-1, *weights.shape[2:]) if grouped else weights  # GFCHW as (G·F)CHW
     channel_axis = 1 if isinstance(op, MatmulOp) else 0
-    given = given_scales(op.inputs[1], channel_axis, filters.shape[channel_axis]) if weight_bits == 8 else None
+    given = given_scales(op.inputs[1], channel_axis, filters.shape[channel_axis], weight_bits)
     w_scales = weight_scales(filters, channel_axis, weight_bits) if given is None else given
     shape = [1] * filters.ndim
     shape[channel_axis] = -1
     limit = symmetric_limit(weight_bits)
     codes = np.clip(np.rint(filters / w_scales.reshape(shape)), -limit, limit).reshape(weights.shape)
     x_scale, signed = activation_scale(seen, input_bits, op.res[0].name_hint or op.name)
-    given_input = given_scales(op.inputs[0], 0, 1) if input_bits == 8 else None
+    given_input = given_scales(op.inputs[0], 0, 1, input_bits)
     if given_input is not None:
         x_scale = float(given_input[0])
 
@@ -224,6 +233,17 @@ def is_fresh(value: SSAValue) -> bool:
     return isinstance(value.owner, tensor.EmptyOp)
 
 
+def implied_precision(op: Operation, weight_bits: int, input_bits: int) -> tuple[int, int] | None:
+    """The bits a quantized ONNX model's codes imply for `op`'s weights and input (`given_bits`:
+    4-bit types, or constant codes that use fewer bits than their type), when fewer than the
+    defaults; None otherwise."""
+    implied = tuple(
+        min(given_bits(value) or default, default)
+        for value, default in ((op.operands[1], weight_bits), (op.operands[0], input_bits))
+    )
+    return implied if implied != (weight_bits, input_bits) else None  # type: ignore[return-value]
+
+
 def layer_names(module: ModuleOp) -> list[str]:
     """The names of the products `quantize` quantizes (their results' names), in program order."""
     return [op.results[0].name_hint or op.name for op in quantizable(module)]
@@ -252,7 +272,7 @@ def quantize(
     for op, seen in ranges.items():
         if not np.isfinite(seen[0].low):
             raise ValueError(f"calibration never reached the product '{op.results[0].name_hint or op.name}'")
-        own = precision.get(op.results[0].name_hint or op.name)
+        own = precision.get(op.results[0].name_hint or op.name) or implied_precision(op, weight_bits, input_bits)
         bits = own or (weight_bits, input_bits)
         if isinstance(op, BatchMatmulOp):
             quantize_runtime_product(op, seen, *bits, own=own is not None)  # type: ignore[arg-type]

@@ -196,3 +196,47 @@ def test_the_pim_target_takes_per_layer_bits_and_times_them():
     # pimcomp: 2-bit cells, 1-bit DACs: 4 weight slices and 8 input passes per mvmul against 2 and 4
     assert narrow["energy_pj"]["crossbar"] == pytest.approx(wide["energy_pj"]["crossbar"] / 4)
     assert narrow["latency_ns"] < wide["latency_ns"]
+
+
+def qdq_matmul(codes: np.ndarray, element: int, opset: int):
+    """x → QuantizeLinear/DequantizeLinear (int8) → MatMul with weights DequantizeLinear(codes)."""
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["wd"]),
+        helper.make_node("MatMul", ["xd", "wd"], ["y"], name="mm"),
+    ]
+    graph = helper.make_graph(
+        nodes, "qdq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, K])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [BATCH, N])],
+        [
+            numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+            numpy_helper.from_array(np.array(0, np.int8), "xz"),
+            helper.make_tensor("wq", element, codes.shape, codes.flatten().tolist()),
+            numpy_helper.from_array(np.array(0.1, np.float32), "ws"),
+        ],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize(("element", "opset"), [("INT4", 21), ("INT8", 17)])
+def test_a_qdq_model_whose_weight_codes_take_4_bits_runs_them_at_4_bits(element, opset):
+    """4-bit weight codes (an INT4 type, or int8 codes within ±7) make the layer's weights 4-bit;
+    the model's own scales stay, so the result is onnxruntime's."""
+    import onnxruntime
+    from onnx import TensorProto
+
+    codes = np.random.default_rng(3).integers(-7, 8, (K, N))
+    model = qdq_matmul(codes, getattr(TensorProto, element), opset)
+    compiled = cimxdsl.compile(model, device=sliced_device(2, 1), calibration=CALIBRATION)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    (want,) = session.run(None, {"x": X})
+    np.testing.assert_allclose(compiled(X), want, rtol=1e-5, atol=1e-6)
+    (layer,) = compiled.report()["layers"]
+    assert (layer["weight_bits"], layer["input_bits"]) == (4, 8)
+    assert layer["cells_written"] == K * N * 2 * 2  # 4-bit weights in two 2-bit cells, differential
