@@ -146,7 +146,7 @@ def fine_tune(model: DigitsCNN, x: np.ndarray, y: np.ndarray, epochs: int, seed:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bits", type=int, nargs=2, default=(2, 3), metavar=("W", "A"), help="weight and input bits of every layer")
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--device", default="cinnamon")
     parser.add_argument("-o", "--output", help="where to write the fine-tuned ONNX model (default: a temporary file)")
     args = parser.parse_args()
