@@ -55,6 +55,7 @@ def compile(
     progress: Callable[[str], None] | None = None,
     placement: str = "host",
     threads: int | None = None,
+    precision=None,
     **pim_options: Any,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
@@ -67,7 +68,10 @@ def compile(
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
     `target="pim"` compiles with `compile_pim`, which takes the `PIM_OPTIONS` (`cores`,
     `crossbars_per_core`, `out_dir`, `packing`, `mapping`, `mapping_budget`, `chip`) as keywords.
-    `threads`: the threads the compiled model's runs use (None: every core)."""
+    `threads`: the threads the compiled model's runs use (None: every core).
+    `precision`: the weight and input bits (1 to 8) per layer, a mapping of layer names or globs to
+    `{"weight_bits": w, "input_bits": a}` (or `(w, a)`) or a TOML file of them (`cimxdsl.precision`);
+    layers it does not name keep the device's bits (at most 8)."""
     try:
         check_threads(threads)
     except ValueError as e:
@@ -76,7 +80,7 @@ def compile(
         raise CompileError(f"unknown option {', '.join(unknown)} (options of target 'pim': {', '.join(PIM_OPTIONS)})")
     if target == "pim":
         model = to_onnx(model, example_input)
-        return compile_pim(model, device, calibration, **pim_options)
+        return compile_pim(model, device, calibration, precision=precision, **pim_options)
     if target != "memristor":
         raise CompileError(f"unknown target '{target}' (targets: memristor, pim)")
     if pim_options:
@@ -85,4 +89,4 @@ def compile(
         raise CompileError(f"unknown placement '{placement}' (placements: {', '.join(PLACEMENTS)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     options = (mode, crossbars, strategy, example_input, batch, progress, placement, threads)
-    return compile_memristor(model, config, calibration, *options)
+    return compile_memristor(model, config, calibration, *options, precision=precision)

@@ -13,7 +13,7 @@ import rich.table
 from cimxdsl.device import COMPONENTS
 
 COLUMNS = ("writes", "cells_written", "mvms", "input_slices", "adc_conversions", "busy_ns")
-LAYER_COLUMNS = ("writes", "cells_written", "mvms", "adc_conversions", "digital_macs", "latency_ns")
+LAYER_COLUMNS = ("writes", "cells_written", "mvms", "input_slices", "adc_conversions", "digital_macs", "latency_ns")
 
 
 def format_table(rows: list[list[str]]) -> str:
@@ -38,14 +38,19 @@ def format_value(value) -> str:
     return format_number(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
+PRECISION_COLUMNS = ("weight_bits", "input_bits")
+"""The layer's precision: its own bits, the device's, or `float` (exact mode)."""
+
+
 def format_layers(layers: list[dict]) -> str:
     """The per-layer table; a product of two run-time tensors shows where it ran (`placement`)."""
-    rows = [["layer", "placement", *LAYER_COLUMNS, "energy_pj"]]
+    rows = [["layer", "placement", *PRECISION_COLUMNS, *LAYER_COLUMNS, "energy_pj"]]
     for layer in layers:
         rows.append(
             [
                 layer["layer"],
                 layer.get("placement", ""),
+                *(format_value(layer.get(c, "")) for c in PRECISION_COLUMNS),
                 *(format_number(layer[c]) for c in LAYER_COLUMNS),
                 format_number(layer["energy_pj"]["total"]),
             ]

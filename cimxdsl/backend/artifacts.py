@@ -5,7 +5,8 @@ config.json           {"core_cnt": N, "array_group_map": {"core0": [1, 1, ...], 
 core_<id>.json        the core's instruction stream: a JSON array of pimsim-nn instruction objects
 crossbars_<id>.json   what the core's crossbars hold (for functional simulation):
                       {"core": id, "array_groups": [{"group": g, "crossbars": 1, "rows": R, "cols": C,
-                       "origin": "...", "weights": [[...], ...]}, ...]}
+                       "origin": "...", "weights": [[...], ...]}, ...]}; a group whose layer
+                       has its own precision also gives its "weight_bits" and "input_bits"
 memory.json           the global memory: {"element_bytes": 4, "dtype": "int32", "size": bytes,
                        "buffers": [{"name", "kind": input|constant|output, "offset" (bytes), "bytes",
                                     "shape", "input" + "input_elements" | "values"}],
@@ -47,6 +48,7 @@ from cimxdsl.dialects.pim import (
     SetbwOp,
     SyncOp,
 )
+from cimxdsl.dialects.utils import MAX_PRECISION, PRECISION
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram, core_file
 
 CONFIG = "config.json"
@@ -143,6 +145,8 @@ def group_json(index: int, group: ArrayGroup) -> str:
     """An array group's object in a crossbar file, its weights last."""
     rows, cols = group.weights.shape
     head = {"group": index, "crossbars": 1, "rows": int(rows), "cols": int(cols), "origin": group.origin}
+    if group.precision is not None:
+        head |= dict(zip(PRECISION, group.precision, strict=True))
     return json.dumps(head, separators=(", ", ": "))[:-1] + f', "weights": {matrix_json(group.weights)}}}'
 
 
@@ -333,8 +337,18 @@ def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGrou
             raise ArtifactError(
                 f"{where}: 'rows'/'cols' do not match the {weights.shape[0]}x{weights.shape[1]} weights"
             )
-        result.append(ArrayGroup(weights, str(entry.get("origin", ""))))
+        result.append(ArrayGroup(weights, str(entry.get("origin", "")), group_precision(entry, where)))
     return result
+
+
+def group_precision(entry: Mapping, where: str) -> tuple[int, int] | None:
+    """An array group's `weight_bits` and `input_bits` (its layer's own precision), if given."""
+    given = [entry.get(name) for name in PRECISION]
+    if given == [None, None]:
+        return None
+    if not all(is_int(bits) and 1 <= bits <= MAX_PRECISION for bits in given):
+        raise ArtifactError(f"{where}: 'weight_bits' and 'input_bits' must be integers from 1 to {MAX_PRECISION}")
+    return given[0], given[1]
 
 
 def read_config(directory: Path) -> tuple[int, dict[int, int]]:

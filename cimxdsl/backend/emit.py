@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 from cimxdsl.backend.artifacts import ArrayGroup, ArtifactError, Artifacts, CoreProgram, write_artifacts
 from cimxdsl.backend.memory import LayoutError, describe_memory
 from cimxdsl.dialects import pim
-from cimxdsl.dialects.utils import dense_array, num_elements
+from cimxdsl.dialects.utils import dense_array, num_elements, precision_of
 
 
 def program_function(module: ModuleOp) -> func.FuncOp:
@@ -43,7 +43,8 @@ def crossbar_group(value: SSAValue) -> ArrayGroup:
     if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
         raise ArtifactError("crossbar weights must be constants")
     origin = owner.attributes.get("origin")
-    return ArrayGroup(dense_array(owner.value).astype(np.int64), origin.data if isinstance(origin, StringAttr) else "")
+    name = origin.data if isinstance(origin, StringAttr) else ""
+    return ArrayGroup(dense_array(owner.value).astype(np.int64), name, precision_of(owner))
 
 
 def core_program(core: pim.CoreOp, stream: pim.InstructionStream | None = None, local_bytes: int | None = None):

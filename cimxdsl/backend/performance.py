@@ -14,6 +14,11 @@ What it computes:
   bytes takes ⌈b ÷ `data_width`⌉ × its read/write latency; `ld`/`st` add the global memory access
   and the NoC (a load's request is one flit, a store's carries its data); `lldi`/`lmv` are a local
   write / a local read and write of `len` bytes (pimsim-nn reads their `len` as bytes).
+* **Per-layer precision**: an `mvmul` on an array group whose layer has its own precision
+  (`ArrayGroup.precision`, w-bit weights, a-bit inputs) sends its inputs in ⌈a ÷ `dac_resolution`⌉
+  DAC steps instead of the `setbw` width's, and its weights take ⌈w ÷ `cell_precision`⌉ crossbars
+  read side by side (pimsim-nn's bit slicing): the same latency, that many times the crossbar
+  energy, and that many crossbars' ADCs of static power. Groups without one count as one crossbar.
 * **In a core**, instructions run in order, one at a time (pimsim-nn with `rob_size = 1`, its
   default), so every data dependency through local memory is honoured: an instruction starts when
   the previous one ends.
@@ -123,10 +128,11 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     local = np.zeros(len(op))
     # matrix unit
     mvm = op == pim.MvmulOp.OPCODE
-    _, mvm_energy = mvm_cycles_and_energy(chip, 8 * ibytes)
     mbiw = np.maximum(stream.column("mbiw")[mvm], 1)
-    latency[mvm] = model.mvmul(mbiw)
     local[mvm] = model.mvmul_local(mbiw)
+    group_latency, group_energy = mvmul_costs(program, chip, model)
+    groups = stream.column("group").astype(np.int64)[mvm] if len(group_latency) else np.zeros(0, np.int64)
+    latency[mvm] = (group_latency[groups] if len(group_latency) else model.mvm_compute()) + local[mvm]
     # vector unit
     binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
     vector = binary | unary
@@ -160,7 +166,7 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
     noc_bytes = float(np.sum(size[sync] * distance) / 2 + np.sum(size[moved]) * to_memory)
     energy = {
-        "crossbar": float(np.count_nonzero(mvm) * mvm_energy),
+        "crossbar": float(np.sum(group_energy[groups])) if len(group_energy) else float(np.count_nonzero(mvm) * mvm_energy(chip, model)),
         "vector": float(np.sum(compute[vector]) * chip.vector_dynamic_power),
         "local_memory": float(np.sum(local) * chip.local_memory_dynamic_power),
         "global_memory": float(np.sum(global_time[moved]) * chip.global_memory_dynamic_power),
@@ -181,6 +187,31 @@ def repeated(costs: CoreCosts, rounds: int) -> CoreCosts:
         costs.global_busy * rounds,
         costs.energy,
     )
+
+
+def mvm_energy(chip: ChipConfig, model: Latencies) -> float:
+    """The crossbar energy of one `mvmul` of the `setbw` input width on one crossbar."""
+    return mvm_cycles_and_energy(chip, 8 * model.ibytes)[1]
+
+
+def slices(chip: ChipConfig, group) -> int:
+    """The crossbars an array group's weights take: ⌈w ÷ cell_precision⌉ with its own precision, else 1."""
+    return 1 if group.precision is None else -(-group.precision[0] // chip.cell_precision)
+
+
+def mvmul_costs(program: CoreProgram, chip: ChipConfig, model: Latencies) -> tuple[np.ndarray, np.ndarray]:
+    """The crossbar time (ns, local memory aside) and crossbar energy (pJ) of an `mvmul` on each of
+    the core's array groups (empty when no group has a precision of its own: every `mvmul` is then
+    timed alike)."""
+    if all(g.precision is None for g in program.groups):
+        return np.zeros(0), np.zeros(0)
+    latency, energy = [], []
+    for group in program.groups:
+        bits = None if group.precision is None else group.precision[1]
+        latency.append(model.mvm_compute(bits))
+        _, per_crossbar = mvm_cycles_and_energy(chip, 8 * model.ibytes if bits is None else bits)
+        energy.append(per_crossbar * slices(chip, group))
+    return np.array(latency), np.array(energy)
 
 
 def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.ndarray:
@@ -254,7 +285,7 @@ def estimate(artifacts: Artifacts, chip: ChipConfig, images: int = STREAMED) -> 
         period = max(float(leaves[-1] - leaves[0]) / (images - 1), bound)
     bottleneck = "global memory" if busy and memory_busy > busy[slowest] else f"core {ids[slowest] if ids else 0}"
     energy = {k: sum(c.energy[k] for c in costs) for k in COMPONENTS[:-1]}
-    crossbars = sum(len(core.groups) for core in artifacts.cores)
+    crossbars = sum(slices(chip, group) for core in artifacts.cores for group in core.groups)
     energy["static"] = crossbars * chip.adc_count * chip.adc_static_power * latency
     energy["total"] = sum(energy.values())
     return PerformanceEstimate(

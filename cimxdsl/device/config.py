@@ -267,6 +267,13 @@ class DeviceConfig:
         config = cls.from_dict(data)
         return config if "name" in flatten(data) else config.replace(name=Path(path).stem)
 
+    def with_precision(self, precision: tuple[int, int] | None) -> DeviceConfig:
+        """This device for a layer of `precision` (weight bits, input bits): its own bits replace the
+        device's (None: the device as it is)."""
+        if precision is None or precision == (self.weight_bits, self.input_bits):
+            return self
+        return self.replace(weight_bits=precision[0], input_bits=precision[1])
+
     def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with `changes` applied, validated like a new config."""
         for key in changes:
@@ -331,8 +338,11 @@ class DeviceConfig:
 
     @property
     def adc_full_scale(self) -> int:
-        """Largest possible column sum of one read: rows × max DAC level × max cell level."""
-        return self.rows * (2**self.dac_bits - 1) * (2**self.cell_bits - 1)
+        """Largest possible column sum of one read: rows × max DAC level × max cell level, the
+        levels those of the values' bits where these are fewer (1-bit weights on 2-bit cells use
+        levels 0 and 1 only): an ADC's full-scale span follows the precision of the layer it reads."""
+        dac, cell = min(self.dac_bits, self.input_bits), min(self.cell_bits, self.weight_bits)
+        return self.rows * (2**dac - 1) * (2**cell - 1)
 
     @property
     def static_adc(self) -> bool:

@@ -11,6 +11,11 @@ created with `calibrating=True` returns exact products and records, per weight t
 contents), the largest sum each column's ADC sees (`adc_spans`); a device given those spans
 converts with them (`calibrate_tile` does it for one tile).
 
+Precision per layer: a write may give the tile's own (weight bits, input bits); the crossbar then
+programs and reads it as the device with those bits (`DeviceConfig.with_precision`): ⌈weight bits
+÷ cell bits⌉ cells per weight, ⌈input bits ÷ DAC bits⌉ input slices, the ADC's span of those
+levels, and the metrics that follow.
+
 Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
 streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before), read
 noise also by the chunk of a data set (`start_chunk`).
@@ -60,6 +65,8 @@ class Device:
         self.calibrating = calibrating
         count = self.config.crossbars
         self._tiles: list[Tile | None] = [None] * count
+        self._configs: list[DeviceConfig] = [self.config] * count
+        """The device as each crossbar's tile was written for (its layer's precision)."""
         self._keys: list[bytes] = [b""] * count
         self._stuck: dict[int, np.ndarray | None] = {}
         self._ops_seen = np.zeros((count, 2), np.int64)  # writes, MVMs: keys of the noise streams
@@ -69,24 +76,38 @@ class Device:
         self._sources: list[np.ndarray | None] = [None] * count
         self.now_ns = 0.0
         self._chunk = 0
-        self._programmed: dict[int, tuple[np.ndarray, Tile, bytes]] = {}
+        self._programmed: dict[tuple[int, DeviceConfig], tuple[np.ndarray, Tile, bytes]] = {}
+        self._precisions: dict[tuple[int, int] | None, DeviceConfig] = {None: self.config}
         self._programmed_bytes = 0
 
     # ---- operations ---------------------------------------------------------------------------
-    def write(self, xbar: int, weights: np.ndarray) -> None:
-        """Program logical crossbar `xbar` with a K×N weight tile (copied)."""
+    def write(self, xbar: int, weights: np.ndarray, precision: tuple[int, int] | None = None) -> None:
+        """Program logical crossbar `xbar` with a K×N weight tile (copied), of its layer's
+        `precision` (weight bits, input bits; None: the device's)."""
         i = self._index(xbar)
-        self._tiles[i], self._keys[i] = self._program(i, weights)
+        config = self._configs[i] = self.config_for(precision)
+        self._tiles[i], self._keys[i] = self._program(i, weights, config)
         self._sources[i] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
         self._ops_seen[i, 0] += 1
-        self._run(i, self._cost(_WRITE, *self._tiles[i].shape))
+        self._run(i, self._cost(_WRITE, config, *self._tiles[i].shape))
 
-    def holds(self, xbar: int, weights: np.ndarray) -> bool:
-        """Whether crossbar `xbar` holds exactly `weights` (resident weights need no write): the
-        read-only array it was written from, or equal values."""
+    def config_for(self, precision: tuple[int, int] | None) -> DeviceConfig:
+        """The device for a layer of `precision` (`DeviceConfig.with_precision`), made once."""
+        config = self._precisions.get(precision)
+        if config is None:
+            config = self._precisions[precision] = self.config.with_precision(precision)
+        return config
+
+    def config_of(self, xbar: int) -> DeviceConfig:
+        """The device as crossbar `xbar`'s tile was written for (its layer's precision)."""
+        return self._configs[self._index(xbar)]
+
+    def holds(self, xbar: int, weights: np.ndarray, precision: tuple[int, int] | None = None) -> bool:
+        """Whether crossbar `xbar` holds exactly `weights` at `precision` (resident weights need no
+        write): the read-only array it was written from, or equal values."""
         i = self._index(xbar)
         tile = self._tiles[i]
-        if tile is None or tile.weights.shape != np.shape(weights):
+        if tile is None or tile.weights.shape != np.shape(weights) or self._configs[i] is not self.config_for(precision):
             return False
         if self._sources[i] is weights:
             return True
@@ -95,24 +116,25 @@ class Device:
             return False
         return bool(np.array_equal(held, weights))
 
-    def _program(self, i: int, weights: np.ndarray) -> tuple[Tile, bytes]:
-        """The tile `weights` program on crossbar `i` and its static-ADC key. A noiseless device
-        programs every crossbar alike, so it reuses the tiles of read-only weights it has seen."""
+    def _program(self, i: int, weights: np.ndarray, config: DeviceConfig) -> tuple[Tile, bytes]:
+        """The tile `weights` program on crossbar `i` as `config` and its static-ADC key. A
+        noiseless device programs every crossbar alike, so it reuses the tiles of read-only weights
+        it has seen."""
         noiseless = self._noiseless
-        seen = self._programmed.get(id(weights)) if noiseless else None
+        seen = self._programmed.get((id(weights), config)) if noiseless else None
         if seen is not None and seen[0] is weights:
             return seen[1], seen[2]
         rng = None if noiseless else self._rng(i, _PROGRAM, self._ops_seen[i, 0])
         try:
-            tile = program_tile(weights, self.config, rng, self._stuck_cells(i))
+            tile = program_tile(weights, config, rng, self._stuck_cells(i))
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
-        key = tile_key(tile.weights) if self.config.static_adc else b""
+        key = tile_key(tile.weights, None if config is self.config else config) if self.config.static_adc else b""
         arrays = {id(a): a for a in (tile.weights, tile.conductance, tile.reads) if a is not None}
         size = sum(a.nbytes for a in arrays.values())
         kept = isinstance(weights, np.ndarray) and not weights.flags.writeable
         if noiseless and kept and self._programmed_bytes + size <= PROGRAMMED_TILES_BYTES:
-            self._programmed[id(weights)] = (weights, tile, key)
+            self._programmed[(id(weights), config)] = (weights, tile, key)
             self._programmed_bytes += size
         return tile, key
 
@@ -125,7 +147,7 @@ class Device:
         x = np.asarray(x)
         rng = self._rng(i, _READ, self._ops_seen[i, 1]) if self.config.read_noisy else None
         try:
-            result = self._product(i, tile, x, rng, out)
+            result = self._product(i, tile, x, rng, out, self._configs[i])
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)
@@ -134,7 +156,7 @@ class Device:
     def count_mvm(self, xbar: int, x: np.ndarray) -> None:
         """Account for x @ W on crossbar `xbar` (checks, metrics, timeline) without computing it,
         on an exact device, whose every product the caller computes as `exact_matmul` does."""
-        if not self.config.exact:
+        if not self.config_of(xbar).exact:
             raise ValueError(f"crossbar {xbar}: only an exact device's products can be counted without computing them")
         self.defer_mvm(xbar, x)
 
@@ -150,7 +172,7 @@ class Device:
             raise ValueError(f"crossbar {i}: a product with read noise or calibration cannot be deferred")
         x = np.asarray(x)
         try:
-            check_inputs(x.reshape(-1, x.shape[-1]), tile, self.config)
+            check_inputs(x.reshape(-1, x.shape[-1]), tile, self._configs[i])
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)
@@ -162,26 +184,26 @@ class Device:
         negative = None  # only sign-magnitude inputs cost more for rows with a negative entry
         if self.config.input_encoding == "sign_magnitude" and x.size:
             negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
-        self._run(i, self._cost(_MVM, *tile.shape, batch, negative))
+        self._run(i, self._cost(_MVM, self._configs[i], *tile.shape, batch, negative))
 
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
         host waits for it."""
-        cost, duration = self._cost(_DIGITAL, m, k, n)
+        cost, duration = self._cost(_DIGITAL, self.config, m, k, n)
         self._metrics.add(Metrics.DIGITAL, cost, duration)
         self.now_ns += duration
 
-    def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None) -> np.ndarray:
-        """x @ W through the ADC; with a static range, the tile's calibrated spans (recorded while
-        `calibrating`, when the product is exact)."""
-        if not self.config.static_adc:
-            return tile_mvm(tile, x, self.config, rng, out=out)
+    def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None, config: DeviceConfig) -> np.ndarray:
+        """x @ W through the ADC of `config`; with a static range, the tile's calibrated spans
+        (recorded while `calibrating`, when the product is exact)."""
+        if not config.static_adc:
+            return tile_mvm(tile, x, config, rng, out=out)
         key = self._keys[i]
         if self.calibrating:
-            seen = observed_spans(tile, x, self.config)
+            seen = observed_spans(tile, x, config)
             self.adc_spans[key] = np.maximum(self.adc_spans.get(key, seen), seen)
-            return tile_mvm(tile, x, self.config.replace(adc_bits=0), rng, out=out)
-        return tile_mvm(tile, x, self.config, rng, out=out, spans=self.adc_spans.get(key))
+            return tile_mvm(tile, x, config.replace(adc_bits=0), rng, out=out)
+        return tile_mvm(tile, x, config, rng, out=out, spans=self.adc_spans.get(key))
 
     def barrier(self, xbar: int) -> float:
         """Wait for crossbar `xbar`'s last operation; returns the new host time."""
@@ -263,13 +285,13 @@ class Device:
             self._stuck[xbar] = draw_stuck_cells(self.config, self._rng(xbar, _STUCK, 0))
         return self._stuck[xbar]
 
-    def _cost(self, kind: int, *shape) -> tuple[int, float]:
+    def _cost(self, kind: int, config: DeviceConfig, *shape) -> tuple[int, float]:
         """The metrics' cost row and the duration of an operation of `kind` and `shape` (a write:
-        K, N; an MVM: K, N, rows, rows with a negative entry; the digital unit: M, K, N)."""
-        key = (kind, *shape)
+        K, N; an MVM: K, N, rows, rows with a negative entry; the digital unit: M, K, N) on the
+        crossbars of `config` (the device at a layer's precision)."""
+        key = (kind, config.weight_bits, config.input_bits, *shape)
         cost = self._costs.get(key)
         if cost is None:
-            config = self.config
             if kind == _WRITE:
                 events, duration = write_events(config, *shape), write_time_ns(config, shape[0])
             elif kind == _MVM:
@@ -298,7 +320,9 @@ def calibrate_tile(config: DeviceConfig | str | Path, weights: np.ndarray, rows:
     return recorder.adc_spans
 
 
-def tile_key(weights: np.ndarray) -> bytes:
-    """A key of a weight tile's contents (shape, dtype and values): where static ADC spans are kept."""
+def tile_key(weights: np.ndarray, config: DeviceConfig | None = None) -> bytes:
+    """A key of a weight tile's contents (shape, dtype and values) and of the precision it is held
+    at (`config`'s bits, when not the device's): where static ADC spans are kept."""
     w = np.ascontiguousarray(weights)
-    return hashlib.blake2b(repr((w.shape, w.dtype.str)).encode() + w.tobytes(), digest_size=16).digest()
+    bits = () if config is None else (config.weight_bits, config.input_bits)
+    return hashlib.blake2b(repr((w.shape, w.dtype.str, *bits)).encode() + w.tobytes(), digest_size=16).digest()

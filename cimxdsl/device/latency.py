@@ -83,9 +83,14 @@ class Latencies:
         outputs = self.chip.xbar_cols * self.chip.cell_precision // np.asarray(mbiw)
         return self.local_read(8 * self.chip.xbar_rows * self.ibytes) + self.local_write(outputs * self.obytes)
 
-    def mvmul(self, mbiw=8) -> np.ndarray:
-        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes)
-        return cycles * self.chip.period + self.mvmul_local(mbiw)
+    def mvm_compute(self, input_bits: int | None = None) -> float:
+        """An `mvmul`'s crossbar time for `input_bits`-bit inputs (None: the `setbw` width)."""
+        cycles, _ = mvm_cycles_and_energy(self.chip, 8 * self.ibytes if input_bits is None else input_bits)
+        return cycles * self.chip.period
+
+    def mvmul(self, mbiw=8, input_bits: int | None = None) -> np.ndarray:
+        """An `mvmul` of `mbiw`-bit weights and `input_bits`-bit inputs, its local memory included."""
+        return self.mvm_compute(input_bits) + self.mvmul_local(mbiw)
 
     def vector_compute(self, length) -> np.ndarray:
         return -(-np.asarray(length) // self.chip.vector_width) * self.chip.vector_latency_cycle * self.chip.period

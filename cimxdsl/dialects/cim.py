@@ -35,7 +35,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type
+from cimxdsl.dialects.utils import is_accumulator_type, verify_precision
 
 
 @irdl_attr_definition
@@ -221,6 +221,7 @@ class CimMatrixOp(IRDLOperation):
         super().__init__(operands=[crossbar_id, lhs, rhs], result_types=[result_type])
 
     def verify_element_types(self) -> None:
+        verify_precision(self)
         (_, lhs), (_, rhs), (_, result) = (shape_and_element_type(v.type) for v in (self.lhs, self.rhs, self.result))
         if lhs != rhs:
             raise VerifyException("lhs and rhs must have the same element type")

@@ -65,7 +65,14 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from cimxdsl.dialects.utils import element_type, is_accumulator_type, shape_of, verify_yielded
+from cimxdsl.dialects.utils import (
+    element_type,
+    is_accumulator_type,
+    shape_of,
+    symmetric_limit,
+    verify_precision,
+    verify_yielded,
+)
 
 NOTILE = "cinm.notile"
 """Unit attribute marking a cinm op the tiler must leave alone."""
@@ -538,7 +545,9 @@ class ProductOp(IRDLOperation):
         return self.out if self.result is None else self.result
 
     def verify_forms(self) -> None:
-        """The operand segments, and one form: tensors with a result, or memrefs into `out`."""
+        """The operand segments, and one form: tensors with a result, or memrefs into `out`; its
+        precision attributes (`weight_bits`, `input_bits`), if any, in range."""
+        verify_precision(self)
         sizes = self.sizes()
         if len(sizes) != 4 or sizes[:2] != (1, 1) or not set(sizes[2:]) <= {0, 1} or sum(sizes) != len(self.operands):
             raise VerifyException(
@@ -728,7 +737,8 @@ class ScaleOp(IRDLOperation):
 @irdl_op_definition
 class QuantizeOp(ScaleOp):
     """`round(x / scale)` clamped to `bits`-bit integers: signed and symmetric
-    (`±(2^(bits-1) - 1)`), or unsigned (`0 … 2^bits - 1`) for non-negative data."""
+    (`±(2^(bits-1) - 1)`, and `±1` for one bit: a ternary sign), or unsigned (`0 … 2^bits - 1`)
+    for non-negative data."""
 
     name = "cinm.op.quantize"
 
@@ -739,9 +749,10 @@ class QuantizeOp(ScaleOp):
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def code_range(self) -> tuple[int, int]:
-        """The smallest and largest code: `±(2^(bits-1) - 1)` signed, `0 … 2^bits - 1` unsigned."""
+        """The smallest and largest code: `±(2^(bits-1) - 1)` signed (±1 for one bit), `0 … 2^bits - 1` unsigned."""
         bits = self.bits.value.data
-        return (-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) if self.signed.value else (0, 2**bits - 1)
+        limit = symmetric_limit(bits)
+        return (-limit, limit) if self.signed.value else (0, 2**bits - 1)
 
     def __init__(
         self,
@@ -771,8 +782,8 @@ class QuantizeOp(ScaleOp):
             raise VerifyException("'cinm.op.quantize' result must have the input's shape")
         bits = self.bits.value.data
         width = element_type(self.result).width.data
-        if not 2 <= bits <= width:
-            raise VerifyException(f"'cinm.op.quantize' bits must be in 2..{width}, got {bits}")
+        if not 1 <= bits <= width:
+            raise VerifyException(f"'cinm.op.quantize' bits must be in 1..{width}, got {bits}")
 
 
 @irdl_op_definition

@@ -8,6 +8,7 @@ Cinnamon compiler; each op knows the runtime function it lowers to (`library_cal
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType
@@ -15,7 +16,7 @@ from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type
+from cimxdsl.dialects.utils import is_accumulator_type, precision_of, verify_precision
 
 TileIdConstraint = IntegerType | IndexType
 
@@ -29,10 +30,19 @@ class MemristorOp(IRDLOperation):
     """Base of the memristor ops; each takes the tile id as its first operand."""
 
     def library_call_name(self) -> str:
-        """`memristor_<op>` suffixed with the element types of its memrefs: `memristor_gemm_i32`,
-        or `memristor_gemm_i8_i32` when int8 inputs accumulate in i32."""
+        """`memristor_<op>` suffixed with its precision, if it has one (`w<weight bits>a<input
+        bits>`), and the element types of its memrefs: `memristor_gemm_i32`, `memristor_gemm_i8_i32`
+        when int8 inputs accumulate in i32, `memristor_write_to_crossbar_w4a4_i32`."""
         element_types = dict.fromkeys(str(v.type.element_type) for v in self.operands if isinstance(v.type, MemRefType))
-        return "_".join([self.name.replace(".", "_"), *element_types])
+        precision = precision_of(self)
+        bits = [] if precision is None else ["w{}a{}".format(*precision)]
+        return "_".join([self.name.replace(".", "_"), *bits, *element_types])
+
+
+def call_precision(callee: str) -> tuple[int, int] | None:
+    """The precision a runtime function's name carries (`library_call_name`), if any."""
+    found = re.search(r"_w(\d+)a(\d+)(?:_|$)", callee)
+    return None if found is None else (int(found[1]), int(found[2]))
 
 
 @irdl_op_definition
@@ -50,6 +60,7 @@ class WriteToCrossbarOp(MemristorOp):
         super().__init__(operands=[tile_id, b])
 
     def verify_(self) -> None:
+        verify_precision(self)
         if _rank(self.b) != 2:
             raise VerifyException("'memristor.write_to_crossbar' expects a matrix (rank 2 memref)")
 
@@ -69,6 +80,7 @@ class ProductOp(MemristorOp):
         super().__init__(operands=[tile_id, a, c])
 
     def verify_(self) -> None:
+        verify_precision(self)
         kind = "matrices (rank 2)" if self.RANK == 2 else "vectors (rank 1)"
         if _rank(self.a) != self.RANK or _rank(self.c) != self.RANK:
             raise VerifyException(f"'{self.name}' expects a and c to be {kind}")

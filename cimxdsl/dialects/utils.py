@@ -140,3 +140,53 @@ def verify_yielded(op: Operation, terminator_type: type[Operation], results: Seq
         raise VerifyException(
             f"'{op.name}' yields ({', '.join(map(str, yielded))}) but has results ({', '.join(map(str, produced))})"
         )
+
+
+PRECISION = ("weight_bits", "input_bits")
+"""The attributes of a crossbar product's precision, its weights' and its inputs' bits (1 to
+`MAX_PRECISION`), set per layer by quantization and kept by every lowering down to the runtime
+calls; a product without them runs at its device's bits (and float products on exact devices)."""
+MAX_PRECISION = 8
+
+
+def symmetric_limit(bits: int) -> int:
+    """The largest code of a symmetric signed `bits`-bit integer: 2^(bits-1) - 1, and 1 (a ternary
+    sign) for one bit."""
+    return max(2 ** (bits - 1) - 1, 1)
+
+
+def precision_of(op: Operation) -> tuple[int, int] | None:
+    """`(weight_bits, input_bits)` of a product that carries them, else None."""
+    values = [op.attributes.get(name) for name in PRECISION]
+    if not all(isinstance(v, IntegerAttr) for v in values):
+        return None
+    return tuple(v.value.data for v in values)  # type: ignore[union-attr, return-value]
+
+
+def set_precision(op: Operation, precision: tuple[int, int] | None) -> Operation:
+    """Give `op` the precision attributes (none when `precision` is None); returns `op`."""
+    if precision is not None:
+        for name, bits in zip(PRECISION, precision, strict=True):
+            op.attributes[name] = IntegerAttr(bits, i64)
+    return op
+
+
+def carry_precision(source: Operation, *targets: Operation) -> None:
+    """Copy `source`'s precision attributes, if any, to each of `targets` (a lowering's new ops)."""
+    precision = precision_of(source)
+    for target in targets:
+        set_precision(target, precision)
+
+
+def verify_precision(op: Operation) -> None:
+    """Both precision attributes or neither, each an integer from 1 to `MAX_PRECISION`."""
+    present = [name for name in PRECISION if name in op.attributes]
+    if not present:
+        return
+    if len(present) == 1:
+        raise VerifyException(f"'{op.name}' has '{present[0]}' without '{({*PRECISION} - {*present}).pop()}'")
+    for name in PRECISION:
+        value = op.attributes[name]
+        if not isinstance(value, IntegerAttr) or not 1 <= value.value.data <= MAX_PRECISION:
+            shown = value.value.data if isinstance(value, IntegerAttr) else value
+            raise VerifyException(f"'{op.name}' {name} must be an integer from 1 to {MAX_PRECISION}, got {shown}")

@@ -18,9 +18,10 @@ from cimxdsl.device import DeviceConfig
 from cimxdsl.flow.calibration import calibration_samples, model_input_shapes, regroup
 from cimxdsl.flow.source import model_name, to_onnx
 from cimxdsl.frontend.onnx_importer import graph_inputs, import_onnx, load_model
-from cimxdsl.frontend.quantize import quantize
+from cimxdsl.frontend.quantize import layer_names, quantize
 from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantization_bits
 from cimxdsl.parsing import make_context
+from cimxdsl.precision import resolve_precision
 from cimxdsl.transforms import get_all_passes
 from cimxdsl.transforms.memristor.pipeline import DEFAULT_CROSSBARS, MemristorPipelinePass
 from cimxdsl.transforms.memristor.schedule import schedule_notes
@@ -95,10 +96,13 @@ def compile_memristor(
     progress: Callable[[str], None] | None,
     placement: str,
     threads: int | None,
+    precision=None,
 ) -> CompiledModel:
     """`cimxdsl.compile` for `target="memristor"`, its options checked (see there)."""
     if mode not in MODES:
         raise CompileError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
+    if precision is not None and mode != "int8":
+        raise CompileError(f"a per-layer precision needs mode 'int8' (mode '{mode}' keeps floats)")
     if mode == "exact" and not config.exact:
         raise CompileError(
             f"mode 'exact' needs a lossless, noiseless device; '{config.name}' is not (device 'ideal' is)"
@@ -128,7 +132,14 @@ def compile_memristor(
 
             def quantized() -> ModuleOp:
                 calibrated = None if own_shapes == shapes else import_onnx(own)
-                return quantize(module, samples, calibrated=calibrated, **bits)
+                layers = None
+                if precision is not None:
+                    default = (bits["weight_bits"], bits["input_bits"])
+                    layers = resolve_precision(precision, layer_names(module), default)
+                try:
+                    return quantize(module, samples, calibrated=calibrated, precision=layers, **bits)
+                except ValueError as e:
+                    raise CompileError(str(e)) from None
 
             module = recorder.stage("quantize", quantized)
             samples = regroup(samples, shapes)

@@ -27,11 +27,13 @@ from cimxdsl.data_io import InputSpec, onnx_inputs
 from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import PRECISION
 from cimxdsl.flow.calibration import calibration_samples
 from cimxdsl.flow.source import model_name
-from cimxdsl.frontend.integer import import_integer
+from cimxdsl.frontend.integer import import_integer, product_layers
 from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
 from cimxdsl.models import CompileError, PimModel
+from cimxdsl.precision import resolve_precision
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
 from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
@@ -217,13 +219,15 @@ def compile_pim(
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
+    precision=None,
 ) -> PimModel:
     """Import `model` as an integer program (power-of-two scales) and compile it to per-core PIM
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
     chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
     default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
-    seconds, see `spatial-mapping`). The artifact directory also gets pimsim-nn's configuration of the
+    seconds, see `spatial-mapping`; `precision`: the weight and input bits per layer, as for
+    `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration of the
     chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
     images with `"throughput"`). The report includes the chip's performance estimate
     (`performance`)."""
@@ -244,7 +248,8 @@ def compile_pim(
         raise CompileError(unsupported)
     onnx_model = one_image(onnx_model, specs)
     start = time.perf_counter()
-    program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes))
+    layers = None if precision is None else resolve_precision(precision, product_layers(onnx_model), (8, 8))
+    program = import_integer(onnx_model, calibration_samples(calibration, onnx_model, notes), layers)
     import_seconds = time.perf_counter() - start
     directory = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="cimxdsl-pim-"))
     try:
@@ -270,6 +275,7 @@ def compile_pim(
     report["precision"] = {
         "mode": "int8",
         "quantized_bits": {"weights": 8, "inputs": 8},
+        "layers": {name: dict(zip(PRECISION, bits, strict=True)) for name, bits in (layers or {}).items()},
         "device": config.name,
         "crossbar_rows": config.rows,
         "summary": (

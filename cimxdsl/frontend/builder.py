@@ -41,11 +41,37 @@ SCALES_ATTRIBUTE = "cimxdsl.scales"
 """The attribute holding the scales a quantized ONNX model gave a value (`cimxdsl.axis`: their axis)."""
 
 
-def mark_scales(value: SSAValue, scales: np.ndarray, axis: int) -> None:
-    """Record on `value`'s op the scales (per tensor or along `axis`) a quantized model gave it."""
+BITS_ATTRIBUTE = "cimxdsl.bits"
+"""Next to the scales: the bits of the codes a quantized model gave the value (its integer type's,
+or fewer when its constant codes need fewer)."""
+
+
+def mark_scales(value: SSAValue, scales: np.ndarray, axis: int, bits: int | None = None) -> None:
+    """Record on `value`'s op the scales (per tensor or along `axis`) a quantized model gave it, and
+    the bits of its codes when known."""
     owner = value.owner
     owner.attributes[SCALES_ATTRIBUTE] = dense_attr(np.asarray(scales, np.float32).reshape(-1), f32)
     owner.attributes["cimxdsl.axis"] = IntegerAttr(axis, i64)
+    if bits is not None:
+        owner.attributes[BITS_ATTRIBUTE] = IntegerAttr(bits, i64)
+
+
+def integer_range(dtype: np.dtype) -> tuple[int, int, int] | None:
+    """The smallest and largest code and the bits of an 8- or 4-bit integer type (None: another)."""
+    if dtype.kind in "iu" and dtype.itemsize == 1:
+        info = np.iinfo(dtype)
+        return int(info.min), int(info.max), 8
+    return {"int4": (-8, 7, 4), "uint4": (0, 15, 4)}.get(dtype.name)
+
+
+def code_bits(codes: np.ndarray, zero: np.ndarray | None, dtype: np.dtype) -> int:
+    """The bits constant codes take as symmetric signed integers: those of the largest |q - zero|
+    (a quantizer that used fewer codes than its type holds), at most the type's."""
+    centered = np.asarray(codes, np.float64) - (0 if zero is None else np.asarray(zero, np.float64))
+    peak = int(np.abs(centered).max()) if centered.size else 0
+    needed = 1 if peak <= 1 else int(np.ceil(np.log2(peak + 1))) + 1
+    found = integer_range(dtype)
+    return min(needed, found[2]) if found else needed
 
 
 class IRBuilder:

@@ -9,13 +9,20 @@ to int8. Residual additions shift both operands to the output's exponent. ReLU, 
 global average pooling (floor division) and flattening keep the exponent. A trailing Softmax is left
 to the host, after the outputs are dequantized (`IntegerProgram.dequantize`).
 
+A layer (a Conv, Gemm or MatMul, by node name) may have its own precision (`precision`: weight
+bits, input bits, 1 to 8): its weights are quantized to symmetric `w`-bit codes (`±(2^(w-1) - 1)`,
+a ternary sign for one bit), and its int8 input is shifted right (rounding) and clamped to `a`-bit
+codes, unsigned when the calibration never saw it negative, where the tensor is computed (before
+any reshape; a graph input on the host; its other readers see the narrowed codes too); its product carries the bits
+(`weight_bits`, `input_bits`), which the PIM lowering keeps on its crossbars' weights.
+
 Supported ops: those with a handler in `integer_importer` (the `IntegerImporter` methods decorated
 with it), and a final Softmax.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,9 +31,9 @@ from xdsl.dialects import arith, func, tensor, tosa
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i32, i64
 from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp
 from xdsl.interpreter import Interpreter
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from cimxdsl.dialects.utils import dense_attr, reassociation
+from cimxdsl.dialects.utils import dense_attr, reassociation, set_precision, symmetric_limit
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.loading import input_shape, load_model
@@ -40,13 +47,15 @@ from cimxdsl.interpreters import run
 INT8 = (-128, 127)
 LOWEST = -(2**31)
 RESHAPES = ("Reshape", "Flatten", "Identity", "Dropout")
+PRODUCTS = ("Conv", "Gemm", "MatMul")
+"""The ops whose products crossbars compute: the layers a precision names."""
 MULTIPLIER_BITS = 14
 """Fraction bits of the integer multipliers of an average pooling's `1 / count` and of LRN's factor."""
 
 
-def exponent(peak: float) -> int:
-    """The smallest `e` with `peak ≤ 127 · 2^e`."""
-    return int(np.ceil(np.log2(max(peak, 1e-30) / 127)))
+def exponent(peak: float, limit: int = INT8[1]) -> int:
+    """The smallest `e` with `peak ≤ limit · 2^e` (127: int8 codes)."""
+    return int(np.ceil(np.log2(max(peak, 1e-30) / limit)))
 
 
 class PeakRecorder(Interpreter.Listener):
@@ -57,11 +66,17 @@ class PeakRecorder(Interpreter.Listener):
         for name, value in values.items():  # one value may have several names (Identity, Dropout)
             self.names.setdefault(value, []).append(name)
         self.peaks: dict[str, float] = {}
+        self.lows: dict[str, float] = {}
+        """The smallest value of each (a negative one says the value is signed)."""
 
     def did_interpret_op(self, op: Operation, results) -> None:
         for value, result in zip(op.results, results, strict=False):
             for name in self.names.get(value, ()):
-                self.peaks[name] = max(self.peaks.get(name, 0.0), float(np.max(np.abs(result))))
+                self.see(name, np.asarray(result))
+
+    def see(self, name: str, values: np.ndarray) -> None:
+        self.peaks[name] = max(self.peaks.get(name, 0.0), float(np.max(np.abs(values))))
+        self.lows[name] = min(self.lows.get(name, 0.0), float(np.min(values)))
 
 
 @dataclass
@@ -72,11 +87,14 @@ class IntegerProgram:
     input_exponents: list[int]
     output_exponents: list[int]
     softmax_outputs: list[bool] = field(default_factory=list)
+    input_ranges: list[tuple[int, int]] = field(default_factory=list)
+    """The codes of each input (int8, or a narrower layer's input bits when it feeds one)."""
 
     def quantize(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        ranges = self.input_ranges or [INT8] * len(self.input_exponents)
         return [
-            np.clip(np.rint(np.asarray(x, np.float64) / 2.0**e), *INT8).astype(np.int32)
-            for x, e in zip(inputs, self.input_exponents, strict=True)
+            np.clip(np.rint(np.asarray(x, np.float64) / 2.0**e), *codes).astype(np.int32)
+            for x, e, codes in zip(inputs, self.input_exponents, ranges, strict=True)
         ]
 
     def dequantize(self, outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -94,9 +112,21 @@ class IntegerProgram:
 class IntegerImporter:
     """Emits the integer program node by node, tracking every tensor's exponent."""
 
-    def __init__(self, model: onnx.ModelProto, peaks: dict[str, float], constants: dict[str, np.ndarray]):
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        peaks: dict[str, float],
+        constants: dict[str, np.ndarray],
+        lows: dict[str, float] | None = None,
+        precision: Mapping[str, tuple[int, int]] | None = None,
+    ):
         self.model = model
         self.peaks = peaks
+        self.lows = lows or {}
+        self.precision = precision or {}
+        """(weight bits, input bits) of the layers with their own precision, by layer name."""
+        self.input_ranges: dict[str, tuple[int, int]] = {}
+        """The codes of the graph inputs quantized on the host to a narrower layer's input bits."""
         self.constants = constants
         self.values: dict[str, SSAValue] = {}
         self.exponents: dict[str, int] = {}
@@ -112,10 +142,13 @@ class IntegerImporter:
         shapes = [input_shape(i) for i in inputs]
         block = Block(arg_types=[TensorType(i32, s) for s in shapes])
         self.ir = IRBuilder(block, i32)
+        narrowed = self.narrowed_inputs()
         for arg, info in zip(block.args, inputs, strict=True):
             arg.name_hint = sanitize(info.name)
             self.values[info.name] = arg
             self.exponents[info.name] = exponent(self.peaks.get(info.name, 1.0))
+            if info.name in narrowed:
+                _, self.exponents[info.name] = self.narrow(info.name, arg, self.exponents[info.name], narrowed[info.name])
         softmax: dict[str, str] = {}
         for node in graph.node:
             if all(name in self.constants for name in node.output if name):
@@ -136,6 +169,8 @@ class IntegerImporter:
             if lowered is None:
                 continue  # a partial channel shuffle (`self.shuffles`)
             value, e = lowered
+            if node.output[0] in narrowed and node.op_type not in RESHAPES:
+                value, e = self.narrow(node.output[0], value, e, narrowed[node.output[0]])
             value.name_hint = sanitize(node.output[0])
             self.values[node.output[0]], self.exponents[node.output[0]] = value, e
         outputs = [softmax.get(o.name, o.name) for o in graph.output]
@@ -150,6 +185,7 @@ class IntegerImporter:
             [self.exponents[i.name] for i in inputs],
             [self.exponents[name] for name in outputs],
             [o.name in softmax for o in graph.output],
+            [self.input_ranges.get(i.name, INT8) for i in inputs],
         )
 
     static_shape = OnnxImporter.static_shape
@@ -221,22 +257,68 @@ class IntegerImporter:
         return self.clamp(self.shift(acc, shift)), e_out
 
     @staticmethod
-    def quantize_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
-        e = exponent(float(np.abs(weights).max()))
-        return np.clip(np.rint(weights / 2.0**e), -127, 127).astype(np.int64), e
+    def quantize_weights(weights: np.ndarray, bits: int = 8) -> tuple[np.ndarray, int]:
+        """Symmetric `bits`-bit codes (`±symmetric_limit(bits)`) with a power-of-two scale."""
+        limit = symmetric_limit(bits)
+        e = exponent(float(np.abs(weights).max()), limit)
+        return np.clip(np.rint(weights / 2.0**e), -limit, limit).astype(np.int64), e
+
+    def layer_bits(self) -> tuple[int, int] | None:
+        """The current layer's own (weight bits, input bits), if it has them."""
+        return self.precision.get(self.ir.layer_name or "")
+
+    def narrowed_inputs(self) -> dict[str, int]:
+        """The tensors to narrow to fewer than 8 bits, and to how many: each layer's input with its
+        own input bits, followed back through reshapes (a flattened image takes no element-wise op)
+        to the tensor a node computes or a graph input (the smallest bits where several layers read it)."""
+        producer = {out: node for node in self.model.graph.node for out in node.output}
+        narrowed: dict[str, int] = {}
+        for node in self.model.graph.node:
+            bits = self.precision.get(sanitize(node.name or node.output[0])) if node.op_type in PRODUCTS else None
+            if bits is None or bits[1] >= 8:
+                continue
+            name = node.input[0]
+            while name in producer and producer[name].op_type in RESHAPES:
+                name = producer[name].input[0]
+            narrowed[name] = min(bits[1], narrowed.get(name, 8))
+        return narrowed
+
+    def narrow(self, name: str, value: SSAValue, e: int, bits: int) -> tuple[SSAValue, int]:
+        """Int8 codes `value` (exponent `e`) of tensor `name` as `bits`-bit codes: shifted right
+        (rounding) and clamped, unsigned if never negative on the calibration inputs; a graph input
+        is quantized so on the host (`IntegerProgram.input_ranges`)."""
+        unsigned = self.lows.get(name, -1.0) >= 0
+        if not unsigned and bits < 2:
+            raise OnnxImportError(f"tensor '{name}': 1-bit inputs of a layer must be non-negative")
+        shift = max(0, (7 if unsigned else 8) - bits)
+        low, high = (0, 2**bits - 1) if unsigned else (-symmetric_limit(bits), symmetric_limit(bits))
+        if isinstance(value, BlockArgument):
+            self.input_ranges[name] = (low, high)
+            return value, e + shift
+        shape = shape_of(value)
+        if shift:
+            value = self.shift(self.ir.insert(arith.AddiOp(value, self.splat(2 ** (shift - 1), shape))), shift)
+        upper = self.ir.insert(arith.MinSIOp(value, self.splat(high, shape)))
+        return self.ir.insert(arith.MaxSIOp(upper, self.splat(low, shape))), e + shift
+
+    def layer_product(self, value: SSAValue) -> SSAValue:
+        """`value`, the layer's product, marked with its own precision (if any)."""
+        assert isinstance(value.owner, Operation)
+        set_precision(value.owner, self.layer_bits())
+        return value
 
     # -- handlers: (importer, node, attributes) -> (value, exponent), by op type in `integer_importer`
     @integer_importer("Conv")
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
         weights = self.weights(node, 1, "the weights")
-        codes, e_w = self.quantize_weights(weights)
+        codes, e_w = self.quantize_weights(weights, (self.layer_bits() or (8, 8))[0])
         codes = self.ungrouped(node, codes, attrs["group"], shape_of(x)[1])
         kernel = weights.shape[2:]
         strides, dilations = attrs["strides"], attrs["dilations"]
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, dilations)
         x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], 0)
-        acc = self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations)
+        acc = self.layer_product(self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations))
         bias = self.weights(node, 2, "the bias") if len(node.input) > 2 and node.input[2] else None
         return self.requantize(acc, e_x + e_w, node.output[0], bias)
 
@@ -262,8 +344,8 @@ class IntegerImporter:
             raise node_error(node, "transA is not supported by the integer import")
         weights = self.weights(node, 1, "the weights") * attrs["alpha"]
         weights = weights.T if attrs["transB"] else weights
-        codes, e_w = self.quantize_weights(weights)
-        acc = self.ir.matmul(x, self.ir.constant(codes, i32))
+        codes, e_w = self.quantize_weights(weights, (self.layer_bits() or (8, 8))[0])
+        acc = self.layer_product(self.ir.matmul(x, self.ir.constant(codes, i32)))
         bias = None
         if len(node.input) > 2 and node.input[2]:
             bias = np.broadcast_to(self.weights(node, 2, "the bias") * attrs["beta"], shape_of(acc))[0]
@@ -454,9 +536,14 @@ class IntegerImporter:
         return self.input(node)
 
 
-def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[np.ndarray]]) -> IntegerProgram:
+def import_integer(
+    model: onnx.ModelProto | str,
+    calibration: Sequence[Sequence[np.ndarray]],
+    precision: Mapping[str, tuple[int, int]] | None = None,
+) -> IntegerProgram:
     """Calibrate the float model on `calibration` (a list of input lists) and import it as an
-    integer program with power-of-two scales."""
+    integer program with power-of-two scales; `precision`: the layers with their own (weight bits,
+    input bits), by name (`product_layers`)."""
     onnx_model = load_model(model)
     importer = OnnxImporter(onnx_model)  # folds batch norms into the convolutions
     float_module = importer.run()
@@ -465,5 +552,10 @@ def import_integer(model: onnx.ModelProto | str, calibration: Sequence[Sequence[
     for inputs in calibration:
         run(float_module, list(inputs), "ideal", listeners=[recorder])
         for name, x in zip(names, inputs, strict=True):
-            recorder.peaks[name] = max(recorder.peaks.get(name, 0.0), float(np.max(np.abs(x))))
-    return IntegerImporter(onnx_model, recorder.peaks, importer.constants).run()
+            recorder.see(name, np.asarray(x))
+    return IntegerImporter(onnx_model, recorder.peaks, importer.constants, recorder.lows, precision).run()
+
+
+def product_layers(model: onnx.ModelProto) -> list[str]:
+    """The names of the layers with crossbar products (Conv, Gemm, MatMul), as `precision` names them."""
+    return [sanitize(n.name or n.output[0]) for n in model.graph.node if n.op_type in PRODUCTS]

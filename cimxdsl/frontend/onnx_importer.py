@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
-from cimxdsl.frontend.builder import IRBuilder, mark_scales, shape_of
+from cimxdsl.frontend.builder import IRBuilder, code_bits, mark_scales, shape_of
 from cimxdsl.frontend.folding import CONSTANT_ONLY, SHAPE_ONLY, evaluate_node, fold_batch_norms
 from cimxdsl.frontend.loading import TARGET_OPSET, graph_inputs, initializer_array, input_shape, load_model, with_batch
 from cimxdsl.frontend.registry import importer
@@ -78,7 +78,7 @@ class OnnxImporter:
         self.values: dict[str, SSAValue] = {}
         self.starts: list[tuple[onnx.NodeProto, Operation | None]] = []
         """Each imported node and the op before its first."""
-        self.scale_hints: dict[str, tuple[np.ndarray, int]] = {}
+        self.scale_hints: dict[str, tuple[np.ndarray, int, int]] = {}
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
         self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
         fold_batch_norms(self.graph, self.constants)
@@ -163,7 +163,9 @@ class OnnxImporter:
         for name, value in zip(node.output, values, strict=False):
             self.constants[name] = value
         if node.op_type == "DequantizeLinear":
-            self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"])
+            zero = inputs[2] if len(inputs) > 2 else None
+            bits = code_bits(inputs[0], zero, np.asarray(inputs[0]).dtype)
+            self.scale_hints[node.output[0]] = (np.asarray(inputs[1]), NodeAttributes(node)["axis"], bits)
         return True
 
     # -- values ------------------------------------------------------------------------------------
@@ -176,8 +178,8 @@ class OnnxImporter:
             element = f32 if array.dtype.kind == "f" or name in self.scale_hints else numpy_element_type(array.dtype)
             self.values[name] = self.ir.constant(array.astype(np.float32) if element == f32 else array, element)
             if name in self.scale_hints:
-                scales, axis = self.scale_hints[name]
-                mark_scales(self.values[name], scales, axis % array.ndim)
+                scales, axis, bits = self.scale_hints[name]
+                mark_scales(self.values[name], scales, axis % array.ndim, bits)
             return self.values[name]
         raise OnnxImportError(f"{user} uses '{name}', which no node computes")
 

@@ -8,7 +8,13 @@ constant becomes an integer product for the crossbars:
     y   = dequantize(x_q · W_q, s_x · s_w)    back to float on the host
 
 Activations that are never negative (after ReLU) use unsigned codes (0 … 2^bits - 1), others
-symmetric signed codes. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
+symmetric signed codes. Each product may have its own bits (`precision`, by layer name: the name
+of the product's result), 1 to 8; a 1-bit weight is a ternary sign (-1, 0, +1), and a 1-bit input
+must be non-negative. The integer product of a layer with its own bits carries them as the
+attributes `weight_bits` and `input_bits`, which `linalg-to-cinm` and the crossbar lowerings keep
+down to the device (the other layers run at the device's bits). A quantized ONNX model's codes
+imply a layer's bits where they take fewer than the defaults (4-bit types, or constant weights whose
+codes use fewer bits than their type): that layer then keeps those bits and the model's scales. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
 and P·V) quantizes both with per-tensor scales: the left as an activation, the right, which a
 crossbar would hold, as symmetric weight codes. `calibrate` runs the float program on sample inputs
 and records the range of every product's inputs.
@@ -16,7 +22,7 @@ and records the range of every product's inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +35,8 @@ from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp
-from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation
-from cimxdsl.frontend.builder import SCALES_ATTRIBUTE
+from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, set_precision, symmetric_limit
+from cimxdsl.frontend.builder import BITS_ATTRIBUTE, SCALES_ATTRIBUTE
 from cimxdsl.interpreters import Program
 
 Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
@@ -84,10 +90,12 @@ def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict
     return recorder.ranges
 
 
-def activation_scale(seen: Range, bits: int) -> tuple[float, bool]:
+def activation_scale(seen: Range, bits: int, layer: str = "") -> tuple[float, bool]:
     """The scale of an activation and whether its codes are signed."""
     if seen.low >= 0:
         return max(seen.high, 1e-12) / (2**bits - 1), False
+    if bits < 2:
+        raise ValueError(f"layer '{layer}': 1-bit inputs must be non-negative, but its inputs reach {seen.low:.4g}")
     return max(abs(seen.low), abs(seen.high), 1e-12) / (2 ** (bits - 1) - 1), True
 
 
@@ -95,14 +103,21 @@ def weight_scales(weights: np.ndarray, axis: int, bits: int) -> np.ndarray:
     """Symmetric per-output-channel scales (`axis` indexes the output channels)."""
     others = tuple(i for i in range(weights.ndim) if i != axis)
     peak = np.max(np.abs(weights), axis=others)
-    return np.maximum(peak, 1e-12) / (2 ** (bits - 1) - 1)
+    return np.maximum(peak, 1e-12) / symmetric_limit(bits)
 
 
-def given_scales(value: SSAValue, axis: int, size: int) -> np.ndarray | None:
-    """The scales a quantized ONNX model gave `value` (see `mark_scales`), along `axis`, if any."""
+def given_bits(value: SSAValue) -> int | None:
+    """The bits of the codes a quantized ONNX model gave `value` (see `mark_scales`), if known."""
+    bits = value.owner.attributes.get(BITS_ATTRIBUTE) if isinstance(value.owner, Operation) else None
+    return bits.value.data if bits is not None else None
+
+
+def given_scales(value: SSAValue, axis: int, size: int, bits: int = 8) -> np.ndarray | None:
+    """The scales a quantized ONNX model gave `value` (see `mark_scales`), along `axis`, if any and
+    if its codes have `bits` bits (8 when the model does not say)."""
     owner = value.owner
     scales = owner.attributes.get(SCALES_ATTRIBUTE) if isinstance(owner, Operation) else None
-    if scales is None:
+    if scales is None or (given_bits(value) or 8) != bits:
         return None
     values = dense_array(scales).astype(np.float64)
     if values.size == 1:
@@ -112,23 +127,23 @@ def given_scales(value: SSAValue, axis: int, size: int) -> np.ndarray | None:
     return values
 
 
-def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int) -> None:
+def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int, own: bool = False) -> None:
     """Replace `op` by quantize → integer product → dequantize (→ + the original `outs`). With
     8-bit codes, the scales of a quantized ONNX model are kept; others come from the weights and
-    the calibration."""
+    the calibration. `own`: the bits are the layer's own, which the product then carries."""
     weights = weights_of(op)
     assert weights is not None
     grouped = isinstance(op, Conv2DNgchwGfchwOp)
     filters = weights.reshape(-1, *weights.shape[2:]) if grouped else weights  # GFCHW as (G·F)CHW
     channel_axis = 1 if isinstance(op, MatmulOp) else 0
-    given = given_scales(op.inputs[1], channel_axis, filters.shape[channel_axis]) if weight_bits == 8 else None
+    given = given_scales(op.inputs[1], channel_axis, filters.shape[channel_axis], weight_bits)
     w_scales = weight_scales(filters, channel_axis, weight_bits) if given is None else given
     shape = [1] * filters.ndim
     shape[channel_axis] = -1
-    limit = 2 ** (weight_bits - 1) - 1
+    limit = symmetric_limit(weight_bits)
     codes = np.clip(np.rint(filters / w_scales.reshape(shape)), -limit, limit).reshape(weights.shape)
-    x_scale, signed = activation_scale(seen, input_bits)
-    given_input = given_scales(op.inputs[0], 0, 1) if input_bits == 8 else None
+    x_scale, signed = activation_scale(seen, input_bits, op.res[0].name_hint or op.name)
+    given_input = given_scales(op.inputs[0], 0, 1, input_bits)
     if given_input is not None:
         x_scale = float(given_input[0])
 
@@ -158,7 +173,7 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
             dilations=op.dilations,
         )
     product.res[0].name_hint = op.res[0].name_hint
-    new_ops.append(product)
+    new_ops.append(set_precision(product, (weight_bits, input_bits) if own else None))
     new_ops += dequantized_channels(product.res[0], x_scale * w_scales, result_type)
     result: SSAValue = new_ops[-1].results[0]
     if not is_fresh(init):
@@ -184,12 +199,14 @@ def dequantized_channels(codes: SSAValue, scales: np.ndarray, result_type: Tenso
     return [merged, dequantized, split]
 
 
-def quantize_runtime_product(op: BatchMatmulOp, seen: tuple[Range, Range], weight_bits: int, input_bits: int) -> None:
-    """Replace `op` by the integer product of its quantized operands, dequantized (→ + its `outs`)."""
-    (left_scale, left_signed), (right_scale, _) = (
-        activation_scale(seen[0], input_bits),
-        activation_scale(Range(-max(abs(seen[1].low), abs(seen[1].high)), 0.0), weight_bits),
-    )
+def quantize_runtime_product(
+    op: BatchMatmulOp, seen: tuple[Range, Range], weight_bits: int, input_bits: int, own: bool = False
+) -> None:
+    """Replace `op` by the integer product of its quantized operands, dequantized (→ + its `outs`);
+    `own` as for `quantize_product`."""
+    name = op.result.name_hint or op.name
+    peak = max(abs(seen[1].low), abs(seen[1].high), 1e-12)
+    (left_scale, left_signed), right_scale = activation_scale(seen[0], input_bits, name), peak / symmetric_limit(weight_bits)
     result_type = op.result.type
     assert isinstance(result_type, TensorType)
     codes = [
@@ -201,6 +218,7 @@ def quantize_runtime_product(op: BatchMatmulOp, seen: tuple[Range, Range], weigh
     ]
     zeros = tensor.EmptyOp([], TensorType(i32, result_type.get_shape()))
     product = BatchMatmulOp(codes[0].result, codes[1].result, zeros.tensor)
+    set_precision(product, (weight_bits, input_bits) if own else None)
     product.result.name_hint = op.result.name_hint
     dequantized = cinm.DequantizeOp(product.result, dense_attr(np.array([left_scale * right_scale]), f32), result_type)
     new_ops: list[Operation] = [*codes, zeros, product, dequantized]
@@ -215,16 +233,37 @@ def is_fresh(value: SSAValue) -> bool:
     return isinstance(value.owner, tensor.EmptyOp)
 
 
+def implied_precision(op: Operation, weight_bits: int, input_bits: int) -> tuple[int, int] | None:
+    """The bits a quantized ONNX model's codes imply for `op`'s weights and input (`given_bits`:
+    4-bit types, or constant codes that use fewer bits than their type), when fewer than the
+    defaults; None otherwise."""
+    implied = tuple(
+        min(given_bits(value) or default, default)
+        for value, default in ((op.operands[1], weight_bits), (op.operands[0], input_bits))
+    )
+    return implied if implied != (weight_bits, input_bits) else None  # type: ignore[return-value]
+
+
+def layer_names(module: ModuleOp) -> list[str]:
+    """The names of the products `quantize` quantizes (their results' names), in program order."""
+    return [op.results[0].name_hint or op.name for op in quantizable(module)]
+
+
 def quantize(
     module: ModuleOp,
     samples: Sequence[Sequence[np.ndarray]],
     weight_bits: int = 8,
     input_bits: int = 8,
     calibrated: ModuleOp | None = None,
+    precision: Mapping[str, tuple[int, int]] | None = None,
 ) -> ModuleOp:
     """Quantize every product with constant weights in place, calibrated on `samples`: inputs of
     `module`, or of `calibrated`, the same float program for another batch, whose products' ranges
-    then stand for those of `module`'s products in the same order."""
+    then stand for those of `module`'s products in the same order. `precision`: (weight bits,
+    input bits) by layer name (`layer_names`), for the layers that do not take `weight_bits` and
+    `input_bits`; their products carry their bits (the attributes `weight_bits`, `input_bits`),
+    the others run at the device's."""
+    precision = precision or {}
     recorded = calibrate(module if calibrated is None else calibrated, samples)
     products = quantizable(module)
     if [op.name for op in recorded] != [op.name for op in products]:
@@ -233,9 +272,11 @@ def quantize(
     for op, seen in ranges.items():
         if not np.isfinite(seen[0].low):
             raise ValueError(f"calibration never reached the product '{op.results[0].name_hint or op.name}'")
+        own = precision.get(op.results[0].name_hint or op.name) or implied_precision(op, weight_bits, input_bits)
+        bits = own or (weight_bits, input_bits)
         if isinstance(op, BatchMatmulOp):
-            quantize_runtime_product(op, seen, weight_bits, input_bits)  # type: ignore[arg-type]
+            quantize_runtime_product(op, seen, *bits, own=own is not None)  # type: ignore[arg-type]
         else:
-            quantize_product(op, seen[0], weight_bits, input_bits)
+            quantize_product(op, seen[0], *bits, own=own is not None)
     module.verify()
     return module

@@ -7,6 +7,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 
 from cimxdsl.dialects import cim
 from cimxdsl.dialects.cinm import placement
+from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.runtime import CrossbarRuntime, Future
 from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
 
@@ -42,13 +43,13 @@ class CimFunctions(InterpreterFunctions):
     @impl(cim.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: cim.GemmOp, args: PythonValues):
         crossbar, inputs, weights = args[0], self.runtime.wait(args[1]), self.runtime.wait(args[2])
-        self.runtime.ensure_written(crossbar, weights)
+        self.runtime.ensure_written(crossbar, weights, precision_of(op))
         return (self.future(op, crossbar, inputs),)
 
     @impl(cim.GemvOp)
     def run_gemv(self, interpreter: Interpreter, op: cim.GemvOp, args: PythonValues):
         crossbar, matrix, vector = args[0], self.runtime.wait(args[1]), self.runtime.wait(args[2])
-        self.runtime.ensure_written(crossbar, matrix.T)
+        self.runtime.ensure_written(crossbar, matrix.T, precision_of(op))
         return (self.future(op, crossbar, vector),)
 
     def future(self, op: cim.GemmOp | cim.GemvOp, crossbar: int, inputs) -> Future:

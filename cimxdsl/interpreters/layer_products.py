@@ -21,7 +21,6 @@ from xdsl.dialects import arith, bufferization, func, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation
 
-from cimxdsl.device import Device
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
 from cimxdsl.dialects import memristor
@@ -285,7 +284,8 @@ class Tiles:
 
     def __init__(self, grid: list[list[int]]):
         self.grid = grid
-        self.device: Device | None = None
+        self.config: DeviceConfig | None = None
+        """The device as the layer's tiles were written for (their precision)."""
         self.found: dict[int, tuple[Tile, np.ndarray | None]] = {}
         self.kept: tuple[list, TileStack] | None = None
 
@@ -306,8 +306,9 @@ def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRu
     records the tile it found on its crossbar."""
 
     def run(interpreter, op, args) -> tuple:
-        tiles.device = runtime.device
-        tiles.found[step] = runtime.device.defer_mvm(runtime.physical(args[0]), args[1][:, k0:k1])
+        crossbar = runtime.physical(args[0])
+        tiles.config = runtime.device.config_of(crossbar)
+        tiles.found[step] = runtime.device.defer_mvm(crossbar, args[1][:, k0:k1])
         return ()
 
     return run
@@ -318,10 +319,10 @@ def whole_product(weights: np.ndarray, result_type, tiles: Tiles):
     sliced on the tiles the tile products found."""
 
     def run(interpreter, op, args) -> tuple:
-        device = tiles.device
-        if device.config.exact:
+        config = tiles.config
+        if config.exact:
             return (as_type(exact_matmul(args[0], weights), result_type),)
-        product = sliced_product(args[0], tiles.stack(device.config), device.config)
+        product = sliced_product(args[0], tiles.stack(config), config)
         return (as_type(product, result_type),)
 
     return run

@@ -4,7 +4,7 @@
 The runtime functions are external functions (`impl_external`): `func.call` enters a declaration
 without a body through `Interpreter.call_external`. Their names carry the element types of their
 memrefs (`library_call_name`), so `memristor_functions` registers one for each declaration of the
-module being run."""
+module being run; a write's name also carries its precision (`memristor_write_to_crossbar_w4a4_i32`)."""
 
 from dataclasses import dataclass
 from functools import cache
@@ -24,6 +24,8 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from cimxdsl.dialects import memristor
+from cimxdsl.dialects.memristor import call_precision
+from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 
 RUNTIME_PREFIX = "memristor_"
@@ -53,26 +55,33 @@ def runtime_op(callee: str) -> type[memristor.MemristorOp] | None:
 class MemristorFunctions(InterpreterFunctions):
     runtime: CrossbarRuntime
 
-    def on_device(self, op_type: type[memristor.MemristorOp], args: PythonValues) -> tuple:
+    def on_device(self, op_type: type[memristor.MemristorOp], args: PythonValues, op: Operation) -> tuple:
+        """Run `op_type` on the device; a write at the precision `op` carries (the memristor op, or
+        the runtime function's declaration, whose name says it: `call_precision`)."""
         tile, *memrefs = args
-        _DEVICE[op_type](self.runtime, self.runtime.physical(tile), *memrefs)
+        crossbar = self.runtime.physical(tile)
+        if op_type is memristor.WriteToCrossbarOp:
+            precision = precision_of(op) if isinstance(op, memristor.MemristorOp) else call_precision(op.sym_name.data)
+            self.runtime.ensure_written(crossbar, *memrefs, precision)
+        else:
+            _DEVICE[op_type](self.runtime, crossbar, *memrefs)
         return ()
 
     @impl(memristor.WriteToCrossbarOp)
     def run_write(self, interpreter: Interpreter, op: memristor.WriteToCrossbarOp, args: PythonValues):
-        return self.on_device(type(op), args)
+        return self.on_device(type(op), args, op)
 
     @impl(memristor.GemmOp)
     def run_gemm(self, interpreter: Interpreter, op: memristor.GemmOp, args: PythonValues):
-        return self.on_device(type(op), args)
+        return self.on_device(type(op), args, op)
 
     @impl(memristor.GevmOp)
     def run_gevm(self, interpreter: Interpreter, op: memristor.GevmOp, args: PythonValues):
-        return self.on_device(type(op), args)
+        return self.on_device(type(op), args, op)
 
     @impl(memristor.BarrierOp)
     def run_barrier(self, interpreter: Interpreter, op: memristor.BarrierOp, args: PythonValues):
-        return self.on_device(type(op), args)
+        return self.on_device(type(op), args, op)
 
 
 def runtime_function(callee: str) -> ExtFuncImpl[MemristorFunctions]:
@@ -83,7 +92,7 @@ def runtime_function(callee: str) -> ExtFuncImpl[MemristorFunctions]:
     def run(functions: MemristorFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         if op_type is None:
             raise InterpretationError(f"unknown crossbar runtime function '{callee}'")
-        return functions.on_device(op_type, args)
+        return functions.on_device(op_type, args, op)
 
     return impl_external(callee)(run)
 

@@ -51,6 +51,9 @@ class ArrayGroup:
 
     weights: np.ndarray
     origin: str = ""
+    precision: tuple[int, int] | None = None
+    """Its layer's own (weight bits, input bits), if any: what the performance model times its
+    `mvmul`s with (weight slices and input passes)."""
 
 
 @dataclass

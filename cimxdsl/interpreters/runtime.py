@@ -27,6 +27,9 @@ class CrossbarRuntime:
     layers: list[dict] = field(default_factory=list)
     """name and metrics of every device acquisition so far"""
     _layer_start: tuple[str, str | None, dict, float] | None = None
+    _layer_precision: tuple[int, int] | tuple[str, str] | None = None
+    """The precision of the layer's crossbar products (the last written): its own bits, `float`
+    for float weights (exact mode), None for the device's."""
 
     def __post_init__(self):
         self.reset()
@@ -44,6 +47,7 @@ class CrossbarRuntime:
     def begin_layer(self, name: str, placement: str | None = None) -> None:
         """Start recording a layer; one of run-time products records where it runs (`placement`)."""
         self._layer_start = (name, placement, self.device.report(per_crossbar=False)["total"], self.device.now_ns)
+        self._layer_precision = None
 
     def end_layer(self) -> None:
         """Wait for the layer's crossbars and record what it added to the metrics."""
@@ -55,7 +59,10 @@ class CrossbarRuntime:
         metrics = {key: after[key] - before[key] for key in after if key != "energy_pj"}
         metrics["energy_pj"] = {c: after["energy_pj"][c] - before["energy_pj"][c] for c in after["energy_pj"]}
         metrics["latency_ns"] = self.device.now_ns - start_ns
-        self.layers.append({"layer": name, **({"placement": placement} if placement else {}), **metrics})
+        config = self.device.config
+        bits = self._layer_precision or (config.weight_bits, config.input_bits)
+        precision = dict(zip(("weight_bits", "input_bits"), bits, strict=True))
+        self.layers.append({"layer": name, **({"placement": placement} if placement else {}), **precision, **metrics})
         self._layer_start = None
 
     def digital_product(self, left_shape: tuple[int, ...], right_shape: tuple[int, ...]) -> None:
@@ -81,11 +88,14 @@ class CrossbarRuntime:
             return value.value
         return value
 
-    def ensure_written(self, crossbar: int, weights: np.ndarray) -> None:
-        """Program `weights` on `crossbar` unless it already holds exactly these weights (from this
-        run or an earlier run on the same device): resident weights are not written again."""
-        if not self.device.holds(crossbar, weights):
-            self.device.write(crossbar, weights)
+    def ensure_written(self, crossbar: int, weights: np.ndarray, precision: tuple[int, int] | None = None) -> None:
+        """Program `weights` on `crossbar` at `precision` (weight bits, input bits; None: the
+        device's) unless it already holds exactly these weights so (from this run or an earlier
+        run on the same device): resident weights are not written again."""
+        if precision is not None or weights.dtype.kind == "f":
+            self._layer_precision = precision or ("float", "float")
+        if not self.device.holds(crossbar, weights, precision):
+            self.device.write(crossbar, weights, precision)
 
     def product(self, crossbar: int, inputs: np.ndarray, out: np.ndarray) -> None:
         """inputs @ W on `crossbar`, written into `out`."""

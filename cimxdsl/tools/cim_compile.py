@@ -234,6 +234,11 @@ def main(args: Sequence[str] | None = None) -> None:
         "written at run time, or the cheaper by the device's cost (auto); default: host",
     )
     parser.add_argument("--calibrate", metavar="INPUTS.npz", help="calibration inputs for quantization")
+    parser.add_argument(
+        "--precision",
+        metavar="FILE.toml",
+        help="weight_bits and input_bits (1-8) per layer name or glob (default: the device's bits, at most 8)",
+    )
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
     parser.add_argument("--seed", type=int, default=0)
@@ -286,6 +291,7 @@ def main(args: Sequence[str] | None = None) -> None:
             strategy=options.strategy,
             placement=options.placement,
             threads=options.threads,
+            precision=options.precision,
         )
         try:
             model = compile(onnx_model, batch=batch, progress=stages(progress), **compile_options)
@@ -356,7 +362,12 @@ def compile_pim_target(options, specs: list[InputSpec], given: dict[str, np.ndar
         chosen = {name: value for name in PIM_OPTIONS if (value := getattr(options, name, None)) is not None}
         # (the options left out take compile_pim's defaults; -o is `output_dir`)
         model = compile_pim(
-            options.model, device=options.device, calibration=options.calibrate, out_dir=options.output_dir, **chosen
+            options.model,
+            device=options.device,
+            calibration=options.calibrate,
+            out_dir=options.output_dir,
+            precision=options.precision,
+            **chosen,
         )
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None

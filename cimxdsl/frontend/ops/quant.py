@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from onnx import helper
 from xdsl.dialects import arith, math
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.ir import Operation, SSAValue
 
 from cimxdsl.frontend.attributes import NodeAttributes, node_error
-from cimxdsl.frontend.builder import mark_scales, shape_of
+from cimxdsl.frontend.builder import BITS_ATTRIBUTE, integer_range, mark_scales, shape_of
 from cimxdsl.frontend.ops.nn import convolution, matmul
 from cimxdsl.frontend.registry import importer
 
@@ -39,12 +40,14 @@ Parameter = np.ndarray | SSAValue | None
 
 
 def dequantize(im: OnnxImporter, codes: SSAValue, scale: Parameter, zero: Parameter, axis: int = 1) -> SSAValue:
-    """`(q - zero) · scale`, marked with its scale when it is one constant."""
+    """`(q - zero) · scale`, marked with its scale when it is one constant (and the bits of codes a
+    QuantizeLinear made)."""
     rank = len(shape_of(codes))
     centered = codes if zero is None else im.ir.binary(arith.SubfOp, codes, per_axis(im, zero, axis, rank))
     value = im.ir.binary(arith.MulfOp, centered, per_axis(im, scale, axis, rank))
     if isinstance(scale, np.ndarray) and scale.size == 1:
-        mark_scales(value, scale, axis % rank)
+        bits = codes.owner.attributes.get(BITS_ATTRIBUTE) if isinstance(codes.owner, Operation) else None
+        mark_scales(value, scale, axis % rank, bits.value.data if bits is not None else None)
     return value
 
 
@@ -55,8 +58,9 @@ def quantize(
     rank = len(shape_of(x))
     scaled = im.ir.unary(math.RoundEvenOp, im.ir.binary(arith.DivfOp, x, per_axis(im, scale, axis, rank)))
     shifted = scaled if zero is None else im.ir.binary(arith.AddfOp, scaled, per_axis(im, zero, axis, rank))
-    info = np.iinfo(dtype)
-    return im.ir.clamp(shifted, float(info.min), float(info.max))
+    found = integer_range(dtype)
+    low, high = found[:2] if found else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    return im.ir.clamp(shifted, float(low), float(high))
 
 
 def parameter(im: OnnxImporter, node, index: int) -> Parameter:
@@ -80,10 +84,12 @@ def zero_point_dtype(im: OnnxImporter, node, index: int) -> np.dtype:
 @importer("QuantizeLinear")
 def import_quantize_linear(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     dtype = zero_point_dtype(im, node, 2)
-    if dtype.kind not in "iu" or dtype.itemsize != 1:
-        raise node_error(node, f"only 8-bit integers are supported, not {dtype}")
+    if integer_range(dtype) is None:
+        raise node_error(node, f"only 8- and 4-bit integers are supported, not {dtype}")
     x, scale, zero = im.input(node, 0), parameter(im, node, 1), parameter(im, node, 2)
-    return [quantize(im, x, scale, zero, dtype, quantization_axis(attrs, x, scale))]
+    codes = quantize(im, x, scale, zero, dtype, quantization_axis(attrs, x, scale))
+    codes.owner.attributes[BITS_ATTRIBUTE] = IntegerAttr(integer_range(dtype)[2], i64)
+    return [codes]
 
 
 @importer("DequantizeLinear")

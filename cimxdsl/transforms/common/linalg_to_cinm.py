@@ -16,7 +16,8 @@ tensors: attention's Q·Kᵀ and P·V) becomes one compute of a gemm per batch e
 the option `placement` (`cimxdsl.device.placement`): `host` (the digital unit; the crossbar
 passes leave the compute alone, `cinm-to-linalg` makes its gemms `linalg.matmul`s), `crossbar` (its right operand is written into crossbars, as any gemm's), or
 `auto` (per product, the cheaper on `device`). The compute carries the decision as the attribute
-`cimxdsl.placement`. Other ops are left alone.
+`cimxdsl.placement`. A product's precision attributes (`weight_bits`, `input_bits`, set by
+quantization) go to its gemms. Other ops are left alone.
 """
 
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.device.placement import Placement, placement_of
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp, MatvecOp
-from cimxdsl.dialects.utils import dense_array, dense_attr, reassociation, shape_of
+from cimxdsl.dialects.utils import carry_precision, dense_array, dense_attr, reassociation, shape_of
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.options import ChoicePass
 
@@ -192,7 +193,9 @@ def offload_product(rewriter: PatternRewriter, op: Operation, left: SSAValue, ri
     """Replace `op`, computing `left · right + init`, by a compute of a gemm (a gemv for a vector `init`)."""
     product = cinm.GemvOp if isinstance(init.type, TensorType) and init.type.get_num_dims() == 1 else cinm.GemmOp
     bias = None if is_zero(init) else init
-    wrap_in_compute(rewriter, op, [product(left, right, bias, op.results[0].type)])
+    offloaded = product(left, right, bias, op.results[0].type)
+    carry_precision(op, offloaded)
+    wrap_in_compute(rewriter, op, [offloaded])
 
 
 class ProductToCinm(RewritePattern):
@@ -244,6 +247,7 @@ class ConvToCinm(RewritePattern):
                 matrix_ops, matrix = weight_matrix(kernel, rewriter, op)
                 matrix_ops = [*kernel_ops, *matrix_ops]
             product = cinm.GemmOp(part, matrix, None, TensorType(element, (rows, f)))
+            carry_precision(op, product)
             body += [*matrix_ops, product]
             products.append(product.result)
         joined = products[0]
@@ -328,6 +332,7 @@ class BatchMatmulToCinm(RewritePattern):
             product_type = TensorType(result_type.element_type, (m, n))
             plus = operands[2].result if bias is not None else None
             product = cinm.GemmOp(operands[0].result, operands[1].result, plus, product_type)
+            carry_precision(op, product)
             body += [*operands, product]
             products.append(product.result)
         rows = tensor.ConcatOp(products, 0, TensorType(result_type.element_type, (batch * m, n)))

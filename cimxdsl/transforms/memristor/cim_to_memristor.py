@@ -8,7 +8,8 @@ as in Cinnamon's main branch), `memristor.write_to_crossbar` of `b` and `memrist
 result's buffer; the result replaces the future. A
 `cim.op.gemv %x, %m, %v` (`m·v`) writes `mᵀ` so that `memristor.gevm` (`v·B` with B stored)
 computes `m·v`. A tile that already holds the same weights in the same orientation (the same
-`StoredTile`) is not written again. A `cim.barrier`
+`StoredTile`) is not written again. The write and the product keep the precision of the product
+(`weight_bits`, `input_bits`): the device programs and reads the tile at those bits. A `cim.barrier`
 becomes `memristor.barrier` on the tile that computes its future.
 """
 
@@ -30,6 +31,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
+from cimxdsl.dialects.utils import carry_precision
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.rewriting import replace_op
 from cimxdsl.transforms.memristor.scheduling import StoredTile, stored_tile
@@ -146,6 +148,7 @@ class ProductToMemristor(RewritePattern):
         if write:
             new_ops.append(memristor.WriteToCrossbarOp(tile, buffers[weights]))
         new_ops.append(kind(tile, buffers[inputs], buffers[result.results[0]]))
+        carry_precision(op, *new_ops[-1 - write :])
         replace_op(rewriter, op, new_ops, [result.results[0]])
         self.state.tile_computing[result.results[0]] = tile
 

@@ -3,7 +3,7 @@
 The compute's body moves in front of it between `cim.acquire_device`/`cim.acquire_crossbar` and
 the matching releases. Matrix products become `cim.op.gemm`/`cim.op.gemv` returning futures; a
 product that feeds another product takes the future directly, anything else waits for it with
-`cim.barrier`. A bias and the element-wise ops of a tiled layer (partial-sum additions) become
+`cim.barrier`; they keep the product's precision (`weight_bits`, `input_bits`). A bias and the element-wise ops of a tiled layer (partial-sum additions) become
 host arithmetic on the barrier results; `cinm.op.im2col` stays, as host data movement, and so do
 the unary and tensor-scalar element-wise ops and reductions (`cinm-to-linalg` lowers them). The
 yielded values replace the compute's results. A compute placed on the host (`cimxdsl.placement =
@@ -29,6 +29,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import cim, cinm
+from cimxdsl.dialects.utils import carry_precision
 from cimxdsl.transforms.common.errors import check_choice, pass_error
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
@@ -76,6 +77,7 @@ class ProductToCim(RewritePattern):
         product = kind(self.crossbar, lhs, rhs, future)
         if cinm.LAYER in op.attributes:
             product.attributes[cinm.LAYER] = op.attributes[cinm.LAYER]
+        carry_precision(op, product)
         barrier = cim.BarrierOp(product, type(target))
         new_ops: list[Operation] = [product, barrier]
         if op.out is not None:  # the buffer form: out += product (+ bias)

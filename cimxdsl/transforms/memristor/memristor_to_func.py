@@ -2,6 +2,7 @@
 
 Each memristor op becomes a `func.call` of its runtime function (`memristor_gemm_i32`, ...), its
 memref operands cast to fully dynamic shapes; the functions are declared at the top of the module.
+A call keeps the op's precision attributes (`weight_bits`, `input_bits`), which the runtime reads.
 """
 
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects.memristor import MemristorOp
 from cimxdsl.dialects.upstream import CastOp
+from cimxdsl.dialects.utils import carry_precision
 from cimxdsl.transforms.common.rewriting import replace_op
 
 
@@ -45,7 +47,9 @@ class MemristorOpToCall(RewritePattern):
             new_ops += casts
             arguments.append(argument)
         callee = op.library_call_name()
-        replace_op(rewriter, op, [*new_ops, func.CallOp(callee, arguments, [])])
+        call = func.CallOp(callee, arguments, [])
+        carry_precision(op, call)
+        replace_op(rewriter, op, [*new_ops, call])
         if callee not in self.declarations:
             declaration = func.FuncOp.external(callee, [a.type for a in arguments], [])
             declaration.sym_visibility = StringAttr("nested")

@@ -3,7 +3,8 @@
 A crossbar stores the weight operand (`right` of a gemm, `left` of a gemv, transposed) with the
 reduction dimension K along its rows and the output columns along its columns. Each weight takes
 `cells_per_weight` neighbouring cells, so a crossbar of `rows × cols` cells holds a
-`rows × (cols ÷ cells_per_weight)` tile. K is split into pieces of at most that many rows whose
+`rows × (cols ÷ cells_per_weight)` tile; a product with its own weight bits (`weight_bits`) takes
+⌈weight_bits ÷ cell_bits⌉ cells per weight, so a narrower layer fits more outputs per crossbar. K is split into pieces of at most that many rows whose
 partial products are added; the outputs are split into pieces of at most that many columns and
 inserted into the result. The bias is added once per output piece. With `band=N`, a gemm's input
 rows are split too, in bands of N output rows (image rows of a convolution, tokens of a linear
@@ -29,6 +30,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import DeviceConfig
 from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import carry_precision, precision_of
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.device_record import record_device
 from cimxdsl.transforms.common.errors import note, pass_error
@@ -63,8 +65,10 @@ class TiledProduct:
             self._slice_cache[key] = op.result
         return self._slice_cache[key]
 
-    def product(self, op: Operation) -> SSAValue:
+    def product(self, op: Operation, source: Operation) -> SSAValue:
+        """A piece `op` of the product `source` (whose precision it keeps)."""
         op.attributes[cinm.NOTILE] = UnitAttr()
+        carry_precision(source, op)
         self.products.append(op)
         return op.results[0]
 
@@ -113,7 +117,7 @@ def tile_gemm(op: cinm.GemmOp, k_step: int, n_step: int, m_step: int | None = No
             for k0, kk in ranges(k, k_step):
                 left = tiled.slice(op.left, [m0, k0], [mm, kk])
                 right = tiled.slice(op.right, [k0, n0], [kk, nn])
-                partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (mm, nn)))))
+                partials.append(tiled.product(cinm.GemmOp(left, right, None, TensorType(element, (mm, nn))), op))
             total = tiled.sum(partials)
             if op.bias is not None:
                 total = tiled.add(total, tiled.slice(op.bias, [m0, n0], [mm, nn]))
@@ -132,7 +136,7 @@ def tile_gemv(op: cinm.GemvOp, k_step: int, m_step: int) -> TiledProduct:
         for k0, kk in ranges(k, k_step):
             matrix = tiled.slice(op.left, [m0, k0], [mm, kk])
             vector = tiled.slice(op.right, [k0], [kk])
-            partials.append(tiled.product(cinm.GemvOp(matrix, vector, None, TensorType(element, (mm,)))))
+            partials.append(tiled.product(cinm.GemvOp(matrix, vector, None, TensorType(element, (mm,))), op))
         total = tiled.sum(partials)
         if op.bias is not None:
             total = tiled.add(total, tiled.slice(op.bias, [m0], [mm]))
@@ -189,25 +193,43 @@ def banded(op: cinm.GemmOp | cinm.GemvOp, band: int) -> int | None:
     return step if op.left.type.get_shape()[0] > step else None
 
 
-@dataclass
-class TileProducts(RewritePattern):
+@dataclass(frozen=True)
+class CrossbarShape:
+    """The tile a crossbar holds: `rows` × `columns` weights of the device's bits, and of a product
+    with its own weight bits ⌈weight_bits ÷ cell_bits⌉ cells each of `cols` (`cell_bits` None: one
+    cell per weight, whatever its bits)."""
+
     rows: int
     columns: int
+    cols: int
+    cell_bits: int | None
+
+    def columns_of(self, op: Operation) -> int:
+        precision = precision_of(op)
+        if precision is None or self.cell_bits is None:
+            return self.columns
+        return tile_shape(self.rows, self.cols, -(-precision[0] // self.cell_bits))[1]
+
+
+@dataclass
+class TileProducts(RewritePattern):
+    shape: CrossbarShape
     band: int = 0
     unbanded: list[str] = field(default_factory=list[str])
     """Layers (by compute name) of several output rows that `band` cannot split: a band or fewer."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
+        rows, columns = self.shape.rows, self.shape.columns_of(op)
         m_step = banded(op, self.band)
         if m_step is None and banded(op, 1) is not None:  # more than one row, but at most a band
             self.unbanded.append(cinm.layer_name(op.parent_op()))
-        if m_step is None and not needs_tiling(op, self.rows, self.columns):
+        if m_step is None and not needs_tiling(op, rows, columns):
             return
         if isinstance(op, cinm.GemmOp):
-            tiled = tile_gemm(op, self.rows, self.columns, m_step)
+            tiled = tile_gemm(op, rows, columns, m_step)
         else:
-            tiled = tile_gemv(op, self.rows, self.columns)
+            tiled = tile_gemv(op, rows, columns)
         rewriter.replace(op, tiled.ops, [tiled.result])
 
 
@@ -261,13 +283,14 @@ class TilePass(DeviceOption, ChoicePass):
             raise pass_error(self.name, f"option 'band' must be at least 0, got {self.band}")
         if self.band and self.mode != "unroll":
             raise pass_error(self.name, "option 'band' needs mode=unroll")
+        shape = CrossbarShape(rows, columns, columns if config is None else config.cols, config and config.cell_bits)
         if self.mode == "unroll":
-            pattern = TileProducts(rows, columns, self.band)
+            pattern = TileProducts(shape, self.band)
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
             if pattern.unbanded:
                 names = ", ".join(dict.fromkeys(pattern.unbanded))
                 note(self.name, f"band={self.band} does not split {names} (a band of output rows or fewer): run whole")
         else:
             for found in [o for o in op.walk() if isinstance(o, cinm.GemmOp | cinm.GemvOp | cinm.ReduceOp)]:
-                if loops_needed(found, rows, columns):
-                    tile_in_loops(found, rows, columns)
+                if loops_needed(found, rows, shape.columns_of(found)):
+                    tile_in_loops(found, rows, shape.columns_of(found))

@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import cinm
-from cimxdsl.dialects.utils import dense_attr, element_type, shape_of
+from cimxdsl.dialects.utils import carry_precision, dense_attr, element_type, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 
 TILE_SIZES = "cinm.tile_sizes"
@@ -78,8 +78,11 @@ def zeros(builder: Builder, t: TensorType) -> SSAValue:
     return builder.insert(arith.ConstantOp(attr, t)).result
 
 
-def notile(op: Operation) -> Operation:
+def notile(op: Operation, source: Operation | None = None) -> Operation:
+    """`op` marked for the tiler to leave alone, with the precision of `source`, whose piece it is."""
     op.attributes[cinm.NOTILE] = UnitAttr()
+    if source is not None:
+        carry_precision(source, op)
     return op
 
 
@@ -119,7 +122,7 @@ def loop_gemm(builder: Builder, op: cinm.GemmOp, rows: int, columns: int) -> SSA
         def reduction(b: Builder, kk: SSAValue, inner: SSAValue) -> SSAValue:
             left = extract(b, op.left, [i, kk], (tm, tk))
             right = extract(b, op.right, [kk, j], (tk, tn))
-            return b.insert(notile(cinm.GemmOp(left, right, inner, tile_type))).result
+            return b.insert(notile(cinm.GemmOp(left, right, inner, tile_type), op)).result
 
         return insert(b, loop(b, k, tk, start, reduction), outer, [i, j])
 
@@ -137,7 +140,7 @@ def loop_gemv(builder: Builder, op: cinm.GemvOp, rows: int, columns: int) -> SSA
         def reduction(b: Builder, kk: SSAValue, inner: SSAValue) -> SSAValue:
             matrix = extract(b, op.left, [i, kk], (tm, tk))
             vector = extract(b, op.right, [kk], (tk,))
-            partial = b.insert(notile(cinm.GemvOp(matrix, vector, None, tile_type))).result
+            partial = b.insert(notile(cinm.GemvOp(matrix, vector, None, tile_type), op)).result
             return b.insert(cinm.AddOp(inner, partial)).result
 
         start = zeros(b, tile_type) if op.bias is None else extract(b, op.bias, [i], (tm,))

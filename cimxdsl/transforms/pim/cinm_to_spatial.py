@@ -61,7 +61,15 @@ from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_devic
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
-from cimxdsl.dialects.utils import dense_array, dense_attr, numpy_dtype, reassociation, shape_of
+from cimxdsl.dialects.utils import (
+    dense_array,
+    dense_attr,
+    numpy_dtype,
+    precision_of,
+    reassociation,
+    set_precision,
+    shape_of,
+)
 from cimxdsl.interpreters import build_interpreter
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
@@ -349,7 +357,9 @@ class FunctionLowering:
                 geometry, kernel = FilterGeometry(), (1, 1)
                 height = width = 1
                 out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
-        out = self.lower_filters(name, image, weights, kernel, geometry, (height, width), out_layout, element)
+        out = self.lower_filters(
+            name, image, weights, kernel, geometry, (height, width), out_layout, element, precision_of(gemm)
+        )
         out.logical = logical
         if bias is not None:
             out = self.apply_elementwise("add", [out, self.known(bias)], op)
@@ -414,6 +424,7 @@ class FunctionLowering:
         size: tuple[int, int],
         out_layout: Layout,
         element: Attribute,
+        precision: tuple[int, int] | None = None,
     ) -> Tiled:
         positions = kernel[0] * kernel[1]
         out_bounds = channel_bounds(matrix.shape[1], self.tile)
@@ -435,7 +446,8 @@ class FunctionLowering:
                     indices = []
                     for block in pieces:
                         origin = weight_origin(name, image.bounds[i], (f0, f1), block, kernel)
-                        indices.append(node.add_weight(self.weight_constant(block.matrix, image.element, origin)))
+                        weight = self.weight_constant(block.matrix, image.element, origin, precision)
+                        indices.append(node.add_weight(weight))
                     filters = self.filters(node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry)
                     value = node.add(filters)
                     total = value if total is None else node.add(spat.VAddOp(total, value))
@@ -481,8 +493,11 @@ class FunctionLowering:
         out.logical, out.nonneg = value.logical, value.nonneg
         return out
 
-    def weight_constant(self, block: np.ndarray, element: Attribute, origin: str) -> SSAValue:
-        op = arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element))
+    def weight_constant(
+        self, block: np.ndarray, element: Attribute, origin: str, precision: tuple[int, int] | None = None
+    ) -> SSAValue:
+        """A crossbar's weights, with their layer (`origin`) and its precision, if it has its own."""
+        op = set_precision(arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element)), precision)
         op.attributes[ORIGIN] = StringAttr(origin)
         self.prologue.append(op)
         return op.result

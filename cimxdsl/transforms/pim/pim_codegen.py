@@ -24,7 +24,8 @@ Each core starts with `setbw` (element widths of its data) and then, op by op:
 Every address an instruction needs is put in a register with `sldi` unless a register already
 holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "offset_value": 0}`
 (pimsim-nn's `offset_select` decoding tests the value, not the select bits) and `mvmul` has `mbiw`
-= the weights' bit width (at least 8; pimsim-nn divides by it).
+= the weights' bit width (at least 8; pimsim-nn divides by it), or the `weight_bits` of a crossbar
+whose layer has its own precision (its weight constant carries it).
 
 `generate` gives each core's instructions packed (`pim.InstructionStream`, fixed-width records) and
 gives every global buffer its byte address (`pim.address`). The pass then replaces the core bodies
@@ -60,7 +61,7 @@ from xdsl.passes import ModulePass
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import dense_array, num_elements, shape_of
+from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 
@@ -159,7 +160,8 @@ class CoreCodegen:
         self.local: dict[SSAValue, int] = {}
         self.top = 0
         self.bytes = element_bytes
-        self.mbiw = 8
+        self.mbiw: list[int] = []
+        """Each array group's `mbiw`."""
 
     # --- memory ----------------------------------------------------------------------------------
     def allocate(self, value: SSAValue) -> int:
@@ -202,12 +204,14 @@ class CoreCodegen:
 
     def mvmul(self, target: int, source: int, group: int) -> None:
         rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.MvmulOp, rd, rs1, self.mbiw, 0, group)
+        self.emit(pim.MvmulOp, rd, rs1, self.mbiw[group], 0, group)
 
     # --- driver ----------------------------------------------------------------------------------
-    def run(self, weights: list[np.ndarray]) -> pim.InstructionStream:
-        """The core's instruction stream (`self.top` is then the local memory it uses)."""
-        self.mbiw = weight_bits(weights)
+    def run(self, weights: list[np.ndarray], precisions: list[tuple[int, int] | None] | None = None) -> pim.InstructionStream:
+        """The core's instruction stream (`self.top` is then the local memory it uses); `precisions`:
+        each array group's layer's own (weight bits, input bits), if any."""
+        widest = weight_bits(weights)
+        self.mbiw = [widest if p is None else p[0] for p in (precisions or [None] * len(weights))]
         self.group_rows = [len(m) for m in weights]
         self.emit(pim.SetbwOp, 8 * self.bytes, 8 * self.bytes)
         try:
@@ -317,11 +321,11 @@ class CoreCodegen:
                     continue  # weight skipping: this position only meets padding here
                 if first:
                     rd = load(target)
-                    extend((mvmul, rd, load(source), mbiw, 0, group, 0))
+                    extend((mvmul, rd, load(source), mbiw[group], 0, group, 0))
                     first = False
                 else:
                     accumulate = load(accumulator)
-                    extend((mvmul, accumulate, load(source), mbiw, 0, group, 0))
+                    extend((mvmul, accumulate, load(source), mbiw[group], 0, group, 0))
                     rd = load(target)  # target and accumulator stay the newest registers: both hits below
                     touch(target)
                     touch(accumulator)
@@ -506,6 +510,11 @@ def patch_runs(
 # ----------------------------------------------------------------------------------------------
 
 
+def weight_precision(value: SSAValue) -> tuple[int, int] | None:
+    """The precision a crossbar's weight constant carries (its layer's own), if any."""
+    return precision_of(value.owner) if isinstance(value.owner, Operation) else None
+
+
 def weight_matrix(value: SSAValue) -> np.ndarray:
     owner = value.owner
     if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, DenseIntOrFPElementsAttr):
@@ -575,7 +584,7 @@ def generate(function: func.FuncOp) -> list[pim.CoreCode]:
     codes = []
     for core in cores:
         codegen = CoreCodegen(core, addresses, peers, element_bytes)
-        stream = codegen.run([weight_matrix(w) for w in core.weights])
+        stream = codegen.run([weight_matrix(w) for w in core.weights], [weight_precision(w) for w in core.weights])
         codes.append(pim.CoreCode(core, stream, codegen.top))
     return codes
 

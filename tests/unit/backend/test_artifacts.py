@@ -171,6 +171,25 @@ def test_crossbar_file_must_match_the_array_groups(tmp_path):
     assert broken(tmp_path / "b", ragged) == "crossbars_0.json: array group 0: 'weights' must be a matrix of integers"
 
 
+def test_an_array_groups_precision_is_kept_and_checked(tmp_path):
+    def group_bits(weight_bits, input_bits):
+        def change(cores, directory):
+            group = {"group": 0, "weights": [[1, -2]], "weight_bits": weight_bits, "input_bits": input_bits}
+            (directory / "crossbars_0.json").write_text(json.dumps({"core": 0, "array_groups": [group]}))
+
+        return change
+
+    directory = write(tmp_path / "a", two_core_program())
+    group_bits(3, 5)(None, directory)
+    artifacts = read_artifacts(directory)
+    assert artifacts.cores[0].groups[0].precision == (3, 5)
+    write_artifacts(tmp_path / "b", artifacts)
+    assert read_artifacts(tmp_path / "b").cores[0].groups[0].precision == (3, 5)
+    assert broken(tmp_path / "c", group_bits(9, 5)) == (
+        "crossbars_0.json: array group 0: 'weight_bits' and 'input_bits' must be integers from 1 to 8"
+    )
+
+
 def test_memory_layout_is_checked(tmp_path):
     def memory(change):
         def apply(cores, directory):

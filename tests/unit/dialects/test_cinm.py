@@ -185,8 +185,8 @@ def test_quantize_verifier():
     fails(cinm.QuantizeOp(x, scale(1, 2), TensorType(i8, (2, 3)), axis=2), "has 2 scales, which must match dimension 2")
     fails(cinm.QuantizeOp(x, scale(1), TensorType(f32, (2, 3))), "result must be a tensor of integers")
     fails(cinm.QuantizeOp(x, scale(1), TensorType(i8, (3, 2))), "result must have the input's shape")
-    fails(cinm.QuantizeOp(x, scale(1), TensorType(i8, (2, 3)), bits=9), r"bits must be in 2..8, got 9")
-    fails(cinm.QuantizeOp(x, scale(1), TensorType(i8, (2, 3)), bits=1), r"bits must be in 2..8, got 1")
+    fails(cinm.QuantizeOp(x, scale(1), TensorType(i8, (2, 3)), bits=9), r"bits must be in 1..8, got 9")
+    fails(cinm.QuantizeOp(x, scale(1), TensorType(i8, (2, 3)), bits=0), r"bits must be in 1..8, got 0")
     cinm.QuantizeOp(x, scale(1, 2), TensorType(i8, (2, 3)), axis=0).verify()
 
 

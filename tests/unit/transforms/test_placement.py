@@ -189,7 +189,8 @@ def test_cim_compile_reports_where_each_product_ran(tmp_path):
     lines = result.stdout.splitlines()
     rows = {line.split()[0]: line.split() for line in lines if line.split()[:1] in (["qk"], ["pv"])}
     assert rows["qk"][1] == rows["pv"][1] == "crossbar"
-    assert rows["qk"][2] == rows["pv"][2] == str(HEADS)  # writes
+    assert rows["qk"][2:4] == rows["pv"][2:4] == ["float", "float"]  # weight and input bits (exact mode)
+    assert rows["qk"][4] == rows["pv"][4] == str(HEADS)  # writes
     cells = HEADS * HEAD * SEQ * 2  # differential pair of ideal 1-cell weights
     assert (
         f"2 on crossbars; crossbar writes they caused per inference: {2 * HEADS} ({2 * cells} cells)" in result.stdout

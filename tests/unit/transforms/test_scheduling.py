@@ -604,6 +604,27 @@ def test_cost_model_follows_the_device_model():
     assert cost.mvm_ns(gemv) == 6 + 2 - 1
 
 
+def test_cost_model_takes_a_layers_own_input_bits():
+    """cinnamon's 4-bit inputs through 2-bit DACs take 2 slices per row; a layer's 8-bit inputs 4."""
+    module = parse(
+        """
+        func.func @main(%a: tensor<40x128xi8>, %b: tensor<128x64xi8>) {
+          %dev = cim.acquire_device {availableCrossbarCount = 2 : i32} -> !cim.deviceId
+          %x = cim.acquire_crossbar %dev : !cim.deviceId -> !cim.crossbarId
+          %g = cim.op.gemm %x, %a, %b : !cim.crossbarId, tensor<40x128xi8>, tensor<128x64xi8> -> !cim.future<40x64xi32>
+          %h = cim.op.gemm %x, %a, %b {weight_bits = 8 : i64, input_bits = 8 : i64} : !cim.crossbarId, tensor<40x128xi8>, tensor<128x64xi8> -> !cim.future<40x64xi32>
+          cim.release_crossbar %x : !cim.crossbarId
+          cim.release_device %dev : !cim.deviceId
+          return
+        }
+        """
+    )
+    cost = CrossbarCostModel(preset("cinnamon"))
+    plain, own = ops_of(module, GemmOp)
+    assert cost.mvm_ns(plain) == 6 + 40 * 2 - 1
+    assert cost.mvm_ns(own) == 6 + 40 * 4 - 1
+
+
 def test_a_gemm_and_a_gemv_on_one_matrix_need_two_writes():
     """`x·W` stores W, `W·v` stores Wᵀ: a crossbar holding one must be written for the other."""
     module = parse(

@@ -5,7 +5,8 @@ Cost model (per cim op on one logical crossbar, from `cimxdsl.device`, the simul
 - the weight tile (`StoredTile`): `rhs` (K×N) of a gemm; of a gemv (M×K matrix · K-vector) the matrix
   `lhs`, stored transposed (K×M) so that one input vector gives the M results;
 - MVM time = (pipeline_fill_cycles + input_slices · B − 1) · cycle_ns for B input rows (B = lhs rows of
-  a gemm, 1 for a gemv), input_slices = ceil(input_bits / dac_bits), at least one cycle;
+  a gemm, 1 for a gemv), input_slices = ceil(input_bits / dac_bits) (the op's own input bits when
+  its layer has them), at least one cycle;
 - write time = K · write_ns_per_row, paid only if the crossbar does not hold that tile already (the
   same `StoredTile`: value and orientation), as `cim-to-memristor` writes a tile once.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from heapq import heapify, heappop, heappush
 
 from xdsl.ir import Operation
@@ -25,6 +27,7 @@ from xdsl.ir import Operation
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.metrics import mvm_events, write_time_ns
 from cimxdsl.dialects.cim import CimValue, FutureType, GemmOp
+from cimxdsl.dialects.utils import precision_of
 from cimxdsl.transforms.memristor.scheduling.framework import (
     DependencyGraph,
     DependencyNode,
@@ -56,6 +59,12 @@ def crossbar_work(operation: Operation) -> CrossbarWork:
     return CrossbarWork(tile, rows, *tile.shape)
 
 
+@cache
+def layer_config(config: DeviceConfig, precision: tuple[int, int] | None) -> DeviceConfig:
+    """`config` at a layer's precision (`DeviceConfig.with_precision`), made once."""
+    return config.with_precision(precision)
+
+
 @dataclass(frozen=True)
 class CrossbarCostModel:
     """Latencies of cim ops on one logical crossbar of `config`, in ns; with `resident`, weights are
@@ -65,8 +74,10 @@ class CrossbarCostModel:
     resident: bool = False
 
     def mvm_ns(self, operation: Operation) -> float:
+        """The op's MVM at its layer's input bits (`weight_bits`/`input_bits`, else the device's)."""
         work = crossbar_work(operation)
-        cycles = mvm_events(self.config, work.rows, work.k, work.n)["busy_cycles"]
+        config = layer_config(self.config, precision_of(operation))
+        cycles = mvm_events(config, work.rows, work.k, work.n)["busy_cycles"]
         return max(cycles, 1) * self.config.cycle_ns
 
     def write_ns(self, operation: Operation) -> float:

@@ -271,3 +271,19 @@ func.func @compute_block_isolated(%x: tensor<4xi32>) -> tensor<4xi32> {
   func.return %r : tensor<4xi32>
 }
 // CHECK: Operation using value defined out of its IsolatedFromAbove parent
+
+// -----
+
+func.func @precision_out_of_range(%a: tensor<2x3xi32>, %b: tensor<3x4xi32>) -> tensor<2x4xi32> {
+  %r = cinm.op.gemm %a, %b {weight_bits = 9 : i64, input_bits = 4 : i64} : (tensor<2x3xi32>, tensor<3x4xi32>) -> tensor<2x4xi32>
+  return %r : tensor<2x4xi32>
+}
+// CHECK: 'cinm.op.gemm' weight_bits must be an integer from 1 to 8, got 9
+
+// -----
+
+func.func @precision_half_given(%a: tensor<2x3xi32>, %b: tensor<3x4xi32>) -> tensor<2x4xi32> {
+  %r = cinm.op.gemm %a, %b {input_bits = 4 : i64} : (tensor<2x3xi32>, tensor<3x4xi32>) -> tensor<2x4xi32>
+  return %r : tensor<2x4xi32>
+}
+// CHECK: 'cinm.op.gemm' has 'input_bits' without 'weight_bits'
