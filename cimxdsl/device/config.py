@@ -33,7 +33,7 @@ from typing import Any
 
 from cimxdsl.device.settings import Schema, did_you_mean, is_file_spec, setting
 
-ENCODINGS = ("differential", "offset")
+ENCODINGS = ("differential", "offset", "reference")
 SUBTRACTIONS = ("digital", "analog")
 ADC_RANGES = ("full", "full_pow2", "calibrated", "static_array", "static_slice", "static_column")
 STATIC_RANGES = ("static_array", "static_slice", "static_column")
@@ -55,9 +55,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "encoding",
         "input_encoding",
         "subtraction",
+        "on_off_ratio",
     ),
     "noise": (
         "prog_noise",
+        "reference_noise",
         "prog_noise_model",
         "prog_noise_table",
         "prog_noise_clip",
@@ -137,12 +139,23 @@ class DeviceConfig:
     `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
     the positive and one for the negative entries); or `bipolar` DACs, which drive each row at
     ±(the digit of |x|) in one pass, read by signed ADCs."""
+    """`differential`: a pair of arrays holds max(w, 0) and max(-w, 0) (on 1-bit cells the
+    two-cell mapping of binary and ternary weights: +1 LRS/HRS, -1 HRS/LRS, 0 HRS/HRS); `offset`:
+    one array holds w + c; `reference`: binary weights (-1, +1) in one 1-bit cell each (LRS for
+    +1, HRS for -1), read against a reference column of cells at the mid conductance
+    (G_LRS + G_HRS) / 2, subtracted before a signed ADC."""
     subtraction: str = setting("digital", choices=SUBTRACTIONS)
     """Where a differential pair is subtracted: `digital` after one ADC per array (Reißmann 2024, §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
     two, of a signed sum)."""
+    on_off_ratio: float = setting(0.0, low=0, expected="0 (an ideal HRS of zero conductance) or a ratio above 1")
+    """G_LRS / G_HRS of the cells (0: infinite, the lowest level conducts nothing): the lowest level
+    then conducts G_max / (on_off_ratio - 1) in units of a level step, which every cell adds;
+    a differential pair or a reference column cancels it."""
     # noise
     prog_noise: float = 0.0
+    reference_noise: float = setting(0.0, low=0)
+    """The programming σ of a reference column's cells (units of G_LRS - G_HRS), one draw per row."""
     prog_noise_model: str = setting("proportional", choices=PROG_NOISE_MODELS)
     prog_noise_table: tuple[float, ...] = setting(
         (), low=0, expected="a list of non-negative numbers (one σ per conductance level, in units of G_max)"
@@ -183,6 +196,18 @@ class DeviceConfig:
                 f"'prog_noise_table' must list one σ per conductance level ({levels} for 'cell_bits'="
                 f"{self.cell_bits}) exactly when 'prog_noise_model' is 'table', got {list(table)} with "
                 f"'prog_noise_model'={self.prog_noise_model!r}"
+            )
+        if 0 < self.on_off_ratio <= 1:
+            raise DeviceConfigError(f"'on_off_ratio' must be 0 (ideal) or above 1, got {self.on_off_ratio}")
+        if self.on_off_ratio and self.encoding == "offset":
+            raise DeviceConfigError(
+                "'on_off_ratio' needs an encoding that cancels the HRS current ('differential' or "
+                "'reference'), got 'encoding'='offset'"
+            )
+        if self.encoding == "reference" and (self.cell_bits, self.weight_bits) != (1, 1):
+            raise DeviceConfigError(
+                "'encoding'='reference' holds binary weights in 1-bit cells: it needs 'cell_bits' = 1 and "
+                f"'weight_bits' = 1, got {self.cell_bits} and {self.weight_bits}"
             )
         if self.cells_per_weight > self.cols:
             raise DeviceConfigError(
@@ -256,13 +281,37 @@ class DeviceConfig:
 
     @property
     def arrays_per_crossbar(self) -> int:
-        """Physical arrays per logical crossbar: 2 for the differential pair, 1 for offset."""
+        """Physical arrays per logical crossbar: 2 for the differential pair, 1 for offset and
+        reference (whose reference column shares the array)."""
         return 2 if self.encoding == "differential" else 1
 
     @property
+    def read_arrays(self) -> int:
+        """Column sums read per weight slice: the pair's two, or the weight's and its reference
+        column's (`reference`), or one (`offset`)."""
+        return 1 if self.encoding == "offset" else 2
+
+    @property
     def analog_subtraction(self) -> bool:
-        """Whether the pair's column sums are subtracted before the ADC."""
-        return self.subtraction == "analog" and self.arrays_per_crossbar == 2
+        """Whether the pair's (or the reference column's) sums are subtracted before the ADC."""
+        return self.encoding == "reference" or (self.subtraction == "analog" and self.arrays_per_crossbar == 2)
+
+    @property
+    def integral(self) -> bool:
+        """Noiseless with integer conductances (no HRS current), so every column sum is an integer."""
+        return self.noiseless and not self.on_off_ratio
+
+    @property
+    def hrs_level(self) -> float:
+        """The conductance of the lowest level in units of a level step: G_max / (on_off_ratio - 1)."""
+        return (2**self.cell_bits - 1) / (self.on_off_ratio - 1) if self.on_off_ratio else 0.0
+
+    @property
+    def lossless_adc_bits(self) -> int:
+        """The fewest ADC bits that convert every column sum of a full read exactly (noiseless
+        integer sums): an unsigned ADC L = 2**n - 1 >= F, a signed one 2**(n-1) - 1 >= F, F the
+        full-scale sum (`adc_full_scale`; a reference column's difference spans ±F)."""
+        return self.adc_full_scale.bit_length() + self.signed_adc
 
     @property
     def signed_adc(self) -> bool:
@@ -271,8 +320,8 @@ class DeviceConfig:
 
     @property
     def tile_shape(self) -> tuple[int, int]:
-        """(max K, max N) of a weight tile one logical crossbar holds."""
-        return tile_shape(self.rows, self.cols, self.cells_per_weight)
+        """(max K, max N) of a weight tile one logical crossbar holds (a reference column takes one)."""
+        return tile_shape(self.rows, self.cols - (self.encoding == "reference"), self.cells_per_weight)
 
     @property
     def adc_full_scale(self) -> int:
@@ -301,6 +350,7 @@ class DeviceConfig:
             stuck_on_rate=0.0,
             stuck_off_rate=0.0,
             drift_nu=0.0,
+            reference_noise=0.0,
         )
 
     @property
@@ -321,6 +371,7 @@ class DeviceConfig:
             and self.stuck_on_rate == 0
             and self.stuck_off_rate == 0
             and (self.drift_nu == 0 or self.drift_time_s == 1)
+            and self.reference_noise == 0
         )
 
     @property
@@ -328,7 +379,7 @@ class DeviceConfig:
         """What limits the device's results, as reports show it: the bits of weights, inputs,
         cells, DACs and ADC (0: lossless), the ADC range policy, the encodings and the noise
         parameters that are not zero."""
-        noise_fields = ("prog_noise", "read_noise", "stuck_on_rate", "stuck_off_rate", "drift_nu")
+        noise_fields = ("prog_noise", "read_noise", "stuck_on_rate", "stuck_off_rate", "drift_nu", "reference_noise")
         noise = {f: getattr(self, f) for f in noise_fields if getattr(self, f)}
         if self.prog_noise_model == "table" and any(self.prog_noise_table):
             noise["prog_noise_table"] = list(self.prog_noise_table)
@@ -342,6 +393,8 @@ class DeviceConfig:
             "adc_range": self.adc_range,
             "encoding": self.encoding,
             "input_encoding": self.input_encoding,
+            **({"on_off_ratio": self.on_off_ratio} if self.on_off_ratio else {}),
+            "lossless_adc_bits": self.lossless_adc_bits,
             "noise": noise,
         }
 
@@ -371,6 +424,7 @@ CALIBRATION_FIELDS = (
     "encoding",
     "input_encoding",
     "subtraction",
+    "on_off_ratio",
 )
 
 
