@@ -234,10 +234,12 @@ class DeviceConfig:
 
     def with_precision(self, precision: tuple[int, int] | None) -> DeviceConfig:
         """This device for a layer of `precision` (weight bits, input bits): its own bits replace the
-        device's (None: the device as it is)."""
+        device's (None: the device as it is). A 1-bit weight is a ternary sign (-1, 0, +1): a pair or
+        a reference column holds it in 1 bit, the offset encoding in 2 (w + 2)."""
         if precision is None or precision == (self.weight_bits, self.input_bits):
             return self
-        return self.replace(weight_bits=precision[0], input_bits=precision[1])
+        weight_bits = 2 if precision[0] == 1 and self.encoding == "offset" else precision[0]
+        return self.replace(weight_bits=weight_bits, input_bits=precision[1])
 
     def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with `changes` applied, validated like a new config."""
@@ -320,8 +322,13 @@ class DeviceConfig:
 
     @property
     def tile_shape(self) -> tuple[int, int]:
-        """(max K, max N) of a weight tile one logical crossbar holds (a reference column takes one)."""
-        return tile_shape(self.rows, self.cols - (self.encoding == "reference"), self.cells_per_weight)
+        """(max K, max N) of a weight tile one logical crossbar holds."""
+        return tile_shape(self.rows, self.weight_cols, self.cells_per_weight)
+
+    @property
+    def weight_cols(self) -> int:
+        """The columns that hold weights: all but the reference column of `reference`."""
+        return self.cols - (self.encoding == "reference")
 
     @property
     def adc_full_scale(self) -> int:

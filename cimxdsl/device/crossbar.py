@@ -150,7 +150,7 @@ def _reference_column(g: np.ndarray, config: DeviceConfig, rng: np.random.Genera
 def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
     """Add the programming error of `prog_noise_model` to nominal cell levels `g` in place:
     proportional g·(1 + σN); independent g + σ·G_max·N; table g + σ[level]·G_max·N
-    (G_max = 2**cell_bits - 1, the top level). Then clipped at 0, and at G_max by
+    (G_max = 2**cell_bits - 1, the top level). Then clipped at zero conductance, and at G_max by
     `prog_noise_clip` ("auto": all but proportional)."""
     model, top = config.prog_noise_model, 2**config.cell_bits - 1
     if model == "proportional":
@@ -163,7 +163,8 @@ def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Gener
         sigma = config.prog_noise if model == "independent" else np.asarray(config.prog_noise_table)[g.astype(np.int64)]
         g += sigma * top * rng.standard_normal(g.shape)
     clip = config.prog_noise_clip
-    np.clip(g, 0, top if clip == "both" or (clip == "auto" and model != "proportional") else None, out=g)
+    # at zero conductance: -hrs_level, the HRS current's level (0 for an ideal HRS)
+    np.clip(g, -config.hrs_level, top if clip == "both" or (clip == "auto" and model != "proportional") else None, out=g)
 
 
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:

@@ -228,7 +228,7 @@ class TilePass(DeviceOption, ChoicePass):
     def tile_shape(self) -> tuple[int, int]:
         config = self.device_or_none()
         rows = self.rows if self.rows is not None else (config.rows if config else 128)
-        cols = self.cols if self.cols is not None else (config.cols if config else 128)
+        cols = self.cols if self.cols is not None else (config.weight_cols if config else 128)
         for option, value in (("rows", rows), ("cols", cols)):
             if value <= 0:
                 raise pass_error(self.name, f"option '{option}' must be positive, got {value}")
@@ -243,7 +243,7 @@ class TilePass(DeviceOption, ChoicePass):
         if config is not None and (self.rows, self.cols) != (None, None):
             config = config.replace(rows=rows, cols=columns * config.cells_per_weight)
         record_device(op, config, rows, columns)
-        shape = CrossbarShape(rows, columns, columns if config is None else config.cols, config and config.cell_bits)
+        shape = CrossbarShape(rows, columns, columns if config is None else config.weight_cols, config and config.cell_bits)
         if self.mode == "unroll":
             PatternRewriteWalker(TileProducts(shape), apply_recursively=False).rewrite_module(op)
         else:
