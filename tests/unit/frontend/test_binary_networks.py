@@ -129,3 +129,40 @@ def test_sign_and_round_import_like_onnxruntime():
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     got = cimxdsl.compile(model, device="ideal", mode="exact")(values)
     np.testing.assert_array_equal(got, session.run(None, {"x": values})[0])
+
+
+def test_sign_of_batch_norm_folds_into_per_channel_thresholds():
+    # γ of either sign: sign(γ (x - μ) / √(σ² + ε) + β) flips for γ < 0; the thresholds
+    # τ = μ - β √(σ² + ε) / γ are 3, 0.75, 0.4 and 5 here. Inputs on both sides of each, and on
+    # some (sign 0).
+    gamma = np.array([2.0, -0.5, 1.0, 4.0], np.float32)
+    beta = np.array([-1.0, 0.5, -0.2, -3.0], np.float32)
+    mean = np.array([2.0, -0.25, 0.0, 2.0], np.float32)
+    var = np.array([4.0 - 1e-5, 1.0 - 1e-5, 4.0 - 1e-5, 16.0 - 1e-5], np.float32)
+    inits = [numpy_helper.from_array(v, n) for v, n in ((gamma, "g"), (beta, "b"), (mean, "m"), (var, "v"))]
+    nodes = [
+        helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="bn"),
+        helper.make_node("Sign", ["n"], ["y"], name="sign"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "threshold",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 4])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.array([[k, -k, k / 4, 2 * k] for k in (-3, -2, -1, 0, 1, 2, 3, 4)], np.float32)
+    x[:, 2] = [-1, 0, 0.25, 0.375, 0.5, 1, 2, 3]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    assert {-1.0, 1.0} <= set(np.unique(expected).tolist())  # (0 where x is a threshold)
+    got = cimxdsl.compile(model, device="ideal", mode="exact")(x)
+    np.testing.assert_array_equal(got, expected)
+
+    from cimxdsl.frontend.folding import fold_sign_thresholds
+
+    constants = {"g": gamma, "b": beta, "m": mean, "v": var}
+    fold_sign_thresholds(model.graph, constants)
+    np.testing.assert_allclose(-constants["bn_threshold_bias"] * constants["bn_threshold_scale"], [3.0, 0.75, 0.4, 5.0], rtol=1e-6)
+    np.testing.assert_array_equal(constants["bn_threshold_scale"], [1, -1, 1, 1])
