@@ -103,12 +103,8 @@ def main() -> None:
         results = sweeps[network] = json.loads(path.read_text())
         for row in smallest_adc(results):
             bits = row["smallest_adc_bits"]
-            print(
-                f"| {network} | {row['mapping']} | {row['sigma']} | {100 * row['lossless_accuracy']:.2f} | "
-                f"{bits if bits else '—'} | {100 * row['accuracy']:.2f} |"
-                if bits
-                else f"| {network} | {row['mapping']} | {row['sigma']} | {100 * row['lossless_accuracy']:.2f} | — | — |"
-            )
+            found = f"{bits} | {100 * row['accuracy']:.2f}" if bits else "— | —"
+            print(f"| {network} | {row['mapping']} | {row['sigma']} | {100 * row['lossless_accuracy']:.2f} | {found} |")
             if row["sigma"] == 0 and bits:
                 best[(network, row["mapping"])] = bits
 
@@ -126,8 +122,9 @@ def main() -> None:
     for label, mapping, model, device in rows:
         r = run(model, device, images, labels)
         print(
-            f"| {label} | {mapping} | {device.adc_bits} | {100 * r['accuracy']:.2f} | {r['crossbars']} | {r['cells']} | "
-            f"{r['adc_conversions']} | {r['energy_pj'] / 1000:.2f} nJ | {r['latency_ns'] / 1000:.1f} µs |"
+            f"| {label} | {mapping} | {device.adc_bits} | {100 * r['accuracy']:.2f} | {r['crossbars']} | "
+            f"{r['cells']} | {r['adc_conversions']} | {r['energy_pj'] / 1000:.2f} nJ | "
+            f"{r['latency_ns'] / 1000:.1f} µs |"
         )
 
 

@@ -21,6 +21,7 @@ dependencies: torch (CPU), scikit-learn and onnx; checked against onnxruntime wh
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_digits_cnn import load_data  # noqa: E402
+from train_digits_cnn import load_data
 
 OUT_DIR = Path(__file__).resolve().parent
 SEED = 0
@@ -67,7 +68,7 @@ class Net(nn.Module):
         super().__init__()
         self.ternary = ternary
         self.weights = nn.ParameterList(
-            [nn.Parameter(torch.empty(k, n).uniform_(-1, 1)) for k, n in zip(WIDTHS, WIDTHS[1:])]
+            [nn.Parameter(torch.empty(k, n).uniform_(-1, 1)) for k, n in itertools.pairwise(WIDTHS)]
         )
         self.norms = nn.ModuleList([nn.BatchNorm1d(n) for n in WIDTHS[1:]])
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_digits_bnn import main  # noqa: E402
+from train_digits_bnn import main
 
 if __name__ == "__main__":
     main(ternary=True)

@@ -164,7 +164,8 @@ def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Gener
         g += sigma * top * rng.standard_normal(g.shape)
     clip = config.prog_noise_clip
     # at zero conductance: -hrs_level, the HRS current's level (0 for an ideal HRS)
-    np.clip(g, -config.hrs_level, top if clip == "both" or (clip == "auto" and model != "proportional") else None, out=g)
+    high = top if clip == "both" or (clip == "auto" and model != "proportional") else None
+    np.clip(g, -config.hrs_level, high, out=g)
 
 
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:

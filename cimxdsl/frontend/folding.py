@@ -103,7 +103,6 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         graph.node.remove(node)
 
 
-
 def fold_sign_thresholds(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
     """Fold `Sign(BatchNormalization(x))`, the activation of a binary network, into a per-channel
     threshold: sign(γ (x - μ) / √(σ² + ε) + β) = sign(s (x - τ)) with τ = μ - β √(σ² + ε) / γ and

@@ -243,7 +243,8 @@ class TilePass(DeviceOption, ChoicePass):
         if config is not None and (self.rows, self.cols) != (None, None):
             config = config.replace(rows=rows, cols=columns * config.cells_per_weight)
         record_device(op, config, rows, columns)
-        shape = CrossbarShape(rows, columns, columns if config is None else config.weight_cols, config and config.cell_bits)
+        cols = columns if config is None else config.weight_cols
+        shape = CrossbarShape(rows, columns, cols, config and config.cell_bits)
         if self.mode == "unroll":
             PatternRewriteWalker(TileProducts(shape), apply_recursively=False).rewrite_module(op)
         else:

@@ -79,13 +79,17 @@ def test_lrs_variability_spreads_the_pair_as_sigma_times_root_k():
     # Only the LRS cells vary (σ in units of G_LRS - G_HRS): every weight has one LRS cell in the
     # pair, so with inputs of all ones each column's error has variance K σ².
     sigma = 0.2
-    config = binary_device("pair", 0, 0.0, prog_noise_model="table", prog_noise_table=(0.0, sigma), prog_noise_clip="zero")
+    config = binary_device(
+        "pair", 0, 0.0, prog_noise_model="table", prog_noise_table=(0.0, sigma), prog_noise_clip="zero"
+    )
     rng = np.random.default_rng(0)
     w = rng.choice([-1, 1], size=(ROWS, 8))
     x = np.ones((1, ROWS), np.int64)
     errors = np.concatenate(
         [
-            crossbar_matmul(x, w, config.replace(seed=seed, adc_bits=0), np.random.default_rng(seed), fast_path=False)[0]
+            crossbar_matmul(x, w, config.replace(seed=seed, adc_bits=0), np.random.default_rng(seed), fast_path=False)[
+                0
+            ]
             - (x @ w)[0]
             for seed in range(50)
         ]
@@ -106,7 +110,9 @@ def test_reference_noise_is_one_draw_per_row_shared_by_the_columns():
 
 def test_a_non_binary_weight_on_the_reference_mapping_is_one_line():
     config = binary_device("reference", 0, 0.0)
-    with pytest.raises(ValueError, match=r"^weight 0 is not binary: the 'reference' encoding holds weights -1 and \+1 only$"):
+    with pytest.raises(
+        ValueError, match=r"^weight 0 is not binary: the 'reference' encoding holds weights -1 and \+1 only$"
+    ):
         crossbar_matmul(np.ones((1, 2), np.int64), np.array([[1, 0], [-1, 1]]), config)
 
 

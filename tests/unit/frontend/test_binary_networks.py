@@ -91,6 +91,9 @@ def test_binary_layers_are_exact_integers_on_binary_cells(path, device, images):
     np.testing.assert_array_equal(got, onnxruntime_outputs(truncated(path, "fc2"), images))
     np.testing.assert_array_equal(got, numpy_hidden(path, images, 2))
     assert [(r["weight_bits"], r["input_bits"]) for r in report["layers"]] == [(1, 2), (1, 2)]
+    # the smallest ADC that converts any full read exactly: signed sums of ±128 (binary devices),
+    # or unsigned sums up to 128 x 3 (ISAAC's 2-bit cells): 9 bits either way
+    assert report["precision"]["lossless_adc_bits"] == 9
 
 
 @pytest.mark.parametrize("path", [BNN, TNN], ids=["bnn", "tnn"])
@@ -164,5 +167,7 @@ def test_sign_of_batch_norm_folds_into_per_channel_thresholds():
 
     constants = {"g": gamma, "b": beta, "m": mean, "v": var}
     fold_sign_thresholds(model.graph, constants)
-    np.testing.assert_allclose(-constants["bn_threshold_bias"] * constants["bn_threshold_scale"], [3.0, 0.75, 0.4, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(
+        -constants["bn_threshold_bias"] * constants["bn_threshold_scale"], [3.0, 0.75, 0.4, 5.0], rtol=1e-6
+    )
     np.testing.assert_array_equal(constants["bn_threshold_scale"], [1, -1, 1, 1])
