@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo demo-vit test lint clean
+.PHONY: setup demo demo-vit demo-bnn test lint clean
 
 setup: $(VENV)/.installed
 
@@ -18,6 +18,10 @@ demo: setup
 
 demo-vit: setup
 	for placement in host crossbar auto; do $(BIN)/cim-compile examples/digits_vit.onnx --device cinnamon --calibrate examples/digits_train.npz --dataset examples/digits_test.npz --placement $$placement || exit 1; done
+
+demo-bnn: setup
+	for device in pair reference; do $(BIN)/cim-compile examples/digits_bnn.onnx --device examples/devices/binary/$$device.toml --calibrate examples/digits_train.npz --dataset examples/digits_test.npz || exit 1; done
+	$(BIN)/cim-compile examples/digits_tnn.onnx --device examples/devices/binary/pair.toml --calibrate examples/digits_train.npz --dataset examples/digits_test.npz
 
 test: setup
 	$(BIN)/pytest

@@ -34,7 +34,7 @@ from typing import Any
 from cimxdsl.device.parasitics import Wires
 from cimxdsl.device.settings import Schema, did_you_mean, is_file_spec, setting
 
-ENCODINGS = ("differential", "offset")
+ENCODINGS = ("differential", "offset", "reference")
 SUBTRACTIONS = ("digital", "analog")
 ADC_RANGES = ("full", "full_pow2", "calibrated", "static_array", "static_slice", "static_column")
 STATIC_RANGES = ("static_array", "static_slice", "static_column")
@@ -58,9 +58,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "encoding",
         "input_encoding",
         "subtraction",
+        "on_off_ratio",
     ),
     "noise": (
         "prog_noise",
+        "reference_noise",
         "prog_noise_model",
         "prog_noise_table",
         "prog_noise_clip",
@@ -161,12 +163,23 @@ class DeviceConfig:
     `twos_complement` (the sign bit in its own pass, subtracted) or `sign_magnitude` (a pass for
     the positive and one for the negative entries); or `bipolar` DACs, which drive each row at
     ±(the digit of |x|) in one pass, read by signed ADCs."""
+    """`differential`: a pair of arrays holds max(w, 0) and max(-w, 0) (on 1-bit cells the
+    two-cell mapping of binary and ternary weights: +1 LRS/HRS, -1 HRS/LRS, 0 HRS/HRS); `offset`:
+    one array holds w + c; `reference`: binary weights (-1, +1) in one 1-bit cell each (LRS for
+    +1, HRS for -1), read against a reference column of cells at the mid conductance
+    (G_LRS + G_HRS) / 2, subtracted before a signed ADC."""
     subtraction: str = setting("digital", choices=SUBTRACTIONS)
     """Where a differential pair is subtracted: `digital` after one ADC per array (Reißmann 2024, §6.2),
     or `analog` before one ADC per column pair (MNSIM's `Sub_Position`; one conversion instead of
     two, of a signed sum)."""
+    on_off_ratio: float = setting(0.0, low=0, expected="0 (an ideal HRS of zero conductance) or a ratio above 1")
+    """G_LRS / G_HRS of the cells (0: infinite, the lowest level conducts nothing): the lowest level
+    then conducts G_max / (on_off_ratio - 1) in units of a level step, which every cell adds;
+    a differential pair or a reference column cancels it."""
     # noise
     prog_noise: float = 0.0
+    reference_noise: float = setting(0.0, low=0)
+    """The programming σ of a reference column's cells (units of G_LRS - G_HRS), one draw per row."""
     prog_noise_model: str = setting("proportional", choices=PROG_NOISE_MODELS)
     prog_noise_table: tuple[float, ...] = setting(
         (), low=0, expected="a list of non-negative numbers (one σ per conductance level, in units of G_max)"
@@ -244,6 +257,23 @@ class DeviceConfig:
                 f"'drift_nu_table' must list one ν per conductance level ({levels} for 'cell_bits'="
                 f"{self.cell_bits}), got {list(self.drift_nu_table)}"
             )
+        if 0 < self.on_off_ratio <= 1:
+            raise DeviceConfigError(f"'on_off_ratio' must be 0 (ideal) or above 1, got {self.on_off_ratio}")
+        if self.on_off_ratio and self.encoding == "offset":
+            raise DeviceConfigError(
+                "'on_off_ratio' needs an encoding that cancels the HRS current ('differential' or "
+                "'reference'), got 'encoding'='offset'"
+            )
+        if self.encoding == "reference" and not self.wires.ideal:
+            raise DeviceConfigError(
+                "'encoding'='reference' is not modelled with wire resistance: set 'wire_resistance', "
+                "'source_resistance' and 'sink_resistance' to 0"
+            )
+        if self.encoding == "reference" and (self.cell_bits, self.weight_bits) != (1, 1):
+            raise DeviceConfigError(
+                "'encoding'='reference' holds binary weights in 1-bit cells: it needs 'cell_bits' = 1 and "
+                f"'weight_bits' = 1, got {self.cell_bits} and {self.weight_bits}"
+            )
         if self.cells_per_weight > self.cols:
             raise DeviceConfigError(
                 f"'cols' must hold one weight ({self.cells_per_weight} cells of 'cell_bits'="
@@ -269,10 +299,12 @@ class DeviceConfig:
 
     def with_precision(self, precision: tuple[int, int] | None) -> DeviceConfig:
         """This device for a layer of `precision` (weight bits, input bits): its own bits replace the
-        device's (None: the device as it is)."""
+        device's (None: the device as it is). A 1-bit weight is a ternary sign (-1, 0, +1): a pair or
+        a reference column holds it in 1 bit, the offset encoding in 2 (w + 2)."""
         if precision is None or precision == (self.weight_bits, self.input_bits):
             return self
-        return self.replace(weight_bits=precision[0], input_bits=precision[1])
+        weight_bits = 2 if precision[0] == 1 and self.encoding == "offset" else precision[0]
+        return self.replace(weight_bits=weight_bits, input_bits=precision[1])
 
     def replace(self, **changes: Any) -> DeviceConfig:
         """A copy with `changes` applied, validated like a new config."""
@@ -318,13 +350,37 @@ class DeviceConfig:
 
     @property
     def arrays_per_crossbar(self) -> int:
-        """Physical arrays per logical crossbar: 2 for the differential pair, 1 for offset."""
+        """Physical arrays per logical crossbar: 2 for the differential pair, 1 for offset and
+        reference (whose reference column shares the array)."""
         return 2 if self.encoding == "differential" else 1
 
     @property
+    def read_arrays(self) -> int:
+        """Column sums read per weight slice: the pair's two, or the weight's and its reference
+        column's (`reference`), or one (`offset`)."""
+        return 1 if self.encoding == "offset" else 2
+
+    @property
     def analog_subtraction(self) -> bool:
-        """Whether the pair's column sums are subtracted before the ADC."""
-        return self.subtraction == "analog" and self.arrays_per_crossbar == 2
+        """Whether the pair's (or the reference column's) sums are subtracted before the ADC."""
+        return self.encoding == "reference" or (self.subtraction == "analog" and self.arrays_per_crossbar == 2)
+
+    @property
+    def integral(self) -> bool:
+        """Noiseless with integer conductances (no HRS current), so every column sum is an integer."""
+        return self.noiseless and not self.on_off_ratio
+
+    @property
+    def hrs_level(self) -> float:
+        """The conductance of the lowest level in units of a level step: G_max / (on_off_ratio - 1)."""
+        return (2**self.cell_bits - 1) / (self.on_off_ratio - 1) if self.on_off_ratio else 0.0
+
+    @property
+    def lossless_adc_bits(self) -> int:
+        """The fewest ADC bits that convert every column sum of a full read exactly (noiseless
+        integer sums): an unsigned ADC L = 2**n - 1 >= F, a signed one 2**(n-1) - 1 >= F, F the
+        full-scale sum (`adc_full_scale`; a reference column's difference spans ±F)."""
+        return self.adc_full_scale.bit_length() + self.signed_adc
 
     @property
     def signed_adc(self) -> bool:
@@ -334,7 +390,12 @@ class DeviceConfig:
     @property
     def tile_shape(self) -> tuple[int, int]:
         """(max K, max N) of a weight tile one logical crossbar holds."""
-        return tile_shape(self.rows, self.cols, self.cells_per_weight)
+        return tile_shape(self.rows, self.weight_cols, self.cells_per_weight)
+
+    @property
+    def weight_cols(self) -> int:
+        """The columns that hold weights: all but the reference column of `reference`."""
+        return self.cols - (self.encoding == "reference")
 
     @property
     def adc_full_scale(self) -> int:
@@ -373,6 +434,7 @@ class DeviceConfig:
             col_wire_resistance=None,
             source_resistance=0.0,
             sink_resistance=0.0,
+            reference_noise=0.0,
         )
 
     @property
@@ -395,6 +457,7 @@ class DeviceConfig:
             and self.stuck_off_rate == 0
             and not self.drifts
             and self.wires.ideal
+            and self.reference_noise == 0
         )
 
     @property
@@ -438,6 +501,8 @@ class DeviceConfig:
             "adc_range": self.adc_range,
             "encoding": self.encoding,
             "input_encoding": self.input_encoding,
+            **({"on_off_ratio": self.on_off_ratio} if self.on_off_ratio else {}),
+            "lossless_adc_bits": self.lossless_adc_bits,
             "noise": noise,
         }
 
@@ -473,6 +538,7 @@ CALIBRATION_FIELDS = (
     "encoding",
     "input_encoding",
     "subtraction",
+    "on_off_ratio",
 )
 
 

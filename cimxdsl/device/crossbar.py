@@ -78,7 +78,7 @@ def draw_stuck_cells(config: DeviceConfig, rng: np.random.Generator) -> np.ndarr
     """A rows × arrays × cols map of stuck cells: +1 stuck on, -1 stuck off, 0 healthy."""
     if config.stuck_on_rate == 0 and config.stuck_off_rate == 0:
         return None
-    draw = rng.random((config.rows, config.arrays_per_crossbar, config.cols))
+    draw = rng.random((config.rows, config.read_arrays, config.cols))
     stuck = np.zeros(draw.shape, np.int8)
     stuck[draw < config.stuck_on_rate] = 1
     stuck[(draw >= config.stuck_on_rate) & (draw < config.stuck_on_rate + config.stuck_off_rate)] = -1
@@ -89,6 +89,8 @@ def encode_weights(w: np.ndarray, config: DeviceConfig, dtype: type) -> tuple[np
     """Cell levels (K, N, arrays, J) of a validated tile, as `dtype`, and the offset c."""
     if config.encoding == "differential":
         magnitudes, offset = np.stack([np.maximum(w, 0), np.maximum(-w, 0)], axis=-1), 0
+    elif config.encoding == "reference":  # the weight's cell (LRS for +1), its reference column's set later
+        magnitudes, offset = np.stack([(w + 1) // 2, np.zeros_like(w)], axis=-1), 0
     else:
         offset = 0 if w.min() >= 0 else 2 ** (config.weight_bits - 1)
         magnitudes = (w + offset)[..., None]
@@ -129,11 +131,14 @@ def program_tile(
         drift(g, config, rng)
         one_over_f_noise(g, config, rng)
         gain = compensation_gain(programmed, g, config)
-        g = _ir_drop(g, config)
     else:
         gain = None
-    g = g.reshape(w.shape[0], -1)
-    max_sum = float(g.sum(axis=0).max()) * (2**config.dac_bits - 1) if config.noiseless else np.inf
+    if config.encoding == "reference":
+        _reference_column(g, config, rng)
+    elif config.on_off_ratio:
+        g += g.dtype.type(config.hrs_level)
+    g = _ir_drop(g, config).reshape(w.shape[0], -1)
+    max_sum = float(g.sum(axis=0).max()) * (2**config.dac_bits - 1) if config.integral else np.inf
     return Tile(w, g, offset, w.sum(axis=0), int(np.abs(w).max()), _fold_adc(g, config), max_sum, gain)
 
 
@@ -151,10 +156,24 @@ def _ir_drop(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     return effective.astype(g.dtype, copy=False)
 
 
+def _reference_column(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator | None) -> None:
+    """Complete a `reference` tile's levels g (K, N, 2, 1) in place, in units of half the LRS-HRS
+    step so that noiseless sums stay integers: the weight's cell 2·level + 2h (h the HRS current,
+    `hrs_level`), its reference column's cell (G_LRS + G_HRS) / 2 = 1 + 2h plus `reference_noise`,
+    one draw per row shared by every column it serves. The difference is then Σ_k x_k w_k."""
+    g[..., 0, :] *= 2
+    reference = np.ones(g.shape[0])
+    if config.reference_noise:
+        reference += 2 * config.reference_noise * rng.standard_normal(g.shape[0])
+        np.maximum(reference, 0, out=reference)
+    g[..., 1, :] = reference[:, None, None]
+    g += g.dtype.type(2 * config.hrs_level)
+
+
 def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
     """Add the programming error of `prog_noise_model` to nominal cell levels `g` in place:
     proportional g·(1 + σN); independent g + σ·G_max·N; table g + σ[level]·G_max·N
-    (G_max = 2**cell_bits - 1, the top level). Then clipped at 0, and at G_max by
+    (G_max = 2**cell_bits - 1, the top level). Then clipped at zero conductance, and at G_max by
     `prog_noise_clip` ("auto": all but proportional)."""
     model, top = config.prog_noise_model, 2**config.cell_bits - 1
     if model == "proportional":
@@ -167,7 +186,9 @@ def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Gener
         sigma = config.prog_noise if model == "independent" else np.asarray(config.prog_noise_table)[g.astype(np.int64)]
         g += sigma * top * rng.standard_normal(g.shape)
     clip = config.prog_noise_clip
-    np.clip(g, 0, top if clip == "both" or (clip == "auto" and model != "proportional") else None, out=g)
+    # at zero conductance: -hrs_level, the HRS current's level (0 for an ideal HRS)
+    high = top if clip == "both" or (clip == "auto" and model != "proportional") else None
+    np.clip(g, -config.hrs_level, high, out=g)
 
 
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -176,7 +197,7 @@ def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     power of two), sum · L for `full` (exact while below the mantissa; the ADC then divides by F)."""
     num, den = _full_scale_ratio(config, config.signed_adc)
     full = config.adc_bits and config.adc_range in ("full", "full_pow2")
-    if not (config.noiseless and full and not config.analog_subtraction and den > num):
+    if not (config.integral and full and not config.analog_subtraction and den > num):
         return g
     if num == 1:
         return g * g.dtype.type(1 / den)
@@ -271,7 +292,7 @@ def _adc_levels(
         return sums, 1.0, 1
     signed = paired or config.signed_adc
     num, den = _adc_ratio(sums, config, signed, paired, spans, tiles)
-    if np.ndim(den) == 0 and den == num and config.noiseless:
+    if np.ndim(den) == 0 and den == num and config.integral:
         return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
     if not _ties_exact(config, sums.dtype, num):
         sums = sums.astype(np.float64)
@@ -286,7 +307,7 @@ def _adc_levels(
     reachable = np.rint(max_sum * num / den) if np.ndim(den) == 0 else np.inf
     if reachable > high:
         np.minimum(sums, high, out=sums)
-    if (signed and -reachable < low) or not config.noiseless:
+    if (signed and -reachable < low) or not config.integral:
         np.maximum(sums, low, out=sums)
     return sums, den, num
 
@@ -362,7 +383,7 @@ def _ties_exact(config: DeviceConfig, dtype: np.dtype, num: int) -> bool:
 # ---- helpers ----------------------------------------------------------------------------------
 def _analog_dtype(config: DeviceConfig) -> type:
     """float32 where it is exact (noiseless sums below 2**24), else float64."""
-    return np.float32 if config.noiseless and config.adc_full_scale < 2**24 else np.float64
+    return np.float32 if config.integral and config.adc_full_scale < 2**24 else np.float64
 
 
 def _weight_array(weights: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -385,6 +406,9 @@ def _weight_array(weights: np.ndarray, config: DeviceConfig) -> np.ndarray:
         return np.array(w, dtype=np.result_type(w.dtype, np.float32))
     if w.dtype.kind not in "biu":
         raise ValueError(f"crossbar weights must be integers, got dtype {w.dtype}")
+    if config.encoding == "reference" and not np.isin(w, (-1, 1)).all():
+        bad = w[~np.isin(w, (-1, 1))].flat[0]
+        raise ValueError(f"weight {bad} is not binary: the 'reference' encoding holds weights -1 and +1 only")
     low, high = _weight_range(w, config)
     if w.min() < low or w.max() > high:
         bad = w.min() if w.min() < low else w.max()
@@ -396,7 +420,7 @@ def _weight_array(weights: np.ndarray, config: DeviceConfig) -> np.ndarray:
 
 def _weight_range(w: np.ndarray, config: DeviceConfig) -> tuple[int, int]:
     bits = config.weight_bits
-    if config.encoding == "differential":
+    if config.encoding != "offset":
         return -(2**bits - 1), 2**bits - 1
     if w.min() >= 0:
         return 0, 2**bits - 1
@@ -420,6 +444,11 @@ def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         return
     bits = config.input_bits
     low, high = x.min(), x.max()
+    if config.input_encoding == "bipolar":  # the DAC drives a sign and bits of magnitude
+        if max(-int(low), int(high)) > 2**bits - 1:
+            value = low if -int(low) > int(high) else high
+            raise ValueError(f"input {value} does not fit {bits}-bit bipolar inputs (magnitude at most {2**bits - 1})")
+        return
     if low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1):
         return  # every row fits, signed or not
     row_min, row_max = x.min(axis=1), x.max(axis=1)
@@ -555,11 +584,11 @@ def observed_spans(tile: Tile, x: np.ndarray, config: DeviceConfig) -> np.ndarra
     k, n = tile.shape
     x = np.asarray(x).reshape(-1, k)
     check_inputs(x, tile, config)
-    top = np.zeros((n, config.arrays_per_crossbar, config.cells_per_weight))
+    top = np.zeros((n, config.read_arrays, config.cells_per_weight))
     if config.analog_subtraction:
         top = top[:, 0]
     for _, sums in _column_sums(x, tile.conductance, k, input_planes(x, config), config.replace(read_noise=0), None):
-        sums = sums.reshape(*sums.shape[:2], n, config.arrays_per_crossbar, -1)
+        sums = sums.reshape(*sums.shape[:2], n, config.read_arrays, -1)
         if config.analog_subtraction:
             sums = sums[:, :, :, 0] - sums[:, :, :, 1]
         np.maximum(top, np.abs(sums).max(axis=(0, 1)), out=top)
@@ -662,10 +691,10 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])):
             parts[a, :, : a1 - a0] = x[:, a0:a1]
     n = stack.col_sums.shape[1]
-    cells, arrays = config.cells_per_weight, config.arrays_per_crossbar
+    cells, arrays = config.cells_per_weight, config.read_arrays
     planes = input_planes(parts, config)
     count = len(planes.planes)
-    integral = config.noiseless  # analog sums are exact integers
+    integral = config.integral  # analog sums are exact integers
     span = config.adc_full_scale.bit_length() + 2 + config.input_slices * config.dac_bits + cells * config.cell_bits
     if integral and span > 62:
         raise ValueError(

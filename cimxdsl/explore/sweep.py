@@ -91,8 +91,9 @@ DEFAULT_TRIALS = 100
 COMPILE_OPTIONS: dict[str, tuple[str, ...]] = {"placement": PLACEMENTS}
 """Axes that are options of the compiler, not device fields (their default: the sweep's key)."""
 SWEEPABLE = (*(f for f in FIELD_NAMES if f not in ("name", "seed")), *COMPILE_OPTIONS)
-COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars", *COMPILE_OPTIONS)
-"""Fields that change the compiled program (quantization bits, tiling, placement); the rest only
+COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars", "encoding", *COMPILE_OPTIONS)
+"""Fields that change the compiled program (quantization bits, tiling — a reference column takes a
+column —, placement); the rest only
 change how the device computes, so points that agree on these share one compiled program."""
 
 

@@ -18,7 +18,7 @@ from cimxdsl.device import DeviceConfig
 from cimxdsl.flow.calibration import calibration_samples, model_input_shapes, regroup
 from cimxdsl.flow.source import model_name, to_onnx
 from cimxdsl.frontend.onnx_importer import graph_inputs, import_onnx, load_model
-from cimxdsl.frontend.quantize import layer_names, quantize
+from cimxdsl.frontend.quantize import first_non_binary_weight, layer_names, quantize
 from cimxdsl.models import CompiledModel, CompileError, RebuiltStage, quantization_bits
 from cimxdsl.parsing import make_context
 from cimxdsl.precision import resolve_precision
@@ -137,9 +137,16 @@ def compile_memristor(
                     default = (bits["weight_bits"], bits["input_bits"])
                     layers = resolve_precision(precision, layer_names(module), default)
                 try:
-                    return quantize(module, samples, calibrated=calibrated, precision=layers, **bits)
+                    quantize(module, samples, calibrated=calibrated, precision=layers, **bits)
                 except ValueError as e:
                     raise CompileError(str(e)) from None
+                bad = first_non_binary_weight(module) if config.encoding == "reference" else None
+                if bad is not None:
+                    raise CompileError(
+                        f"layer '{bad[0]}': weight {bad[1]} is not binary, but device '{config.name}' maps "
+                        "weights with 'encoding'='reference' (-1 and +1 only)"
+                    )
+                return module
 
             module = recorder.stage("quantize", quantized)
             samples = regroup(samples, shapes)

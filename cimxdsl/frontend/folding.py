@@ -1,5 +1,5 @@
-"""Folding at import: nodes on constants evaluated with ONNX's reference (or NumPy), and
-BatchNormalization after a convolution folded into its weights."""
+"""Folding at import: nodes on constants evaluated with ONNX's reference (or NumPy), BatchNormalization
+after a convolution folded into its weights, and before a Sign into a per-channel threshold."""
 
 from __future__ import annotations
 
@@ -102,3 +102,34 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
     for node in folded:
         graph.node.remove(node)
 
+
+def fold_sign_thresholds(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
+    """Fold `Sign(BatchNormalization(x))`, the activation of a binary network, into a per-channel
+    threshold: sign(γ (x - μ) / √(σ² + ε) + β) = sign(s (x - τ)) with τ = μ - β √(σ² + ε) / γ and
+    s = sign(γ). The BatchNormalization keeps its place with scale s, bias -s·τ, mean 0, variance 1
+    and ε = 0, so it computes s·x - s·τ: one compare per channel (γ = 0 channels are left alone)."""
+    users: dict[str, int] = {}
+    for node in graph.node:
+        for name in node.input:
+            users[name] = users.get(name, 0) + 1
+    producers = {o: node for node in graph.node for o in node.output}
+    for node in graph.node:
+        norm = producers.get(node.input[0]) if node.op_type == "Sign" else None
+        if norm is None or norm.op_type != "BatchNormalization" or users.get(norm.output[0]) != 1:
+            continue
+        params = norm.input[1:5]
+        if len(params) < 4 or not all(n in constants for n in params):
+            continue
+        gamma, beta, mean, var = (constants[n].astype(np.float64) for n in params)
+        if len({a.shape for a in (gamma, beta, mean, var)}) != 1 or gamma.ndim != 1 or not gamma.all():
+            continue
+        std = np.sqrt(var + NodeAttributes(norm)["epsilon"])
+        threshold, sign = mean - beta * std / gamma, np.sign(gamma)
+        base = norm.name or norm.output[0]
+        folded = {"scale": sign, "bias": -sign * threshold, "mean": np.zeros_like(sign), "var": np.ones_like(sign)}
+        for name, value in folded.items():
+            constants[f"{base}_threshold_{name}"] = value.astype(np.float32)
+        del norm.input[1:]
+        norm.input.extend(f"{base}_threshold_{name}" for name in folded)
+        del norm.attribute[:]
+        norm.attribute.append(helper.make_attribute("epsilon", 0.0))

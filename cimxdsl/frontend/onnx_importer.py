@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, node_error, node_label
 from cimxdsl.frontend.builder import IRBuilder, code_bits, mark_scales, shape_of
-from cimxdsl.frontend.folding import CONSTANT_ONLY, SHAPE_ONLY, evaluate_node, fold_batch_norms
+from cimxdsl.frontend.folding import CONSTANT_ONLY, SHAPE_ONLY, evaluate_node, fold_batch_norms, fold_sign_thresholds
 from cimxdsl.frontend.loading import TARGET_OPSET, graph_inputs, initializer_array, input_shape, load_model, with_batch
 from cimxdsl.frontend.registry import importer
 
@@ -82,6 +82,7 @@ class OnnxImporter:
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
         self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
         fold_batch_norms(self.graph, self.constants)
+        fold_sign_thresholds(self.graph, self.constants)
 
     # -- the graph ---------------------------------------------------------------------------------
     def run(self) -> ModuleOp:

@@ -14,7 +14,10 @@ must be non-negative. The integer product of a layer with its own bits carries t
 attributes `weight_bits` and `input_bits`, which `linalg-to-cinm` and the crossbar lowerings keep
 down to the device (the other layers run at the device's bits). A quantized ONNX model's codes
 imply a layer's bits where they take fewer than the defaults (4-bit types, or constant weights whose
-codes use fewer bits than their type): that layer then keeps those bits and the model's scales. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
+codes use fewer bits than their type): that layer then keeps those bits and the model's scales.
+A layer of a binary or ternary network (weights -a, 0, +a per output channel, inputs -1, 0, +1 on
+the calibration set) takes 1-bit weights and 2-bit inputs (`binary_precision`): its products are
+exact integers on 1-bit cells. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
 and P·V) quantizes both with per-tensor scales: the left as an activation, the right, which a
 crossbar would hold, as symmetric weight codes. `calibrate` runs the float program on sample inputs
 and records the range of every product's inputs.
@@ -40,18 +43,25 @@ from cimxdsl.frontend.builder import BITS_ATTRIBUTE, SCALES_ATTRIBUTE
 from cimxdsl.interpreters import Program
 
 Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
+TERNARY = (-1, 0, 1)
+BINARY_PRECISION = (1, 2)
+"""(weight bits, input bits) of a binary or ternary layer: 1-bit weights are ternary signs, and
+2-bit signed input codes hold -1, 0 and +1."""
 
 
 @dataclass
 class Range:
-    """The smallest and largest value seen at a product's input."""
+    """The smallest and largest value seen at a product's input, and whether every value was -1, 0
+    or +1 (as `Sign` and `Round(Clip(x, -1, 1))` produce)."""
 
     low: float = np.inf
     high: float = -np.inf
+    ternary: bool = True
 
     def update(self, values: np.ndarray) -> None:
         self.low = min(self.low, float(np.min(values)))
         self.high = max(self.high, float(np.max(values)))
+        self.ternary = self.ternary and bool(np.isin(values, TERNARY).all())
 
 
 class RangeRecorder(Interpreter.Listener):
@@ -244,6 +254,35 @@ def implied_precision(op: Operation, weight_bits: int, input_bits: int) -> tuple
     return implied if implied != (weight_bits, input_bits) else None  # type: ignore[return-value]
 
 
+def binary_precision(op: Operation, seen: Range) -> tuple[int, int] | None:
+    """`BINARY_PRECISION` for a product of a binary or ternary network: every output channel's
+    weights take one magnitude a (-a, 0, +a: `Sign`, `Where` or `Round` of float weights, scaled),
+    and every input the calibration saw is -1, 0 or +1. Such a layer computes exactly on 1-bit
+    cells; None for another."""
+    if not isinstance(op, Product) or not seen.ternary:
+        return None
+    weights = weights_of(op)
+    assert weights is not None
+    grouped = isinstance(op, Conv2DNgchwGfchwOp)
+    filters = np.abs(weights.reshape(-1, *weights.shape[2:]) if grouped else weights)
+    axis = 1 if isinstance(op, MatmulOp) else 0
+    peak = np.max(filters, axis=tuple(i for i in range(filters.ndim) if i != axis), keepdims=True)
+    return BINARY_PRECISION if ((filters == 0) | (filters == peak)).all() else None
+
+
+def first_non_binary_weight(module: ModuleOp) -> tuple[str, int] | None:
+    """(layer, weight) of the first integer weight code of a quantized `module` that is neither -1
+    nor +1 (what a binary mapping cannot hold), or None."""
+    for op in quantizable(module):
+        codes = weights_of(op) if isinstance(op, Product) else None
+        if codes is None or codes.dtype.kind not in "iu":
+            continue
+        bad = codes[(codes != -1) & (codes != 1)]
+        if bad.size:
+            return op.results[0].name_hint or op.name, int(bad.flat[0])
+    return None
+
+
 def layer_names(module: ModuleOp) -> list[str]:
     """The names of the products `quantize` quantizes (their results' names), in program order."""
     return [op.results[0].name_hint or op.name for op in quantizable(module)]
@@ -272,7 +311,11 @@ def quantize(
     for op, seen in ranges.items():
         if not np.isfinite(seen[0].low):
             raise ValueError(f"calibration never reached the product '{op.results[0].name_hint or op.name}'")
-        own = precision.get(op.results[0].name_hint or op.name) or implied_precision(op, weight_bits, input_bits)
+        own = (
+            precision.get(op.results[0].name_hint or op.name)
+            or implied_precision(op, weight_bits, input_bits)
+            or binary_precision(op, seen[0])
+        )
         bits = own or (weight_bits, input_bits)
         if isinstance(op, BatchMatmulOp):
             quantize_runtime_product(op, seen, *bits, own=own is not None)  # type: ignore[arg-type]

@@ -130,12 +130,22 @@ def import_neg(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.unary(arith.NegfOp, x)]
 
 
-FLOAT_UNARY = {"Erf": math.ErfOp, "Exp": math.ExpOp, "Sqrt": math.SqrtOp}
+FLOAT_UNARY = {"Erf": math.ErfOp, "Exp": math.ExpOp, "Sqrt": math.SqrtOp, "Round": math.RoundEvenOp}
+"""(ONNX's Round rounds half to even.)"""
 
 
 @importer(*FLOAT_UNARY)
 def import_float_unary(im: OnnxImporter, node, attrs) -> list[SSAValue]:
     return [im.ir.unary(FLOAT_UNARY[node.op_type], float_input(im, node, 0))]
+
+
+@importer("Sign")
+def import_sign(im: OnnxImporter, node, attrs) -> list[SSAValue]:
+    """-1, 0 or +1 by the sign of a float `x` (the activation of binary and ternary networks)."""
+    x = float_input(im, node, 0)
+    zero, one = im.ir.splat(0.0, shape_of(x)), im.ir.splat(1.0, shape_of(x))
+    negative = im.ir.select(im.ir.compare(x, zero, "lt"), im.ir.splat(-1.0, shape_of(x)), zero)
+    return [im.ir.select(im.ir.compare(x, zero, "gt"), one, negative)]
 
 
 @importer("IsNaN")

@@ -264,7 +264,7 @@ class TilePass(DeviceOption, ChoicePass):
     def tile_shape(self) -> tuple[int, int]:
         config = self.device_or_none()
         rows = self.rows if self.rows is not None else (config.rows if config else 128)
-        cols = self.cols if self.cols is not None else (config.cols if config else 128)
+        cols = self.cols if self.cols is not None else (config.weight_cols if config else 128)
         for option, value in (("rows", rows), ("cols", cols)):
             if value <= 0:
                 raise pass_error(self.name, f"option '{option}' must be positive, got {value}")
@@ -283,7 +283,8 @@ class TilePass(DeviceOption, ChoicePass):
             raise pass_error(self.name, f"option 'band' must be at least 0, got {self.band}")
         if self.band and self.mode != "unroll":
             raise pass_error(self.name, "option 'band' needs mode=unroll")
-        shape = CrossbarShape(rows, columns, columns if config is None else config.cols, config and config.cell_bits)
+        cols = columns if config is None else config.weight_cols
+        shape = CrossbarShape(rows, columns, cols, config and config.cell_bits)
         if self.mode == "unroll":
             pattern = TileProducts(shape, self.band)
             PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -88,7 +88,7 @@ BAD_CHANGES = [
     ({"adc_bits": -1}, "'adc_bits'"),
     ({"adc_bits": 33}, "'adc_bits'"),
     ({"cell_bits": 0}, "'cell_bits'"),
-    ({"encoding": "diff"}, "'encoding' must be one of 'differential', 'offset', got 'diff'"),
+    ({"encoding": "diff"}, "'encoding' must be one of 'differential', 'offset', 'reference', got 'diff'"),
     ({"adc_range": "max"}, "'adc_range'"),
     ({"read_noise": -0.1}, "'read_noise'"),
     ({"prog_noise": "a lot"}, "'prog_noise'"),

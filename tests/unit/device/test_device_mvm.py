@@ -29,18 +29,22 @@ def random_inputs(rng, batch, k, bits):
 
 @st.composite
 def sliced_problems(draw, lossless=True):
-    cell_bits = draw(st.integers(1, 4))
-    weight_bits = draw(st.integers(1, 12))
+    encoding = draw(st.sampled_from(ENCODINGS))
+    binary = encoding == "reference"  # binary weights in 1-bit cells
+    cell_bits = 1 if binary else draw(st.integers(1, 4))
+    weight_bits = 1 if binary else draw(st.integers(1, 12))
     cells = -(-weight_bits // cell_bits)
     config = DeviceConfig(
         rows=draw(st.integers(1, 40)),
-        cols=draw(st.integers(cells, 6 * cells)),
+        cols=draw(st.integers(cells + binary, 6 * cells + binary)),
         weight_bits=weight_bits,
         input_bits=draw(st.integers(1, 12)),
         cell_bits=cell_bits,
         dac_bits=draw(st.integers(1, 4)),
-        encoding=draw(st.sampled_from(ENCODINGS)),
+        encoding=encoding,
         input_encoding=draw(st.sampled_from(INPUT_ENCODINGS)),
+        # a finite on/off ratio: the pair or the reference column cancels the HRS current
+        on_off_ratio=draw(st.sampled_from([0.0, 7.5])) if lossless and encoding != "offset" else 0.0,
     )
     if not lossless:  # an ADC with at least as many bits as the largest possible column sum (and a sign)
         config = config.replace(
@@ -50,7 +54,9 @@ def sliced_problems(draw, lossless=True):
     max_k, max_n = config.tile_shape
     k, n, batch = draw(st.integers(1, max_k)), draw(st.integers(1, max_n)), draw(st.integers(0, 6))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    if config.encoding == "differential" and draw(st.booleans()):
+    if binary:
+        w = rng.choice([-1, 1], size=(k, n))
+    elif config.encoding == "differential" and draw(st.booleans()):
         top = 2**weight_bits - 1  # the pair holds any magnitude below 2**weight_bits
         w = rng.integers(-top, top, size=(k, n), endpoint=True)
     else:

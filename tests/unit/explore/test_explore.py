@@ -91,7 +91,7 @@ def test_a_reused_program_gives_what_a_fresh_compile_for_that_device_gives():
     assert row["status"] == "ok"
     assert row["accuracy"] == np.mean(outputs.argmax(-1) == context.labels)
     assert row["agreement"] == np.mean(outputs.argmax(-1) == context.reference)
-    assert compile_key(sweep, point.values) == (8, 8, 128, 128, 2, 16, "host")
+    assert compile_key(sweep, point.values) == (8, 8, 128, 128, 2, 16, "offset", "host")
 
 
 def test_bipolar_inputs_slice_spans_and_clip_conventions_are_axes():

@@ -51,7 +51,8 @@ def test_the_shipped_example_sweeps_are_valid():
     assert EXAMPLES / "sweep_digits.toml" in files
     for file in files:
         s = load_sweep(file)
-        assert s.model in (BUNDLED_MODELS["digits"], EXAMPLES / "digits_vit.onnx") and len(expand_points(s)) > 1
+        models = (BUNDLED_MODELS["digits"], *(EXAMPLES / f"digits_{m}.onnx" for m in ("vit", "bnn", "tnn")))
+        assert s.model in models and len(expand_points(s)) > 1
 
 
 @pytest.mark.parametrize(
