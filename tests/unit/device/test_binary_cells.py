@@ -122,6 +122,7 @@ def test_a_non_binary_weight_on_the_reference_mapping_is_one_line():
         ({"on_off_ratio": 0.5}, "'on_off_ratio' must be 0 (ideal) or above 1, got 0.5"),
         ({"on_off_ratio": 10.0, "encoding": "offset"}, "'on_off_ratio' needs an encoding that cancels"),
         ({"encoding": "reference", "cell_bits": 2}, "'encoding'='reference' holds binary weights in 1-bit cells"),
+        ({"encoding": "reference", "wire_resistance": 1e-4}, "'encoding'='reference' is not modelled with wire"),
     ],
 )
 def test_binary_mode_config_errors_name_the_key(changes, message):
