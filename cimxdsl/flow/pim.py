@@ -8,15 +8,16 @@ reads that code as artifacts, writes them and estimates their performance on a c
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import onnx
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
@@ -26,7 +27,6 @@ from cimxdsl.backend.pimsim_config import SIM_MODES, SimMode, write_pimsim_confi
 from cimxdsl.data_io import InputSpec, onnx_inputs
 from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
-from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import PRECISION
 from cimxdsl.flow.calibration import calibration_samples
 from cimxdsl.flow.source import model_name
@@ -34,25 +34,22 @@ from cimxdsl.frontend.integer import import_integer, product_layers
 from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
 from cimxdsl.models import CompileError, PimModel
 from cimxdsl.precision import resolve_precision
+from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
 from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
-from cimxdsl.transforms.pim.pipeline import PimPipelinePass
-from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass, mapping_summaries
+from cimxdsl.transforms.pim.pipeline import DEFAULT_PACKING, PimPipelinePass
+from cimxdsl.transforms.pim.spatial_mapping import (
+    SpatialMappingPass,
+    fitting_cores,
+    mapping_summaries,
+    spatial_crossbars,
+)
 from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
-
-DEFAULT_PACKING: Packing = "im2col"
-"""The compile's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,
-better cell utilisation and fewer instructions on every measured model, exactly the same results."""
 
 
 def count_ops(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
-
-
-def spatial_crossbars(module: ModuleOp) -> int:
-    """Crossbars the `spat.compute`s of the module hold."""
-    return sum(len(op.weights) for op in module.walk() if isinstance(op, spat.ComputeOp))
 
 
 def generate_artifacts(module: ModuleOp) -> Artifacts:
@@ -63,6 +60,28 @@ def generate_artifacts(module: ModuleOp) -> Artifacts:
         raise ArtifactError(f"expected one function with cores to generate code for, found {len(functions)}")
     codes = generate(functions[0])
     return artifacts_of_code(functions[0], codes)
+
+
+@dataclass
+class PassTimer:
+    """The callback of the PIM pipeline's `PassPipeline`: each pass's time and the ops it leaves, the
+    crossbars of the spatial program (before any replica) and the mapping's summaries."""
+
+    seconds: dict[str, float] = field(default_factory=dict[str, float])
+    ops: dict[str, int] = field(default_factory=dict[str, int])
+    crossbars: int = 0
+    summaries: list[str] = field(default_factory=list[str])
+    start: float = 0.0
+
+    def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+        if previous is not None:
+            self.seconds[previous.name] = time.perf_counter() - self.start
+            self.ops[previous.name] = count_ops(module)
+            if isinstance(previous, CinmToSpatialPass):
+                self.crossbars = spatial_crossbars(module)
+            if isinstance(previous, SpatialMappingPass):
+                self.summaries = mapping_summaries(module)
+        self.start = time.perf_counter()
 
 
 def compile_to_pim(
@@ -91,45 +110,24 @@ def compile_to_pim(
     or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
     `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
     more crossbars than given)."""
-    ctx = Context()
-    automatic = cores is None and chip is not None
-    if chip is not None and crossbars_per_core is None:
-        crossbars_per_core = chip.xbar_array_count
-    requested = 0 if automatic else cores
-    options = dict(device=device, packing=packing, mapping=mapping, mapping_budget=mapping_budget)
-    passes = PimPipelinePass(xbar_size, requested, crossbars_per_core, **options).steps()
-    cores_given, per_core = pim_geometry(device, requested, crossbars_per_core)
-    times: dict[str, float] = {}
-    ir_ops: dict[str, int] = {}
-    crossbars_needed = 0
+    options = dict(xbar_size=xbar_size, cores=cores, crossbars_per_core=crossbars_per_core, device=device)
+    options |= dict(packing=packing, mapping=mapping, mapping_budget=mapping_budget)
+    pipeline = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
+    steps = pipeline.steps()
+    timer = PassTimer()
     start = time.perf_counter()
-    summaries: list[str] = []
-    placed = False
-    for index, p in enumerate(passes[:-1]):
-        if isinstance(p, SpatialMappingPass | SpatialToPimPass) and not placed:
-            placed = True  # the chip's cores when the program's crossbars (before replication) fit them
-            crossbars_needed = spatial_crossbars(module)
-            if automatic and chip is not None and crossbars_needed <= chip.core_cnt * per_core:
-                cores_given = chip.core_cnt
-                for later in range(index, len(passes) - 1):
-                    if isinstance(passes[later], SpatialMappingPass | SpatialToPimPass):
-                        passes[later] = dataclasses.replace(passes[later], cores=cores_given)
-                p = passes[index]
-        begin = time.perf_counter()
-        if isinstance(p, SpatialMappingPass) and chip is not None:
-            p.map(module, chip)  # the computes timed on the chip of the estimate
-        else:
-            p.apply(ctx, module)
-        if p.name == SpatialMappingPass.name:
-            summaries = mapping_summaries(module)
-        times[p.name] = time.perf_counter() - begin
-        ir_ops[p.name] = count_ops(module)
+    pipeline.lowering(timer).apply(Context(), module)
+    times, ir_ops = timer.seconds, timer.ops
+    spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
+    cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
+    if spatial_to_pim.fit:
+        cores_given = fitting_cores(timer.crossbars, cores_given, per_core)
     begin = time.perf_counter()
     try:
         artifacts = generate_artifacts(module)
     except ArtifactError as e:
-        raise PassFailedException(f"{passes[-1].name}: {e}") from None
-    times[passes[-1].name] = time.perf_counter() - begin
+        raise PassFailedException(f"{steps[-1].name}: {e}") from None
+    times[steps[-1].name] = time.perf_counter() - begin
     if out_dir is not None:
         begin = time.perf_counter()
         write_artifacts(out_dir, artifacts)
@@ -144,12 +142,12 @@ def compile_to_pim(
     crossbars = [len(core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
-    size: int = passes[1].xbar_size  # pyright: ignore[reportAttributeAccessIssue]
+    size: int = next(p.xbar_size for p in steps if isinstance(p, CinmToSpatialPass))
     cells = sum(group.weights.size for core in artifacts.cores for group in core.groups)
     return {
         "xbar_size": size,
         "packing": packing,
-        "mapping": "; ".join(summaries) if summaries else "none",
+        "mapping": "; ".join(timer.summaries) if timer.summaries else "none",
         "cores": cores_given or used,
         "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,
@@ -167,7 +165,7 @@ def compile_to_pim(
         "ir_ops": ir_ops,
         "compile_time_s": times,
         "out_dir": str(out_dir) if out_dir is not None else None,
-        "crossbars_needed": crossbars_needed,
+        "crossbars_needed": timer.crossbars,
         "chip": chip.name if chip is not None else None,
         "performance": performance,
     }

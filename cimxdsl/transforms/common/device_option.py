@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import ClassVar, Self, TypeVar
 
 from cimxdsl.device.config import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.transforms.common.errors import pass_error
+
+P = TypeVar("P")
+
+
+def holding(configured: P, field: str, value: object) -> P:
+    """The frozen pass `configured` holding `value`, an object given from Python, in its non-option
+    `field` (an option has a text form; a configuration object built in Python may have none)."""
+    object.__setattr__(configured, field, value)
+    return configured
 
 
 class DeviceOption:
@@ -19,9 +28,7 @@ class DeviceOption:
     @classmethod
     def for_device(cls, config: DeviceConfig, **options) -> Self:
         """The pass for a device given as an object (no file): the option `device` is only its name."""
-        configured = cls(device=config.name, **options)
-        object.__setattr__(configured, "device_config", config)
-        return configured
+        return holding(cls(device=config.name, **options), "device_config", config)
 
     def config(self) -> DeviceConfig:
         if self.device_config is not None:

@@ -2,18 +2,21 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count and crossbars per core given once (defaults: the `device` preset's
-crossbar, 16 cores of 16 crossbars). `cimxdsl.flow.pim.compile_to_pim` runs it and writes
-the artifact directory.
+crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
+and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
+cores' code is generated packed) and writes the artifact directory.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.config import DEFAULT_DEVICE
-from cimxdsl.transforms.common.errors import check_device
+from cimxdsl.transforms.common.device_option import holding
+from cimxdsl.transforms.common.errors import check_device, pass_error
 from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.common.pipeline import PipelinePass
@@ -25,11 +28,17 @@ from cimxdsl.transforms.pim.pim_codegen import PimCodegenPass
 from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass
 from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
 
+DEFAULT_PACKING: Packing = "im2col"
+"""The pipeline's packing (`cinm-to-spatial`'s pass default stays RAPTOR's `kernel`): fewer crossbars,
+better cell utilisation and fewer instructions on every measured model, exactly the same results."""
+
 
 @dataclass(frozen=True)
 class PimPipelinePass(ChoicePass, PipelinePass):
     """The RAPTOR-style flow from linalg (or cinm) to pimsim-nn instructions: `linalg-to-cinm,
-    cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen`."""
+    cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen`. With a `chip`
+    (a preset or a TOML/JSON file), the mapping times the computes on it and, unless `cores` is
+    given, the program takes the chip's cores when its crossbars fit them, else as many as it needs."""
 
     name = "pim"
 
@@ -37,22 +46,47 @@ class PimPipelinePass(ChoicePass, PipelinePass):
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
-    packing: Packing = "kernel"
+    packing: Packing = DEFAULT_PACKING
     mapping: Strategy = "none"
     mapping_budget: float = 10.0
+    chip: str = ""
+    chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
+    """The chip as an object, from Python (`for_chip`); not an option, it has no text form."""
+
+    @classmethod
+    def for_chip(cls, chip: ChipConfig, **options) -> PimPipelinePass:
+        """The pipeline for a chip given as an object (the option `chip` is only its name)."""
+        return holding(cls(chip=chip.name, **options), "chip_config", chip)
+
+    def chip_object(self) -> ChipConfig | None:
+        """The chip: the object given, else the option's preset or file (None: no chip)."""
+        if self.chip_config is not None or not self.chip:
+            return self.chip_config
+        try:
+            return load_chip_config(self.chip)
+        except ChipConfigError as e:
+            raise pass_error(self.name, str(e)) from None
 
     def steps(self) -> list[ModulePass]:
         """The passes of the pipeline in order, its geometry resolved once (an error names the pipeline)."""
         if self.device:
             check_device(self.name, self.device)
-        cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
+        chip = self.chip_object()
+        per_core = self.crossbars_per_core
+        if chip is not None and per_core is None:
+            per_core = chip.xbar_array_count
+        fit = chip is not None and self.cores is None  # the chip's cores if the program fits them
+        cores, per_core = pim_geometry(self.device, chip.core_cnt if chip is not None and fit else self.cores, per_core)
         size, _ = crossbar_geometry(self.device or DEFAULT_DEVICE, self.xbar_size, per_core)
         mapped: list[ModulePass] = []
         if self.mapping != "none":
+            options = dict(
+                strategy=self.mapping, cores=cores, crossbars_per_core=per_core, budget=self.mapping_budget, fit=fit
+            )
             mapped.append(
-                SpatialMappingPass(
-                    strategy=self.mapping, cores=cores, crossbars_per_core=per_core, budget=self.mapping_budget
-                )
+                SpatialMappingPass(**options)
+                if chip is None
+                else holding(SpatialMappingPass(**options, chip=chip.name), "chip_config", chip)
             )
         spatial = CinmToSpatialPass(
             xbar_size=size, crossbars_per_compute=per_core, device=self.device or DEFAULT_DEVICE, packing=self.packing
@@ -61,7 +95,14 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             LinalgToCinmPass(),
             spatial,
             *mapped,
-            SpatialToPimPass(cores=cores, crossbars_per_core=per_core),
+            SpatialToPimPass(cores=cores, crossbars_per_core=per_core, fit=fit),
             PimBufferizePass(),
             PimCodegenPass(),
         ]
+
+    def lowering(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
+        """The steps up to `pim-bufferize` as a `PassPipeline` calling `callback` between them: the
+        flow generates the cores' code packed (`pim_codegen.generate`) rather than as IR ops."""
+        steps = self.steps()
+        assert isinstance(steps[-1], PimCodegenPass)
+        return PassPipeline(tuple(steps[:-1]), callback)

@@ -14,12 +14,12 @@ on successive bands. The function gets a `spat.mapping` attribute summing up the
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
@@ -80,6 +80,7 @@ def map_function(
         ones = (1,) * len(crossbars)
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
+
     @functools.cache
     def replica_cost(i: int, replicas: int) -> float:
         """The busiest band: the first or last (their padding) or the widest inner one."""
@@ -147,12 +148,23 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
     return summaries
 
 
+def spatial_crossbars(op: Operation) -> int:
+    """Crossbars the `spat.compute`s inside `op` hold."""
+    return sum(len(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
+
+
+def fitting_cores(crossbars: int, cores: int, per_core: int) -> int:
+    """`cores` if `crossbars` fit them (`per_core` each), else 0: as many cores as the program needs."""
+    return cores if crossbars <= cores * per_core else 0
+
+
 @dataclass(frozen=True)
 class SpatialMappingPass(ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
     seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
     crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
-    TOML/JSON file, `cimxdsl.device.chip`)."""
+    TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
+    crossbars fit them, else as many cores as it needs (and no replica)."""
 
     name = "spatial-mapping"
 
@@ -161,17 +173,19 @@ class SpatialMappingPass(ChoicePass):
     crossbars_per_core: int = 16
     budget: float = 10.0
     chip: str = "pimcomp"
+    fit: bool = False
+    chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
+    """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        try:
-            chip = load_chip_config(self.chip)
-        except ChipConfigError as e:
-            raise pass_error(self.name, str(e)) from None
-        self.map(op, chip)
-
-    def map(self, op: ModuleOp, chip: ChipConfig) -> None:
-        """The mapping with the computes timed on `chip` (rather than the `chip` option's)."""
+        chip = self.chip_config
+        if chip is None:
+            try:
+                chip = load_chip_config(self.chip)
+            except ChipConfigError as e:
+                raise pass_error(self.name, str(e)) from None
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
             raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
+        cores = fitting_cores(spatial_crossbars(op), self.cores, self.crossbars_per_core) if self.fit else self.cores
         for function in functions_holding(op, spat.ComputeOp):
-            map_function(function, self.strategy, self.cores, self.crossbars_per_core, self.budget, chip)
+            map_function(function, self.strategy, cores, self.crossbars_per_core, self.budget, chip)

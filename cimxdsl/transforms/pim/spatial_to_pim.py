@@ -36,7 +36,7 @@ from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
-from cimxdsl.transforms.pim.spatial_mapping import CORE
+from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, spatial_crossbars
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
@@ -303,15 +303,19 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
 class SpatialToPimPass(ModulePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
     16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
-    cores and global-memory loads and stores for the host's values."""
+    cores and global-memory loads and stores for the host's values. With `fit`, the program takes
+    the `cores` only if its crossbars fit them, else as many as it needs."""
 
     name = "spatial-to-pim"
 
     cores: int | None = None
     crossbars_per_core: int | None = None
     device: str = ""
+    fit: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
+        if self.fit:
+            cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         for function in functions_holding(op, spat.ComputeOp):
             PimLowering(function, cores, per_core).run()

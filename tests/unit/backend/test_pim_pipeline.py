@@ -218,7 +218,7 @@ def test_compile_to_pim_writes_the_files_the_pim_codegen_ir_gives(tmp_path):
     text = resnet_program(size=6, width=4)
     options = {"cores": 16, "crossbars_per_core": 4, "xbar_size": 8, "packing": "kernel"}
     compile_to_pim(parse(text), out_dir=tmp_path / "packed", **options)
-    module = apply(parse(text), "pim{xbar-size=8 cores=16 crossbars-per-core=4}")
+    module = apply(parse(text), "pim{xbar-size=8 cores=16 crossbars-per-core=4 packing=kernel}")
     write_program(module, tmp_path / "ops")
     files = sorted(p.name for p in (tmp_path / "packed").iterdir())
     assert files == sorted(p.name for p in (tmp_path / "ops").iterdir()) and "core_11.json" in files
