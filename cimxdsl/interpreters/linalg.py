@@ -12,6 +12,7 @@ A `linalg.matmul` placed on the host (`cimxdsl.placement = "host"`, as `cinm-to-
 host compute's products) is counted on the runtime's digital unit, in its layer, as the `cinm`
 interpreter counts the compute's products."""
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -103,6 +104,7 @@ class LinearMap:
     """The loop each result is (a plain `d_l`), or None."""
 
     @staticmethod
+    @functools.cache
     def of(affine_map: AffineMap) -> "LinearMap | None":
         """The map as a `LinearMap`, or None if it is not one (mod, division, symbols, negative terms)."""
         if affine_map.num_symbols or not all(linear(e) for e in affine_map.results):
@@ -282,7 +284,8 @@ class LinalgFunctions(InterpreterFunctions):
             raise interpretation_error(op, "a linalg.generic with reduction loops must yield 'out' combined by one op")
         out = identity(combine, init.dtype) if combine else maps[-1].view(op, init, sizes)
         (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
-        value = np.broadcast_to(value, sizes)
+        if np.shape(value) != sizes:
+            value = np.broadcast_to(value, sizes)
         kept = [d for d in range(len(sizes)) if d not in reduced]
         order = [kept.index(d) for d in maps[-1].loops]
         if combine is None:

@@ -1,6 +1,7 @@
 """NumPy helpers the interpreter functions of several dialects share: integer division, the error
 function, im2col and the convolutions built on it."""
 
+import itertools
 import math as pymath
 
 import numpy as np
@@ -102,10 +103,13 @@ def contiguous_copy(view: np.ndarray) -> np.ndarray:
     fits = next((a for a in range(inner + 1) if result[(0,) * a].nbytes <= COPY_BLOCK_BYTES), inner)
     axis = max(fits - 1, 0)
     rows = max(1, COPY_BLOCK_BYTES // result[(0,) * (axis + 1)].nbytes) if fits else shape[0]
-    for outer in np.ndindex(*shape[:axis]):
+    whole = (slice(None),) * (inner - axis)
+    positions = list(itertools.product(*map(range, later)))
+    for outer in itertools.product(*map(range, shape[:axis])):
         for top in range(0, shape[axis], rows):
-            for position in np.ndindex(*later):
-                index = (*outer, slice(top, top + rows), Ellipsis, *position)
+            block = (*outer, slice(top, top + rows), *whole)
+            for position in positions:
+                index = block + position
                 result[index] = view[index]
     return result
 
