@@ -55,7 +55,7 @@ class LocatingParser(Parser):
         self.op_spans: dict[Operation, Span] = {}
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span
+        start = Span(self.pos, self.pos, self.lexer.input)  # where the op's first token starts
         op = super().parse_operation()
         self.op_spans[op] = start
         return op
@@ -64,10 +64,10 @@ class LocatingParser(Parser):
         """A `dense<…>` literal. In a float one, MLIR reads a hexadecimal literal as the float's bits
         (xDSL prints NaN, ±∞ and whole floats such as 16777216 so); xDSL 0.74 reads it as an integer
         value (0xFF800000, −∞ in f32, as 4.28657869e+09): those literals are read again, as bits."""
-        start = self._current_token.span
+        start = self.pos
         attr = super().parse_dense_int_or_fp_elements_attr(type)
         element = attr.get_element_type()
-        text = start.input.content[start.start : self._current_token.span.start]
+        text = self.lexer.input.content[start : self.pos]
         text = text.decode() if isinstance(text, bytes) else text
         body = text[text.find("<") + 1 : text.find(">")]
         if not isinstance(element, AnyFloat) or "0x" not in body or '"' in body or "-0x" in body:

@@ -476,7 +476,7 @@ class InstructionOp(IRDLOperation):
             if field in values:
                 parser.raise_error(f"'{cls.name}' field '{field}' is given twice", start, parser.pos)
             parser.parse_punctuation("=")
-            literal = parser._current_token.span  # pyright: ignore[reportPrivateUsage]
+            literal = parser.pos
             value = parser.parse_integer(allow_boolean=False)
             if not INT32_MIN <= value <= INT32_MAX:
                 parser.raise_error(f"'{cls.name}' {field} must fit in a signed 32-bit integer", literal)

@@ -4,7 +4,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from io import StringIO
-from typing import IO
+from typing import IO, cast
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -25,6 +25,21 @@ from cimxdsl.transforms import ALIASES, PASS_NAMES, get_all_passes
 from cimxdsl.transforms.common.stages import nothing_to_do
 
 
+class PassesHelp:
+    """An argument parser whose `-p` gets a short help (xDSL's names all ~150 passes on one line)."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self.parser = parser
+
+    def add_argument(self, *names: str, **options):
+        if "--passes" in names:
+            options["help"] = "comma-separated passes, options as 'name{key=value ...}' (see --list-passes)"
+        return self.parser.add_argument(*names, **options)
+
+    def __getattr__(self, name: str):
+        return getattr(self.parser, name)
+
+
 class CimOptMain(xDSLOptMain):
     """All upstream dialects and passes, plus ours (also when cimxdsl is not installed).
 
@@ -43,10 +58,7 @@ class CimOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
-        super().register_all_arguments(arg_parser)
-        for action in arg_parser._actions:  # xDSL's help of -p names all ~150 passes on one line
-            if action.dest == "passes":
-                action.help = "comma-separated passes, options as 'name{key=value ...}' (see --list-passes)"
+        super().register_all_arguments(cast(argparse.ArgumentParser, PassesHelp(arg_parser)))
         arg_parser.add_argument(
             "--mlir-names",
             default=False,
