@@ -172,6 +172,16 @@ def combining_op(body: Region) -> Operation | None:
     return owner if out.has_one_use() else None
 
 
+def copied_input(body: Region) -> int | None:
+    """For a body that only yields one of its inputs' elements: that input's index."""
+    block = body.block
+    last = block.last_op
+    if last is None or last is not block.first_op or len(last.operands) != 1:
+        return None
+    index = block.args.index(last.operands[0]) if last.operands[0] in block.args else None
+    return index if index is not None and index < len(block.args) - 1 else None
+
+
 def reduce_along(combine: Operation, values, axes: tuple[int, ...], init) -> np.ndarray:
     """`init ⊕ (⊕ of values along axes)`, `⊕` the op `combine`."""
     ufunc = REDUCTIONS[type(combine)]
@@ -282,8 +292,12 @@ class LinalgFunctions(InterpreterFunctions):
         combine = combining_op(op.body) if reduced else None
         if reduced and combine is None:
             raise interpretation_error(op, "a linalg.generic with reduction loops must yield 'out' combined by one op")
-        out = identity(combine, init.dtype) if combine else maps[-1].view(op, init, sizes)
-        (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
+        copied = copied_input(op.body) if not reduced else None
+        if copied is not None:  # a copy (as im2col's gather): the input is the value, without running the body
+            value = inputs[copied]
+        else:
+            out = identity(combine, init.dtype) if combine else maps[-1].view(op, init, sizes)
+            (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, out), "linalg.generic")
         if np.shape(value) != sizes:
             value = np.broadcast_to(value, sizes)
         kept = [d for d in range(len(sizes)) if d not in reduced]
