@@ -13,7 +13,7 @@ import multiprocessing
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
 
 from cimxdsl.device.threads import cores, set_default_threads, using_threads
@@ -102,7 +102,7 @@ class Evaluator:
         """`evaluate_part` of every task, by (point index, shard)."""
         say = progress or (lambda done, total: None)
         if self._client is not None:
-            return run_on_dask(self._shared, tasks, self._client, say, self.threads)
+            return run_on_dask(self, tasks, say)
         if self._pool is not None:
             return run_in_pool(self._pool, tasks, say)
         return run_serially(self.context, tasks, say, self.threads)
@@ -171,25 +171,44 @@ def dask_client(scheduler) -> Iterator:
         client.close()
 
 
-def run_on_dask(shared, tasks: list[Task], client, say: Progress, threads: int | None = None) -> dict:
-    """Run `tasks` on `client`'s cluster; `shared`: the context scattered to its workers."""
-    from distributed import as_completed as dask_completed
+LOST_RETRIES = 3
+"""How many times tasks lost with a worker (and the context they read) are submitted again."""
 
-    run = uuid.uuid4().hex[:8]
-    futures = {
-        client.submit(
-            evaluate_with_threads,
-            shared,
-            point,
-            chunks,
-            threads,
-            pure=False,
-            key=f"cimx-point-{point.index}-{shard}-{run}",
-        ): (point.index, shard)
-        for point, shard, chunks in tasks
-    }
-    done = {}
-    for future in dask_completed(futures):
-        done[futures[future]] = future.result()
-        say(len(done), len(tasks))
-    return done
+
+def run_on_dask(evaluator: Evaluator, tasks: list[Task], say: Progress) -> dict:
+    """Run `tasks` on the evaluator's cluster. A worker that dies takes its running tasks and its
+    copy of the context with it: the scheduler runs the tasks again elsewhere; where it cancels
+    them instead (the context lost), the context is scattered again and the tasks resubmitted."""
+    from distributed import as_completed as dask_completed
+    from distributed.scheduler import KilledWorker
+
+    client = evaluator._client
+    done: dict = {}
+    for attempt in range(LOST_RETRIES + 1):
+        run = uuid.uuid4().hex[:8]
+        futures = {
+            client.submit(
+                evaluate_with_threads,
+                evaluator._shared,
+                point,
+                chunks,
+                evaluator.threads,
+                pure=False,
+                key=f"cimx-point-{point.index}-{shard}-{run}",
+            ): (point.index, shard)
+            for point, shard, chunks in tasks
+            if (point.index, shard) not in done
+        }
+        lost = None
+        for future in dask_completed(futures):
+            try:
+                done[futures[future]] = future.result()
+            except (CancelledError, KilledWorker) as e:
+                lost = e
+                continue
+            say(len(done), len(tasks))
+        if lost is None:
+            return done
+        if attempt < LOST_RETRIES:
+            evaluator._shared = client.scatter(evaluator.context, broadcast=True, hash=False)
+    raise RuntimeError(f"tasks lost with Dask workers {LOST_RETRIES + 1} times: {lost}")

@@ -3,7 +3,9 @@ the study file, sound pruning, hypervolumes against an independent computation, 
 
 import itertools
 import json
+import os
 import re
+import signal
 import sqlite3
 
 import numpy as np
@@ -342,3 +344,27 @@ def test_a_corrupt_or_foreign_study_file_is_reported_and_left_alone(tmp_path):
     explore(spec(search="random", trials=2), study=mine)
     with pytest.raises(SweepError, match=r"holds another search \(its search differ\)"):
         explore(spec(search="tpe", trials=2), study=mine)
+
+
+def test_a_search_on_dask_survives_its_workers_dying(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    sweep = spec(search="tpe", trials=4, seed=7, trials_per_batch=2)
+    scatters = []
+    real_scatter = distributed.Client.scatter
+    monkeypatch.setattr(distributed.Client, "scatter", lambda *a, **k: scatters.append(1) or real_scatter(*a, **k))
+    serial = explore(sweep)
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        pids = client.run(os.getpid)
+
+        def kill_every_worker(done, total):  # after the first batch: the context is lost with them
+            if done == 2 and pids:
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGKILL)
+                pids.clear()
+
+        on_dask = explore(sweep, scheduler=client, progress=kill_every_worker)
+    assert not pids and trials_of(on_dask) == trials_of(serial) and on_dask.csv() == serial.csv()
+    assert len(scatters) == 2  # the context was lost with the workers and sent again
