@@ -93,9 +93,15 @@ class ExploreResults:
                 "seed": sweep.seed,
                 "base_device": sweep.base.to_dict(),
                 "axes": [
-                    {"name": a.name, "fields": list(a.fields), "values": [list(v) for v in a.values]}
+                    {
+                        "name": a.name,
+                        "fields": list(a.fields),
+                        "values": [list(v) for v in a.values],
+                        **({"range": vars(a.range)} if a.range is not None else {}),
+                    }
                     for a in sweep.axes
                 ],
+                "search": sweep.search,
                 "cost": vars(sweep.cost),
             },
             "float_accuracy": self.float_accuracy,

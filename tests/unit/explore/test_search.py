@@ -368,3 +368,18 @@ def test_a_search_on_dask_survives_its_workers_dying(monkeypatch):
         on_dask = explore(sweep, scheduler=client, progress=kill_every_worker)
     assert not pids and trials_of(on_dask) == trials_of(serial) and on_dask.csv() == serial.csv()
     assert len(scatters) == 2  # the context was lost with the workers and sent again
+
+
+def test_a_time_budget_stops_proposing_and_a_later_run_goes_on(tmp_path):
+    stopped = explore(spec(search="random", trials=4, timeout_s=1e-9), out_dir=tmp_path)
+    assert stopped.search["trials"] == [] and stopped.points == [] and stopped.pareto == []
+    assert (tmp_path / "search_front.png").is_file()
+    finished = explore(spec(search="random", trials=4), out_dir=tmp_path)
+    assert trials_of(finished) == trials_of(explore(spec(search="random", trials=4)))
+
+
+def test_the_shipped_search_is_valid():
+    from pathlib import Path
+
+    sweep = load_sweep(Path(__file__).resolve().parents[3] / "examples" / "search_digits.toml")
+    assert sweep.search == "tpe" and len(search_module.Space(sweep).grid()) == 648
