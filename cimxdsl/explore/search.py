@@ -73,7 +73,7 @@ class Space:
             if axis.range is not None:
                 r = axis.range
                 kind = IntDistribution if r.integer else FloatDistribution
-                step = (r.step or 1) if r.integer and not r.log else r.step
+                step = (1 if r.log else r.step or 1) if r.integer else r.step
                 self.distributions[axis.name] = kind(r.low, r.high, log=r.log, step=step)
             else:
                 self.distributions[axis.name] = CategoricalDistribution(self.choices(axis))
