@@ -8,6 +8,12 @@ the later trials repeat a point and cost no simulation) keep the run short: the 
 search's bookkeeping, not the model.
 
     python benchmarks/dse_search_dask.py [--out build/dse_search_dask] [--trials 1000]
+        [--disturbed-trials N] [--reuse]
+
+A search's trials do not depend on how many it will make (each trial's sampler is seeded with its
+number, and batches have a fixed size), so the disturbed runs may stop after their first
+`--disturbed-trials` (a multiple of 4) and are compared with the same trials of the undisturbed
+run, read back from its study; `--reuse` takes the undisturbed run from an earlier call.
 """
 
 import argparse
@@ -94,6 +100,34 @@ def driver(args: list[str]) -> None:
     report.write_text(json.dumps(search(study, trials)))
 
 
+def recorded(study: Path, count: int | None = None) -> dict:
+    """The first `count` trials of a study (parameters, status, values) and the front among them."""
+    import numpy as np
+    import optuna
+
+    from cimxdsl.explore.pareto import non_dominated
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    loaded = optuna.load_study(study_name="cim-explore", storage=f"sqlite:///{study}")
+    attrs = loaded.user_attrs
+    trials = sorted(loaded.trials, key=lambda t: t.number)[:count]
+    rows = []
+    for t in trials:
+        record = attrs[f"trial {t.number:06d}"]
+        rows.append([json.dumps(t.params, sort_keys=True), record["status"], record["values"]])
+    done = [r for r in rows if r[2] is not None]
+    signs = np.array([-1.0 if o in ("accuracy", "agreement") else 1.0 for o in SPACE["objectives"]])
+    values = np.array([r[2] for r in done]) * signs
+    front = sorted({done[i][0] for i in np.flatnonzero(non_dominated(values))}) if done else []
+    return {"trials": rows, "front": front, "simulated": len({r[0] for r in rows})}
+
+
+def remove(path: Path) -> None:
+    """A file and, for a study, its write-ahead log."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def trials_in(study: Path) -> int:
     import optuna
 
@@ -111,26 +145,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("build/dse_search_dask"))
     parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--disturbed-trials", type=int)
+    parser.add_argument("--reuse", action="store_true")
     options = parser.parse_args()
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.db*"):
-        old.unlink()
-    report = {}
+    parser_trials = options.disturbed_trials or options.trials
+    report = {"trials": options.trials, "disturbed_trials": parser_trials}
 
-    calm = search(out / "calm.db", options.trials)
-    print(f"undisturbed: {len(calm['trials'])} trials, {calm['simulated']} simulated, {calm['seconds']} s", flush=True)
-    report["undisturbed"] = calm
+    if not (options.reuse and trials_in(out / "calm.db") >= options.trials):
+        remove(out / "calm.db")
+        calm_run = search(out / "calm.db", options.trials)
+        report["undisturbed_seconds"] = calm_run["seconds"]
+    calm = recorded(out / "calm.db", options.trials)
+    print(f"undisturbed: {len(calm['trials'])} trials, {calm['simulated']} distinct points", flush=True)
+    report["undisturbed"] = {"simulated": calm["simulated"], "front": calm["front"]}
+    prefix = recorded(out / "calm.db", parser_trials)
 
-    hit = search(out / "worker.db", options.trials, kill_worker_after=options.trials // 3)
+    for name in ("worker.db", "driver.db", "driver.json"):
+        remove(out / name)
+    hit = search(out / "worker.db", parser_trials, kill_worker_after=parser_trials // 3)
     print(f"worker killed: {hit['killed']}, {hit['seconds']} s", flush=True)
-    report["worker_killed"] = hit
+    report["worker_killed"] = {"killed": hit["killed"], "seconds": hit["seconds"], **recorded(out / "worker.db")}
 
     # the search's process killed once a third of the trials are told, then started again
     study, result = out / "driver.db", out / "driver.json"
-    command = [sys.executable, __file__, "--driver", str(study), str(options.trials), str(result)]
+    command = [sys.executable, __file__, "--driver", str(study), str(parser_trials), str(result)]
     process = subprocess.Popen(command, start_new_session=True)
-    while trials_in(study) < options.trials // 3 and process.poll() is None:
+    while trials_in(study) < parser_trials // 3 and process.poll() is None:
         time.sleep(0.5)
     told_before = trials_in(study)
     os.killpg(process.pid, signal.SIGKILL)  # the driver and its cluster
@@ -138,15 +180,16 @@ def main() -> None:
     time.sleep(2)
     subprocess.run(command, check=True)
     resumed = json.loads(result.read_text())
-    resumed["killed_after_trials"] = told_before
     print(f"driver killed after {told_before} trials, resumed: {resumed['seconds']} s", flush=True)
-    report["driver_killed"] = resumed
+    report["driver_killed"] = {"killed_after_trials": told_before, "seconds": resumed["seconds"], **recorded(study)}
 
     for name in ("worker_killed", "driver_killed"):
-        same_trials = report[name]["trials"] == calm["trials"]
-        same_front = report[name]["front"] == calm["front"]
-        report[name]["same_trials"], report[name]["same_front"] = same_trials, same_front
-        print(f"{name}: same trials {same_trials}, same front {same_front} ({len(calm['front'])} points)")
+        same_trials = report[name]["trials"] == prefix["trials"]
+        same_front = report[name]["front"] == prefix["front"]
+        report[name].update(same_trials=same_trials, same_front=same_front)
+        report[name].pop("trials")
+        count, points = len(prefix["trials"]), len(prefix["front"])
+        print(f"{name}: same {count} trials {same_trials}, same front {same_front} ({points} points)")
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
 
 

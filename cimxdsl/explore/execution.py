@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
@@ -203,12 +204,16 @@ def run_on_dask(evaluator: Evaluator, tasks: list[Task], say: Progress) -> dict:
         for future in dask_completed(futures):
             try:
                 done[futures[future]] = future.result()
-            except (CancelledError, KilledWorker) as e:
+            except (CancelledError, KilledWorker, OSError) as e:  # OSError: a connection closed
                 lost = e
                 continue
             say(len(done), len(tasks))
         if lost is None:
             return done
         if attempt < LOST_RETRIES:
-            evaluator._shared = client.scatter(evaluator.context, broadcast=True, hash=False)
+            try:
+                evaluator._shared = client.scatter(evaluator.context, broadcast=True, hash=False)
+            except OSError as e:  # a worker that died while it was sent the context: try again
+                lost = e
+                time.sleep(1)
     raise RuntimeError(f"tasks lost with Dask workers {LOST_RETRIES + 1} times: {lost}")
