@@ -105,9 +105,17 @@ class Space:
         return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*choices)]
 
 
-def make_sampler(sweep: Sweep, space: Space, seed: int, constraints: Callable | None, records: dict | None = None):
+def make_sampler(
+    sweep: Sweep,
+    space: Space,
+    seed: int,
+    constraints: Callable | None,
+    records: dict | None = None,
+    position: int = 0,
+):
     """The sweep's sampler, seeded with `seed`; `records`: the trials' outcomes so far (by number),
-    which the surrogate is fitted on."""
+    which the surrogate is fitted on; `position`: how many trials were proposed before (the grid's
+    next point)."""
     if sweep.search == "surrogate":
         from cimxdsl.explore.surrogate import SurrogateSampler
 
@@ -115,7 +123,7 @@ def make_sampler(sweep: Sweep, space: Space, seed: int, constraints: Callable | 
             space.distributions, sweep.objectives, MAXIMISED, sweep.constraints, records or {}, seed
         )
     if sweep.search == "grid":
-        return GridOrderSampler(space.grid())
+        return GridOrderSampler(space.grid(), position)
     if sweep.search == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if sweep.search == "tpe":
@@ -125,10 +133,11 @@ def make_sampler(sweep: Sweep, space: Space, seed: int, constraints: Callable | 
 
 
 class GridOrderSampler(optuna.samplers.BaseSampler):
-    """Trial n gets the n-th point of the grid (a grid search that resumes where it stopped)."""
+    """The trial gets the grid's point at `position` (a grid search that resumes where it stopped)."""
 
-    def __init__(self, grid: list[dict[str, Any]]):
+    def __init__(self, grid: list[dict[str, Any]], position: int):
         self.grid = grid
+        self.position = position
 
     def infer_relative_search_space(self, study, trial):
         return {}
@@ -137,7 +146,7 @@ class GridOrderSampler(optuna.samplers.BaseSampler):
         return {}
 
     def sample_independent(self, study, trial, param_name, param_distribution):
-        return self.grid[trial.number][param_name]
+        return self.grid[self.position][param_name]
 
 
 def trial_seed(seed: int, number: int) -> int:
@@ -419,15 +428,24 @@ def run_search(
             constraints = lambda trial: search.violations(search.records[trial.number]["metrics"])  # noqa: E731
         batch = sweep.trials_per_batch or evaluator.workers
         stored = study.user_attrs
-        pending = []
+        pending, skipped = [], 0
+        study.sampler = optuna.samplers.RandomSampler()
         for trial in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-            point, new = search.point_of(trial.params) if trial.params else (None, False)
             record = stored.get(RECORD.format(trial.number))
+            interrupted = trial.state == TrialState.RUNNING and set(trial.params) != set(search.space.distributions)
+            if record is None and (interrupted or trial.state == TrialState.FAIL):
+                # stopped while it was being proposed: not a trial of the search (its sampler's
+                # seed and the grid's position go to the next trial, as if it had never been)
+                if interrupted:
+                    study.tell(trial.number, state=TrialState.FAIL)
+                skipped += 1
+                continue
+            point, new = search.point_of(trial.params)
             if record is not None:
                 restore(search, trial.number, point, new, record)
             if trial.state == TrialState.RUNNING:
                 pending.append((trial.number, point, new, record is not None))
-            elif record is None and trial.state != TrialState.WAITING:
+            elif record is None:
                 raise SweepError(f"study file '{study_path}': trial {trial.number} has no stored result")
         # trials proposed but not told when the search stopped: simulate (if needed) and tell them
         if pending:
@@ -436,14 +454,14 @@ def run_search(
                 tell(search, study, live_trial(study, storage, number), point, stored_already=done)
         told = len(search.records)
         say(told, budget)
-        while len(study.trials) < budget:
+        while len(study.trials) - skipped < budget:
             if sweep.timeout_s is not None and time.perf_counter() - start > sweep.timeout_s:
                 break
             asked = []
-            for _ in range(min(batch, budget - len(study.trials))):
-                study.sampler = make_sampler(
-                    sweep, search.space, trial_seed(sweep.seed, len(study.trials)), constraints, search.records
-                )
+            for _ in range(min(batch, budget - len(study.trials) + skipped)):
+                position = len(study.trials) - skipped
+                seed = trial_seed(sweep.seed, position)
+                study.sampler = make_sampler(sweep, search.space, seed, constraints, search.records, position)
                 trial = study.ask(search.space.distributions)
                 point, new = search.point_of(trial.params)
                 asked.append((trial, point, new))
@@ -453,7 +471,7 @@ def run_search(
                 told += 1
                 say(told, budget)
         study.sampler = optuna.samplers.RandomSampler()
-    return outcome(search, len(study.trials))
+    return outcome(search, len(study.trials) - skipped)
 
 
 def restore(search: Search, number: int, point: Point, new: bool, record: dict) -> None:

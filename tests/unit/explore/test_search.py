@@ -157,6 +157,29 @@ def test_an_interrupted_search_resumes_from_its_study_as_if_never_stopped(tmp_pa
     assert trials_of(longer)[:12] == trials_of(whole) and len(longer.search["trials"]) == 14
 
 
+@pytest.mark.parametrize("method", ["tpe", "grid"])
+def test_a_search_stopped_while_proposing_resumes_as_if_never_stopped(tmp_path, monkeypatch, method):
+    sweep = spec(search=method, trials=8, seed=5, trials_per_batch=2)
+    whole = explore(sweep, study=tmp_path / "whole.db")
+    sampler = optuna.samplers.TPESampler if method == "tpe" else search_module.GridOrderSampler
+    real_sample, calls = sampler.sample_independent, []
+
+    def crash_on_the_eighteenth(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 18:  # 3 parameters a trial: trial 5 has 2 of its 3 when the process dies
+            raise KeyboardInterrupt
+        return real_sample(self, *args, **kwargs)
+
+    monkeypatch.setattr(sampler, "sample_independent", crash_on_the_eighteenth)
+    with pytest.raises(KeyboardInterrupt):
+        explore(sweep, study=tmp_path / "cut.db")
+    monkeypatch.setattr(sampler, "sample_independent", real_sample)
+    resumed = explore(sweep, study=tmp_path / "cut.db")
+    assert trials_of(resumed) == trials_of(whole) and resumed.csv() == whole.csv()
+    study = optuna.load_study(study_name="cim-explore", storage=f"sqlite:///{tmp_path / 'cut.db'}")
+    assert len(study.trials) == 9 and study.trials[5].state == optuna.trial.TrialState.FAIL  # the broken proposal
+
+
 def test_the_study_is_written_beside_the_results(tmp_path):
     results = explore(spec(search="random", trials=3), out_dir=tmp_path)
     assert (tmp_path / "study.db").is_file() and (tmp_path / "search_hypervolume.png").is_file()
@@ -268,7 +291,10 @@ def test_non_dominated_keeps_ties():
             "search = 'tpe' needs 'objectives' (some of accuracy, agreement, latency, energy, crossbars, writes)",
         ),
         ({"search": "tpe", "objectives": []}, "search = 'tpe' needs 'objectives'"),
-        ({"search": "tpee"}, "'search' must be one of grid, random, tpe, nsga2, surrogate, got 'tpee' (did you mean 'tpe'?)"),
+        (
+            {"search": "tpee"},
+            "'search' must be one of grid, random, tpe, nsga2, surrogate, got 'tpee' (did you mean 'tpe'?)",
+        ),
         ({"search": "tpe", "objectives": ["acuracy"]}, "unknown objective 'acuracy' (did you mean 'accuracy'?)"),
         ({"axes": {"adc_bits": {"min": 8, "max": 4}}}, "axis 'adc_bits': min 8 > max 4"),
         ({"axes": {"adc_bits": {"min": 4}}}, "axis 'adc_bits': a range needs 'max'"),
