@@ -110,11 +110,14 @@ def recorded(study: Path, count: int | None = None) -> dict:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     loaded = optuna.load_study(study_name="cim-explore", storage=f"sqlite:///{study}")
     attrs = loaded.user_attrs
-    trials = sorted(loaded.trials, key=lambda t: t.number)[:count]
+    trials = sorted(loaded.trials, key=lambda t: t.number)
     rows = []
     for t in trials:
-        record = attrs[f"trial {t.number:06d}"]
+        record = attrs.get(f"trial {t.number:06d}")
+        if record is None:  # stopped while it was being proposed: not a trial of the search
+            continue
         rows.append([json.dumps(t.params, sort_keys=True), record["status"], record["values"]])
+    rows = rows[:count]
     done = [r for r in rows if r[2] is not None]
     signs = np.array([-1.0 if o in ("accuracy", "agreement") else 1.0 for o in SPACE["objectives"]])
     values = np.array([r[2] for r in done]) * signs
@@ -147,6 +150,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--disturbed-trials", type=int)
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--only-driver", action="store_true", help="only the run whose process is killed")
     options = parser.parse_args()
     out = options.out
     out.mkdir(parents=True, exist_ok=True)
@@ -162,11 +166,13 @@ def main() -> None:
     report["undisturbed"] = {"simulated": calm["simulated"], "front": calm["front"]}
     prefix = recorded(out / "calm.db", parser_trials)
 
-    for name in ("worker.db", "driver.db", "driver.json"):
+    runs = ("worker_killed", "driver_killed") if not options.only_driver else ("driver_killed",)
+    for name in ("driver.db", "driver.json") if options.only_driver else ("worker.db", "driver.db", "driver.json"):
         remove(out / name)
-    hit = search(out / "worker.db", parser_trials, kill_worker_after=parser_trials // 3)
-    print(f"worker killed: {hit['killed']}, {hit['seconds']} s", flush=True)
-    report["worker_killed"] = {"killed": hit["killed"], "seconds": hit["seconds"], **recorded(out / "worker.db")}
+    if not options.only_driver:
+        hit = search(out / "worker.db", parser_trials, kill_worker_after=parser_trials // 3)
+        print(f"worker killed: {hit['killed']}, {hit['seconds']} s", flush=True)
+        report["worker_killed"] = {"killed": hit["killed"], "seconds": hit["seconds"], **recorded(out / "worker.db")}
 
     # the search's process killed once a third of the trials are told, then started again
     study, result = out / "driver.db", out / "driver.json"
@@ -183,7 +189,7 @@ def main() -> None:
     print(f"driver killed after {told_before} trials, resumed: {resumed['seconds']} s", flush=True)
     report["driver_killed"] = {"killed_after_trials": told_before, "seconds": resumed["seconds"], **recorded(study)}
 
-    for name in ("worker_killed", "driver_killed"):
+    for name in runs:
         same_trials = report[name]["trials"] == prefix["trials"]
         same_front = report[name]["front"] == prefix["front"]
         report[name].update(same_trials=same_trials, same_front=same_front)

@@ -447,27 +447,28 @@ def run_search(
                 pending.append((trial.number, point, new, record is not None))
             elif record is None:
                 raise SweepError(f"study file '{study_path}': trial {trial.number} has no stored result")
-        # trials proposed but not told when the search stopped: simulate (if needed) and tell them
-        if pending:
-            search.evaluate([p for _, p, new, done in pending if new and not done])
-            for number, point, _, done in pending:
-                tell(search, study, live_trial(study, storage, number), point, stored_already=done)
+        # trials proposed but not told when the search stopped belong to its last batch: propose
+        # the rest of that batch, then simulate (where needed) and tell them all in order
+        carry = [(live_trial(study, storage, number), point, new, done) for number, point, new, done in pending]
         told = len(search.records)
         say(told, budget)
-        while len(study.trials) - skipped < budget:
-            if sweep.timeout_s is not None and time.perf_counter() - start > sweep.timeout_s:
+        while carry or len(study.trials) - skipped < budget:
+            position = len(study.trials) - skipped
+            late = sweep.timeout_s is not None and time.perf_counter() - start > sweep.timeout_s
+            if late and not carry:
                 break
-            asked = []
-            for _ in range(min(batch, budget - len(study.trials) + skipped)):
+            rest = (batch - position % batch) % batch if carry else batch - position % batch
+            asked, carry = carry, []
+            for _ in range(0 if late else min(rest, budget - position)):
                 position = len(study.trials) - skipped
                 seed = trial_seed(sweep.seed, position)
                 study.sampler = make_sampler(sweep, search.space, seed, constraints, search.records, position)
                 trial = study.ask(search.space.distributions)
                 point, new = search.point_of(trial.params)
-                asked.append((trial, point, new))
-            search.evaluate([p for _, p, new in asked if new])
-            for trial, point, _ in asked:
-                tell(search, study, trial, point)
+                asked.append((trial, point, new, False))
+            search.evaluate([p for _, p, new, done in asked if new and not done])
+            for trial, point, _, done in asked:
+                tell(search, study, trial, point, stored_already=done)
                 told += 1
                 say(told, budget)
         study.sampler = optuna.samplers.RandomSampler()

@@ -159,7 +159,8 @@ def test_an_interrupted_search_resumes_from_its_study_as_if_never_stopped(tmp_pa
 
 @pytest.mark.parametrize("method", ["tpe", "grid"])
 def test_a_search_stopped_while_proposing_resumes_as_if_never_stopped(tmp_path, monkeypatch, method):
-    sweep = spec(search=method, trials=8, seed=5, trials_per_batch=2)
+    extra = {"population": 4} if method == "nsga2" else {}
+    sweep = spec(search=method, trials=12, seed=5, trials_per_batch=2, **extra)
     whole = explore(sweep, study=tmp_path / "whole.db")
     sampler = optuna.samplers.TPESampler if method == "tpe" else search_module.GridOrderSampler
     real_sample, calls = sampler.sample_independent, []
@@ -177,7 +178,7 @@ def test_a_search_stopped_while_proposing_resumes_as_if_never_stopped(tmp_path, 
     resumed = explore(sweep, study=tmp_path / "cut.db")
     assert trials_of(resumed) == trials_of(whole) and resumed.csv() == whole.csv()
     study = optuna.load_study(study_name="cim-explore", storage=f"sqlite:///{tmp_path / 'cut.db'}")
-    assert len(study.trials) == 9 and study.trials[5].state == optuna.trial.TrialState.FAIL  # the broken proposal
+    assert len(study.trials) == 13 and study.trials[5].state == optuna.trial.TrialState.FAIL  # the broken proposal
 
 
 def test_the_study_is_written_beside_the_results(tmp_path):
