@@ -91,7 +91,13 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
     calibration = None
     start = time.perf_counter()
     compiled = cimxdsl.api.compile_pim(
-        model, calibration=calibration, out_dir=out, chip=args.chip, mapping=args.mapping, cores=args.cores_given
+        model,
+        calibration=calibration,
+        out_dir=out,
+        chip=args.chip,
+        mapping=args.mapping,
+        cores=args.cores_given,
+        pipeline=args.pipeline,
     )
     compile_s = time.perf_counter() - start
     report = compiled.report()
@@ -107,8 +113,8 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
     expected = 1 + int((sim_time - estimate_ms) * estimate_tp / 1e3) if sim_time >= estimate_ms else 0
     steady = (samples - 1) / (sim_time - latency_ms) * 1e3 if samples > 1 and sim_time > latency_ms else float("nan")
     print(
-        f"{name} on '{p['chip']}', mapping {args.mapping}: compile {compile_s:.1f} s, {report['crossbars_used']} "
-        f"crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
+        f"{name} on '{p['chip']}', mapping {args.mapping}, pipeline {args.pipeline}: compile {compile_s:.1f} s, "
+        f"{report['crossbars_used']} crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
         f"  latency:    estimate {estimate_ms:.4g} ms, pimsim-nn {latency_ms:.4g} ms "
         f"({estimate_ms / latency_ms - 1:+.0%}; simulated in {latency_wall:.0f} s)\n"
         f"  throughput: estimate {estimate_tp:.4g} images/s, pimsim-nn {steady:.4g} samples/s after the first "
@@ -133,6 +139,7 @@ def main() -> None:
     parser.add_argument("models", nargs="*", default=["resnet18"])
     parser.add_argument("--chip", default="pimcomp")
     parser.add_argument("--mapping", default="greedy", choices=["none", "greedy", "ga"])
+    parser.add_argument("--pipeline", default="layer", choices=["layer", "row"])
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
     parser.add_argument(

@@ -37,6 +37,7 @@ from cimxdsl.precision import resolve_precision
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
+from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
 from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim.pipeline import DEFAULT_PACKING, PimPipelinePass
 from cimxdsl.transforms.pim.spatial_mapping import (
@@ -45,7 +46,7 @@ from cimxdsl.transforms.pim.spatial_mapping import (
     mapping_summaries,
     spatial_crossbars,
 )
-from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
+from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry, pipeline_summaries
 
 
 def count_ops(module: ModuleOp) -> int:
@@ -94,6 +95,8 @@ def compile_to_pim(
     packing: Packing = DEFAULT_PACKING,
     mapping: Strategy = "none",
     mapping_budget: float = 10.0,
+    pipeline: Pipeline = "layer",
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     chip: ChipConfig | None = None,
     pimsim_mode: SimMode = "latency",
     pimsim_time: float = 100.0,
@@ -112,12 +115,14 @@ def compile_to_pim(
     more crossbars than given)."""
     options = dict(xbar_size=xbar_size, cores=cores, crossbars_per_core=crossbars_per_core, device=device)
     options |= dict(packing=packing, mapping=mapping, mapping_budget=mapping_budget)
-    pipeline = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
-    steps = pipeline.steps()
+    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band)
+    flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
+    steps = flow.steps()
     timer = PassTimer()
     start = time.perf_counter()
-    pipeline.lowering(timer).apply(Context(), module)
+    flow.lowering(timer).apply(Context(), module)
     times, ir_ops = timer.seconds, timer.ops
+    pipelined = pipeline_summaries(module)
     spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
     cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
     if spatial_to_pim.fit:
@@ -148,6 +153,7 @@ def compile_to_pim(
         "xbar_size": size,
         "packing": packing,
         "mapping": "; ".join(timer.summaries) if timer.summaries else "none",
+        "pipeline": "; ".join(pipelined) if pipelined else "layer",
         "cores": cores_given or used,
         "cores_as_needed": cores_given == 0,
         "crossbars_per_core": per_core,
@@ -196,6 +202,8 @@ PIM_OPTIONS = (
     "packing",
     "mapping",
     "mapping_budget",
+    "pipeline",
+    "rows_per_band",
     "chip",
     "pimsim_mode",
     "pimsim_time",
@@ -214,6 +222,8 @@ def compile_pim(
     packing: str = DEFAULT_PACKING,
     mapping: str = "none",
     mapping_budget: float = 10.0,
+    pipeline: str = "layer",
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
@@ -224,9 +234,10 @@ def compile_pim(
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
     chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
     default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
-    seconds, see `spatial-mapping`; `precision`: the weight and input bits per layer, as for
-    `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration of the
-    chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
+    seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
+    bands of `rows_per_band` output rows, see `spatial-to-pim`; `precision`: the weight and input bits
+    per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
+    of the chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
     images with `"throughput"`). The report includes the chip's performance estimate
     (`performance`)."""
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
@@ -234,6 +245,10 @@ def compile_pim(
         chip_config = load_chip_config(chip)
     except ChipConfigError as e:
         raise CompileError(str(e)) from None
+    if pipeline not in ("layer", "row"):
+        raise CompileError(f"pipeline must be 'layer' or 'row', got {pipeline!r}")
+    if not (isinstance(rows_per_band, int) and rows_per_band >= 1):
+        raise CompileError(f"rows_per_band must be a positive integer, got {rows_per_band!r}")
     if pimsim_mode not in SIM_MODES:
         raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
     if not pimsim_time > 0:
@@ -260,6 +275,8 @@ def compile_pim(
             packing=packing,
             mapping=mapping,
             mapping_budget=mapping_budget,
+            pipeline=pipeline,  # pyright: ignore[reportArgumentType]
+            rows_per_band=rows_per_band,
             chip=chip_config,
             pimsim_mode=pimsim_mode,  # pyright: ignore[reportArgumentType]
             pimsim_time=pimsim_time,

@@ -212,6 +212,18 @@ def main(args: Sequence[str] | None = None) -> None:
         help="time budget of the ga mapping search (default 10); past it, the best mapping so far",
     )
     parser.add_argument(
+        "--pipeline",
+        choices=["layer", "row"],
+        help="--target pim: a layer starts when its producers have finished the image (layer, the default) or on a "
+        "band of output rows as soon as the input rows its windows need have arrived (row)",
+    )
+    parser.add_argument(
+        "--rows-per-band",
+        type=int,
+        metavar="N",
+        help="--pipeline row: the fewest output rows per band (default 1; wider where thin bands cost over 5%% more)",
+    )
+    parser.add_argument(
         "--pimsim-mode",
         choices=["latency", "throughput"],
         help="--target pim: the sim_mode of the pimsim-nn configuration written beside the artifacts "
@@ -344,7 +356,13 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.report_json:
             Path(options.report_json).write_text(json.dumps(report, indent=2, default=str))
         if options.output_dir:
-            write_outputs(Path(options.output_dir), model, report, {s.name: x for s, x in zip(specs, inputs, strict=True)}, outputs)
+            write_outputs(
+                Path(options.output_dir),
+                model,
+                report,
+                {s.name: x for s, x in zip(specs, inputs, strict=True)},
+                outputs,
+            )
         if options.plot:
             for path in plot_layers(report, Path(options.plot)):
                 print(f"plot: {path}")
@@ -401,6 +419,8 @@ def compile_pim_target(options, specs: list[InputSpec], given: dict[str, np.ndar
     )
     if report["mapping"] != "none":
         print(f"mapping: {report['mapping']}")
+    if report.get("pipeline", "layer") != "layer":
+        print(f"pipeline: {report['pipeline']}")
     counts = sorted(report["instruction_counts"].items(), key=lambda item: -item[1])
     print(f"instructions: {report['instructions']} (" + ", ".join(f"{op} {n}" for op, n in counts) + ")")
     times = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in report["compile_time_s"].items())

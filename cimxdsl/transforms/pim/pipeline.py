@@ -1,7 +1,8 @@
 """The `pim` named pipeline: the spatial flow's passes with their options given once.
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
-crossbar size, core count and crossbars per core given once (defaults: the `device` preset's
+crossbar size, core count, crossbars per core and `pipelining` (`layer` or `row`, with
+`rows-per-band`) given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
 and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
 cores' code is generated packed) and writes the artifact directory.
@@ -23,6 +24,7 @@ from cimxdsl.transforms.common.pipeline import PipelinePass
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
+from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
 from cimxdsl.transforms.pim.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim.pim_codegen import PimCodegenPass
 from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass
@@ -49,6 +51,8 @@ class PimPipelinePass(ChoicePass, PipelinePass):
     packing: Packing = DEFAULT_PACKING
     mapping: Strategy = "none"
     mapping_budget: float = 10.0
+    pipelining: Pipeline = "layer"
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND
     chip: str = ""
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
     """The chip as an object, from Python (`for_chip`); not an option, it has no text form."""
@@ -81,7 +85,13 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         mapped: list[ModulePass] = []
         if self.mapping != "none":
             options = dict(
-                strategy=self.mapping, cores=cores, crossbars_per_core=per_core, budget=self.mapping_budget, fit=fit
+                strategy=self.mapping,
+                cores=cores,
+                crossbars_per_core=per_core,
+                budget=self.mapping_budget,
+                fit=fit,
+                pipeline=self.pipelining,
+                rows_per_band=self.rows_per_band,
             )
             mapped.append(
                 SpatialMappingPass(**options)
@@ -95,7 +105,13 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             LinalgToCinmPass(),
             spatial,
             *mapped,
-            SpatialToPimPass(cores=cores, crossbars_per_core=per_core, fit=fit),
+            SpatialToPimPass(
+                cores=cores,
+                crossbars_per_core=per_core,
+                fit=fit,
+                pipeline=self.pipelining,
+                rows_per_band=self.rows_per_band,
+            ),
             PimBufferizePass(),
             PimCodegenPass(),
         ]

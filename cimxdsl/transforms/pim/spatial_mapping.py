@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
@@ -38,26 +38,21 @@ from cimxdsl.transforms.pim.mapping import (
     unreplicated,
 )
 from cimxdsl.transforms.pim.mapping.bands import (
-    Piece,
+    DEFAULT_ROWS_PER_BAND,
+    Pipeline,
+    Rows,
     band_bounds,
+    band_cost,
     can_split,
-    needed_rows,
-    rewire_consumer,
+    row_bands,
     rows_of,
-    split_compute,
+    split_into_bands,
 )
 
 CORE = "core"
 """The discardable attribute of a `spat.compute` naming the core `spatial-to-pim` puts it on."""
 SUMMARY = "spat.mapping"
 """The discardable attribute of a mapped function: the mapping in one line."""
-
-
-def band_cost(compute: spat.ComputeOp, band: tuple[int, int], latencies: Latencies) -> float:
-    """The time of the band `band` of `compute` (the rows its windows need included)."""
-    needed = needed_rows(compute, band)
-    assert needed is not None
-    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
 
 
 def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -> Mapping:
@@ -69,7 +64,14 @@ def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -
 
 
 def map_function(
-    function: func.FuncOp, strategy: Strategy, cores: int, per_core: int, budget_s: float, chip: ChipConfig
+    function: func.FuncOp,
+    strategy: Strategy,
+    cores: int,
+    per_core: int,
+    budget_s: float,
+    chip: ChipConfig,
+    pipeline: Pipeline = "layer",
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND,
 ) -> None:
     latencies = Latencies(chip)
     block = function.body.block
@@ -103,7 +105,7 @@ def map_function(
         mapping = map_computes(problem, strategy, budget_s)
     except ValueError as e:
         raise pass_error("spatial-mapping", str(e)) from None
-    apply_mapping(computes, mapping)
+    apply_mapping(computes, mapping, pipeline, rows_per_band)
     before = unreplicated(problem).bottleneck
     replicated = [r for r in mapping.replicas if r > 1]
     summary = (
@@ -115,27 +117,24 @@ def map_function(
     function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
 
 
-def apply_mapping(computes: list[spat.ComputeOp], mapping: Mapping) -> None:
-    """Split the replicated computes into bands, rewire their consumers, set every compute's core."""
-    pieces: dict[SSAValue, list[Piece]] = {}
-    old: list[spat.ComputeOp] = []
-    for compute, replicas, cores in zip(computes, mapping.replicas, mapping.cores, strict=True):
-        if replicas > 1:
-            bands = band_bounds(rows_of(compute.outputs[0]), replicas)
-            new = split_compute(compute, bands, pieces)
-        else:
-            new = [rewire_consumer(compute, pieces)]
-        for replica, core in zip(new, cores, strict=True):
-            replica.attributes[CORE] = IntegerAttr(core, i64)
-        if new[0] is not compute:
-            compute.parent_block().insert_ops_before(new, compute)  # pyright: ignore[reportOptionalMemberAccess]
-            if replicas == 1:
-                for a, b in zip(compute.outputs, new[0].outputs, strict=True):
-                    a.replace_all_uses_with(b)
-            old.append(compute)
-    for compute in reversed(old):
-        compute.detach()
-        compute.erase(safe_erase=False)
+def apply_mapping(
+    computes: list[spat.ComputeOp],
+    mapping: Mapping,
+    pipeline: Pipeline = "layer",
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+) -> None:
+    """Split the replicated computes into bands, rewire their consumers, set every compute's core;
+    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows."""
+    bands: list[list[Rows]] = []
+    cores: list[list[int]] = []
+    for compute, replicas, on in zip(computes, mapping.replicas, mapping.cores, strict=True):
+        replica_rows = band_bounds(rows_of(compute.outputs[0]), replicas) if replicas > 1 else [None]
+        per_replica = [
+            row_bands(compute, rows_per_band, rows) if pipeline == "row" else [rows or (0, 1)] for rows in replica_rows
+        ]
+        bands.append([band for rows in per_replica for band in rows])
+        cores.append([core for core, rows in zip(on, per_replica, strict=True) for _ in rows])
+    split_into_bands(computes, bands, cores, CORE, mark=pipeline == "row")
 
 
 def mapping_summaries(module: ModuleOp) -> list[str]:
@@ -174,6 +173,8 @@ class SpatialMappingPass(ChoicePass):
     budget: float = 10.0
     chip: str = "pimcomp"
     fit: bool = False
+    pipeline: Pipeline = "layer"
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
     """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
@@ -184,8 +185,19 @@ class SpatialMappingPass(ChoicePass):
                 chip = load_chip_config(self.chip)
             except ChipConfigError as e:
                 raise pass_error(self.name, str(e)) from None
-        if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0:
-            raise pass_error(self.name, "cores must be >= 0, crossbars-per-core positive and budget >= 0")
+        if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0 or self.rows_per_band < 1:
+            raise pass_error(
+                self.name, "cores must be >= 0, crossbars-per-core and rows-per-band positive and budget >= 0"
+            )
         cores = fitting_cores(spatial_crossbars(op), self.cores, self.crossbars_per_core) if self.fit else self.cores
         for function in functions_holding(op, spat.ComputeOp):
-            map_function(function, self.strategy, cores, self.crossbars_per_core, self.budget, chip)
+            map_function(
+                function,
+                self.strategy,
+                cores,
+                self.crossbars_per_core,
+                self.budget,
+                chip,
+                self.pipeline,
+                self.rows_per_band,
+            )

@@ -27,7 +27,6 @@ from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.passes import ModulePass
 
 from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
@@ -35,8 +34,21 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
+from cimxdsl.transforms.pim.mapping.bands import (
+    BAND,
+    BAND_OVERHEAD,
+    DEFAULT_ROWS_PER_BAND,
+    Pipeline,
+    row_bands,
+    split_into_bands,
+    wavefront_order,
+)
 from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, spatial_crossbars
+
+PIPELINE = "spat.pipeline"
+"""The discardable attribute of a function lowered with the row pipeline: the pipeline in one line."""
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
@@ -100,16 +112,27 @@ class CoreBuilder:
     core_id: int
     weights: list[SSAValue] = field(default_factory=list)
     body: list[Operation] = field(default_factory=list)
+    offsets: dict[tuple[SSAValue, ...], int] = field(default_factory=dict)
+    """The first crossbar of each weight list placed (the bands of a layer share its crossbars)."""
 
     def build(self) -> pim.CoreOp:
         return pim.CoreOp(self.core_id, self.weights, Region(Block([*self.body, pim.HaltOp()])))
 
 
 class PimLowering:
-    def __init__(self, function: func.FuncOp, cores: int, per_core: int):
+    def __init__(
+        self,
+        function: func.FuncOp,
+        cores: int,
+        per_core: int,
+        pipeline: Pipeline = "layer",
+        rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+    ):
         self.function = function
         self.cores = cores
         self.per_core = per_core
+        self.pipeline = pipeline
+        self.rows_per_band = rows_per_band
         self.produced: dict[SSAValue, tuple[CoreBuilder, SSAValue]] = {}
         self.received: dict[tuple[SSAValue, CoreBuilder, tuple[int, int] | None], SSAValue] = {}
         self.input_buffers: dict[SSAValue, Operation] = {}
@@ -122,9 +145,18 @@ class PimLowering:
         weights = [len(c.weights) for c in computes]
         placed = [c.attributes.get(CORE) for c in computes]
         if computes and all(isinstance(core, IntegerAttr) for core in placed):
-            assignment = self.placed_cores([core.value.data for core in placed], weights)  # pyright: ignore
+            assignment = self.placed_cores([core.value.data for core in placed], computes)  # pyright: ignore
         else:
             assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
+            if self.pipeline == "row":
+                bands = [row_bands(c, self.rows_per_band) for c in computes]
+                on = [[core] * len(b) for core, b in zip(assignment, bands, strict=True)]
+                computes = split_into_bands(computes, bands, on, CORE, mark=True)
+        if self.pipeline == "row":
+            on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
+            computes = wavefront_order(computes, on)
+            assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
+            self.function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, self.rows_per_band))
         order = sorted(set(assignment), key=assignment.index)
         builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
         for compute, core in zip(computes, assignment, strict=True):
@@ -151,11 +183,13 @@ class PimLowering:
             compute.erase(safe_erase=False)
         block.add_ops(new_order)
 
-    def placed_cores(self, assignment: list[int], weights: list[int]) -> list[int]:
-        """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip."""
-        loads: dict[int, int] = {}
-        for core, w in zip(assignment, weights, strict=True):
-            loads[core] = loads.get(core, 0) + w
+    def placed_cores(self, assignment: list[int], computes: list[spat.ComputeOp]) -> list[int]:
+        """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip (the
+        bands of a layer on one core share its crossbars)."""
+        held: dict[int, set[tuple[SSAValue, ...]]] = {}
+        for core, compute in zip(assignment, computes, strict=True):
+            held.setdefault(core, set()).add(tuple(compute.weights))
+        loads = {core: sum(len(w) for w in weights) for core, weights in held.items()}
         if (self.cores and len(loads) > self.cores) or max(loads.values()) > self.per_core:
             raise pass_error(
                 "spatial-to-pim",
@@ -183,8 +217,11 @@ class PimLowering:
         return prologue, epilogue
 
     def place(self, compute: spat.ComputeOp, core: CoreBuilder) -> None:
-        offset = len(core.weights)
-        core.weights.extend(compute.weights)
+        weights = tuple(compute.weights)
+        offset = core.offsets.get(weights) if self.pipeline == "row" else None
+        if offset is None:
+            offset = core.offsets[weights] = len(core.weights)
+            core.weights.extend(compute.weights)
         for arg in compute.weight_args:
             if arg.uses:
                 raise pass_error(
@@ -256,6 +293,25 @@ class PimLowering:
         self.output_buffers[result] = (alloc, to_tensor)
 
 
+def pipeline_summary(computes: list[spat.ComputeOp], rows_per_band: int) -> str:
+    """The row pipeline in one line: the computes in bands, and those left on whole images."""
+    whole = sum(1 for c in computes if BAND not in c.attributes)
+    note = (
+        f"; {whole} compute{'s' if whole != 1 else ''} on whole images (an op needs all of its input: global "
+        "pooling, a layer after a flatten, a result the host reads; or its bands would cost over "
+        f"{BAND_OVERHEAD:.0%} more than the whole)"
+        if whole
+        else ""
+    )
+    rows = f"{rows_per_band} row{'s' if rows_per_band != 1 else ''}"
+    return f"row pipeline: {len(computes) - whole} bands of at least {rows}{note}"
+
+
+def pipeline_summaries(module: ModuleOp) -> list[str]:
+    """The row pipeline summaries of the module's functions."""
+    return [op.attributes[PIPELINE].data for op in module.walk() if PIPELINE in op.attributes]  # pyright: ignore
+
+
 def rows_read(arg: SSAValue) -> tuple[int, int] | None:
     """The rows `[start, end)` of a compute's input that its body reads when it reads it only through
     `spat.extract_rows` (a band of a replicated layer) and not all of them; None otherwise."""
@@ -300,11 +356,13 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
 
 
 @dataclass(frozen=True)
-class SpatialToPimPass(ModulePass):
+class SpatialToPimPass(ChoicePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
     16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
-    the `cores` only if its crossbars fit them, else as many as it needs."""
+    the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
+    are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
+    wavefront order, so that a band runs as soon as the input rows its windows need have arrived."""
 
     name = "spatial-to-pim"
 
@@ -312,10 +370,14 @@ class SpatialToPimPass(ModulePass):
     crossbars_per_core: int | None = None
     device: str = ""
     fit: bool = False
+    pipeline: Pipeline = "layer"
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
+        if self.rows_per_band < 1:
+            raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         for function in functions_holding(op, spat.ComputeOp):
-            PimLowering(function, cores, per_core).run()
+            PimLowering(function, cores, per_core, self.pipeline, self.rows_per_band).run()

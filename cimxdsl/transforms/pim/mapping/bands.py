@@ -14,17 +14,22 @@ the rows (and cut with `spat.extract_rows` when they need fewer).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, TensorType, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
+from cimxdsl.transforms.pim.mapping.problem import compute_cost
 
 Rows = tuple[int, int]
 """Rows `[start, end)` of a value."""
+BAND = "spat.band"
+"""The discardable attribute of a band: the end of its rows and its layer's row count."""
 
 _ROWWISE_ARITH = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.MaxSIOp, arith.MinSIOp, arith.ShRSIOp)
 
@@ -246,3 +251,111 @@ def rewire_consumer(compute: spat.ComputeOp, pieces: dict[SSAValue, list[Piece]]
     new = spat.ComputeOp(list(compute.weights), inputs, [r.type for r in compute.outputs], Region(block))
     new.attributes.update(compute.attributes)
     return new
+
+
+Pipeline = Literal["layer", "row"]
+"""How consecutive layers overlap: `layer`, a layer starts when its producers have finished the
+image; `row`, a layer's band starts as soon as the rows its windows need have arrived."""
+DEFAULT_ROWS_PER_BAND = 1
+BAND_OVERHEAD = 0.05
+"""The most a compute's bands may cost beyond the whole compute: thinner bands overlap layers more
+but repeat their per-band instructions (and the halo rows of a window op after another one)."""
+"""The fewest output rows per band of the `row` pipeline (`row_bands` widens a compute's bands
+while they cost more than `BAND_OVERHEAD` beyond the whole)."""
+
+
+def sub_bands(band: Rows, rows_per_band: int) -> list[Rows]:
+    """`band` cut into bands of at most `rows_per_band` rows."""
+    count = -(-(band[1] - band[0]) // rows_per_band)
+    return [(band[0] + a, band[0] + b) for a, b in band_bounds(band[1] - band[0], count)]
+
+
+def split_into_bands(
+    computes: list[spat.ComputeOp], bands: list[list[Rows]], cores: list[list[int]], core_attr: str, mark: bool = False
+) -> list[spat.ComputeOp]:
+    """Every compute split into its `bands` (one: not split, its consumers rewired to the bands of
+    its inputs), band `j` on core `cores[i][j]` (the `core_attr` attribute; with `mark`, bands get
+    the `BAND` attribute `wavefront_order` reads); the old computes are replaced. The computes in
+    program order."""
+    pieces: dict[SSAValue, list[Piece]] = {}
+    old: list[spat.ComputeOp] = []
+    result: list[spat.ComputeOp] = []
+    for compute, rows, on in zip(computes, bands, cores, strict=True):
+        new = split_compute(compute, rows, pieces) if len(rows) > 1 else [rewire_consumer(compute, pieces)]
+        total = rows_of(compute.outputs[0]) if compute.outputs else 1
+        for band, core, (_, end) in zip(new, on, rows, strict=True):
+            band.attributes[core_attr] = IntegerAttr(core, i64)
+            if mark and len(rows) > 1:
+                band.attributes[BAND] = ArrayAttr([IntegerAttr(end, i64), IntegerAttr(total, i64)])
+        if new[0] is not compute:
+            compute.parent_block().insert_ops_before(new, compute)  # pyright: ignore[reportOptionalMemberAccess]
+            if len(rows) == 1:
+                for a, b in zip(compute.outputs, new[0].outputs, strict=True):
+                    a.replace_all_uses_with(b)
+            old.append(compute)
+        result += new
+    for compute in reversed(old):
+        compute.detach()
+        compute.erase(safe_erase=False)
+    return result
+
+
+def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
+    """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
+    and its core allow: list scheduling on the computes' times (`compute_cost`), the compute that
+    can start first next (ties: the later in program order, a consumer before its producer moves
+    on). A compute receives its inputs at its place in the order, so it starts when its core and the
+    cores sending to it (each past what it was given before) are free, and those cores wait for the
+    transfer."""
+    index = {c: i for i, c in enumerate(computes)}
+    producers = [sorted({index[v.owner] for v in c.inputs if v.owner in index}) for c in computes]
+    consumers: list[list[int]] = [[] for _ in computes]
+    for i, ps in enumerate(producers):
+        for p in ps:
+            consumers[p].append(i)
+    waiting = [len(ps) for ps in producers]
+    free: dict[int, float] = dict.fromkeys(cores, 0.0)
+    ready = {i for i, n in enumerate(waiting) if n == 0}
+
+    def start(i: int) -> float:
+        return max([free[cores[i]], *(free[cores[p]] for p in producers[i])])
+
+    order = []
+    while ready:
+        i = min(ready, key=lambda i: (start(i), -i))
+        ready.remove(i)
+        at = start(i)
+        for p in producers[i]:
+            free[cores[p]] = max(free[cores[p]], at)
+        free[cores[i]] = at + compute_cost(computes[i])
+        order.append(computes[i])
+        for c in consumers[i]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                ready.add(c)
+    return order
+
+
+def band_cost(compute: spat.ComputeOp, band: Rows, latencies: Latencies | None = None) -> float:
+    """The time of the band `band` of `compute` (the rows its windows need included)."""
+    needed = needed_rows(compute, band)
+    assert needed is not None
+    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
+
+
+def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = None) -> list[Rows]:
+    """The bands of at least `rows_per_band` rows of `compute`'s output rows `band` (default: all):
+    the thinnest whose times add up to at most `BAND_OVERHEAD` more than the whole (a window op
+    after another one recomputes its halo rows in every band); one band, the whole, when `compute`
+    has no bands or none are cheap enough."""
+    whole = band or ((0, rows_of(compute.outputs[0])) if compute.outputs else (0, 1))
+    if can_split(compute) == 1:
+        return [whole]
+    limit = (1 + BAND_OVERHEAD) * band_cost(compute, whole)
+    size = rows_per_band
+    while size < whole[1] - whole[0]:
+        bands = sub_bands(whole, size)
+        if sum(band_cost(compute, b) for b in bands) <= limit:
+            return bands
+        size *= 2
+    return [whole]

@@ -1,0 +1,127 @@
+"""`--pipeline row`: layers cut into bands of output rows that start as soon as the input rows their
+windows need have arrived. The instructions compute exactly what the layer-by-layer program does,
+and the estimate's latency drops on a deep CNN."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import cimxdsl
+from cimxdsl.api import CompileError, compile_pim
+from cimxdsl.tools.cim_compile import main as cim_compile
+from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
+from tests.unit.spatial_programs import ProgramBuilder, resnet_program
+from tests.unit.transforms.test_packing import lower_checked
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+def conv_chain(layers: int = 5, size: int = 12) -> str:
+    """`layers` 3×3 convolutions (4 channels, padding 1) with a ReLU each: a deep, narrow CNN."""
+    b = ProgramBuilder((1, 4, size, size), 5)
+    x = "%x"
+    for _ in range(layers):
+        x = b.relu(b.requantize(b.conv(x, 4, 3, pad=1), 3))
+    return b.text(x)
+
+
+def stages(pipeline: str, mapping: str, cores: int, rows: int = 1) -> list[str]:
+    mapped = (
+        [
+            f"spatial-mapping{{strategy={mapping} cores={cores} crossbars-per-core=24 pipeline={pipeline} rows-per-band={rows}}}"
+        ]
+        if mapping != "none"
+        else []
+    )
+    return [
+        "cinm-to-spatial{xbar-size=8 crossbars-per-compute=24 packing=im2col}",
+        *mapped,
+        f"spatial-to-pim{{cores={cores} crossbars-per-core=24 pipeline={pipeline} rows-per-band={rows}}}",
+        "pim-bufferize",
+        "pim-codegen",
+    ]
+
+
+def cores_compute_in_bands(artifacts) -> bool:
+    """Some core sends or receives between two crossbar reads: it works on bands, not whole images."""
+    for core in artifacts.cores:
+        names = [i.name for i in core.instructions]
+        reads = [i for i, n in enumerate(names) if n == "pim.mvmul"]
+        if reads and any(n in ("pim.send", "pim.recv") for n in names[reads[0] : reads[-1]]):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("mapping", ["none", "greedy"])
+@pytest.mark.parametrize("program", [resnet_program, conv_chain], ids=["residual", "conv-chain"])
+def test_row_pipeline_is_exact_at_every_level_with_and_without_replicas(program, mapping, tmp_path):
+    x = np.random.default_rng(7).integers(-128, 128, (1, *((3, 8, 8) if program is resnet_program else (4, 12, 12))))
+    golden, _, layer, _ = lower_checked(program(), x, stages("layer", mapping, 12), tmp_path / "layer")
+    row_golden, _, row, module = lower_checked(program(), x, stages("row", mapping, 12), tmp_path / "row")
+    np.testing.assert_array_equal(row_golden, golden)  # the validator's run of each equals the golden
+    assert cores_compute_in_bands(row)
+    if mapping == "none":  # one layer per core: whole images between transfers
+        assert not cores_compute_in_bands(layer)
+    summary = next(op.attributes["spat.pipeline"].data for op in module.walk() if "spat.pipeline" in op.attributes)
+    assert summary.startswith("row pipeline:")
+    if program is resnet_program:  # global pooling and the classifier need the whole image
+        whole = re.search(r"; (\d+) computes on whole images", summary)
+        assert whole and int(whole.group(1)) >= 2
+
+
+@pytest.mark.parametrize("mapping", ["none", "greedy"])
+def test_concat_and_residual_sum_with_row_pipeline_equal_the_integer_program(mapping, tmp_path):
+    model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
+    rng = np.random.default_rng(3)
+    calibration = rng.standard_normal((4, 4, 8, 8)).astype(np.float32)
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    outputs = {}
+    for pipeline in ("layer", "row"):
+        compiled = cimxdsl.compile(
+            model,
+            target="pim",
+            calibration=calibration,
+            out_dir=tmp_path / pipeline,
+            pipeline=pipeline,
+            mapping=mapping,
+        )
+        compiled(x)
+        outputs[pipeline] = compiled.last_result.outputs[0]
+        np.testing.assert_array_equal(outputs[pipeline], compiled.golden(x)[0])
+    bands = re.match(r"row pipeline: (\d+) bands", compiled.report()["pipeline"])
+    assert bands and int(bands.group(1)) > 1
+    np.testing.assert_array_equal(outputs["row"], outputs["layer"])
+
+
+@pytest.mark.parametrize("mapping", ["none", "greedy"])
+def test_row_pipeline_lowers_the_latency_of_a_deep_cnn(mapping, tmp_path):
+    model = str(EXAMPLES / "depthwise_cnn.onnx")
+    layer = compile_pim(model, out_dir=tmp_path / "layer", mapping=mapping).report_data
+    row = compile_pim(model, out_dir=tmp_path / "row", mapping=mapping, pipeline="row").report_data
+    assert layer["pipeline"] == "layer" and row["pipeline"].startswith("row pipeline")
+    # Layer by layer, each layer waits for the whole image; in bands the layers overlap.
+    assert row["performance"]["latency_ns"] < 0.75 * layer["performance"]["latency_ns"]
+    if mapping == "greedy":  # the replicas' bands overlap across images too
+        assert row["performance"]["throughput"] > layer["performance"]["throughput"]
+    else:  # one core per layer: the bands' extra vector ops and halo rows cost the busiest core a little
+        assert row["performance"]["throughput"] >= 0.9 * layer["performance"]["throughput"]
+
+
+def test_bad_pipeline_options_are_one_line_errors():
+    model = str(EXAMPLES / "depthwise_cnn.onnx")
+    with pytest.raises(CompileError, match="pipeline must be 'layer' or 'row', got 'rows'"):
+        compile_pim(model, pipeline="rows")
+    with pytest.raises(CompileError, match="rows_per_band must be a positive integer, got 0"):
+        compile_pim(model, pipeline="row", rows_per_band=0)
+
+
+def test_cim_compile_pipeline_row_is_exact_and_names_the_whole_image_layers(tmp_path, capsys):
+    model = str(EXAMPLES / "depthwise_cnn.onnx")
+    args = [model, "--target", "pim", "--random-inputs", "--pipeline", "row", "--rows-per-band", "3"]
+    cim_compile([*args, "-o", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "instruction-level execution equals the interpreted integer program" in out
+    assert "pipeline: row pipeline:" in out and "bands of at least 3 rows" in out and "on whole images" in out
