@@ -93,10 +93,16 @@ def encode(name: str, value: Any) -> float:
     return float(value)
 
 
+def parameter(config: DeviceConfig, name: str) -> Any:
+    """`config`'s parameter `name`, an unset direction's wire resistance as the one it takes."""
+    value = getattr(config, name)
+    return config.wire_resistance if value is None and name.endswith("_wire_resistance") else value
+
+
 def feature_row(config: DeviceConfig, placement: str, layers: list[Layer], inputs: int) -> dict[str, float]:
     """The inputs of one sample: `config`'s parameters, the placement and the workload's features
     for a run of `inputs` inputs."""
-    row = {f: encode(f, getattr(config, f)) for f in DEVICE_FIELDS if f != "placement"}
+    row = {f: encode(f, parameter(config, f)) for f in DEVICE_FIELDS if f != "placement"}
     row["placement"] = encode("placement", placement)
     return {**row, **model_features(layers), **device_features(layers, config, placement, inputs)}
 

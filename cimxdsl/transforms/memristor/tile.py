@@ -222,7 +222,7 @@ class TileProducts(RewritePattern):
     def match_and_rewrite(self, op: cinm.GemmOp | cinm.GemvOp, rewriter: PatternRewriter):
         rows, columns = self.shape.rows, self.shape.columns_of(op)
         m_step = banded(op, self.band)
-        if m_step is None and banded(op, 1) is not None:  # more than one row, but at most a band
+        if self.band and m_step is None and banded(op, 1) is not None:  # more than one row, but at most a band
             self.unbanded.append(cinm.layer_name(op.parent_op()))
         if m_step is None and not needs_tiling(op, rows, columns):
             return
