@@ -391,6 +391,11 @@ def search_precision_command(options, specs: list[InputSpec]) -> None:
     from cimxdsl.data import DIGITS_TRAIN
     from cimxdsl.explore.precision_search import search_precision, write_precision
 
+    if options.target != "memristor" or options.precision:
+        given = "--precision" if options.precision else f"--target {options.target}"
+        raise UserError(
+            f"--search-precision searches the memristor target's bits from uniform 8 bits, not with {given}"
+        )
     if len(specs) != 1:
         raise UserError(f"--search-precision needs a model with one input, this one has {len(specs)}")
     try:

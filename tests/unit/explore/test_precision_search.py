@@ -64,6 +64,12 @@ def test_the_front_is_the_non_dominated_evaluated_configurations(greedy):
     assert greedy.compiles == len(greedy.evaluated) and greedy.images == greedy.compiles * 2 * len(X)
 
 
+def test_the_chosen_is_the_fastest_configuration_within_the_budget(greedy):
+    within = [p for p in greedy.evaluated if p["accuracy"] >= greedy.baseline["accuracy"] - 0.005]
+    assert greedy.chosen["latency_ns"] == min(p["latency_ns"] for p in within)
+    assert len(greedy.evaluated) > len(within)  # some narrower bits broke the budget and were not taken
+
+
 def test_the_written_file_reads_back_to_the_bits(tmp_path):
     precision = {"conv1": (3, 2), "odd*name[0]": (8, 1), "fc": (5, 7)}
     path = write_precision(precision, tmp_path / "p.toml")
@@ -71,9 +77,10 @@ def test_the_written_file_reads_back_to_the_bits(tmp_path):
     assert resolve_precision(path, layers, (8, 8)) == precision
 
 
-def test_a_seeded_global_search_repeats_its_front():
+@pytest.mark.parametrize("method", ["nsga2", "tpe"])
+def test_a_seeded_global_search_repeats_its_front(method):
     runs = [
-        search_precision(MODEL, X, LABELS, budget=1.0, method="nsga2", trials=6, seed=3, **OPTIONS) for _ in range(2)
+        search_precision(MODEL, X, LABELS, budget=1.0, method=method, trials=6, seed=3, **OPTIONS) for _ in range(2)
     ]
     fronts = [[(p["precision"], p["accuracy"], p["latency_ns"], p["energy_pj"]) for p in r.front] for r in runs]
     assert fronts[0] == fronts[1] and runs[0].chosen == runs[1].chosen
@@ -103,6 +110,10 @@ def test_bad_options_are_one_line_errors(options, message):
     [
         (["--budget", "-1"], "precision search: the budget must be at least 0 accuracy points, got -1.0"),
         (["--search-method", "rl"], "precision search: unknown method 'rl' (methods: greedy, nsga2, tpe)"),
+        (
+            ["--target", "pim"],
+            "--search-precision searches the memristor target's bits from uniform 8 bits, not with --target pim",
+        ),
     ],
 )
 def test_the_command_line_gives_one_line(args, message, capsys):
