@@ -136,3 +136,36 @@ def test_the_command_line_writes_the_chosen_file(tmp_path, capsys):
     uniform = accuracy_by_hand({"*": (8, 8)})
     assert accuracy_by_hand(out) >= uniform - 0.005
     assert set(written) == {"conv1", "conv2", "fc"} and any(a == 2 for _, a in written.values())
+
+
+def test_per_layer_bits_are_axes_of_a_sweep_search():
+    from cimxdsl.explore import explore
+
+    sweep = {
+        "model": str(MODEL), "data": str(ROOT / "examples" / "digits_test.npz"), "limit": 16,
+        "device": {"preset": "cinnamon"},
+        "axes": {"precision.conv1.input_bits": [8, 2], "precision.fc.weight_bits": [8, 2]},
+        "objectives": ["accuracy", "latency"], "search": "nsga2", "trials": 4, "seed": 1,
+    }  # fmt: skip
+    rows = explore(sweep, plots=False).rows
+    assert rows and all(row["status"] == "ok" for row in rows)
+    for row in rows:
+        precision = {
+            "conv1": {"input_bits": row["precision.conv1.input_bits"]},
+            "fc": {"weight_bits": row["precision.fc.weight_bits"]},
+        }
+        alone = evaluate_precision(
+            MODEL, precision, X, LABELS, device="cinnamon", calibration=TEST["calibration"], batch_size=16
+        )
+        assert row["accuracy"] == alone["accuracy"]
+        assert row["latency_ns"] == pytest.approx(alone["total_latency_ns"])
+
+
+def test_a_bits_axis_out_of_range_is_one_line():
+    from cimxdsl.explore import SweepError, load_sweep
+
+    sweep = {"model": "digits", "data": "digits", "axes": {"precision.fc.input_bits": [8, 9]}}
+    with pytest.raises(
+        SweepError, match=r"^sweep file: axis 'precision.fc.input_bits' value 2: must be an integer from 1 to 8, got 9$"
+    ):
+        load_sweep(sweep)
