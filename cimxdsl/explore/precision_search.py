@@ -2,8 +2,7 @@
 minimise latency, energy or their product while the accuracy on a validation split stays within a
 budget of the uniform 8-bit configuration's.
 
-Two methods, both evaluating points with `evaluate_precision` (one compile and one simulation of
-the split per configuration, cached):
+Two methods, each compiling every configuration it tries once and simulating the split on it:
 
 - `greedy`, sensitivity-based: from every layer at the widest bits, each step tries lowering one
   layer's weight or input bits to the next width of the bit set, and keeps the move with the
@@ -11,9 +10,11 @@ the split per configuration, cached):
   move saves anything within it (as the layer-wise greedy of bit allocation, e.g. Dong et al.,
   "HAWQ: Hessian AWare Quantization", ICCV 2019, ranked here by measured loss instead of a
   Hessian);
-- `nsga2` or `tpe`, global: Optuna's samplers (Deb et al. 2002; Ozaki et al. 2022) over one
-  categorical parameter per layer and setting, maximising accuracy and minimising latency and
-  energy, the budget a constraint; a number of trials and a time budget bound it.
+- `nsga2` or `tpe`, global: `cim-explore`'s search (`cimxdsl.explore.search`: Optuna's NSGA-II,
+  Deb et al. 2002, or multi-objective TPE, Ozaki et al. 2022) over a sweep whose axes are the
+  layers' bits, maximising accuracy and minimising latency and energy, the budget a constraint; a
+  number of trials and a time budget bound it, and `jobs` local processes or a Dask `scheduler`
+  run its points.
 
 Both return the Pareto front (accuracy, latency, energy) of the configurations evaluated and the
 chosen one (the feasible configuration with the smallest objective), which `write_precision`
@@ -29,12 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import optuna
 
 from cimxdsl.dialects.utils import MAX_PRECISION, PRECISION
 from cimxdsl.explore.pareto import non_dominated
 from cimxdsl.explore.precision import evaluate_precision
-from cimxdsl.explore.search import SET_CONSTRAINT, quiet_optuna
+from cimxdsl.explore.runner import CALIBRATION_EXAMPLES
 from cimxdsl.precision import PrecisionError
 
 METHODS = ("greedy", "nsga2", "tpe")
@@ -115,14 +115,20 @@ def search_precision(
     timeout_s: float | None = None,
     seed: int = 0,
     batch_size: int | None = None,
+    jobs: int = 1,
+    scheduler=None,
     progress=None,
     **compile_options: Any,
 ) -> PrecisionSearchResult:
     """Search the per-layer bits of `model` on the validation split (`inputs`, `labels`) for the
     smallest `objective` (latency, energy or their product per image) whose accuracy is at most
     `budget` points (percent) below the uniform configuration at the widest of `bits`. `method`:
-    greedy, nsga2 or tpe (`trials` and `timeout_s` bound the last two; `seed` seeds them)."""
+    greedy, nsga2 or tpe (`trials` and `timeout_s` bound the last two, `seed` seeds them, `jobs`
+    local processes or a Dask `scheduler` run their points). Without `calibration` the first 64
+    inputs calibrate the quantization."""
     bits = check_options(budget, method, objective, bits)
+    if calibration is None:
+        calibration = np.asarray(inputs)[:CALIBRATION_EXAMPLES]
     start = time.perf_counter()
     say = progress or (lambda message: None)
     cache: dict[tuple, dict] = {}
@@ -164,11 +170,15 @@ def search_precision(
         return point["accuracy"] >= floor - 1e-12
 
     say(f"uniform {widest}-bit: accuracy {baseline['accuracy']:.2%}, latency {baseline['latency_ns']:.4g} ns")
+    found = []
     if method == "greedy":
         greedy(layers, bits, baseline, evaluate, cost, feasible, say)
     else:
-        global_search(layers, bits, method, evaluate, feasible, trials, timeout_s, seed, say)
-    evaluated = [{k: v for k, v in p.items() if k != "layers"} for p in cache.values()]
+        found = global_search(
+            model, inputs, labels, calibration, device, layers, bits, method, objective, floor, trials, timeout_s,
+            seed, jobs, scheduler, compile_options.get("mode", "int8"),
+        )  # fmt: skip
+    evaluated = [{k: v for k, v in p.items() if k != "layers"} for p in cache.values()] + found
     candidates = [p for p in evaluated if feasible(p)]
     chosen = min(candidates, key=lambda p: (cost(p), -p["accuracy"], p["energy_pj"], p["latency_ns"]))
     values = np.array([[-p["accuracy"], p["latency_ns"], p["energy_pj"]] for p in evaluated])
@@ -183,8 +193,9 @@ def search_precision(
         chosen=chosen,
         front=front,
         evaluated=evaluated,
-        compiles=len(cache),
-        images=len(cache) * (n + min(batch, n)),  # evaluate_precision runs the first chunk once more
+        compiles=len(cache) + len(found),
+        # evaluate_precision runs the first chunk once more; the sweep runs each point once
+        images=len(cache) * (n + min(batch, n)) + len(found) * n,
         seconds=time.perf_counter() - start,
     )
 
@@ -214,40 +225,71 @@ def greedy(layers, bits, baseline, evaluate, cost, feasible, say) -> None:
         say(f"{name} -> {step[0]}/{step[1]}: accuracy {current['accuracy']:.2%}, cost {cost(current):.4g}")
 
 
-def global_search(layers, bits, method, evaluate, feasible, trials, timeout_s, seed, say) -> None:
-    """Optuna's NSGA-II or TPE over the layers' bits: accuracy up, latency and energy down, the
-    budget a constraint."""
-    space = {
-        f"{name}.{setting}": optuna.distributions.CategoricalDistribution(list(bits))
-        for name in layers
-        for setting in PRECISION
+def global_search(
+    model,
+    inputs,
+    labels,
+    calibration,
+    device,
+    layers,
+    bits,
+    method,
+    objective,
+    floor,
+    trials,
+    timeout_s,
+    seed,
+    jobs,
+    scheduler,
+    mode,
+) -> list[dict]:
+    """`cim-explore`'s search (`method`: nsga2 or tpe) over a sweep whose axes are the layers' bits
+    (`precision.<layer>.<setting>`), maximising accuracy and minimising the objective and the
+    other cost, the budget a constraint; the configurations it simulated, per image."""
+    import tempfile
+
+    import onnx
+
+    from cimxdsl.device import DeviceConfig
+    from cimxdsl.explore import explore
+    from cimxdsl.explore.sweep import PRECISION_PREFIX
+
+    axes = {
+        f"{PRECISION_PREFIX}{layer_key(name)}.{setting}": (name, setting) for name in layers for setting in PRECISION
     }
-    records: dict[int, dict] = {}
-
-    def violation(trial) -> list[float]:
-        point = records[trial.number]
-        return [0.0 if feasible(point) else 1.0]
-
-    constraints = None if SET_CONSTRAINT else violation
-    if method == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed, constraints_func=constraints)
-    else:
-        population = max(4, min(50, trials // 4))
-        sampler = optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constraints, population_size=population)
-    start = time.perf_counter()
-    with quiet_optuna():
-        study = optuna.create_study(directions=["maximize", "minimize", "minimize"], sampler=sampler)
-        for b in bits:  # the uniform configurations first: a start inside the budget
-            study.enqueue_trial({key: b for key in space})
-        for number in range(trials):
-            if timeout_s is not None and time.perf_counter() - start > timeout_s:
-                break
-            trial = study.ask(space)
-            precision = {
-                name: (trial.params[f"{name}.weight_bits"], trial.params[f"{name}.input_bits"]) for name in layers
+    costs = {"latency": ["latency", "energy"], "energy": ["energy", "latency"], "product": ["latency", "energy"]}
+    with tempfile.TemporaryDirectory(prefix="cimxdsl-precision-") as folder:
+        data = Path(folder) / "validation.npz"
+        np.savez(data, inputs=inputs, labels=labels, calibration=calibration)
+        if isinstance(model, onnx.ModelProto):
+            onnx.save(model, Path(folder) / "model.onnx")
+            model = Path(folder) / "model.onnx"
+        if isinstance(device, DeviceConfig):
+            table = device.to_dict()
+        elif Path(str(device)).suffix == ".toml":
+            table = {"file": str(Path(device).resolve())}
+        else:
+            table = {"preset": str(device)}
+        sweep = {
+            "model": str(Path(model).resolve()), "data": str(data), "device": table, "mode": mode,
+            "axes": {axis: list(bits) for axis in axes}, "search": method, "trials": trials, "seed": seed,
+            "objectives": ["accuracy", *costs[objective]], "constraints": [f"accuracy >= {floor!r}"],
+            **({"timeout_s": timeout_s} if timeout_s is not None else {}),
+        }  # fmt: skip
+        rows = explore(sweep, jobs=jobs, scheduler=scheduler, plots=False).rows
+    points = []
+    for row in rows:
+        if row["status"] != "ok":
+            continue
+        precision = {name: [8, 8] for name in layers}
+        for axis, (name, setting) in axes.items():
+            precision[name][PRECISION.index(setting)] = row[axis]
+        points.append(
+            {
+                "precision": {name: tuple(b) for name, b in precision.items()},
+                "accuracy": row["accuracy"],
+                "latency_ns": row["latency_ns"] / len(labels),
+                "energy_pj": row["energy_per_image_pj"],
             }
-            point = records[trial.number] = evaluate(precision)
-            if SET_CONSTRAINT:
-                trial.set_constraint("accuracy budget", violation(trial)[0])
-            study.tell(trial, [point["accuracy"], point["latency_ns"], point["energy_pj"]])
-            say(f"trial {number}: accuracy {point['accuracy']:.2%}, latency {point['latency_ns']:.4g} ns")
+        )
+    return points

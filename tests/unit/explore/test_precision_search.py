@@ -88,6 +88,12 @@ def test_a_seeded_global_search_repeats_its_front(method):
     assert first.chosen["accuracy"] >= first.baseline["accuracy"] - 0.01
     values = np.array([(-p["accuracy"], p["latency_ns"], p["energy_pj"]) for p in first.front])
     assert non_dominated(values).all()
+    for point in first.front:  # the sweep's figures per image are those of the configuration alone
+        alone = evaluate_precision(
+            MODEL, point["precision"], X, LABELS, device="cinnamon", calibration=TRAIN["calibration"], batch_size=16
+        )
+        assert (point["accuracy"], point["latency_ns"]) == (alone["accuracy"], pytest.approx(alone["latency_ns"]))
+        assert point["energy_pj"] == pytest.approx(alone["energy_pj"])
 
 
 @pytest.mark.parametrize(
