@@ -35,6 +35,8 @@ from cimxdsl.explore.sweep import (
     SweepError,
     default_setting,
     device_settings,
+    is_precision_field,
+    precision_settings,
 )
 from cimxdsl.reference import float_predictions
 
@@ -135,7 +137,7 @@ def compile_key(owner: Sweep | Context, settings: dict[str, Any]) -> tuple:
     per-product decision weighs the point's own latencies and energies."""
     key = tuple(settings.get(f, default_setting(owner, f)) for f in COMPILE_FIELDS)
     if settings.get("placement", default_setting(owner, "placement")) != "auto":
-        return key
+        return key + tuple(sorted((f, v) for f, v in settings.items() if is_precision_field(f)))
     return key + tuple(sorted((f, v) for f, v in settings.items() if f not in COMPILE_FIELDS))
 
 
@@ -358,4 +360,5 @@ def compile_program(context: Context, key: tuple, batch: int | None = None):
         strategy=context.strategy,
         batch=batch or len(context.inputs),
         placement=fields["placement"],
+        precision=precision_settings(fields) or None,
     )

@@ -20,7 +20,8 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     preset = "cinnamon"            # or: file = "my_device.toml"
     weight_bits = 8
 
-    [axes]                         # any DeviceConfig field (except name and seed) or `placement`: the values to try
+    [axes]                         # any DeviceConfig field (except name and seed), `placement` or a layer's bits
+                                   # ("precision.LAYER.weight_bits", "precision.LAYER.input_bits"): the values to try
     adc_bits = [4, 6, 8]
     adc_range = ["full", "calibrated"]
 
@@ -66,6 +67,7 @@ from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.device.config import DEVICE, FIELD_NAMES, flatten
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.settings import Schema, did_you_mean, setting
+from cimxdsl.dialects.utils import MAX_PRECISION
 from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
 BUNDLED_MODELS = {"digits": DIGITS_MODEL}
@@ -91,6 +93,27 @@ DEFAULT_TRIALS = 100
 COMPILE_OPTIONS: dict[str, tuple[str, ...]] = {"placement": PLACEMENTS}
 """Axes that are options of the compiler, not device fields (their default: the sweep's key)."""
 SWEEPABLE = (*(f for f in FIELD_NAMES if f not in ("name", "seed")), *COMPILE_OPTIONS)
+PRECISION_PREFIX = "precision."
+"""Axes `precision.<layer>.weight_bits` and `precision.<layer>.input_bits` (quoted TOML keys): a
+layer's bits (`cimxdsl.precision`), compile options; a layer no axis names runs at the device's bits."""
+
+
+def is_precision_field(name: str) -> bool:
+    """Whether `name` is a per-layer bits axis (`precision.<layer>.<setting>`)."""
+    layer, _, setting = name.removeprefix(PRECISION_PREFIX).rpartition(".")
+    return name.startswith(PRECISION_PREFIX) and bool(layer) and setting in ("weight_bits", "input_bits")
+
+
+def precision_settings(settings: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """The per-layer bits of a point's settings, as a precision mapping (layer: {setting: bits})."""
+    precision: dict[str, dict[str, int]] = {}
+    for name, value in settings.items():
+        if is_precision_field(name) and value is not None:
+            layer, _, setting = name.removeprefix(PRECISION_PREFIX).rpartition(".")
+            precision.setdefault(layer, {})[setting] = value
+    return precision
+
+
 COMPILE_FIELDS = ("weight_bits", "input_bits", "rows", "cols", "cell_bits", "crossbars", "encoding", *COMPILE_OPTIONS)
 """Fields that change the compiled program (quantization bits, tiling — a reference column takes a
 column —, placement); the rest only
@@ -255,12 +278,14 @@ SCALARS = (
 def default_setting(owner: Any, name: str) -> Any:
     """The value of a field no axis sets: the compile option of `owner` (a sweep or a run's
     context), else the field of its base device."""
+    if is_precision_field(name):
+        return None
     return getattr(owner, name) if name in COMPILE_OPTIONS else getattr(owner.base, name)
 
 
 def device_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """The settings that are device fields (not compile options)."""
-    return {f: v for f, v in settings.items() if f not in COMPILE_OPTIONS}
+    return {f: v for f, v in settings.items() if f not in COMPILE_OPTIONS and not is_precision_field(f)}
 
 
 def load_sweep(spec: dict | str | Path | Sweep) -> Sweep:
@@ -361,9 +386,9 @@ def parse_axes(table: Any) -> tuple[Axis, ...]:
 
 def parse_range(name: str, table: dict) -> Range:
     """A `{min, max, log, step}` axis of a numeric device field, each end checked like the field."""
-    if name not in SWEEPABLE or name in COMPILE_OPTIONS:
+    if (name not in SWEEPABLE or name in COMPILE_OPTIONS) and not is_precision_field(name):
         raise SweepError(f"axis '{name}' is not a device parameter{did_you_mean(name, SWEEPABLE)}")
-    kind = DEVICE.fields[name][0]
+    kind = int if is_precision_field(name) else DEVICE.fields[name][0]
     if kind not in (int, float):
         raise SweepError(f"axis '{name}': a range {{min, max}} needs a numeric field; give a list of values")
     for key in ("min", "max"):
@@ -392,6 +417,14 @@ def parse_range(name: str, table: dict) -> Range:
 
 
 def axis_values(where: str, field_name: str, values: Any) -> list:
+    if is_precision_field(field_name):
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"axis '{where}' must be a non-empty list of values, got {values!r}")
+        for i, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PRECISION:
+                bits = f"an integer from 1 to {MAX_PRECISION}"
+                raise SweepError(f"axis '{where}' value {i + 1}: must be {bits}, got {value!r}")
+        return list(values)
     if field_name not in SWEEPABLE:
         if field_name == "seed":
             raise SweepError(f"axis '{where}': the seed is not an axis; set 'seeds' (runs per point) and 'seed'")

@@ -251,6 +251,33 @@ def main(args: Sequence[str] | None = None) -> None:
         metavar="FILE.toml",
         help="weight_bits and input_bits (1-8) per layer name or glob (default: the device's bits, at most 8)",
     )
+    parser.add_argument(
+        "--search-precision",
+        action="store_true",
+        help="search the per-layer bits for the lowest latency (--search-objective) within --budget accuracy points "
+        "of uniform 8 bits on a validation split (--dataset, else the bundled digits training images) and write "
+        "them as a --precision file (--search-output)",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=0.5, metavar="POINTS", help="accuracy points the search may lose (default 0.5)"
+    )
+    parser.add_argument("--search-method", default="greedy", metavar="METHOD", help="greedy (default), nsga2 or tpe")
+    parser.add_argument(
+        "--search-objective", default="latency", metavar="OBJECTIVE", help="latency (default), energy or product"
+    )
+    parser.add_argument(
+        "--search-bits", default="8,6,4,3,2,1", metavar="B,B,...", help="the widths to search (default 8,6,4,3,2,1)"
+    )
+    parser.add_argument(
+        "--search-trials", type=int, default=60, metavar="N", help="trials of nsga2 or tpe (default 60)"
+    )
+    parser.add_argument("--search-time", type=float, metavar="SECONDS", help="time budget of nsga2 or tpe")
+    parser.add_argument(
+        "--search-images", type=int, default=120, metavar="N", help="validation images searched on (default 120)"
+    )
+    parser.add_argument(
+        "--search-output", default="precision.toml", metavar="FILE.toml", help="where the chosen precision goes"
+    )
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
     parser.add_argument("--seed", type=int, default=0)
@@ -289,6 +316,9 @@ def main(args: Sequence[str] | None = None) -> None:
         if options.batch_size is not None and options.batch_size < 1:
             raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
         onnx_model, specs, given, batch = model_inputs(options)
+        if options.search_precision:
+            search_precision_command(options, specs)
+            return
         if options.target == "pim":
             compile_pim_target(options, specs, given)
             return
@@ -371,6 +401,60 @@ def main(args: Sequence[str] | None = None) -> None:
         run_reporting_errors("cim-compile", body)
     finally:
         progress.finish()  # also when an error ends the run: the terminal gets its cursor back
+
+
+def search_precision_command(options, specs: list[InputSpec]) -> None:
+    """`--search-precision`: search the per-layer bits on a validation split, print the chosen
+    configuration against uniform 8 bits and the Pareto front, and write the precision file."""
+    from cimxdsl.data import DIGITS_TRAIN
+    from cimxdsl.explore.precision_search import search_precision, write_precision
+
+    if options.target != "memristor" or options.precision:
+        given = "--precision" if options.precision else f"--target {options.target}"
+        raise UserError(
+            f"--search-precision searches the memristor target's bits from uniform 8 bits, not with {given}"
+        )
+    if len(specs) != 1:
+        raise UserError(f"--search-precision needs a model with one input, this one has {len(specs)}")
+    try:
+        bits = [int(b) for b in options.search_bits.split(",")]
+    except ValueError:
+        raise UserError(f"--search-bits: give integers separated by commas, got '{options.search_bits}'") from None
+    if options.search_images < 1:
+        raise UserError(f"--search-images must be a positive integer, got {options.search_images}")
+    inputs, labels, calibration = read_dataset(options.dataset or DIGITS_TRAIN, specs[0])
+    inputs, labels = inputs[: options.search_images], labels[: options.search_images]
+    try:
+        result = search_precision(
+            options.model, inputs, labels, budget=options.budget, method=options.search_method,
+            objective=options.search_objective, bits=bits, device=options.device,
+            calibration=options.calibrate or calibration, trials=options.search_trials,
+            timeout_s=options.search_time, seed=options.seed, batch_size=options.batch_size,
+            mode=options.mode, crossbars=options.crossbars, strategy=options.strategy, threads=options.threads,
+        )  # fmt: skip
+    except (CompileError, OnnxImportError, DeviceConfigError) as e:
+        raise UserError(str(e)) from None
+    path = write_precision(result.precision, options.search_output)
+    base, chosen = result.baseline, result.chosen
+
+    def line(label: str, p: dict) -> str:
+        bits = ", ".join(f"{name} {w}/{a}" for name, (w, a) in p["precision"].items())
+        return (
+            f"{label}: {bits}; accuracy {p['accuracy']:.2%}, latency {p['latency_ns']:.4g} ns "
+            f"({base['latency_ns'] / p['latency_ns']:.2f}x), energy {p['energy_pj']:.4g} pJ "
+            f"({base['energy_pj'] / p['energy_pj']:.2f}x) per image"
+        )
+
+    print(
+        f"precision search ({result.method}, {result.objective}, budget {result.budget} points) on {len(labels)} "
+        f"validation images: {result.compiles} compiles, {result.images} images simulated, {result.seconds:.1f} s"
+    )
+    print(line("uniform", base))
+    print(line("chosen", chosen))
+    print(f"Pareto front (accuracy, latency, energy): {len(result.front)} configurations")
+    for p in result.front:
+        print("  " + line("front", p)[len("front: ") :])
+    print(f"precision written to {path} (use it with --precision {path})")
 
 
 def compile_pim_target(options, specs: list[InputSpec], given: dict[str, np.ndarray]) -> None:
