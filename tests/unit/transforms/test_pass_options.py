@@ -15,8 +15,12 @@ ENUMERATED = [(name, option, allowed) for name, cls in PASSES.items() for option
 
 def test_the_pim_passes_type_their_enumerations():
     assert choices(PASSES["cinm-to-spatial"]) == {"packing": ("kernel", "im2col")}
-    assert choices(PASSES["spatial-mapping"]) == {"strategy": ("none", "greedy", "ga")}
-    assert choices(PASSES["pim"]) == {"packing": ("kernel", "im2col"), "mapping": ("none", "greedy", "ga")}
+    assert choices(PASSES["spatial-mapping"]) == {"strategy": ("none", "greedy", "ga"), "pipeline": ("layer", "row")}
+    assert choices(PASSES["pim"]) == {
+        "packing": ("kernel", "im2col"),
+        "mapping": ("none", "greedy", "ga"),
+        "pipelining": ("layer", "row"),
+    }
 
 
 @pytest.mark.parametrize("name", sorted({name for name, _, _ in ENUMERATED}))
