@@ -20,7 +20,7 @@ from cimxdsl.frontend.onnx_importer import OnnxImportError, load_model
 from cimxdsl.limits import dominant_limit
 from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxruntime_outputs, reference_name
 from cimxdsl.report import format_layers, format_precision, format_report
-from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
+from cimxdsl.tools.cli import Progress, UserError, add_version_option, check_positive, run_reporting_errors
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
@@ -36,8 +36,7 @@ def model_inputs(options) -> tuple[onnx.ModelProto, list[InputSpec], dict[str, n
     specs = onnx_inputs(model)
     open_batch = any(s.open_batch for s in specs)
     if options.batch is not None:
-        if options.batch < 1:
-            raise UserError(f"--batch must be a positive integer, got {options.batch}")
+        check_positive(options, "batch")
         fixed = next((s.shape[0] for s in specs if s.shape and not s.open_batch), None)
         if not open_batch and fixed != options.batch:
             raise UserError(f"--batch {options.batch}: the model's batch is fixed at {fixed}")
@@ -313,8 +312,7 @@ def main(args: Sequence[str] | None = None) -> None:
     progress = Progress("stages")
 
     def body() -> None:
-        if options.batch_size is not None and options.batch_size < 1:
-            raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
+        check_positive(options, "batch_size")
         onnx_model, specs, given, batch = model_inputs(options)
         if options.search_precision:
             search_precision_command(options, specs)
@@ -420,8 +418,7 @@ def search_precision_command(options, specs: list[InputSpec]) -> None:
         bits = [int(b) for b in options.search_bits.split(",")]
     except ValueError:
         raise UserError(f"--search-bits: give integers separated by commas, got '{options.search_bits}'") from None
-    if options.search_images < 1:
-        raise UserError(f"--search-images must be a positive integer, got {options.search_images}")
+    check_positive(options, "search_images")
     inputs, labels, calibration = read_dataset(options.dataset or DIGITS_TRAIN, specs[0])
     inputs, labels = inputs[: options.search_images], labels[: options.search_images]
     try:

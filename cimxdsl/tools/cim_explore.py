@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
+from cimxdsl.tools.cli import Progress, UserError, add_version_option, check_positive, run_reporting_errors
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -47,12 +47,7 @@ def main(args: Sequence[str] | None = None) -> None:
     def body() -> None:
         from cimxdsl.explore import SweepError, explore, load_sweep, write
 
-        if options.jobs < 1:
-            raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
-        if options.threads is not None and options.threads < 1:
-            raise UserError(f"--threads must be a positive integer, got {options.threads}")
-        if options.batch_size is not None and options.batch_size < 1:
-            raise UserError(f"--batch-size must be a positive integer, got {options.batch_size}")
+        check_positive(options, "jobs", "threads", "batch_size")
         if options.scheduler and options.jobs != 1:
             raise UserError("give --jobs or --scheduler, not both")
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from cimxdsl.tools.cli import Progress, UserError, add_version_option, run_reporting_errors
+from cimxdsl.tools.cli import Progress, UserError, add_version_option, check_positive, run_reporting_errors
 
 
 def learn_main(args: Sequence[str]) -> None:
@@ -106,12 +106,7 @@ def predict_main(args: Sequence[str]) -> None:
         )
         from cimxdsl.explore.sweep import SweepError, load_sweep
 
-        if options.jobs < 1:
-            raise UserError(f"--jobs must be a positive integer, got {options.jobs}")
-        if options.verify is not None and options.verify < 1:
-            raise UserError(f"--verify must be a positive integer, got {options.verify}")
-        if options.limit is not None and options.limit < 1:
-            raise UserError(f"--limit must be a positive integer, got {options.limit}")
+        check_positive(options, "jobs", "verify", "limit")
         constraints = [parse_constraint(c) for c in options.constraint]
         objective_name(options.minimize, "--minimize")
         predictor = load_predictor(options.predictor)

@@ -22,7 +22,7 @@ from cimxdsl.interpreters import entry_function, result_names, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
 from cimxdsl.report import format_report
-from cimxdsl.tools.cli import UserError, add_version_option, run_reporting_errors
+from cimxdsl.tools.cli import UserError, add_version_option, check_positive, run_reporting_errors
 from cimxdsl.transforms.common.device_record import device_mismatch, recorded_device
 
 
@@ -156,8 +156,7 @@ def main(args: Sequence[str] | None = None) -> None:
     options = parser.parse_args(args)
 
     def body() -> None:
-        if options.threads is not None and options.threads < 1:
-            raise UserError(f"--threads must be a positive integer, got {options.threads}")
+        check_positive(options, "threads")
         module = load_module(options.file)
         device, mismatch = run_device(module, options.device)
         bits = min(8, device.config.weight_bits, device.config.input_bits)

@@ -30,6 +30,14 @@ class UserError(Exception):
     """An error caused by the user's input; reported as one line, without a traceback."""
 
 
+def check_positive(options: argparse.Namespace, *names: str) -> None:
+    """A `UserError` naming the first option of `names` (attribute names) given below 1."""
+    for name in names:
+        value = getattr(options, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
 def fail(tool: str, message: str) -> NoReturn:
     print(f"{tool}: error: {message}", file=sys.stderr)
     raise SystemExit(1)
