@@ -6,7 +6,12 @@ on calibration inputs (`|t| ≤ 127 · 2^e`). Weights are quantized per tensor t
 convolution or dense layer accumulates `q_x · q_W` at exponent `e(x) + e(W)`, adds its bias at that
 exponent (plus half a step, so the shift rounds), shifts right to its output's exponent and clamps
 to int8. Residual additions shift both operands to the output's exponent. ReLU, max pooling,
-global average pooling (floor division) and flattening keep the exponent. A trailing Softmax is left
+global average pooling (floor division) and flattening keep the exponent. `Sign(z)` and the ternary
+`Round(Clip(z, -1, 1))` of binary and ternary networks give codes in {-1, 0, 1} at exponent 0, each a
+difference of two thresholds on the integer codes `z` comes from (through a BatchNormalization, and
+from the product's unclamped accumulator when the product feeds only them), so they decide as the
+float network does. A product whose weights are all in {-1, 0, 1} keeps them as codes and carries
+1 weight bit (and 2 input bits when its input is such a sign). A trailing Softmax is left
 to the host, after the outputs are dequantized (`IntegerProgram.dequantize`).
 
 A layer (a Conv, Gemm or MatMul, by node name) may have its own precision (`precision`: weight
@@ -47,6 +52,11 @@ from cimxdsl.interpreters import run
 INT8 = (-128, 127)
 LOWEST = -(2**31)
 RESHAPES = ("Reshape", "Flatten", "Identity", "Dropout")
+STEPS = {"Sign": (0.0, 0.0), "Round": (-0.5, 0.5)}
+"""The thresholds `(low, high)` of `[z > high] - [z < low]`: Sign(z), and Round(Clip(z, -1, 1))
+(half to even, so ±0.5 give 0)."""
+ELEMENTWISE = ("Sub", "Add", "Sum", "Mul", "Sign", "Relu", "Clip")
+"""The ops applied to an image rather than its flattening when they read one (`on_image`)."""
 PRODUCTS = ("Conv", "Gemm", "MatMul")
 """The ops whose products crossbars compute: the layers a precision names."""
 MULTIPLIER_BITS = 14
@@ -132,6 +142,12 @@ class IntegerImporter:
         self.exponents: dict[str, int] = {}
         typed = [*model.graph.value_info, *model.graph.output]
         self.shapes = {info.name: info.type.tensor_type.shape for info in typed}
+        self.producer = {out: node for node in model.graph.node for out in node.output}
+        self.signs: set[str] = set()
+        """The tensors whose codes are all in {-1, 0, 1} (`steps`)."""
+        self.absorbed, self.wide = self.fused_steps()
+        self.flattened: dict[str, str] = {}
+        """The images (by name) that tensors flattened to `[N, C·H·W]` come from."""
         self.shuffles: dict[str, tuple[str, np.ndarray]] = {}
         """A channel split `[N, G, C/G, H, W]` (or its transpose) awaiting the reshape that merges
         it back: the source image and the source channel of each split channel."""
@@ -153,6 +169,8 @@ class IntegerImporter:
         for node in graph.node:
             if all(name in self.constants for name in node.output if name):
                 continue  # folded by the float import
+            if node.output[0] in self.absorbed:
+                continue  # computed by the Sign or Round that reads it (`steps`)
             if node.op_type == "Softmax":
                 self.final_softmax(node)
                 softmax[node.output[0]] = node.input[0]
@@ -165,10 +183,17 @@ class IntegerImporter:
                 raise OnnxImportError(
                     f"the integer (PIM) import does not support '{node.op_type}' (node '{node.name}')"
                 )
-            lowered = handler(self, node, NodeAttributes(node))
+            image = self.on_image(node)
+            lowered = handler(self, image or node, NodeAttributes(node))
             if lowered is None:
                 continue  # a partial channel shuffle (`self.shuffles`)
             value, e = lowered
+            if image is not None:
+                self.values[image.output[0]], self.exponents[image.output[0]] = value, e
+                self.flattened[node.output[0]] = image.output[0]
+                if image.output[0] in self.signs:
+                    self.signs.add(node.output[0])
+                value = self.flatten(value, 1)
             if node.output[0] in narrowed and node.op_type not in RESHAPES:
                 value, e = self.narrow(node.output[0], value, e, narrowed[node.output[0]])
             value.name_hint = sanitize(node.output[0])
@@ -189,6 +214,24 @@ class IntegerImporter:
         )
 
     static_shape = OnnxImporter.static_shape
+
+    def on_image(self, node: onnx.NodeProto) -> onnx.NodeProto | None:
+        """An element-wise op on a flattened image (its other operands scalar constants), applied to
+        the image instead, the flattening after it (the PIM lowering flattens only into a product)."""
+        if node.op_type not in ELEMENTWISE or not node.input or node.input[0] not in self.flattened:
+            return None
+        if any(n in self.constants and self.constants[n].size != 1 for n in node.input[1:] if n):
+            return None
+        if any(n not in self.constants for n in node.input[1:] if n):
+            return None
+        moved = onnx.NodeProto()
+        moved.CopyFrom(node)
+        moved.input[0] = self.flattened[node.input[0]]
+        moved.output[0] = f"{node.output[0]}.image"
+        for table in (self.peaks, self.lows):
+            if node.output[0] in table:
+                table[moved.output[0]] = table[node.output[0]]
+        return moved
 
     def final_softmax(self, node: onnx.NodeProto) -> None:
         """Check that a Softmax (left to the host) is over all axes but the batch."""
@@ -241,7 +284,7 @@ class IntegerImporter:
 
     def requantize(self, acc: SSAValue, e_acc: int, name: str, bias: np.ndarray | None) -> tuple[SSAValue, int]:
         """Add the bias (and the rounding half step) at `e_acc`, shift to the output's exponent, clamp."""
-        e_out = max(exponent(self.peaks[name]), e_acc)
+        e_out = e_acc if name in self.wide else max(exponent(self.peaks[name]), e_acc)
         shift = e_out - e_acc
         shape = shape_of(acc)
         if bias is not None and bias.ndim == 1:
@@ -254,6 +297,8 @@ class IntegerImporter:
             if np.all(full == full.flat[0]):
                 full = np.full(shape, full.flat[0], np.int64)
             acc = self.ir.insert(arith.AddiOp(acc, self.ir.constant(full, i32)))
+        if name in self.wide:
+            return acc, e_out  # read only by thresholds (`steps`): the exact accumulator
         return self.clamp(self.shift(acc, shift)), e_out
 
     @staticmethod
@@ -263,23 +308,30 @@ class IntegerImporter:
         e = exponent(float(np.abs(weights).max()), limit)
         return np.clip(np.rint(weights / 2.0**e), -limit, limit).astype(np.int64), e
 
-    def layer_bits(self) -> tuple[int, int] | None:
-        """The current layer's own (weight bits, input bits), if it has them."""
-        return self.precision.get(self.ir.layer_name or "")
+    def layer_bits(self, node=None, weights: np.ndarray | None = None) -> tuple[int, int] | None:
+        """The current layer's own (weight bits, input bits), if it has them; else, for weights all
+        in {-1, 0, 1}, 1 weight bit (and 2 input bits when the input is a sign)."""
+        bits = self.precision.get(self.ir.layer_name or "")
+        if bits is None and weights is not None and np.all(np.isin(weights, (-1.0, 0.0, 1.0))):
+            bits = (1, 2 if self.source(node.input[0]) in self.signs else 8)
+        return bits
+
+    def source(self, name: str) -> str:
+        """The tensor `name` is a reshape of (itself if none)."""
+        while name in self.producer and self.producer[name].op_type in RESHAPES:
+            name = self.producer[name].input[0]
+        return name
 
     def narrowed_inputs(self) -> dict[str, int]:
         """The tensors to narrow to fewer than 8 bits, and to how many: each layer's input with its
         own input bits, followed back through reshapes (a flattened image takes no element-wise op)
         to the tensor a node computes or a graph input (the smallest bits where several layers read it)."""
-        producer = {out: node for node in self.model.graph.node for out in node.output}
         narrowed: dict[str, int] = {}
         for node in self.model.graph.node:
             bits = self.precision.get(sanitize(node.name or node.output[0])) if node.op_type in PRODUCTS else None
             if bits is None or bits[1] >= 8:
                 continue
-            name = node.input[0]
-            while name in producer and producer[name].op_type in RESHAPES:
-                name = producer[name].input[0]
+            name = self.source(node.input[0])
             narrowed[name] = min(bits[1], narrowed.get(name, 8))
         return narrowed
 
@@ -287,6 +339,8 @@ class IntegerImporter:
         """Int8 codes `value` (exponent `e`) of tensor `name` as `bits`-bit codes: shifted right
         (rounding) and clamped, unsigned if never negative on the calibration inputs; a graph input
         is quantized so on the host (`IntegerProgram.input_ranges`)."""
+        if name in self.signs and bits >= 2:
+            return value, e  # codes in {-1, 0, 1} already
         unsigned = self.lows.get(name, -1.0) >= 0
         if not unsigned and bits < 2:
             raise OnnxImportError(f"tensor '{name}': 1-bit inputs of a layer must be non-negative")
@@ -301,10 +355,10 @@ class IntegerImporter:
         upper = self.ir.insert(arith.MinSIOp(value, self.splat(high, shape)))
         return self.ir.insert(arith.MaxSIOp(upper, self.splat(low, shape))), e + shift
 
-    def layer_product(self, value: SSAValue) -> SSAValue:
-        """`value`, the layer's product, marked with its own precision (if any)."""
+    def layer_product(self, value: SSAValue, bits: tuple[int, int] | None) -> SSAValue:
+        """`value`, the layer's product, marked with its own precision `bits` (if any)."""
         assert isinstance(value.owner, Operation)
-        set_precision(value.owner, self.layer_bits())
+        set_precision(value.owner, bits)
         return value
 
     # -- handlers: (importer, node, attributes) -> (value, exponent), by op type in `integer_importer`
@@ -312,13 +366,14 @@ class IntegerImporter:
     def import_conv(self, node, attrs):
         x, e_x = self.input(node)
         weights = self.weights(node, 1, "the weights")
-        codes, e_w = self.quantize_weights(weights, (self.layer_bits() or (8, 8))[0])
+        bits = self.layer_bits(node, weights)
+        codes, e_w = self.quantize_weights(weights, (bits or (8, 8))[0])
         codes = self.ungrouped(node, codes, attrs["group"], shape_of(x)[1])
         kernel = weights.shape[2:]
         strides, dilations = attrs["strides"], attrs["dilations"]
         pads = conv_pads(node, attrs, shape_of(x)[2:], kernel, strides, dilations)
         x = self.ir.pad(x, [0, 0, pads[0], pads[1]], [0, 0, pads[2], pads[3]], 0)
-        acc = self.layer_product(self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations))
+        acc = self.layer_product(self.ir.conv(x, self.ir.constant(codes, i32), strides, dilations), bits)
         bias = self.weights(node, 2, "the bias") if len(node.input) > 2 and node.input[2] else None
         return self.requantize(acc, e_x + e_w, node.output[0], bias)
 
@@ -344,8 +399,9 @@ class IntegerImporter:
             raise node_error(node, "transA is not supported by the integer import")
         weights = self.weights(node, 1, "the weights") * attrs["alpha"]
         weights = weights.T if attrs["transB"] else weights
-        codes, e_w = self.quantize_weights(weights, (self.layer_bits() or (8, 8))[0])
-        acc = self.layer_product(self.ir.matmul(x, self.ir.constant(codes, i32)))
+        bits = self.layer_bits(node, weights)
+        codes, e_w = self.quantize_weights(weights, (bits or (8, 8))[0])
+        acc = self.layer_product(self.ir.matmul(x, self.ir.constant(codes, i32)), bits)
         bias = None
         if len(node.input) > 2 and node.input[2]:
             bias = np.broadcast_to(self.weights(node, 2, "the bias") * attrs["beta"], shape_of(acc))[0]
@@ -381,14 +437,19 @@ class IntegerImporter:
         e_out = max([exponent(self.peaks[node.output[0]]), *(e for _, e in operands)])
         return [self.shift(v, e_out - e) for v, e in operands], e_out
 
-    @integer_importer("Sum", "Add")
+    @integer_importer("Sum", "Add", "Sub")
     def import_sum(self, node, attrs):
-        network = [n for n in node.input if n not in self.constants]
-        values, e_out = self.aligned(node, network)
+        """The sum of the inputs (Sub: the first less the second)."""
+        signs = [-1 if node.op_type == "Sub" and i == 1 else 1 for i in range(len(node.input))]
+        network = [(n, s) for n, s in zip(node.input, signs, strict=True) if n not in self.constants]
+        values, e_out = self.aligned(node, [n for n, _ in network])
         total = values[0]
-        for value in values[1:]:
-            total = self.ir.insert(arith.AddiOp(total, value))
-        constant = sum((self.constants[n].astype(np.float64) for n in node.input if n in self.constants), 0.0)
+        if network[0][1] < 0:
+            total = self.ir.insert(arith.SubiOp(self.splat(0, shape_of(total)), total))
+        for value, (_, sign) in zip(values[1:], network[1:], strict=True):
+            total = self.ir.insert((arith.AddiOp if sign > 0 else arith.SubiOp)(total, value))
+        constants = [(n, s) for n, s in zip(node.input, signs, strict=True) if n in self.constants]
+        constant = sum((s * self.constants[n].astype(np.float64) for n, s in constants), 0.0)
         if np.any(constant):
             shape = shape_of(total)
             offset = np.broadcast_to(np.rint(np.asarray(constant) / 2.0**e_out), shape).astype(np.int64)
@@ -420,6 +481,95 @@ class IntegerImporter:
         acc = self.ir.insert(arith.MuliOp(x, self.ir.constant(codes, i32)))
         bias = None if shift is None else np.broadcast_to(shift, shape)
         return self.requantize(acc, e_x + e_f, node.output[0], bias)
+
+    def fused_steps(self) -> tuple[set[str], set[str]]:
+        """The tensors a Sign or Round computes from their sources itself (a BatchNormalization or
+        Clip read by it only), and the products kept as unclamped accumulators (read only by
+        those or by a Sign or Round)."""
+        graph = self.model.graph
+        readers: dict[str, list[onnx.NodeProto]] = {}
+        for node in graph.node:
+            for name in node.input:
+                readers.setdefault(name, []).append(node)
+        kept = {o.name for o in graph.output}
+        absorbed: set[str] = set()
+        for node in graph.node:
+            if node.op_type not in STEPS:
+                continue
+            for name in self.step_chain(node):
+                if name not in kept and len(readers.get(name, ())) == 1:
+                    absorbed.add(name)
+        wide = set()
+        for node in graph.node:
+            name = node.output[0] if node.output else ""
+            if node.op_type in PRODUCTS and name not in kept and readers.get(name):
+                if all(r.op_type in STEPS or r.output[0] in absorbed for r in readers[name]):
+                    wide.add(name)
+        return absorbed, wide
+
+    def step_chain(self, node) -> list[str]:
+        """The tensors between a Sign or Round and the codes it thresholds: the Round's Clip, then a
+        BatchNormalization (if any)."""
+        chain = []
+        name, producer = node.input[0], self.producer
+        if node.op_type == "Round":
+            clip = producer.get(name)
+            if clip is None or clip.op_type != "Clip":
+                raise node_error(node, "the integer (PIM) import rounds only Clip(x, -1, 1) (a ternary activation)")
+            chain.append(name)
+            name = clip.input[0]
+        if name in producer and producer[name].op_type == "BatchNormalization":
+            chain.append(name)
+        return chain
+
+    @integer_importer("Sign", "Round")
+    def import_steps(self, node, attrs):
+        """`[z > high] - [z < low]` (`STEPS`) in {-1, 0, 1}: thresholds on the integer codes `q` of
+        `z = scale · q · 2^e + shift` (a BatchNormalization's input, else `z` itself)."""
+        producer = self.producer
+        chain = self.step_chain(node)
+        if node.op_type == "Round":
+            clip = producer[chain[0]]
+            given = [clip.input[i] if i < len(clip.input) else "" for i in (1, 2)]
+            bounds = [float(self.constants[n]) if n in self.constants else None for n in given]
+            if bounds != [-1.0, 1.0]:
+                raise node_error(node, "the integer (PIM) import rounds only Clip(x, -1, 1) (a ternary activation)")
+        z = node.input[0] if node.op_type == "Sign" else producer[node.input[0]].input[0]
+        scale, shift = np.ones(1), np.zeros(1)
+        if chain and producer[chain[-1]].op_type == "BatchNormalization":
+            norm = producer[chain[-1]]
+            gamma, beta, mean, var = (self.weights(norm, i, "the statistics") for i in range(1, 5))
+            scale = gamma / np.sqrt(var + NodeAttributes(norm)["epsilon"])
+            shift = beta - mean * scale
+            z = norm.input[0]
+        if z not in self.values:
+            raise node_error(node, f"input '{z}' of its batch norm must come from the network")
+        q, e = self.values[z], self.exponents[z]
+        shape = shape_of(q)
+        channels = (1, -1) + (1,) * (len(shape) - 2)
+        scale, shift = scale.reshape(channels) * 2.0**e, shift.reshape(channels)
+        low, high = STEPS[node.op_type]
+        above = self.above(q, scale, shift, high)
+        below = self.above(q, -scale, -shift, -low)
+        self.signs.add(node.output[0])
+        return self.ir.insert(arith.SubiOp(above, below)), 0
+
+    def above(self, q: SSAValue, scale: np.ndarray, shift: np.ndarray, bound: float) -> SSAValue:
+        """`[scale · q + shift > bound]` (1 or 0) for integer `q`: `clamp(sign(scale) · q - c, 0, 1)`
+        with `c` the last code at or under the threshold (its negation over it, for a negative scale)."""
+        shape = shape_of(q)
+        direction = np.sign(scale)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            threshold = np.clip(np.nan_to_num((bound - shift) / scale), -(2.0**24), 2.0**24)
+        offset = np.where(direction > 0, np.floor(threshold), -np.ceil(threshold))
+        offset = np.where(direction == 0, -(shift > bound).astype(np.float64), offset)
+        directions = np.broadcast_to(direction, shape).astype(np.int64)
+        if not np.all(directions == 1):
+            q = self.ir.insert(arith.MuliOp(q, self.ir.constant(np.ascontiguousarray(directions), i32)))
+        offsets = np.ascontiguousarray(np.broadcast_to(offset, shape).astype(np.int64))
+        value = self.ir.insert(arith.SubiOp(q, self.ir.constant(offsets, i32)))
+        upper = self.ir.insert(arith.MinSIOp(value, self.splat(1, shape)))
+        return self.ir.insert(arith.MaxSIOp(upper, self.splat(0, shape)))
 
     @integer_importer("Concat")
     def import_concat(self, node, attrs):
@@ -465,6 +615,8 @@ class IntegerImporter:
         x, e = self.input(node)
         source, target = shape_of(x), output_shape(self, node)
         if len(target) == 2 and target[0] == source[0]:
+            if len(source) > 2:
+                self.flattened[node.output[0]] = node.input[0]
             return self.flatten(x, 1), e
         if len(source) == 4 and len(target) == 5 and target[1] * target[2] == source[1] and target[3:] == source[2:]:
             self.shuffles[node.output[0]] = (node.input[0], np.arange(source[1]).reshape(target[1:3]))
@@ -509,7 +661,10 @@ class IntegerImporter:
     @integer_importer("Flatten")
     def import_flatten(self, node, attrs):
         x, e = self.input(node)
-        return self.flatten(x, attrs.axis("axis", len(shape_of(x)), end=True)), e
+        axis = attrs.axis("axis", len(shape_of(x)), end=True)
+        if axis == 1 and len(shape_of(x)) > 2:
+            self.flattened[node.output[0]] = node.input[0]
+        return self.flatten(x, axis), e
 
     def flatten(self, x: SSAValue, axis: int) -> SSAValue:
         shape = shape_of(x)

@@ -513,14 +513,13 @@ class FunctionLowering:
     def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
         if any(isinstance(o, Flattened) for o in operands):
             raise pass_error("cinm-to-spatial", FLATTENED_USE, op)
+        operands = [self.tiled(o, op) if isinstance(o, SSAValue) else o for o in operands]  # function inputs
         tiled = [o for o in operands if isinstance(o, Tiled)]
         if not tiled:
             raise pass_error("cinm-to-spatial", "element-wise op on host values only", op)
         shape = tiled[0].logical
-        for i, operand in enumerate(operands):
-            if isinstance(operand, SSAValue):
-                operands[i] = self.tiled(operand, op)
-            elif isinstance(operand, Constant):
+        for operand in operands:
+            if isinstance(operand, Constant):
                 if operand.shape != shape:
                     raise pass_error(
                         "cinm-to-spatial",
