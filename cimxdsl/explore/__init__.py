@@ -55,8 +55,9 @@ def explore(
     `out_dir`/study.db; in memory without either) and resumes the study found there;
     `progress(done, total)` then counts trials.
     """
+    from cimxdsl.explore.context import prepare_context
     from cimxdsl.explore.execution import Evaluator
-    from cimxdsl.explore.runner import expand_points, prepare_context
+    from cimxdsl.explore.points import expand_points
 
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")

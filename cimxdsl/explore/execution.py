@@ -1,10 +1,12 @@
-"""Where points run: in this process, in local worker processes, or on a Dask cluster.
+"""The evaluation of points, and where they run: in this process, in local worker processes, or on a
+Dask cluster.
 
-All three call `runner.evaluate_part` on the same `Context` and points, and results are put back in
+`evaluate_point` never raises for a bad point: the error is recorded in the point's rows. All three
+places call `evaluate_part` on the same `Context` and points, and results are put back in
 point order, so a sweep gives identical rows whichever way it runs. Points are handed out grouped
 by compiled program, so a worker mostly reuses the program it compiled last. With more workers than
 points, each point's data set is split into shards of consecutive chunks, one task each, merged
-in order (`runner.point_rows`): a single point on a large data set uses the whole cluster.
+in order (`rows.point_rows`): a single point on a large data set uses the whole cluster.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import CancelledError, ProcessPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
+from typing import Any
 
+from cimxdsl.device import DeviceConfig
 from cimxdsl.device.threads import cores, set_default_threads, using_threads
-from cimxdsl.explore.chunks import Chunk
-from cimxdsl.explore.runner import Context, Point, evaluate_part, point_rows
+from cimxdsl.explore.chunks import Chunk, ChunksResult, run_chunks
+from cimxdsl.explore.context import Context
+from cimxdsl.explore.points import Point, compile_key, compiled_program, device_seed, is_random
+from cimxdsl.explore.rows import point_rows
+from cimxdsl.explore.sweep import CostModel, device_settings
 
 Progress = Callable[[int, int], None]
 
@@ -37,6 +44,51 @@ Task = tuple[Point, int, list[Chunk]]
 """A point, the index of its shard and the shard's chunks."""
 
 
+# ---- evaluation of one point -----------------------------------------------------------------------
+def point_config(context: Context, point: Point) -> DeviceConfig:
+    """The base device with the point's settings (validated) and the sweep's cost model applied."""
+    return configure(context.base, context.cost, point.values)
+
+
+def configure(base: DeviceConfig, cost: CostModel, settings: dict[str, Any]) -> DeviceConfig:
+    """`base` with the device fields of `settings` and `cost` applied."""
+    return cost.apply(base.replace(**device_settings(settings)), base)
+
+
+def evaluate_point(context: Context, point: Point) -> list[dict]:
+    """One row per seed of the point: accuracy, agreement with the float model, latency, energy by
+    component and event counts, or the error that stopped it."""
+    return point_rows(context, point, [evaluate_part(context, point, chunks) for chunks in context.shards()])
+
+
+def evaluate_part(context: Context, point: Point, chunks: list[Chunk]) -> str | list[ChunksResult | str]:
+    """The point's runs on `chunks` of the data set, one per seed (or the error that stopped one),
+    or the error of the point's settings."""
+    try:
+        config = point_config(context, point)
+    except Exception as e:
+        return describe_error(e)
+    key = compile_key(context, point.values)
+
+    def program(batch: int):
+        return compiled_program(context, key, batch)
+
+    results: list[ChunksResult | str] = []
+    for seed_index in range(context.seeds if is_random(config) else 1):
+        seed = device_seed(context.seed, point.settings, seed_index)
+        try:
+            results.append(run_chunks(program, context.inputs, config.replace(seed=seed), chunks))
+        except Exception as e:
+            results.append(describe_error(e))
+    return results
+
+
+def describe_error(error: Exception) -> str:
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+# ---- where points run ---------------------------------------------------------------------------------
 def run_points(
     context: Context,
     points: list[Point],

@@ -221,7 +221,7 @@ def read_results(paths: list[str | Path]) -> Samples:
 
 
 def configure(base: DeviceConfig, cost: CostModel, settings: dict) -> DeviceConfig:
-    from cimxdsl.explore.runner import configure as configure_point
+    from cimxdsl.explore.execution import configure as configure_point
 
     return configure_point(base, cost, settings)
 
@@ -612,7 +612,8 @@ def predict(
     """Predict every configuration of `space` (a sweep: a TOML path, a dict or a `Sweep`; its axes
     are the candidates) for the sweep's model, without simulating any: the float model runs once on
     the data set for its accuracy."""
-    from cimxdsl.explore.runner import expand_points, prepare_context
+    from cimxdsl.explore.context import prepare_context
+    from cimxdsl.explore.points import expand_points
     from cimxdsl.explore.sweep import load_sweep
 
     objective_name(objective, "--minimize")

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from cimxdsl.dialects.utils import MAX_PRECISION, PRECISION
+from cimxdsl.explore.context import CALIBRATION_EXAMPLES
 from cimxdsl.explore.pareto import non_dominated
 from cimxdsl.explore.precision import evaluate_precision
-from cimxdsl.explore.runner import CALIBRATION_EXAMPLES
 from cimxdsl.precision import PrecisionError
 
 METHODS = ("greedy", "nsga2", "tpe")

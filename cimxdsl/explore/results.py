@@ -17,7 +17,8 @@ import numpy as np
 
 from cimxdsl.device import COMPONENTS
 from cimxdsl.explore.pareto import non_dominated
-from cimxdsl.explore.runner import COUNTS, METRICS, Point
+from cimxdsl.explore.points import Point
+from cimxdsl.explore.rows import COUNTS, METRICS
 from cimxdsl.explore.sweep import MAXIMISED, OBJECTIVES, Constraint, Sweep
 
 FORMAT_VERSION = 1

@@ -8,7 +8,7 @@ A sweep with `search = "grid" | "random" | "tpe" | "nsga2" | "surrogate"` is exp
   `surrogate`: a regressor of the points so far proposes the next, `cimxdsl.explore.surrogate`). Each
   trial draws from a sampler seeded with the sweep's seed and the trial's number, so a search
   gives the same trials whether it ran in one go or was resumed;
-- every trial is one of the sweep's points, simulated by `runner.evaluate_part` where a plain
+- every trial is one of the sweep's points, simulated by `execution.evaluate_part` where a plain
   sweep's points run (compile cache, device seeds, chunks, local processes or Dask unchanged). The
   seeds of a point are averaged (`results.summarize`) before the sampler sees its objectives. A
   point proposed again is not simulated again: the trial repeats its values;
@@ -47,9 +47,11 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from cimxdsl.explore.chunks import shards
+from cimxdsl.explore.context import Context
 from cimxdsl.explore.pareto import hypervolume_history, non_dominated
+from cimxdsl.explore.points import Point, compile_key, format_value
 from cimxdsl.explore.results import summarize
-from cimxdsl.explore.runner import Context, Point, compile_key, error_row, format_value, point_rows
+from cimxdsl.explore.rows import error_row, point_rows
 from cimxdsl.explore.sweep import DEFAULT_TRIALS, MAXIMISED, OBJECTIVES, Axis, Sweep, SweepError, default_setting
 
 STUDY_FILE = "study.db"

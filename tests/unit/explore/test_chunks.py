@@ -7,9 +7,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from cimxdsl.device import Device
-from cimxdsl.explore import SweepError, execution, explore, load_sweep, runner
+from cimxdsl.explore import SweepError, execution, explore, load_sweep
+from cimxdsl.explore import points as point_module
 from cimxdsl.explore.chunks import Chunk, chunk_bounds, run_chunks, shards
-from cimxdsl.explore.runner import expand_points, prepare_context
+from cimxdsl.explore.context import prepare_context
+from cimxdsl.explore.points import expand_points
 from cimxdsl.tools.cim_compile import main as cim_compile
 
 IMAGES = 48
@@ -37,7 +39,7 @@ def test_chunk_bounds_and_shards():
 
 @pytest.fixture(scope="module")
 def chunked():
-    runner._programs.clear()
+    point_module._programs.clear()
     return explore({**SWEEP, "batch_size": BATCH})
 
 
@@ -60,7 +62,7 @@ def chunk_programs():
     device with a 5-bit ADC, with the data set's inputs."""
     sweep = load_sweep({**SWEEP, "axes": {"adc_bits": [5]}, "batch_size": BATCH})
     context = prepare_context(sweep)
-    config = runner.point_config(context, expand_points(sweep)[0])
+    config = execution.point_config(context, expand_points(sweep)[0])
     models = {
         b: cimxdsl.compile(sweep.model, device=config, calibration=context.calibration, batch=b) for b in (8, 20, 48)
     }
@@ -147,7 +149,7 @@ NOISY = {
 
 @pytest.fixture(scope="module")
 def noisy_serial():
-    runner._programs.clear()
+    point_module._programs.clear()
     return explore(NOISY)
 
 
@@ -160,7 +162,7 @@ def test_a_point_is_sharded_when_there_are_more_workers_than_points():
 
 
 def test_local_processes_shard_a_point_with_identical_results(noisy_serial):
-    runner._programs.clear()
+    point_module._programs.clear()
     parallel = explore(NOISY, jobs=2)
     assert parallel.csv() == noisy_serial.csv()
     assert noisy_serial.rows[0]["accuracy"] is not None
@@ -174,7 +176,7 @@ def test_dask_shards_a_point_with_identical_results(noisy_serial):
         distributed.Client(cluster) as client,
     ):
         on_dask = explore(NOISY, scheduler=cluster.scheduler_address)
-        compiled = client.run(lambda: len(runner._programs))
+        compiled = client.run(lambda: len(point_module._programs))
     assert sorted(compiled.values()) == [1, 1]  # a shard per worker: one compiles for 16 inputs, one for 8
     assert on_dask.csv() == noisy_serial.csv()
 

@@ -11,9 +11,11 @@ import pytest
 import cimxdsl
 import cimxdsl.explore
 from cimxdsl.device import Device
-from cimxdsl.explore import execution, explore, load_sweep, runner
+from cimxdsl.explore import execution, explore, load_sweep
+from cimxdsl.explore import points as point_module
+from cimxdsl.explore.context import prepare_context
+from cimxdsl.explore.points import compile_key, device_seed, expand_points
 from cimxdsl.explore.results import pareto_front
-from cimxdsl.explore.runner import compile_key, device_seed, expand_points, prepare_context
 
 IMAGES = 48
 SMALL = {
@@ -34,7 +36,7 @@ SMALL = {
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
-    runner._programs.clear()
+    point_module._programs.clear()
     out = tmp_path_factory.mktemp("serial")
     return explore(SMALL, out_dir=out), out
 
@@ -69,11 +71,11 @@ def test_device_seeds_depend_on_the_point_and_seed_index_only():
 
 
 def test_points_that_only_change_the_device_compile_once(monkeypatch):
-    runner._programs.clear()
+    point_module._programs.clear()
     calls = []
-    real = runner.compile_program
+    real = point_module.compile_program
     monkeypatch.setattr(
-        runner, "compile_program", lambda context, key, batch=None: calls.append(key) or real(context, key, batch)
+        point_module, "compile_program", lambda context, key, batch=None: calls.append(key) or real(context, key, batch)
     )
     results = explore({**SMALL, "axes": {"adc_bits": [0, 5, 7], "prog_noise": [0.0, 0.1], "rows": [64, 128]}})
     assert len(results.points) == 12 and all(s["status"] == "ok" for s in results.summary)
@@ -84,8 +86,8 @@ def test_a_reused_program_gives_what_a_fresh_compile_for_that_device_gives():
     sweep = load_sweep({**SMALL, "axes": {"adc_bits": [5], "adc_range": ["calibrated"], "encoding": ["offset"]}})
     context = prepare_context(sweep)
     point = expand_points(sweep)[0]
-    row = runner.evaluate_point(context, point)[0]
-    config = runner.point_config(context, point)
+    row = execution.evaluate_point(context, point)[0]
+    config = execution.point_config(context, point)
     fresh = cimxdsl.compile(sweep.model, device=config, calibration=context.calibration, batch=IMAGES)
     outputs = fresh.run(context.inputs, device=Device(config)).outputs[0]
     assert row["status"] == "ok"
@@ -106,9 +108,9 @@ def test_bipolar_inputs_slice_spans_and_clip_conventions_are_axes():
     sweep = load_sweep({**SMALL, "seeds": 1, "axes": axes})
     context = prepare_context(sweep)
     points = expand_points(sweep)
-    rows = [runner.evaluate_point(context, point)[0] for point in points]
+    rows = [execution.evaluate_point(context, point)[0] for point in points]
     assert [r["status"] for r in rows] == ["ok"] * 4
-    configs = [runner.point_config(context, point) for point in points]
+    configs = [execution.point_config(context, point) for point in points]
     assert {(c.input_encoding, c.adc_range) for c in configs} == {("bipolar", "static_slice")}
     assert [(c.prog_noise, c.prog_noise_clip) for c in configs] == [(0, "zero"), (0, "both"), (0.1, "zero"), (0.1, "both")]
     # the noiseless point gives what a fresh compile calibrated on the same images gives
@@ -237,7 +239,7 @@ def test_the_package_is_callable_like_the_function():
 # ---- execution -------------------------------------------------------------------------------------
 def test_local_processes_give_identical_results(serial):
     results, _ = serial
-    runner._programs.clear()  # the workers compile for themselves
+    point_module._programs.clear()  # the workers compile for themselves
     parallel = explore(SMALL, jobs=2)
     assert parallel.run["execution"] == "processes"
     assert parallel.csv() == results.csv()
@@ -253,7 +255,7 @@ def test_dask_cluster_gives_identical_results(serial):
         distributed.Client(cluster) as client,
     ):
         on_dask = explore(SMALL, scheduler=cluster.scheduler_address, progress=lambda d, t: progress.append((d, t)))
-        cached = client.run(lambda: len(runner._programs))
+        cached = client.run(lambda: len(point_module._programs))
     assert on_dask.run["execution"] == "dask"
     assert sum(cached.values()) >= 1  # the points ran (and compiled) in the workers
     assert on_dask.csv() == results.csv()

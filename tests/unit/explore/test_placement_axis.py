@@ -2,8 +2,10 @@
 
 import pytest
 
-from cimxdsl.explore import load_sweep, runner
-from cimxdsl.explore.runner import compile_key, expand_points, prepare_context
+from cimxdsl.explore import execution, load_sweep
+from cimxdsl.explore import points as point_module
+from cimxdsl.explore.context import prepare_context
+from cimxdsl.explore.points import compile_key, expand_points
 from cimxdsl.explore.sweep import COMPILE_FIELDS, SweepError
 
 SWEEP = {
@@ -26,8 +28,8 @@ def test_each_placement_has_its_own_program_and_the_device_ignores_it():
     ]
     assert [p.program for p in points] == [0, 1, 0, 1]
     context = prepare_context(sweep)
-    assert runner.point_config(context, points[1]).adc_bits == 0  # no 'placement' field reaches the device
-    model = runner.compile_program(context, compile_key(context, points[1].values))
+    assert execution.point_config(context, points[1]).adc_bits == 0  # no 'placement' field reaches the device
+    model = point_module.compile_program(context, compile_key(context, points[1].values))
     assert model.options["placement"] == "crossbar"
 
 
@@ -40,7 +42,10 @@ def test_the_sweep_key_is_the_default_of_points_without_the_axis():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"axes": {"placement": ["host", "gpu"]}}, "axis 'placement' value 2: must be one of host, crossbar, auto, got 'gpu'"),
+        (
+            {"axes": {"placement": ["host", "gpu"]}},
+            "axis 'placement' value 2: must be one of host, crossbar, auto, got 'gpu'",
+        ),
         ({"placement": "gpu"}, "'placement' must be one of"),
     ],
 )
@@ -75,6 +80,6 @@ def test_auto_decides_with_each_points_device():
     context = prepare_context(sweep)
     chosen = []
     for point in points:
-        model = runner.compile_program(context, compile_key(context, point.values), batch=1)
+        model = point_module.compile_program(context, compile_key(context, point.values), batch=1)
         chosen.append({cinm.placement(op) for op in model.module("cinm").walk() if cinm.placement(op)})
     assert chosen == [{"crossbar"}, {"host"}]

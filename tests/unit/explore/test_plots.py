@@ -12,8 +12,9 @@ from matplotlib.figure import Figure
 
 from cimxdsl.explore import explore, load_sweep
 from cimxdsl.explore.plots import accuracy_vs_axis, energy_vs_accuracy
+from cimxdsl.explore.points import expand_points
 from cimxdsl.explore.results import ExploreResults
-from cimxdsl.explore.runner import COUNTS, METRICS, expand_points
+from cimxdsl.explore.rows import COUNTS, METRICS
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 THREE_AXES = {

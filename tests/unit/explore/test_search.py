@@ -14,8 +14,9 @@ import pytest
 
 from cimxdsl.explore import SweepError, explore, load_sweep
 from cimxdsl.explore import search as search_module
+from cimxdsl.explore.context import prepare_context
+from cimxdsl.explore.execution import evaluate_point
 from cimxdsl.explore.pareto import REFERENCE, hypervolume, hypervolume_history, non_dominated, normalise
-from cimxdsl.explore.runner import evaluate_point, prepare_context
 from cimxdsl.tools.cim_explore import main
 
 SPACE = {

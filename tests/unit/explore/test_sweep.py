@@ -7,7 +7,8 @@ import pytest
 
 from cimxdsl.device import preset
 from cimxdsl.explore import SweepError, load_sweep
-from cimxdsl.explore.runner import expand_points, prepare_context
+from cimxdsl.explore.context import prepare_context
+from cimxdsl.explore.points import expand_points
 from cimxdsl.explore.sweep import BUNDLED_DATA, BUNDLED_MODELS
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
