@@ -10,7 +10,8 @@ noise, drift ν = 0.05 ± 0.01 per cell from t₀ = 1 s (the order of the PCM fi
 al., ICECS 2019), and 1/f read noise Q = 0.02 growing with the time since programming. Each point
 is the mean over `--seeds` devices (`cim-explore` runs the sweep).
 
-    python benchmarks/drift_accuracy.py [--images 360] [--seeds 3] [--vit] [--out docs/figures]
+    python benchmarks/drift_accuracy.py [--images 360] [--seeds 3] [--vit] [--input-encoding bipolar]
+        [--out docs/figures]
 
 Prints a Markdown table and writes `drift_accuracy.png` and `drift_accuracy.json` to `--out`.
 """
@@ -42,7 +43,7 @@ MODELS = {"digits CNN": "digits", "digits ViT": "digits_vit.onnx"}
 the digital unit, `placement = "host"`)."""
 
 
-def sweep(name: str, images: int, seeds: int) -> dict:
+def sweep(name: str, images: int, seeds: int, input_encoding: str = "offset") -> dict:
     examples = Path(__file__).resolve().parents[1] / "examples"
     model = MODELS[name]
     path = model if model == "digits" else str(examples / model)
@@ -53,13 +54,13 @@ def sweep(name: str, images: int, seeds: int) -> dict:
         "calibration": str(examples / "digits_train.npz"),
         "limit": images,
         "seeds": seeds,
-        "device": DEVICE,
+        "device": {**DEVICE, "input_encoding": input_encoding},
         "axes": {"drift_time_s": list(TIMES.values()), "drift_compensation": list(COMPENSATIONS)},
     }
 
 
-def measure(name: str, images: int, seeds: int) -> dict:
-    results = explore(sweep(name, images, seeds))
+def measure(name: str, images: int, seeds: int, input_encoding: str = "offset") -> dict:
+    results = explore(sweep(name, images, seeds, input_encoding))
     by_point = {(s["drift_time_s"], s["drift_compensation"]): s for s in results.summary}
     return {
         "float_accuracy": results.float_accuracy,
@@ -99,10 +100,13 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=360)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--vit", action="store_true", help="the digits ViT too")
+    parser.add_argument(
+        "--input-encoding", default="offset", help="how signed inputs reach the DACs (offset, or bipolar: signed DACs)"
+    )
     parser.add_argument("--out", type=Path, default=Path("docs/figures"))
     args = parser.parse_args()
     names = ["digits CNN", "digits ViT"] if args.vit else ["digits CNN"]
-    measured = {name: measure(name, args.images, args.seeds) for name in names}
+    measured = {name: measure(name, args.images, args.seeds, args.input_encoding) for name in names}
     for name, data in measured.items():
         print(f"\n**{name}** (float model {data['float_accuracy']:.3f}; mean ± std over {args.seeds} devices)\n")
         print("| compensation | " + " | ".join(TIMES) + " |")
