@@ -1,6 +1,7 @@
 """How a pass fails on bad input: one line, `pass-name: message`, with the op it stopped at; a step
 of a named pipeline (`memristor`, `pim`) names the pipeline and the step."""
 
+import logging
 import sys
 from collections.abc import Sequence
 
@@ -35,9 +36,29 @@ def pass_error(name: str, message: str, op: Operation | None = None) -> PassErro
     return PassError.of(name, message, location_prefix(op), f" ('{op.name}')")
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever `sys.stderr` is when a record is emitted."""
+
+    @property
+    def stream(self):  # pyright: ignore[reportIncompatibleVariableOverride]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+NOTES = logging.getLogger("cimxdsl.notes")
+"""Where passes say what they did instead of what their options asked, as `name: note: message`:
+on stderr by default; a caller silences or redirects them as any logger's records."""
+if not NOTES.handlers:
+    NOTES.addHandler(_CurrentStderr())
+    NOTES.propagate = False
+
+
 def note(name: str, message: str) -> None:
-    """`name: note: message` on stderr: what a pass did instead of what its options asked."""
-    print(f"{name}: note: {message}", file=sys.stderr)
+    """Note `message` of pass `name` on `NOTES`."""
+    NOTES.warning("%s: note: %s", name, message)
 
 
 def check_choice(name: str, option: str, value: object, choices: Sequence[object]) -> None:

@@ -3,6 +3,7 @@
 onnxruntime on small CNNs with residual adds and pooling), a band waits only for the bands making
 the rows it reads, and no schedule ends before the lower bound."""
 
+import logging
 from functools import partial
 
 import numpy as np
@@ -237,6 +238,16 @@ def test_a_band_larger_than_a_layer_is_noted(capsys):
     apply(module, "linalg-to-cinm,cinm-isolate-compute,tile{rows=64 cols=64 band=8}")
     err = capsys.readouterr().err
     assert err == "tile: note: band=8 does not split conv2, conv10 (a band of output rows or fewer): run whole\n"
+
+
+def test_pass_notes_are_log_records_a_caller_can_silence(capsys):
+    notes = logging.getLogger("cimxdsl.notes")
+    notes.setLevel(logging.ERROR)
+    try:
+        apply(import_onnx(two_convolutions()), "linalg-to-cinm,cinm-isolate-compute,tile{rows=64 cols=64 band=8}")
+    finally:
+        notes.setLevel(logging.NOTSET)
+    assert capsys.readouterr().err == ""
 
 
 @pytest.mark.parametrize(
