@@ -86,8 +86,11 @@ def write_precision(precision: dict[str, Bits], path: str | Path) -> Path:
     return path
 
 
-def check_options(budget: float, method: str, objective: str, bits: Sequence[int]) -> tuple[int, ...]:
-    """The bit set, sorted widest first; one-line errors for a bad budget, method, objective or bits."""
+def check_options(
+    budget: float, method: str, objective: str, bits: Sequence[int], jobs: int = 1, scheduler=None
+) -> tuple[int, ...]:
+    """The bit set, sorted widest first; one-line errors for a bad budget, method, objective or bits,
+    or for processes or a cluster given to the greedy (which runs one point after another)."""
     if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget >= 0:
         raise PrecisionError(f"precision search: the budget must be at least 0 accuracy points, got {budget!r}")
     if method not in METHODS:
@@ -98,6 +101,11 @@ def check_options(budget: float, method: str, objective: str, bits: Sequence[int
         )
     if not bits or any(isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_PRECISION for b in bits):
         raise PrecisionError(f"precision search: bits must be integers from 1 to {MAX_PRECISION}, got {list(bits)}")
+    if method == "greedy" and (jobs != 1 or scheduler is not None):
+        raise PrecisionError(
+            "precision search: the greedy runs one configuration after another; jobs and a scheduler run the "
+            "points of nsga2 or tpe"
+        )
     return tuple(sorted(set(bits), reverse=True))
 
 
@@ -126,7 +134,7 @@ def search_precision(
     greedy, nsga2 or tpe (`trials` and `timeout_s` bound the last two, `seed` seeds them, `jobs`
     local processes or a Dask `scheduler` run their points). Without `calibration` the first 64
     inputs calibrate the quantization."""
-    bits = check_options(budget, method, objective, bits)
+    bits = check_options(budget, method, objective, bits, jobs, scheduler)
     if calibration is None:
         calibration = np.asarray(inputs)[:CALIBRATION_EXAMPLES]
     start = time.perf_counter()
@@ -204,25 +212,60 @@ def greedy(layers, bits, baseline, evaluate, cost, feasible, say) -> None:
     """Lower one layer's weight or input bits at a time, the move with the least accuracy lost per
     objective saved first, while a move within the budget saves anything. A move narrows one
     setting to the widest lower width of the bit set that saves anything (a width that saves
-    nothing, as 3 against 4 input bits through 2-bit DACs, is passed over)."""
+    nothing, as 3 against 4 input bits through 2-bit DACs, is passed over). When no such move keeps
+    the budget, a refinement tries each of them together with one other setting raised back to a
+    wider width of the bit set (the narrower input of one layer paid for by wider weights or inputs
+    of another, or of the same layer's weights), and goes on from the best pair within the budget
+    that still saves anything."""
     current = baseline
-    while True:
-        moves = []
+
+    def narrowings(precision):
+        """The narrowings that save anything: (layer, bits after the move, point)."""
         for name in layers:
-            w, a = current["precision"][name]
+            w, a = precision[name]
             for steps in ([(v, a) for v in bits if v < w], [(w, v) for v in bits if v < a]):
                 for step in steps:
-                    point = evaluate({**current["precision"], name: step})
-                    saved = cost(current) - cost(point)
-                    if saved > 0:
-                        if feasible(point):
-                            loss = max(current["accuracy"] - point["accuracy"], 0.0)
-                            moves.append((loss / saved, -saved, name, step, point))
+                    point = evaluate({**precision, name: step})
+                    if cost(current) - cost(point) > 0:
+                        yield name, step, point
                         break
+
+    def ranked(point, label):
+        saved = cost(current) - cost(point)
+        if saved <= 0 or not feasible(point):
+            return None
+        return max(current["accuracy"] - point["accuracy"], 0.0) / saved, -saved, label, point
+
+    while True:
+        moves = [
+            m
+            for name, step, point in narrowings(current["precision"])
+            if (m := ranked(point, f"{name} -> {step[0]}/{step[1]}"))
+        ]
+        if not moves:
+            moves = [
+                m for pair in pairs(layers, bits, current["precision"], narrowings, evaluate) if (m := ranked(*pair))
+            ]
         if not moves:
             return
-        _, _, name, step, current = min(moves, key=lambda m: m[:2])
-        say(f"{name} -> {step[0]}/{step[1]}: accuracy {current['accuracy']:.2%}, cost {cost(current):.4g}")
+        _, _, label, current = min(moves, key=lambda m: m[:2])
+        say(f"{label}: accuracy {current['accuracy']:.2%}, cost {cost(current):.4g}")
+
+
+def pairs(layers, bits, precision, narrowings, evaluate):
+    """Each saving narrowing of `precision` with one other setting raised to a wider width of
+    `bits`: (point, label)."""
+    for name, step, _ in list(narrowings(precision)):
+        moved = {**precision, name: step}
+        for other in layers:
+            for index in range(2):
+                if other == name and step[index] != precision[name][index]:
+                    continue
+                for width in (v for v in bits if v > moved[other][index]):
+                    changed = list(moved[other])
+                    changed[index] = width
+                    label = f"{name} -> {step[0]}/{step[1]} with {other} -> {changed[0]}/{changed[1]}"
+                    yield evaluate({**moved, other: tuple(changed)}), label
 
 
 def global_search(

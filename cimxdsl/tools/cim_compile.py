@@ -20,7 +20,15 @@ from cimxdsl.frontend.onnx_importer import OnnxImportError, load_model
 from cimxdsl.limits import dominant_limit
 from cimxdsl.reference import ReferenceUnavailable, float_predictions, onnxruntime_outputs, reference_name
 from cimxdsl.report import format_layers, format_precision, format_report
-from cimxdsl.tools.cli import Progress, UserError, add_version_option, check_positive, run_reporting_errors
+from cimxdsl.tools.cli import (
+    Progress,
+    UserError,
+    add_parallel_options,
+    add_version_option,
+    check_parallel_options,
+    check_positive,
+    run_reporting_errors,
+)
 from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
@@ -277,6 +285,7 @@ def main(args: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--search-output", default="precision.toml", metavar="FILE.toml", help="where the chosen precision goes"
     )
+    add_parallel_options(parser, "the points of an nsga2 or tpe precision search")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     parser.add_argument("--random-inputs", action="store_true", help="standard-normal values for inputs not given")
     parser.add_argument("--seed", type=int, default=0)
@@ -419,6 +428,7 @@ def search_precision_command(options, specs: list[InputSpec]) -> None:
     except ValueError:
         raise UserError(f"--search-bits: give integers separated by commas, got '{options.search_bits}'") from None
     check_positive(options, "search_images")
+    check_parallel_options(options)
     inputs, labels, calibration = read_dataset(options.dataset or DIGITS_TRAIN, specs[0])
     inputs, labels = inputs[: options.search_images], labels[: options.search_images]
     try:
@@ -427,7 +437,8 @@ def search_precision_command(options, specs: list[InputSpec]) -> None:
             objective=options.search_objective, bits=bits, device=options.device,
             calibration=options.calibrate or calibration, trials=options.search_trials,
             timeout_s=options.search_time, seed=options.seed, batch_size=options.batch_size,
-            mode=options.mode, crossbars=options.crossbars, strategy=options.strategy, threads=options.threads,
+            jobs=options.jobs, scheduler=options.scheduler, mode=options.mode, crossbars=options.crossbars,
+            strategy=options.strategy, threads=options.threads,
         )  # fmt: skip
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None

@@ -11,7 +11,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cimxdsl.tools.cli import Progress, UserError, add_version_option, check_positive, run_reporting_errors
+from cimxdsl.tools.cli import (
+    Progress,
+    UserError,
+    add_parallel_options,
+    add_version_option,
+    check_parallel_options,
+    check_positive,
+    run_reporting_errors,
+)
 
 
 def main(args: Sequence[str] | None = None) -> None:
@@ -28,7 +36,7 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("sweep", help="a sweep file (TOML; see docs/dse.md)")
     parser.add_argument("-o", "--output-dir", help="where to write results and plots (default: <sweep>-results)")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="run points in N local processes")
+    add_parallel_options(parser)
     parser.add_argument(
         "--threads", type=int, metavar="N", help="threads per point (default: every core, shared by --jobs)"
     )
@@ -38,7 +46,6 @@ def main(args: Sequence[str] | None = None) -> None:
         metavar="N",
         help="evaluate the data set in chunks of N inputs (default: the sweep's batch_size, else all at once)",
     )
-    parser.add_argument("--scheduler", metavar="ADDRESS", help="run points on a Dask cluster (tcp://host:8786)")
     parser.add_argument("--no-plots", action="store_true", help="write only results.csv and results.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no table")
     add_version_option(parser)
@@ -47,9 +54,8 @@ def main(args: Sequence[str] | None = None) -> None:
     def body() -> None:
         from cimxdsl.explore import SweepError, explore, load_sweep, write
 
-        check_positive(options, "jobs", "threads", "batch_size")
-        if options.scheduler and options.jobs != 1:
-            raise UserError("give --jobs or --scheduler, not both")
+        check_positive(options, "threads", "batch_size")
+        check_parallel_options(options)
 
         def located(error: Exception) -> UserError:
             return UserError(str(error).replace("sweep file:", f"{options.sweep}:", 1))

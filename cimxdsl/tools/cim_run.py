@@ -168,8 +168,10 @@ def main(args: Sequence[str] | None = None) -> None:
         if mismatch:
             print(f"note: {mismatch}", file=sys.stderr)
         if names_platform(module):
-            print("note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
-                  f"not used; it runs on the crossbar device '{device.config.name}'")
+            print(
+                "note: the program names UPMEM platforms (#upmem.platform): kept as opaque attributes, "
+                f"not used; it runs on the crossbar device '{device.config.name}'"
+            )
         output_names = result_names(entry_function(module, options.entry), "result")
         with np.printoptions(threshold=64, edgeitems=3, linewidth=100):
             for i, (name, output) in enumerate(zip(output_names, result.outputs, strict=True)):

@@ -38,6 +38,19 @@ def check_positive(options: argparse.Namespace, *names: str) -> None:
             raise UserError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
 
 
+def add_parallel_options(parser: argparse.ArgumentParser, what: str = "points") -> None:
+    """`--jobs N` and `--scheduler ADDRESS`: where `what` run (local processes or a Dask cluster)."""
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help=f"run {what} in N local processes")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help=f"run {what} on a Dask cluster (tcp://host:8786)")
+
+
+def check_parallel_options(options: argparse.Namespace) -> None:
+    """A `UserError` for `--jobs` below 1 or given with `--scheduler`."""
+    check_positive(options, "jobs")
+    if options.scheduler and options.jobs != 1:
+        raise UserError("give --jobs or --scheduler, not both")
+
+
 def fail(tool: str, message: str) -> NoReturn:
     print(f"{tool}: error: {message}", file=sys.stderr)
     raise SystemExit(1)
