@@ -137,7 +137,10 @@ def compile_memristor(
                     default = (bits["weight_bits"], bits["input_bits"])
                     layers = resolve_precision(precision, layer_names(module), default)
                 try:
-                    quantize(module, samples, calibrated=calibrated, precision=layers, **bits)
+                    quantize(
+                        module, samples, calibrated=calibrated, precision=layers,
+                        ternary_inputs=config.input_encoding == "bipolar", **bits,
+                    )  # fmt: skip
                 except ValueError as e:
                     raise CompileError(str(e)) from None
                 bad = first_non_binary_weight(module) if config.encoding == "reference" else None

@@ -8,16 +8,18 @@ constant becomes an integer product for the crossbars:
     y   = dequantize(x_q · W_q, s_x · s_w)    back to float on the host
 
 Activations that are never negative (after ReLU) use unsigned codes (0 … 2^bits - 1), others
-symmetric signed codes. Each product may have its own bits (`precision`, by layer name: the name
-of the product's result), 1 to 8; a 1-bit weight is a ternary sign (-1, 0, +1), and a 1-bit input
-must be non-negative. The integer product of a layer with its own bits carries them as the
-attributes `weight_bits` and `input_bits`, which `linalg-to-cinm` and the crossbar lowerings keep
-down to the device (the other layers run at the device's bits). A quantized ONNX model's codes
-imply a layer's bits where they take fewer than the defaults (4-bit types, or constant weights whose
-codes use fewer bits than their type): that layer then keeps those bits and the model's scales.
-A layer of a binary or ternary network (weights -a, 0, +a per output channel, inputs -1, 0, +1 on
-the calibration set) takes 1-bit weights and 2-bit inputs (`binary_precision`): its products are
-exact integers on 1-bit cells. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
+symmetric signed codes. Each product may have its own bits (`precision`, by layer name: the name of
+the product's result), 1 to 8; a 1-bit weight is a ternary sign (-1, 0, +1), and so is a signed
+1-bit input where the device takes one (`ternary_inputs`: bipolar DACs drive a sign and one bit of
+magnitude in one pass); elsewhere a 1-bit input must be non-negative. The integer product of a layer
+with its own bits carries them as the attributes `weight_bits` and `input_bits`, which
+`linalg-to-cinm` and the crossbar lowerings keep down to the device (the other layers run at the
+device's bits). A quantized ONNX model's codes imply a layer's bits where they take fewer than the
+defaults (4-bit types, or constant weights whose codes use fewer bits than their type): that layer
+then keeps those bits and the model's scales. A layer of a binary or ternary network (weights -a, 0,
++a per output channel, inputs -1, 0, +1 on the calibration set) takes 1-bit weights and 2-bit
+inputs, or 1-bit ternary inputs with `ternary_inputs` (`binary_precision`): its products are exact
+integers on 1-bit cells. A product of two run-time tensors (`linalg.batch_matmul`: attention's Q·Kᵀ
 and P·V) quantizes both with per-tensor scales: the left as an activation, the right, which a
 crossbar would hold, as symmetric weight codes. `calibrate` runs the float program on sample inputs
 and records the range of every product's inputs.
@@ -46,7 +48,7 @@ Product = MatmulOp | Conv2DNchwFchwOp | Conv2DNgchwGfchwOp
 TERNARY = (-1, 0, 1)
 BINARY_PRECISION = (1, 2)
 """(weight bits, input bits) of a binary or ternary layer: 1-bit weights are ternary signs, and
-2-bit signed input codes hold -1, 0 and +1."""
+2-bit signed input codes hold -1, 0 and +1 (1-bit ones too where the device takes ternary inputs)."""
 
 
 @dataclass
@@ -100,13 +102,17 @@ def calibrate(module: ModuleOp, samples: Sequence[Sequence[np.ndarray]]) -> dict
     return recorder.ranges
 
 
-def activation_scale(seen: Range, bits: int, layer: str = "") -> tuple[float, bool]:
-    """The scale of an activation and whether its codes are signed."""
+def activation_scale(seen: Range, bits: int, layer: str = "", ternary: bool = False) -> tuple[float, bool]:
+    """The scale of an activation and whether its codes are signed (symmetric: ±1 at one bit, a
+    ternary sign, which only a device with `ternary` inputs takes)."""
     if seen.low >= 0:
         return max(seen.high, 1e-12) / (2**bits - 1), False
-    if bits < 2:
-        raise ValueError(f"layer '{layer}': 1-bit inputs must be non-negative, but its inputs reach {seen.low:.4g}")
-    return max(abs(seen.low), abs(seen.high), 1e-12) / (2 ** (bits - 1) - 1), True
+    if bits < 2 and not ternary:
+        raise ValueError(
+            f"layer '{layer}': 1-bit inputs must be non-negative (or ternary, on bipolar DACs), but its inputs "
+            f"reach {seen.low:.4g}"
+        )
+    return max(abs(seen.low), abs(seen.high), 1e-12) / symmetric_limit(bits), True
 
 
 def weight_scales(weights: np.ndarray, axis: int, bits: int) -> np.ndarray:
@@ -137,10 +143,13 @@ def given_scales(value: SSAValue, axis: int, size: int, bits: int = 8) -> np.nda
     return values
 
 
-def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int, own: bool = False) -> None:
+def quantize_product(
+    op: Product, seen: Range, weight_bits: int, input_bits: int, own: bool = False, ternary: bool = False
+) -> None:
     """Replace `op` by quantize → integer product → dequantize (→ + the original `outs`). With
     8-bit codes, the scales of a quantized ONNX model are kept; others come from the weights and
-    the calibration. `own`: the bits are the layer's own, which the product then carries."""
+    the calibration. `own`: the bits are the layer's own, which the product then carries;
+    `ternary`: a signed 1-bit input is a ternary sign."""
     weights = weights_of(op)
     assert weights is not None
     grouped = isinstance(op, Conv2DNgchwGfchwOp)
@@ -152,7 +161,7 @@ def quantize_product(op: Product, seen: Range, weight_bits: int, input_bits: int
     shape[channel_axis] = -1
     limit = symmetric_limit(weight_bits)
     codes = np.clip(np.rint(filters / w_scales.reshape(shape)), -limit, limit).reshape(weights.shape)
-    x_scale, signed = activation_scale(seen, input_bits, op.res[0].name_hint or op.name)
+    x_scale, signed = activation_scale(seen, input_bits, op.res[0].name_hint or op.name, ternary)
     given_input = given_scales(op.inputs[0], 0, 1, input_bits)
     if given_input is not None:
         x_scale = float(given_input[0])
@@ -216,11 +225,16 @@ def quantize_runtime_product(
     `own` as for `quantize_product`."""
     name = op.result.name_hint or op.name
     peak = max(abs(seen[1].low), abs(seen[1].high), 1e-12)
-    (left_scale, left_signed), right_scale = activation_scale(seen[0], input_bits, name), peak / symmetric_limit(weight_bits)
+    (left_scale, left_signed), right_scale = (
+        activation_scale(seen[0], input_bits, name),
+        peak / symmetric_limit(weight_bits),
+    )
     result_type = op.result.type
     assert isinstance(result_type, TensorType)
     codes = [
-        cinm.QuantizeOp(value, dense_attr(np.array([scale]), f32), TensorType(i32, value.type.get_shape()), bits, signed)
+        cinm.QuantizeOp(
+            value, dense_attr(np.array([scale]), f32), TensorType(i32, value.type.get_shape()), bits, signed
+        )
         for value, scale, bits, signed in (
             (op.lhs, left_scale, input_bits, left_signed),
             (op.rhs, right_scale, weight_bits, True),
@@ -254,11 +268,11 @@ def implied_precision(op: Operation, weight_bits: int, input_bits: int) -> tuple
     return implied if implied != (weight_bits, input_bits) else None  # type: ignore[return-value]
 
 
-def binary_precision(op: Operation, seen: Range) -> tuple[int, int] | None:
-    """`BINARY_PRECISION` for a product of a binary or ternary network: every output channel's
-    weights take one magnitude a (-a, 0, +a: `Sign`, `Where` or `Round` of float weights, scaled),
-    and every input the calibration saw is -1, 0 or +1. Such a layer computes exactly on 1-bit
-    cells; None for another."""
+def binary_precision(op: Operation, seen: Range, ternary: bool = False) -> tuple[int, int] | None:
+    """`BINARY_PRECISION` (with 1-bit inputs where the device takes `ternary` ones) for a product
+    of a binary or ternary network: every output channel's weights take one magnitude a (-a, 0,
+    +a: `Sign`, `Where` or `Round` of float weights, scaled), and every input the calibration saw
+    is -1, 0 or +1. Such a layer computes exactly on 1-bit cells; None for another."""
     if not isinstance(op, Product) or not seen.ternary:
         return None
     weights = weights_of(op)
@@ -267,7 +281,9 @@ def binary_precision(op: Operation, seen: Range) -> tuple[int, int] | None:
     filters = np.abs(weights.reshape(-1, *weights.shape[2:]) if grouped else weights)
     axis = 1 if isinstance(op, MatmulOp) else 0
     peak = np.max(filters, axis=tuple(i for i in range(filters.ndim) if i != axis), keepdims=True)
-    return BINARY_PRECISION if ((filters == 0) | (filters == peak)).all() else None
+    if not ((filters == 0) | (filters == peak)).all():
+        return None
+    return (BINARY_PRECISION[0], 1) if ternary else BINARY_PRECISION
 
 
 def first_non_binary_weight(module: ModuleOp) -> tuple[str, int] | None:
@@ -295,13 +311,15 @@ def quantize(
     input_bits: int = 8,
     calibrated: ModuleOp | None = None,
     precision: Mapping[str, tuple[int, int]] | None = None,
+    ternary_inputs: bool = False,
 ) -> ModuleOp:
     """Quantize every product with constant weights in place, calibrated on `samples`: inputs of
     `module`, or of `calibrated`, the same float program for another batch, whose products' ranges
     then stand for those of `module`'s products in the same order. `precision`: (weight bits,
     input bits) by layer name (`layer_names`), for the layers that do not take `weight_bits` and
     `input_bits`; their products carry their bits (the attributes `weight_bits`, `input_bits`),
-    the others run at the device's."""
+    the others run at the device's. `ternary_inputs`: the device takes a signed 1-bit input as a
+    ternary sign in one pass (bipolar DACs)."""
     precision = precision or {}
     recorded = calibrate(module if calibrated is None else calibrated, samples)
     products = quantizable(module)
@@ -314,12 +332,12 @@ def quantize(
         own = (
             precision.get(op.results[0].name_hint or op.name)
             or implied_precision(op, weight_bits, input_bits)
-            or binary_precision(op, seen[0])
+            or binary_precision(op, seen[0], ternary_inputs)
         )
         bits = own or (weight_bits, input_bits)
         if isinstance(op, BatchMatmulOp):
             quantize_runtime_product(op, seen, *bits, own=own is not None)  # type: ignore[arg-type]
         else:
-            quantize_product(op, seen[0], *bits, own=own is not None)
+            quantize_product(op, seen[0], *bits, own=own is not None, ternary=ternary_inputs)
     module.verify()
     return module

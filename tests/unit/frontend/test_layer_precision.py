@@ -104,7 +104,7 @@ def test_layers_no_rule_names_run_at_the_device_bits_and_globs_apply_in_order(tm
         ({"fc1": {"input_bits": 0}}, "precision: layer 'fc1': input_bits must be an integer from 1 to 8, got 0"),
         ({"conv*": (4, 4)}, "precision: 'conv*' matches no layer (layers: fc1, fc2)"),
         ({"fc1": {"bits": 4}}, "precision: layer 'fc1': unknown setting 'bits' (settings: weight_bits, input_bits)"),
-        ({"fc1": (4, 1)}, "layer 'fc1': 1-bit inputs must be non-negative, but its inputs reach"),
+        ({"fc1": (4, 1)}, "layer 'fc1': 1-bit inputs must be non-negative (or ternary, on bipolar DACs), but its inputs reach"),
     ],
 )
 def test_bad_precisions_are_one_line_errors_naming_the_layer(precision, message):
