@@ -134,7 +134,7 @@ def program_tile(
     else:
         gain = None
     if config.encoding == "reference":
-        _reference_column(g, config, rng)
+        _reference_column(g, config, rng, None if stuck is None else stuck[: w.shape[0], 0, config.cols - 1])
     elif config.on_off_ratio:
         g += g.dtype.type(config.hrs_level)
     g = _ir_drop(g, config).reshape(w.shape[0], -1)
@@ -156,16 +156,22 @@ def _ir_drop(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     return effective.astype(g.dtype, copy=False)
 
 
-def _reference_column(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator | None) -> None:
+def _reference_column(
+    g: np.ndarray, config: DeviceConfig, rng: np.random.Generator | None, stuck: np.ndarray | None = None
+) -> None:
     """Complete a `reference` tile's levels g (K, N, 2, 1) in place, in units of half the LRS-HRS
     step so that noiseless sums stay integers: the weight's cell 2·level + 2h (h the HRS current,
     `hrs_level`), its reference column's cell (G_LRS + G_HRS) / 2 = 1 + 2h plus `reference_noise`,
-    one draw per row shared by every column it serves. The difference is then Σ_k x_k w_k."""
+    one draw per row shared by every column it serves; a reference cell `stuck` (+1 on, -1 off: the
+    crossbar's last column, one per row) is at 2 + 2h (LRS) or 2h (HRS). The difference is then
+    Σ_k x_k w_k."""
     g[..., 0, :] *= 2
     reference = np.ones(g.shape[0])
     if config.reference_noise:
         reference += 2 * config.reference_noise * rng.standard_normal(g.shape[0])
         np.maximum(reference, 0, out=reference)
+    if stuck is not None:
+        reference[stuck == 1], reference[stuck == -1] = 2, 0
     g[..., 1, :] = reference[:, None, None]
     g += g.dtype.type(2 * config.hrs_level)
 

@@ -33,8 +33,9 @@ COMPONENTS = ("crossbar", "dac", "adc", "sample_hold", "shift_add", "write", "di
 
 
 def write_events(config: DeviceConfig, k: int, n: int) -> dict[str, int]:
-    """Counters for writing a k×n weight tile."""
-    return {"writes": 1, "cells_written": k * n * config.cells_per_weight * config.arrays_per_crossbar}
+    """Counters for writing a k×n weight tile (and its k reference cells, with `reference`)."""
+    reference = k if config.encoding == "reference" else 0
+    return {"writes": 1, "cells_written": k * n * config.cells_per_weight * config.arrays_per_crossbar + reference}
 
 
 def write_time_ns(config: DeviceConfig, k: int) -> float:

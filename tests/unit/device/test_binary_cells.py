@@ -128,3 +128,29 @@ def test_a_non_binary_weight_on_the_reference_mapping_is_one_line():
 def test_binary_mode_config_errors_name_the_key(changes, message):
     with pytest.raises(ValueError, match="^device config: " + message.replace("(", r"\(").replace(")", r"\)")):
         DeviceConfig(**{"weight_bits": 1, "cell_bits": 1, **changes})
+
+
+@pytest.mark.parametrize(("fault", "shift"), [(1, -1), (-1, 1)], ids=["stuck-on", "stuck-off"])
+def test_a_stuck_reference_cell_shifts_every_column_by_its_row_input(fault, shift):
+    # The reference column is the crossbar's last column, one cell per row. Stuck on (LRS) its row
+    # r reads x_r (w - 1) instead of x_r w, stuck off (HRS) x_r (w + 1): every column moves by ∓x_r.
+    from cimxdsl.device.crossbar import draw_stuck_cells, program_tile, tile_mvm
+
+    config = binary_device("reference", 0, 10.0, stuck_on_rate=1e-12)  # faults from the map below
+    rng = np.random.default_rng(1)
+    w = rng.choice([-1, 1], (K, N))
+    x = rng.choice([-1, 0, 1], (4, K))
+    stuck = np.zeros_like(draw_stuck_cells(config.replace(stuck_on_rate=0.5), rng))
+    row = 7
+    stuck[row, 0, COLS - 1] = fault
+    got = tile_mvm(program_tile(w, config, rng, stuck), x, config, rng, fast_path=False)
+    np.testing.assert_array_equal(got, x @ w + shift * x[:, [row]])
+
+
+def test_the_reference_column_is_counted_in_the_cells_written():
+    from cimxdsl.device import Device
+
+    for mapping, cells in (("reference", K * N + K), ("pair", 2 * K * N)):
+        device = Device(binary_device(mapping, 0, 10.0))
+        device.write(0, np.ones((K, N), np.int64))
+        assert device.report(per_crossbar=False)["total"]["cells_written"] == cells
