@@ -1,5 +1,6 @@
 """Folding at import: nodes on constants evaluated with ONNX's reference (or NumPy), BatchNormalization
-after a convolution folded into its weights, and before a Sign into a per-channel threshold."""
+after a convolution folded into its weights, and before a Sign (or a ternary Round of its Clip) into
+per-channel thresholds."""
 
 from __future__ import annotations
 
@@ -103,33 +104,85 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
         graph.node.remove(node)
 
 
-def fold_sign_thresholds(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -> None:
+def fold_sign_thresholds(graph: onnx.GraphProto, constants: dict[str, np.ndarray], ternary: bool = True) -> None:
     """Fold `Sign(BatchNormalization(x))`, the activation of a binary network, into a per-channel
     threshold: sign(γ (x - μ) / √(σ² + ε) + β) = sign(s (x - τ)) with τ = μ - β √(σ² + ε) / γ and
     s = sign(γ). The BatchNormalization keeps its place with scale s, bias -s·τ, mean 0, variance 1
-    and ε = 0, so it computes s·x - s·τ: one compare per channel (γ = 0 channels are left alone)."""
+    and ε = 0, so it computes s·x - s·τ: one compare per channel (γ = 0 channels are left alone).
+    The ternary activation `Round(Clip(BatchNormalization(x), -1, 1))` = [g (x - τ) > 1/2] -
+    [g (x - τ) < -1/2] (g = γ / √(σ² + ε); Round halves to even, so ±1/2 give 0) folds into two
+    thresholds τ ± h, h = 1 / (2|g|): Round((sign(s x - s τ - h) + sign(s x - s τ + h)) / 2), two
+    such BatchNormalizations and compares per channel (a value on a threshold gives ±1/2, rounded
+    to 0 as before); `ternary=False` leaves it (for the integer import, which thresholds its codes)."""
     users: dict[str, int] = {}
     for node in graph.node:
         for name in node.input:
             users[name] = users.get(name, 0) + 1
     producers = {o: node for node in graph.node for o in node.output}
-    for node in graph.node:
-        norm = producers.get(node.input[0]) if node.op_type == "Sign" else None
-        if norm is None or norm.op_type != "BatchNormalization" or users.get(norm.output[0]) != 1:
+    for node in list(graph.node):
+        chain = threshold_chain(node, producers, users, constants)
+        if chain is None or (node.op_type == "Round" and not ternary):
             continue
-        params = norm.input[1:5]
-        if len(params) < 4 or not all(n in constants for n in params):
-            continue
-        gamma, beta, mean, var = (constants[n].astype(np.float64) for n in params)
-        if len({a.shape for a in (gamma, beta, mean, var)}) != 1 or gamma.ndim != 1 or not gamma.all():
-            continue
-        std = np.sqrt(var + NodeAttributes(norm)["epsilon"])
-        threshold, sign = mean - beta * std / gamma, np.sign(gamma)
+        norm = chain[-1]
+        gamma, beta, mean, var = (constants[n].astype(np.float64) for n in norm.input[1:5])
+        gain = gamma / np.sqrt(var + NodeAttributes(norm)["epsilon"])
+        threshold, sign = mean - beta / gain, np.sign(gamma)
         base = norm.name or norm.output[0]
-        folded = {"scale": sign, "bias": -sign * threshold, "mean": np.zeros_like(sign), "var": np.ones_like(sign)}
-        for name, value in folded.items():
-            constants[f"{base}_threshold_{name}"] = value.astype(np.float32)
-        del norm.input[1:]
-        norm.input.extend(f"{base}_threshold_{name}" for name in folded)
-        del norm.attribute[:]
-        norm.attribute.append(helper.make_attribute("epsilon", 0.0))
+        if node.op_type == "Sign":
+            set_threshold(norm, f"{base}_threshold", sign, -sign * threshold, constants)
+            continue
+        half = 0.5 / np.abs(gain)
+        x, clip = norm.input[0], chain[0]
+        low = helper.make_node("BatchNormalization", [x], [f"{base}_below"], name=f"{base}_below")
+        set_threshold(norm, f"{base}_threshold", sign, -sign * threshold - half, constants)
+        set_threshold(low, f"{base}_threshold_low", sign, -sign * threshold + half, constants)
+        constants[f"{base}_half"] = np.array(0.5, np.float32)
+        added = [
+            low,
+            helper.make_node("Sign", [norm.output[0]], [f"{base}_above_sign"]),
+            helper.make_node("Sign", [low.output[0]], [f"{base}_below_sign"]),
+            helper.make_node("Add", [f"{base}_above_sign", f"{base}_below_sign"], [f"{base}_steps"]),
+            helper.make_node("Mul", [f"{base}_steps", f"{base}_half"], [f"{base}_halved"]),
+        ]
+        at = list(graph.node).index(norm) + 1
+        for offset, new in enumerate(added):
+            graph.node.insert(at + offset, new)
+        graph.node.remove(clip)
+        node.input[0] = f"{base}_halved"
+
+
+def threshold_chain(node, producers, users, constants) -> list | None:
+    """The nodes a `Sign` or a ternary `Round` folds with (the Round's `Clip(…, -1, 1)`, then the
+    BatchNormalization, each read by the next only), or None where they do not fold."""
+    chain = []
+    source = producers.get(node.input[0]) if node.op_type in ("Sign", "Round") else None
+    if node.op_type == "Round" and source is not None and source.op_type == "Clip":
+        bounds = [source.input[i] if i < len(source.input) else "" for i in (1, 2)]
+        values = [float(constants[b]) if b in constants and constants[b].size == 1 else None for b in bounds]
+        if values != [-1.0, 1.0] or users.get(source.output[0]) != 1:
+            return None
+        chain.append(source)
+        source = producers.get(source.input[0])
+    elif node.op_type == "Round":
+        return None
+    if source is None or source.op_type != "BatchNormalization" or users.get(source.output[0]) != 1:
+        return None
+    params = source.input[1:5]
+    if len(params) < 4 or not all(n in constants for n in params):
+        return None
+    gamma, beta, mean, var = (constants[n] for n in params)
+    if len({a.shape for a in (gamma, beta, mean, var)}) != 1 or gamma.ndim != 1 or not gamma.all():
+        return None
+    return [*chain, source]
+
+
+def set_threshold(norm, name: str, scale: np.ndarray, bias: np.ndarray, constants) -> None:
+    """Make `norm` compute scale·x + bias per channel (mean 0, variance 1, ε = 0)."""
+    folded = {"scale": scale, "bias": bias, "mean": np.zeros_like(scale), "var": np.ones_like(scale)}
+    for key, value in folded.items():
+        constants[f"{name}_{key}"] = value.astype(np.float32)
+    x = norm.input[0]
+    del norm.input[:]
+    norm.input.extend([x, *(f"{name}_{key}" for key in folded)])
+    del norm.attribute[:]
+    norm.attribute.append(helper.make_attribute("epsilon", 0.0))

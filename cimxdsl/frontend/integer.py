@@ -700,7 +700,8 @@ def import_integer(
     integer program with power-of-two scales; `precision`: the layers with their own (weight bits,
     input bits), by name (`product_layers`)."""
     onnx_model = load_model(model)
-    importer = OnnxImporter(onnx_model)  # folds batch norms into the convolutions
+    # folds batch norms into the convolutions; the ternary Round(Clip) stays, thresholded on codes below
+    importer = OnnxImporter(onnx_model, ternary_thresholds=False)
     float_module = importer.run()
     recorder = PeakRecorder(importer.values)
     names = [i.name for i in onnx_model.graph.input if i.name not in importer.constants]

@@ -68,9 +68,10 @@ def new_ops(last: Operation | None, block: Block, end: Operation | None) -> Iter
 
 
 class OnnxImporter:
-    """Translates one ONNX graph, node by node, into a `func.func @main`."""
+    """Translates one ONNX graph, node by node, into a `func.func @main` (folding batch norms into
+    convolutions and into the thresholds of Sign and, with `ternary_thresholds`, of a ternary Round)."""
 
-    def __init__(self, model: onnx.ModelProto):
+    def __init__(self, model: onnx.ModelProto, ternary_thresholds: bool = True):
         self.model = model
         self.graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET_OPSET)
@@ -82,7 +83,7 @@ class OnnxImporter:
         """ONNX constants that are dequantized integers: their scales and axis (kept by quantization)."""
         self.shapes = {info.name: info.type.tensor_type.shape for info in [*self.graph.value_info, *self.graph.output]}
         fold_batch_norms(self.graph, self.constants)
-        fold_sign_thresholds(self.graph, self.constants)
+        fold_sign_thresholds(self.graph, self.constants, ternary_thresholds)
 
     # -- the graph ---------------------------------------------------------------------------------
     def run(self) -> ModuleOp:

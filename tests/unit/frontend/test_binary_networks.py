@@ -119,6 +119,20 @@ def test_a_ternary_weight_on_the_reference_mapping_names_the_layer():
     )
 
 
+def batch_norm_model(params, nodes, shape, inits=(), **attributes) -> onnx.ModelProto:
+    """x → BatchNormalization (`params`: γ, β, μ, σ²; node "bn", output "n") → `nodes` → y."""
+    inits = [*(numpy_helper.from_array(v, n) for v, n in zip(params, "gbmv", strict=True)), *inits]
+    norm = helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="bn", **attributes)
+    graph = helper.make_graph(
+        [norm, *nodes],
+        "batch_norm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def test_sign_and_round_import_like_onnxruntime():
     values = np.array([[-2.5, -1.5, -0.5, -0.0, 0.0, 0.3, 0.5, 1.5, 2.5, 3.7]], np.float32)
     nodes = [
@@ -146,19 +160,7 @@ def test_sign_of_batch_norm_folds_into_per_channel_thresholds():
     beta = np.array([-1.0, 0.5, -0.2, -3.0], np.float32)
     mean = np.array([2.0, -0.25, 0.0, 2.0], np.float32)
     var = np.array([4.0 - 1e-5, 1.0 - 1e-5, 4.0 - 1e-5, 16.0 - 1e-5], np.float32)
-    inits = [numpy_helper.from_array(v, n) for v, n in ((gamma, "g"), (beta, "b"), (mean, "m"), (var, "v"))]
-    nodes = [
-        helper.make_node("BatchNormalization", ["x", "g", "b", "m", "v"], ["n"], name="bn"),
-        helper.make_node("Sign", ["n"], ["y"], name="sign"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "threshold",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 4])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = batch_norm_model((gamma, beta, mean, var), [helper.make_node("Sign", ["n"], ["y"], name="sign")], [8, 4])
     x = np.array([[k, -k, k / 4, 2 * k] for k in (-3, -2, -1, 0, 1, 2, 3, 4)], np.float32)
     x[:, 2] = [-1, 0, 0.25, 0.375, 0.5, 1, 2, 3]
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -169,9 +171,46 @@ def test_sign_of_batch_norm_folds_into_per_channel_thresholds():
 
     from cimxdsl.frontend.folding import fold_sign_thresholds
 
-    constants = {"g": gamma, "b": beta, "m": mean, "v": var}
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
     fold_sign_thresholds(model.graph, constants)
     np.testing.assert_allclose(
         -constants["bn_threshold_bias"] * constants["bn_threshold_scale"], [3.0, 0.75, 0.4, 5.0], rtol=1e-6
     )
     np.testing.assert_array_equal(constants["bn_threshold_scale"], [1, -1, 1, 1])
+
+
+def test_a_ternary_round_of_batch_norm_folds_into_two_thresholds_per_channel():
+    # Round(Clip(g (x - τ), -1, 1)), g = γ / √(σ² + ε): thresholds τ ± 1/(2|g|), here 3 ± 0.5,
+    # 0.75 ∓ 1 (γ < 0) and 0.5 ± 1; inputs on both sides of each and on them (Round(±0.5) = 0),
+    # every value a short binary fraction, so that float32 rounds nothing.
+    gamma = np.array([2.0, -0.5, 1.0], np.float32)
+    beta = np.array([-1.0, 0.5, -0.25], np.float32)
+    mean = np.array([2.0, -0.25, 0.0], np.float32)
+    var = np.array([4.0, 1.0, 4.0], np.float32)
+    nodes = [
+        helper.make_node("Clip", ["n", "lo", "hi"], ["c"], name="clip"),
+        helper.make_node("Round", ["c"], ["y"], name="round"),
+    ]
+    bounds = [numpy_helper.from_array(np.array(v, np.float32), n) for v, n in ((-1.0, "lo"), (1.0, "hi"))]
+    model = batch_norm_model((gamma, beta, mean, var), nodes, [9, 3], bounds, epsilon=0.0)
+    x = np.array(
+        [[2.0, -1.0, -1.0], [2.5, -0.25, -0.5], [2.75, 0.0, 0.0], [3.0, 0.75, 0.5], [3.25, 1.0, 1.0],
+         [3.5, 1.75, 1.5], [3.75, 2.0, 1.75], [4.0, -0.5, -2.0], [1.0, 3.0, 3.0]],
+        np.float32,
+    )  # fmt: skip
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    assert set(np.unique(expected).tolist()) == {-1.0, 0.0, 1.0}
+    got = cimxdsl.compile(model, device="ideal", mode="exact")(x)
+    np.testing.assert_array_equal(got, expected)
+
+    from cimxdsl.frontend.folding import fold_sign_thresholds
+
+    constants = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    fold_sign_thresholds(model.graph, constants)
+    assert [n.op_type for n in model.graph.node] == ["BatchNormalization", "BatchNormalization", "Sign", "Sign",
+                                                     "Add", "Mul", "Round"]  # fmt: skip
+    scale = constants["bn_threshold_scale"]
+    np.testing.assert_array_equal(scale, [1, -1, 1])
+    upper, lower = -constants["bn_threshold_bias"] * scale, -constants["bn_threshold_low_bias"] * scale
+    np.testing.assert_allclose(np.sort([upper, lower], axis=0), [[2.5, -0.25, -0.5], [3.5, 1.75, 1.5]], rtol=1e-6)
