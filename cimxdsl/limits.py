@@ -1,5 +1,5 @@
 """Which device limit dominates an error: the error measured again with each limit of the device
-lifted alone (a lossless ADC; 8-bit weights and inputs; no noise) and with all of them lifted,
+lifted alone (a lossless ADC; 8-bit weights and inputs; ideal wires; no noise) and with all of them lifted,
 which leaves the error of int8 quantization itself. Measured, not estimated: a limit dominates when
 lifting it alone removes the most error."""
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cimxdsl.device import DeviceConfig, DeviceConfigError
+from cimxdsl.device.config import GROUPS
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,12 @@ def device_limits(config: DeviceConfig, mode: str) -> list[Limit]:
         else:
             name = f"weight and input bits ({config.weight_bits} and {config.input_bits})"
             limits.append(Limit(name, "8-bit weights and inputs", wider))
-    if not config.noiseless:
-        noise = ", ".join(f"{k}={v}" for k, v in config.precision["noise"].items())
+    wires = set(GROUPS["parasitics"])
+    if not config.nominal.noiseless:  # what stays without noise: the wires
+        resistances = ", ".join(f"{k}={v}" for k, v in config.precision["noise"].items() if k in wires)
+        limits.append(Limit(f"IR drop ({resistances})", "ideal wires", config.without_wires))
+    if not config.without_wires.noiseless:
+        noise = ", ".join(f"{k}={v}" for k, v in config.precision["noise"].items() if k not in wires)
         limits.append(Limit(f"noise ({noise})", "no noise", config.nominal))
     return limits
 

@@ -15,7 +15,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from cimxdsl import storage
 from cimxdsl.data_io import InputError, InputSpec, check_inputs, function_inputs
 from cimxdsl.device import Device, DeviceConfig
-from cimxdsl.device.config import CALIBRATION_FIELDS
+from cimxdsl.device.config import CALIBRATION_FIELDS, GROUPS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.frontend.integer import IntegerProgram
 from cimxdsl.interpreters import Program, RunResult, entry_function, result_names, run
@@ -238,6 +238,9 @@ class CompiledModel(OnnxFace):
         storage.write(path, manifest, stages, self.calibration_inputs, spans)
 
 
+_MISSING = object()
+
+
 def load(path: str | Path) -> CompiledModel:
     """Read a model written by `CompiledModel.save`."""
     try:
@@ -248,12 +251,16 @@ def load(path: str | Path) -> CompiledModel:
     device = DeviceConfig.from_dict(manifest["device"])
     model = CompiledModel(stages, device, manifest["options"], manifest.get("notes", []), **names)
     model.calibration_inputs = calibration
-    # the spans of each calibration, by the fields it was recorded for (one that lacks a field is skipped)
-    keys = [tuple(fields.get(f) for f in CALIBRATION_FIELDS) for fields in manifest.get("adc_spans", [])]
+    # the spans of each calibration, by the fields it was recorded for (one that lacks a field is
+    # skipped; one without the wire fields was recorded on ideal wires)
+    wireless = {f: getattr(DeviceConfig(), f) for f in GROUPS["parasitics"]}
+    keys = [
+        tuple({**wireless, **fields}.get(f, _MISSING) for f in CALIBRATION_FIELDS) for fields in manifest.get("adc_spans", [])
+    ]
     for name, span in spans.items():
         index, tile = name.split("_", 1)
         key = keys[int(index)]
-        if None not in key:
+        if _MISSING not in key:
             model.adc_spans.setdefault(key, {})[bytes.fromhex(tile)] = span
     return model
 

@@ -43,6 +43,7 @@ PROG_NOISE_MODELS = ("proportional", "independent", "table")
 PROG_NOISE_CLIPS = ("auto", "zero", "both")
 IR_DROP_SOLVERS = ("auto", "exact", "fast")
 DRIFT_COMPENSATIONS = ("none", "global", "column")
+DRIFT_ADC_SPANS = ("rescaled", "fixed")
 MAX_BITS = 32
 
 # TOML files may group keys in these tables; they are flattened before validation.
@@ -76,9 +77,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "drift_nu",
         "drift_nu_std",
         "drift_nu_table",
+        "drift_nu_std_table",
         "drift_t0_s",
         "drift_time_s",
         "drift_compensation",
+        "drift_adc_spans",
         "seed",
     ),
     "parasitics": (
@@ -132,8 +135,9 @@ class DeviceConfig:
     per conductance level), then clipped by `prog_noise_clip`; `read_noise` the relative std of
     every cell's current at every read; `stuck_on_rate` / `stuck_off_rate` the fractions of cells
     stuck at the highest / lowest level; conductances drift as (drift_time_s / drift_t0_s) ** -ν,
-    ν per cell (`drift_nu` or `drift_nu_table` by level, spread `drift_nu_std`), optionally
-    compensated (`drift_compensation`); `read_noise_1f` a 1/f read noise frozen over the reads at
+    ν per cell (`drift_nu` or `drift_nu_table` by level, spread `drift_nu_std` or
+    `drift_nu_std_table` by level), optionally compensated (`drift_compensation`, a static ADC
+    range's spans rescaled with it by `drift_adc_spans`); `read_noise_1f` a 1/f read noise frozen over the reads at
     `drift_time_s`, `input_noise` / `output_noise` the DAC- and ADC-referred noise of every
     conversion; the wire resistances (`wire_resistance` and friends, in units of 1 / G_max) cause
     IR drop (`cimxdsl.device.parasitics`).
@@ -202,14 +206,22 @@ class DeviceConfig:
     drift_nu: float = 0.0
     """Mean drift exponent ν of every cell (`drift_nu_table`: per conductance level instead)."""
     drift_nu_std: float = 0.0
+    """Spread σ_ν of ν from cell to cell (`drift_nu_std_table`: per conductance level instead)."""
     drift_nu_table: tuple[float, ...] = setting(
         (), low=0, expected="a list of non-negative numbers (one mean ν per conductance level)"
+    )
+    drift_nu_std_table: tuple[float, ...] = setting(
+        (), low=0, expected="a list of non-negative numbers (one σ_ν per conductance level)"
     )
     drift_t0_s: float = setting(1.0, positive=True)
     drift_time_s: float = setting(1.0, positive=True)
     drift_compensation: str = setting("none", choices=DRIFT_COMPENSATIONS)
     """`global`: outputs scaled by one factor from a reference read (all rows on) at t₀ and at t;
     `column`: a factor per output column."""
+    drift_adc_spans: str = setting("rescaled", choices=DRIFT_ADC_SPANS)
+    """With compensation, a static ADC range's spans at read time: `rescaled` by the same reference
+    read (span / factor: the ADC keeps its resolution as the sums shrink), or `fixed` as
+    calibrated at t₀ (the factor then only scales the ADC's outputs)."""
     # parasitics (resistances in units of 1 / G_max, the top-level cell's resistance)
     wire_resistance: float = 0.0
     """One wire segment between neighbouring cells, of rows and of columns alike."""
@@ -252,11 +264,12 @@ class DeviceConfig:
                 f"'drift_time_s' must be at least 'drift_t0_s' (the first read after programming, "
                 f"{self.drift_t0_s:g} s), got {self.drift_time_s:g}"
             )
-        if self.drift_nu_table and len(self.drift_nu_table) != levels:
-            raise DeviceConfigError(
-                f"'drift_nu_table' must list one ν per conductance level ({levels} for 'cell_bits'="
-                f"{self.cell_bits}), got {list(self.drift_nu_table)}"
-            )
+        for key in ("drift_nu_table", "drift_nu_std_table"):
+            if getattr(self, key) and len(getattr(self, key)) != levels:
+                raise DeviceConfigError(
+                    f"'{key}' must list one value per conductance level ({levels} for 'cell_bits'="
+                    f"{self.cell_bits}), got {list(getattr(self, key))}"
+                )
         if 0 < self.on_off_ratio <= 1:
             raise DeviceConfigError(f"'on_off_ratio' must be 0 (ideal) or above 1, got {self.on_off_ratio}")
         if self.on_off_ratio and self.encoding == "offset":
@@ -414,7 +427,7 @@ class DeviceConfig:
     @property
     def nominal(self) -> DeviceConfig:
         """This device without programming or read noise, stuck cells or drift: what a compiler
-        calibrates static ADC spans on."""
+        calibrates static ADC spans on (the wires, which do not change over time, stay)."""
         return self.replace(
             prog_noise=0.0,
             prog_noise_model="proportional",
@@ -429,12 +442,19 @@ class DeviceConfig:
             drift_nu=0.0,
             drift_nu_std=0.0,
             drift_nu_table=(),
+            drift_nu_std_table=(),
+            reference_noise=0.0,
+        )
+
+    @property
+    def without_wires(self) -> DeviceConfig:
+        """This device with ideal wires (no IR drop)."""
+        return self.replace(
             wire_resistance=0.0,
             row_wire_resistance=None,
             col_wire_resistance=None,
             source_resistance=0.0,
             sink_resistance=0.0,
-            reference_noise=0.0,
         )
 
     @property
@@ -469,7 +489,8 @@ class DeviceConfig:
     def drifts(self) -> bool:
         """Whether the conductances have drifted at `drift_time_s`."""
         nu = self.drift_nu if not self.drift_nu_table else max(self.drift_nu_table)
-        return self.drift_time_s != self.drift_t0_s and bool(nu or self.drift_nu_std)
+        spread = self.drift_nu_std if not self.drift_nu_std_table else max(self.drift_nu_std_table)
+        return self.drift_time_s != self.drift_t0_s and bool(nu or spread)
 
     @property
     def wires(self) -> Wires:
@@ -489,12 +510,15 @@ class DeviceConfig:
             noise["prog_noise_table"] = list(self.prog_noise_table)
         if self.prog_noise_clip != "auto" and ("prog_noise" in noise or "prog_noise_table" in noise):
             noise["prog_noise_clip"] = self.prog_noise_clip
-        if any(self.drift_nu_table):
-            noise["drift_nu_table"] = list(self.drift_nu_table)
+        for key in ("drift_nu_table", "drift_nu_std_table"):
+            if any(getattr(self, key)):
+                noise[key] = list(getattr(self, key))
         if self.drifts:
             noise.update(drift_t0_s=self.drift_t0_s, drift_time_s=self.drift_time_s)
             if self.drift_compensation != "none":
                 noise["drift_compensation"] = self.drift_compensation
+                if self.static_adc and self.drift_adc_spans != "rescaled":
+                    noise["drift_adc_spans"] = self.drift_adc_spans
         return {
             "device": self.name,
             **{f: getattr(self, f) for f in ("weight_bits", "input_bits", "cell_bits", "dac_bits", "adc_bits")},
@@ -539,6 +563,7 @@ CALIBRATION_FIELDS = (
     "input_encoding",
     "subtraction",
     "on_off_ratio",
+    *GROUPS["parasitics"],
 )
 
 

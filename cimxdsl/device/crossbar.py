@@ -130,7 +130,9 @@ def program_tile(
         programmed = g.copy() if config.drift_compensation != "none" else g
         drift(g, config, rng)
         one_over_f_noise(g, config, rng)
-        gain = compensation_gain(programmed, g, config)
+        gain = None
+        if config.drift_compensation != "none":  # the reference read goes through the wires too
+            gain = compensation_gain(_ir_drop(programmed, config), _ir_drop(g, config), config)
     else:
         gain = None
     if config.encoding == "reference":
@@ -676,9 +678,14 @@ def _stacked_gains(grid: list[list[Tile]]) -> np.ndarray | None:
 
 
 def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.ndarray:
-    """A tile's static spans (`static_spans`) per column: (N, arrays, J), or (N, J)."""
+    """A tile's static spans (`static_spans`) per column: (N, arrays, J), or (N, J); divided by
+    the tile's drift-compensation factors (`Tile.gain`) unless `drift_adc_spans` is `fixed`."""
     resolved = static_spans(spans, config)
-    return np.broadcast_to(resolved, (tile.shape[1], *resolved.shape[1:]))
+    columns = np.broadcast_to(resolved, (tile.shape[1], *resolved.shape[1:]))
+    if tile.gain is None or config.drift_adc_spans == "fixed":
+        return columns
+    # drift compensation: each column's span follows its factor, measured by the same reference read
+    return columns / tile.gain.reshape(-1, *(1,) * (columns.ndim - 1))
 
 
 def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None) -> np.ndarray:

@@ -6,7 +6,17 @@ import itertools
 import numpy as np
 import pytest
 
-from cimxdsl.device import Device, DeviceConfig, DeviceConfigError, crossbar_matmul, preset, program_tile
+from cimxdsl.device import (
+    Device,
+    DeviceConfig,
+    DeviceConfigError,
+    calibrate_tile,
+    crossbar_matmul,
+    preset,
+    program_tile,
+    tile_mvm,
+)
+from cimxdsl.device.drift import pcm_drift_tables
 from cimxdsl.device.parasitics import Wires, approximate_conductance, effective_conductance, exact_conductance
 
 
@@ -208,6 +218,119 @@ def test_drift_exponent_spread_per_cell():
     assert nu.min() >= 0
 
 
+def drifted_exponents(means, stds, t=1e6, seed=3):
+    """ν of every cell of a 128×128 array of 2-bit cells holding levels 1, 2, 3 in turn, measured
+    back from its conductance at t: -ln(g / level) / ln t. (levels, ν), one entry per cell."""
+    config = DeviceConfig(
+        rows=128, cols=128, weight_bits=2, cell_bits=2, drift_nu_table=means, drift_nu_std_table=stds,
+        drift_time_s=t, seed=seed,
+    )
+    w = np.tile(np.arange(1, 4), (128, 43))[:, :128]
+    g = program_tile(w, config, np.random.default_rng(seed)).conductance.reshape(128, 128, 2)[:, :, 0]
+    return w.ravel(), (-np.log(g / w) / np.log(t)).ravel()
+
+
+def test_drift_exponent_statistics_per_level():
+    """Mean and spread of ν per conductance level (`drift_nu_table`, `drift_nu_std_table`): each
+    level's sample mean within 4 standard errors (σ / √n) of its configured mean, its sample σ
+    within 4 standard errors of σ (σ / √(2n)); means ≥ 5σ, so the clip at 0 is negligible."""
+    means, stds = (0.0, 0.2, 0.1, 0.03), (0.0, 0.04, 0.02, 0.006)
+    levels, nu = drifted_exponents(means, stds)
+    for level in (1, 2, 3):
+        sample = nu[levels == level]
+        n = sample.size
+        assert n > 5000
+        assert sample.mean() == pytest.approx(means[level], abs=4 * stds[level] / np.sqrt(n))
+        assert sample.std() == pytest.approx(stds[level], abs=4 * stds[level] / np.sqrt(2 * n))
+    levels, nu = drifted_exponents(means, ())  # means by level, no spread
+    np.testing.assert_allclose(nu, np.asarray(means)[levels], rtol=1e-9)
+
+
+def test_pcm_drift_tables_follow_the_published_fit():
+    """Nandakumar et al. 2019's fit of ν against the target conductance g_T = level / G_max,
+    evaluated here by hand: μ = clip(-0.0155 ln g_T + 0.0244, 0.049, 0.1), σ = clip(-0.0125 ln g_T
+    - 0.0059, 0.008, 0.045)."""
+    means, stds = pcm_drift_tables(4)
+    assert len(means) == len(stds) == 16
+    assert (means[0], stds[0]) == (0.1, 0.045)  # g_T -> 0: both at their upper clips
+    ln = np.log(1 / 15)  # level 1 of 15
+    assert means[1] == pytest.approx(-0.0155 * ln + 0.0244) and stds[1] == pytest.approx(-0.0125 * ln - 0.0059)
+    assert means[15] == 0.049 and stds[15] == 0.008  # g_T = 1: both at their lower clips
+    assert pcm_drift_tables(2) == ((0.1, 0.049, 0.049, 0.049), (0.045, 0.008, 0.008, 0.008))
+
+
+def static_column_device(**changes):
+    lossy = dict(rows=32, cols=16, input_bits=4, dac_bits=2, adc_bits=4, adc_range="static_column")
+    return one_pass(2, **{**lossy, **changes})
+
+
+@pytest.mark.parametrize("compensation", ["global", "column"])
+def test_compensation_rescales_the_static_adc_spans(compensation):
+    """Drift that halves every conductance exactly (ν = 1 from t₀ = 1 s to 2 s): compensated with
+    the spans rescaled by the reference read, a lossy static ADC converts the halved sums to the
+    same levels as the undrifted ones, so the outputs are the undrifted device's bit for bit; with
+    the spans fixed at t₀ the ADC loses a bit and the outputs differ."""
+    rng = np.random.default_rng(7)
+    w, x = rng.integers(-3, 4, (32, 16)), rng.integers(0, 16, (40, 32))
+    fresh = static_column_device()
+    spans = calibrate_tile(fresh, w, x)[next(iter(calibrate_tile(fresh, w, x)))]
+    expected = tile_mvm(program_tile(w, fresh), x, fresh, spans=spans)
+    drifted = fresh.replace(drift_nu=1.0, drift_time_s=2.0, drift_compensation=compensation)
+    rescaled = tile_mvm(program_tile(w, drifted), x, drifted, spans=spans)
+    np.testing.assert_array_equal(rescaled, expected)
+    fixed = drifted.replace(drift_adc_spans="fixed")
+    outputs = tile_mvm(program_tile(w, fixed), x, fixed, spans=spans)
+    assert np.abs(outputs - x @ w).mean() > np.abs(expected - x @ w).mean()
+
+
+@pytest.mark.parametrize("compensation", ["global", "column"])
+def test_the_compensation_reference_read_sees_the_wires(compensation):
+    """A 4×4 differential pair with resistive wires, uniform drift: the reference read (all rows
+    at 1 V, at t₀ and at t) goes through the same circuit (the hand-written Kirchhoff solve) as the
+    inputs, so the factor is the ratio of the effective conductances' sums, not 1 / drift."""
+    r_row, r_col, r_source, r_sink = 0.05, 0.1, 0.1, 0.2
+    wires = dict(
+        row_wire_resistance=r_row, col_wire_resistance=r_col, source_resistance=r_source, sink_resistance=r_sink
+    )
+    factor = 1e4**-0.1
+    config = one_pass(2, rows=4, cols=4, ir_drop_solver="exact", drift_nu=0.1, drift_time_s=1e4, **wires)
+    config = config.replace(drift_compensation=compensation)
+    rng = np.random.default_rng(8)
+    w, x = rng.integers(-3, 4, (4, 4)), rng.integers(0, 4, (6, 4))
+    resistances = [r / 3 for r in (r_row, r_col, r_source, r_sink)]
+
+    def effective(g):  # row i of G_eff: the column currents with row i alone at 1 V
+        return np.array([kirchhoff(g.astype(float), row, *resistances) for row in np.eye(4)])
+
+    p, m = np.maximum(w, 0), np.maximum(-w, 0)
+    before, after = effective(p) + effective(m), effective(p * factor) + effective(m * factor)
+    gain = before.sum() / after.sum() if compensation == "global" else before.sum(axis=0) / after.sum(axis=0)
+    analog = x @ (effective(p * factor) - effective(m * factor))
+    outputs = crossbar_matmul(x, w, config)
+    np.testing.assert_array_equal(outputs, np.rint(analog * gain))
+    assert np.abs(gain - 1 / factor).max() > 0.01 / factor  # the wires change the factor
+
+
+def test_static_spans_are_calibrated_through_the_wires():
+    """The calibration device keeps the wires (they do not change over time), so the static spans
+    are the largest column currents of the circuit's effective conductances, and devices that
+    differ in their wires do not share a calibration."""
+    r = 0.1
+    config = static_column_device(rows=4, cols=4, wire_resistance=r, ir_drop_solver="exact", prog_noise=0.05)
+    assert config.nominal.wires == config.wires and config.nominal.prog_noise == 0
+    assert config.calibration_key != config.without_wires.calibration_key
+    rng = np.random.default_rng(9)
+    w, x = rng.integers(-3, 4, (4, 4)), rng.integers(0, 16, (10, 4))
+    spans = next(iter(calibrate_tile(config, w, x).values()))  # (N, arrays, J)
+    digits = np.concatenate([x & 3, x >> 2])  # the two 2-bit input passes
+
+    def effective(g):
+        return np.array([kirchhoff(g.astype(float), row, r / 3, r / 3, 0.0, 0.0) for row in np.eye(4)])
+
+    expected = [np.abs(digits @ effective(np.maximum(s * w, 0))).max(axis=0) for s in (1, -1)]
+    np.testing.assert_allclose(spans[:, :, 0], np.stack(expected, axis=-1), rtol=1e-9)
+
+
 def test_drift_bad_input():
     with pytest.raises(DeviceConfigError, match=r"^device config: 'drift_time_s' must be at least 'drift_t0_s'"):
         one_pass(drift_nu=0.05, drift_t0_s=10.0, drift_time_s=5.0)
@@ -217,8 +340,14 @@ def test_drift_bad_input():
         one_pass(drift_nu_std=-0.1)
     with pytest.raises(DeviceConfigError, match=r"'drift_nu_table' must be a list of non-negative numbers"):
         one_pass(drift_nu_table=[0.1] * 15 + [-0.1])
-    with pytest.raises(DeviceConfigError, match=r"'drift_nu_table' must list one ν per conductance level \(16"):
+    with pytest.raises(DeviceConfigError, match=r"'drift_nu_table' must list one value per conductance level \(16"):
         one_pass(drift_nu_table=[0.1, 0.2])
+    with pytest.raises(DeviceConfigError, match=r"'drift_nu_std_table' must list one value per conductance level"):
+        one_pass(drift_nu_std_table=[0.01])
+    with pytest.raises(DeviceConfigError, match=r"'drift_nu_std_table' must be a list of non-negative numbers"):
+        one_pass(drift_nu_std_table=[0.01] * 15 + [-0.01])
+    with pytest.raises(DeviceConfigError, match=r"^device config: 'drift_adc_spans' must be one of 'rescaled', 'fixed'"):
+        one_pass(drift_adc_spans="tracking")
     with pytest.raises(
         DeviceConfigError, match=r"^device config: 'drift_compensation' must be one of 'none', 'global', 'column'"
     ):
