@@ -338,14 +338,13 @@ def _adc_ratio(
         top = top if paired else top.max(axis=-2)
         span = top.max(axis=-2, keepdims=True) if tiles is None else _tile_maxima(top, tiles)
         span = span if paired else span[..., None, :]
-    else:
-        if spans is None:
-            raise ValueError(
-                f"the '{config.adc_range}' ADC range has no calibration for this weight tile: compile "
-                "with calibration data, or record spans with Device(calibrating=True)"
-            )
-        span = spans
-    return num, np.maximum(span, num).astype(np.float64)
+        return num, np.maximum(span, num).astype(np.float64)
+    if spans is None:
+        raise ValueError(
+            f"the '{config.adc_range}' ADC range has no calibration for this weight tile: compile "
+            "with calibration data, or record spans with Device(calibrating=True)"
+        )
+    return num, np.asarray(spans, np.float64)  # widened to L by `static_spans`
 
 
 def _tile_maxima(top: np.ndarray, tiles: np.ndarray) -> np.ndarray:
@@ -358,14 +357,13 @@ def static_spans(observed: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """The spans a static ADC uses from per-column maxima `observed` ((N, arrays, J), or (N, J) for
     a pair subtracted before the ADC): each column's own (`static_column`), the largest of its
     weight slice over the tile's columns and both arrays of a pair (`static_slice`), or the largest
-    of its physical array (`static_array`; a pair subtracted in analog shares one)."""
-    if config.adc_range == "static_column":
-        return observed
+    of its physical array (`static_array`; a pair subtracted in analog shares one); each widened
+    to at least L (step 1)."""
     if config.adc_range == "static_slice":
-        axes = tuple(range(observed.ndim - 1))
-    else:
-        axes = (0, 1) if observed.ndim == 2 else (0, 2)
-    return observed.max(axis=axes, keepdims=True)
+        observed = observed.max(axis=tuple(range(observed.ndim - 1)), keepdims=True)
+    elif config.adc_range == "static_array":
+        observed = observed.max(axis=(0, 1) if observed.ndim == 2 else (0, 2), keepdims=True)
+    return np.maximum(observed, _adc_steps(config, config.signed_adc))
 
 
 def _adc_steps(config: DeviceConfig, signed: bool) -> int:
@@ -684,7 +682,8 @@ def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.nda
     columns = np.broadcast_to(resolved, (tile.shape[1], *resolved.shape[1:]))
     if tile.gain is None or config.drift_adc_spans == "fixed":
         return columns
-    # drift compensation: each column's span follows its factor, measured by the same reference read
+    # drift compensation: each column's span (step ≥ 1 at t₀) follows its factor, measured by the
+    # same reference read: the step may fall below 1 as the drifted sums shrink
     return columns / tile.gain.reshape(-1, *(1,) * (columns.ndim - 1))
 
 
