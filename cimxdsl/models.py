@@ -255,7 +255,8 @@ def load(path: str | Path) -> CompiledModel:
     # skipped; one without the wire fields was recorded on ideal wires)
     wireless = {f: getattr(DeviceConfig(), f) for f in GROUPS["parasitics"]}
     keys = [
-        tuple({**wireless, **fields}.get(f, _MISSING) for f in CALIBRATION_FIELDS) for fields in manifest.get("adc_spans", [])
+        tuple({**wireless, **fields}.get(f, _MISSING) for f in CALIBRATION_FIELDS)
+        for fields in manifest.get("adc_spans", [])
     ]
     for name, span in spans.items():
         index, tile = name.split("_", 1)

@@ -222,8 +222,14 @@ def drifted_exponents(means, stds, t=1e6, seed=3):
     """ν of every cell of a 128×128 array of 2-bit cells holding levels 1, 2, 3 in turn, measured
     back from its conductance at t: -ln(g / level) / ln t. (levels, ν), one entry per cell."""
     config = DeviceConfig(
-        rows=128, cols=128, weight_bits=2, cell_bits=2, drift_nu_table=means, drift_nu_std_table=stds,
-        drift_time_s=t, seed=seed,
+        rows=128,
+        cols=128,
+        weight_bits=2,
+        cell_bits=2,
+        drift_nu_table=means,
+        drift_nu_std_table=stds,
+        drift_time_s=t,
+        seed=seed,
     )
     w = np.tile(np.arange(1, 4), (128, 43))[:, :128]
     g = program_tile(w, config, np.random.default_rng(seed)).conductance.reshape(128, 128, 2)[:, :, 0]
@@ -346,7 +352,9 @@ def test_drift_bad_input():
         one_pass(drift_nu_std_table=[0.01])
     with pytest.raises(DeviceConfigError, match=r"'drift_nu_std_table' must be a list of non-negative numbers"):
         one_pass(drift_nu_std_table=[0.01] * 15 + [-0.01])
-    with pytest.raises(DeviceConfigError, match=r"^device config: 'drift_adc_spans' must be one of 'rescaled', 'fixed'"):
+    with pytest.raises(
+        DeviceConfigError, match=r"^device config: 'drift_adc_spans' must be one of 'rescaled', 'fixed'"
+    ):
         one_pass(drift_adc_spans="tracking")
     with pytest.raises(
         DeviceConfigError, match=r"^device config: 'drift_compensation' must be one of 'none', 'global', 'column'"
