@@ -95,6 +95,8 @@ def test_reports_say_which_device_mode_and_bits_they_ran_with(tmp_path, capsys):
     [
         ('preset = "isaac"\nadc_bits = 6\nread_noise = 0.001\n', "the ADC (6 bits, full range)"),
         ('preset = "isaac"\nprog_noise = 0.05\n', "noise (prog_noise=0.05)"),
+        # the wires are a limit of their own, apart from the noise (which the no-noise run lifts alone)
+        ('preset = "isaac"\nwire_resistance = 3e-5\nread_noise = 0.001\n', "IR drop (wire_resistance=3e-05)"),
         ('preset = "cinnamon"\n', "weight and input bits (4 and 4)"),
     ],
 )
@@ -110,6 +112,8 @@ def test_a_large_error_names_the_limit_that_dominates_it(tmp_path, capsys, devic
     assert limits["dominant"] == dominant and limits["error"] > 0.05
     lifted = min(limits["lifted"].values())
     assert lifted < limits["error"] / 2  # the limit's lifting removes most of the error
+    if dominant.startswith("IR drop"):  # the no-noise run keeps the wires
+        assert limits["lifted"]["no noise"] > limits["error"] / 2
 
 
 def test_a_small_error_needs_no_explanation(tmp_path, capsys):
