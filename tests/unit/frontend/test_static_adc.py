@@ -1,5 +1,7 @@
 """A static ADC range is calibrated at compile time, on the quantization's calibration inputs."""
 
+import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 import cimxdsl
 from cimxdsl.api import CompileError
 from cimxdsl.device import Device, preset
+from cimxdsl.device.config import GROUPS
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 DIGITS = np.load(EXAMPLES / "digits_test.npz")
@@ -81,3 +84,37 @@ def test_a_saved_model_keeps_its_static_spans(tmp_path):
         "device 'offset-dacs': 'adc_range' = 'static_slice' is a static ADC range, and the model was not "
         "calibrated for 'input_encoding' = 'offset' (calibrated: 'bipolar') and holds no calibration inputs"
     )
+
+
+def test_static_spans_are_calibrated_through_the_wires_and_kept_by_them(tmp_path):
+    """Wires do not change over time, so the calibration keeps them: spans recorded with IR drop
+    are smaller than without (in all), a saved model holds them for its wires only, and a calibration
+    saved without the wire fields is one of ideal wires."""
+    base = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5, adc_range="static_column")
+    wired = base.replace(wire_resistance=3e-5)
+    calibration = DIGITS["calibration"][:8]
+    model = cimxdsl.compile(EXAMPLES / "digits_cnn.onnx", device=wired, calibration=calibration, batch=4)
+    images = DIGITS["inputs"][:4]
+    expected = model.run(images, device=Device(wired)).outputs[0]
+    model.run(images, device=Device(base))
+    with_wires, without = model.adc_spans[wired.calibration_key], model.adc_spans[base.calibration_key]
+    assert with_wires.keys() == without.keys()
+    assert sum(s.sum() for s in with_wires.values()) < 0.99 * sum(s.sum() for s in without.values())
+    model.save(tmp_path / "m.cimx")
+    loaded = cimxdsl.load(tmp_path / "m.cimx")
+    loaded.calibration_inputs = None
+    np.testing.assert_array_equal(loaded.run(images, device=Device(wired)).outputs[0], expected)
+    with pytest.raises(CompileError, match=r"not calibrated for 'wire_resistance' = 0.0001 \(calibrated: 3e-05\)"):
+        loaded.run(images, device=Device(base.replace(wire_resistance=1e-4)))
+    # a manifest whose calibrations name no wire fields
+    with zipfile.ZipFile(tmp_path / "m.cimx") as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    manifest = json.loads(files["manifest.json"])
+    for fields in manifest["adc_spans"]:
+        for key in GROUPS["parasitics"]:
+            fields.pop(key)
+    files["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(tmp_path / "old.cimx", "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    assert set(cimxdsl.load(tmp_path / "old.cimx").adc_spans) == {base.calibration_key}
