@@ -14,7 +14,7 @@ EIGHT_BIT = {"preset": "cinnamon", "weight_bits": 8, "input_bits": 8, "adc_bits"
 DEVICES = {
     "cinnamon-8bit": EIGHT_BIT,
     "isaac": {"preset": "isaac", "adc_bits": 6},
-    "prime-calibrated": {"preset": "prime"},
+    "prime": {"preset": "prime"},  # bipolar DACs, a static ADC span per weight slice
     "static-column": {**EIGHT_BIT, "adc_range": "static_column", "adc_bits": 5},
     "static-array": {**EIGHT_BIT, "adc_range": "static_array", "input_encoding": "twos_complement"},
     "programming-noise": {**EIGHT_BIT, "prog_noise": 0.1, "stuck_on_rate": 0.01, "seed": 3},

@@ -80,11 +80,11 @@ def test_reports_say_which_device_mode_and_bits_they_ran_with(tmp_path, capsys):
     assert "device: noisy_adc  mode: int8" in out  # a TOML device is named after its file, not its preset
     assert (
         "precision: mode int8 (weights quantized to 8 bits, inputs to 6); device noisy_adc: 8-bit weights in "
-        "4-bit cells, 6-bit inputs through 3-bit DACs, 6-bit ADC (calibrated range), noise read_noise=0.01" in out
+        "4-bit cells, 6-bit inputs through 3-bit DACs, 6-bit ADC (static_slice range), noise read_noise=0.01" in out
     )
     precision = json.loads(report_json.read_text())["precision"]
     assert precision["mode"] == "int8" and precision["quantized_bits"] == {"weights": 8, "inputs": 6}
-    assert (precision["adc_bits"], precision["adc_range"], precision["noise"]) == (6, "calibrated", {"read_noise": 0.01})
+    assert (precision["adc_bits"], precision["adc_range"], precision["noise"]) == (6, "static_slice", {"read_noise": 0.01})
     compiled = cimxdsl.compile(DIGITS, device="cinnamon")
     compiled(np.zeros((1, 1, 8, 8), np.float32))
     assert compiled.report()["precision"]["quantized_bits"] == {"weights": 4, "inputs": 4}
