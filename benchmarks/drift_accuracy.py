@@ -15,7 +15,8 @@ Q = 0.02 growing with the time since programming. Each point is the mean over `-
     python benchmarks/drift_accuracy.py [--images 360] [--seeds 3] [--vit] [--input-encoding bipolar]
         [--ablate] [--out docs/figures]
 
-Prints a Markdown table and writes `drift_accuracy.png` and `drift_accuracy.json` to `--out`.
+Prints a Markdown table and writes `drift_accuracy.png` and `drift_accuracy.json` to `--out`
+(`drift_accuracy_bipolar.*` and so on for another input encoding).
 `--ablate` instead measures, after a year and compensated, what each effect costs: the model
 with one effect changed at a time (the ADC spans fixed at t₀, one ν spread for every level or
 none, no 1/f noise, a lossless ADC).
@@ -102,6 +103,7 @@ def ablate(name: str, images: int, seeds: int, input_encoding: str) -> dict:
 
 
 def plot(measured: dict, out: Path) -> None:
+    """The curves of `measured`, to `out`.png."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -122,7 +124,7 @@ def plot(measured: dict, out: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "drift_accuracy.png", dpi=110)
+    fig.savefig(out.with_suffix(".png"), dpi=110)
 
 
 def main() -> None:
@@ -154,8 +156,9 @@ def main() -> None:
         for compensation, curve in data["curves"].items():
             print(f"| {compensation} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in curve) + " |")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "drift_accuracy.json").write_text(json.dumps(measured, indent=1))
-    plot(measured, args.out)
+    stem = args.out / ("drift_accuracy" + ("" if args.input_encoding == "offset" else f"_{args.input_encoding}"))
+    stem.with_suffix(".json").write_text(json.dumps(measured, indent=1))
+    plot(measured, stem)
 
 
 if __name__ == "__main__":
