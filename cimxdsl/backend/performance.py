@@ -10,7 +10,9 @@ What it computes:
   DAC + crossbar read + sample-and-hold stage followed by ⌈cols ÷ `adc_count`⌉ ADC conversions;
   stages overlap when `pipeline_mode`) and writes `xbar_cols × cell_precision ÷ mbiw` outputs;
   vector ops read their operands (`len` elements of `ibiw` bits; two for binary ops), compute
-  ⌈len ÷ `vector_width`⌉ × `vector_latency_cycle` and write their result; a memory access of `b`
+  ⌈len ÷ `vector_width`⌉ × `vector_latency_cycle` and write their result (`obiw` bits per element
+  for `vvmul`, `vvsll`, `vvsra`, `vtanh`, `vsigm`, `vrsu`, `vrsl`, `ibiw` bits for the others);
+  the widths are those of the last `setbw` before the instruction; a memory access of `b`
   bytes takes ⌈b ÷ `data_width`⌉ × its read/write latency; `ld`/`st` add the global memory access
   and the NoC (a load's request is one flit, a store's carries its data); `lldi`/`lmv` are a local
   write / a local read and write of `len` bytes (pimsim-nn reads their `len` as bytes).
@@ -73,6 +75,8 @@ VECTOR_BINARY = _codes(
 )
 VECTOR_UNARY = _codes(pim.VavgOp, pim.VreluOp, pim.VtanhOp, pim.VsigmOp, pim.VmvOp)
 ONE_ELEMENT_RESULT = _codes(pim.VvdmulOp, pim.VavgOp)
+OUTPUT_WIDTH = _codes(pim.VvmulOp, pim.VvsllOp, pim.VvsraOp, pim.VtanhOp, pim.VsigmOp, pim.VrsuOp, pim.VrslOp)
+"""The vector ops whose results pimsim-nn writes with `setbw`'s output width (the others: its input width)."""
 SYNC = _codes(pim.SendOp, pim.RecvOp)
 COMPONENTS = ("crossbar", "vector", "local_memory", "global_memory", "noc", "static")
 
@@ -117,10 +121,8 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     """Each instruction's latency and energy on `chip`, by unit, for the whole stream at once."""
     stream = pim.InstructionStream.from_ops(program.instructions)
     op = stream.opcodes
-    ibytes = obytes = 4
-    if len(op) and op[0] == pim.SetbwOp.OPCODE:
-        ibytes, obytes = (int(v) // 8 for v in stream.fields[0, :2])
-    model = Latencies(chip, ibytes, obytes)
+    ibytes, obytes = element_widths(stream)
+    model = Latencies(chip, ibytes, obytes)  # pyright: ignore[reportArgumentType]
     local_read, local_write, noc = model.local_read, model.local_write, model.noc
     length, size, peer = (stream.column(f).astype(np.int64) for f in ("len", "size", "core"))
 
@@ -129,15 +131,17 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     # matrix unit
     mvm = op == pim.MvmulOp.OPCODE
     mbiw = np.maximum(stream.column("mbiw")[mvm], 1)
-    local[mvm] = model.mvmul_local(mbiw)
-    group_latency, group_energy = mvmul_costs(program, chip, model)
-    groups = stream.column("group").astype(np.int64)[mvm] if len(group_latency) else np.zeros(0, np.int64)
-    latency[mvm] = (group_latency[groups] if len(group_latency) else model.mvm_compute()) + local[mvm]
+    matrix = Latencies(chip, ibytes[mvm], obytes[mvm])  # pyright: ignore[reportArgumentType]
+    local[mvm] = matrix.mvmul_local(mbiw)
+    groups = stream.column("group").astype(np.int64)[mvm]
+    input_bits, crossbars = mvmul_bits(program, chip, groups, 8 * ibytes[mvm])
+    cycles, crossbar_energy = mvm_cycles_and_energy(chip, input_bits)  # pyright: ignore[reportArgumentType]
+    latency[mvm] = cycles * chip.period + local[mvm]
     # vector unit
     binary, unary = np.isin(op, VECTOR_BINARY), np.isin(op, VECTOR_UNARY)
     vector = binary | unary
     one_result = np.isin(op, ONE_ELEMENT_RESULT)
-    vector_local = model.vector_local(length, binary, one_result)
+    vector_local = model.vector_local(length, binary, one_result, np.isin(op, OUTPUT_WIDTH))
     compute = model.vector_compute(length)
     latency[vector] = (compute + vector_local)[vector]
     local[vector] = vector_local[vector]
@@ -166,7 +170,7 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     local[sync] = np.where(sends, local_read(size[sync]), local_write(size[sync]))  # each side's own access
     noc_bytes = float(np.sum(size[sync] * distance) / 2 + np.sum(size[moved]) * to_memory)
     energy = {
-        "crossbar": float(np.sum(group_energy[groups])) if len(group_energy) else float(np.count_nonzero(mvm) * mvm_energy(chip, model)),
+        "crossbar": float(np.sum(crossbar_energy * crossbars)),
         "vector": float(np.sum(compute[vector]) * chip.vector_dynamic_power),
         "local_memory": float(np.sum(local) * chip.local_memory_dynamic_power),
         "global_memory": float(np.sum(global_time[moved]) * chip.global_memory_dynamic_power),
@@ -189,9 +193,14 @@ def repeated(costs: CoreCosts, rounds: int) -> CoreCosts:
     )
 
 
-def mvm_energy(chip: ChipConfig, model: Latencies) -> float:
-    """The crossbar energy of one `mvmul` of the `setbw` input width on one crossbar."""
-    return mvm_cycles_and_energy(chip, 8 * model.ibytes)[1]
+def element_widths(stream: pim.InstructionStream) -> tuple[np.ndarray, np.ndarray]:
+    """The input and output bytes per element (`setbw`'s widths in force) of every instruction."""
+    op = stream.opcodes
+    setbw = np.flatnonzero(op == pim.SetbwOp.OPCODE)
+    widths = np.full((len(setbw) + 1, 2), 4, np.int64)  # 32 bits before any setbw
+    widths[1:] = stream.fields[setbw, :2] // 8
+    in_force = np.searchsorted(setbw, np.arange(len(op)), side="right")
+    return widths[in_force, 0], widths[in_force, 1]
 
 
 def slices(chip: ChipConfig, group) -> int:
@@ -199,19 +208,18 @@ def slices(chip: ChipConfig, group) -> int:
     return 1 if group.precision is None else -(-group.precision[0] // chip.cell_precision)
 
 
-def mvmul_costs(program: CoreProgram, chip: ChipConfig, model: Latencies) -> tuple[np.ndarray, np.ndarray]:
-    """The crossbar time (ns, local memory aside) and crossbar energy (pJ) of an `mvmul` on each of
-    the core's array groups (empty when no group has a precision of its own: every `mvmul` is then
-    timed alike)."""
-    if all(g.precision is None for g in program.groups):
-        return np.zeros(0), np.zeros(0)
-    latency, energy = [], []
-    for group in program.groups:
-        bits = None if group.precision is None else group.precision[1]
-        latency.append(model.mvm_compute(bits))
-        _, per_crossbar = mvm_cycles_and_energy(chip, 8 * model.ibytes if bits is None else bits)
-        energy.append(per_crossbar * slices(chip, group))
-    return np.array(latency), np.array(energy)
+def mvmul_bits(
+    program: CoreProgram, chip: ChipConfig, groups: np.ndarray, setbw_bits: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per `mvmul` of the core (on array groups `groups`): its input bits, those of its group's
+    layer's own precision or else the `setbw` width in force (`setbw_bits`), and the crossbars
+    its group reads (`slices`)."""
+    own = np.array([0 if g.precision is None else g.precision[1] for g in program.groups] or [0], np.int64)
+    crossbars = np.array([slices(chip, g) for g in program.groups] or [1], np.int64)
+    if not len(program.groups):
+        groups = np.zeros(len(groups), np.int64)
+    bits = own[groups]
+    return np.where(bits > 0, bits, setbw_bits), crossbars[groups]
 
 
 def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.ndarray:

@@ -95,15 +95,18 @@ class Latencies:
     def vector_compute(self, length) -> np.ndarray:
         return -(-np.asarray(length) // self.chip.vector_width) * self.chip.vector_latency_cycle * self.chip.period
 
-    def vector_local(self, length, binary=True, one_result=False) -> np.ndarray:
+    def vector_local(self, length, binary=True, one_result=False, output_width=True) -> np.ndarray:
+        """Its operands read (`ibytes` per element) and its result written: `obytes` per element
+        when `output_width` (pimsim-nn's `vvmul`, `vvsll`, `vvsra`, `vtanh`, `vsigm`, `vrsu`,
+        `vrsl`), else `ibytes`."""
         out = np.where(one_result, 1, length)
         return (1 + np.asarray(binary)) * self.local_read(np.asarray(length) * self.ibytes) + self.local_write(
-            out * self.obytes
+            out * np.where(output_width, self.obytes, self.ibytes)
         )
 
-    def vector(self, length, binary=True, one_result=False) -> np.ndarray:
+    def vector(self, length, binary=True, one_result=False, output_width=True) -> np.ndarray:
         """A vector instruction over `length` elements (two operands when `binary`)."""
-        return self.vector_compute(length) + self.vector_local(length, binary, one_result)
+        return self.vector_compute(length) + self.vector_local(length, binary, one_result, output_width)
 
     def fill(self, length) -> np.ndarray:
         """`lldi` of `length` elements: a local write of `length` bytes (pimsim-nn times these

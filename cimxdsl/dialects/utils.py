@@ -6,11 +6,13 @@ import functools
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FileLineColLoc,
     IndexType,
     IntegerAttr,
@@ -147,6 +149,18 @@ PRECISION = ("weight_bits", "input_bits")
 `MAX_PRECISION`), set per layer by quantization and kept by every lowering down to the runtime
 calls; a product without them runs at its device's bits (and float products on exact devices)."""
 MAX_PRECISION = 8
+
+
+BOUNDS = "cim.bounds"
+"""The argument attribute (an array of two integers, low and high) bounding the values a function
+argument takes (the integer importer's quantized inputs); the PIM code generator reads it."""
+
+
+def set_argument_bounds(function: func.FuncOp, bounds: Sequence[tuple[int, int]]) -> None:
+    """Record each argument's bounds on `function` (`BOUNDS`)."""
+    function.arg_attrs = ArrayAttr(
+        [DictionaryAttr({BOUNDS: ArrayAttr([IntegerAttr(low, i64), IntegerAttr(high, i64)])}) for low, high in bounds]
+    )
 
 
 def symmetric_limit(bits: int) -> int:

@@ -38,7 +38,7 @@ from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from cimxdsl.dialects.utils import dense_attr, reassociation, set_precision, symmetric_limit
+from cimxdsl.dialects.utils import dense_attr, reassociation, set_argument_bounds, set_precision, symmetric_limit
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.loading import input_shape, load_model
@@ -205,12 +205,14 @@ class IntegerImporter:
         results = [self.values[name] for name in outputs]
         self.ir.builder.insert(func.ReturnOp(*results))
         function = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block))
+        ranges = [self.input_ranges.get(i.name, INT8) for i in inputs]
+        set_argument_bounds(function, ranges)
         return IntegerProgram(
             ModuleOp([function]),
             [self.exponents[i.name] for i in inputs],
             [self.exponents[name] for name in outputs],
             [o.name in softmax for o in graph.output],
-            [self.input_ranges.get(i.name, INT8) for i in inputs],
+            ranges,
         )
 
     static_shape = OnnxImporter.static_shape

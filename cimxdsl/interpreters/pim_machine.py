@@ -18,8 +18,11 @@ it (a transfer at the later of its two cores' steps). Errors surface in that ord
 Semantics: registers hold byte addresses; `ld`/`st` take the global address from an even register
 pair (`R[r] << 32 | R[r+1]`) and move `size` bytes; `offset_select` bits (0 rd, 1 rs1, 2 rs2) add
 `offset_value` (elements for vector ops, bytes otherwise) to an address. Vector ops, `lldi` and
-`lmv` work on `len` elements of `obiw` bits; `mvmul` reads `rows` elements of `ibiw` bits of its
-array group's `rows × cols` matrix and writes `cols` elements of `obiw` bits, `x · W`, exactly
+`lmv` work on `len` elements of the input width `ibiw` (`setbw`'s, set anywhere in the stream for
+the instructions after it), and so do vector results but those of `vvmul`, `vvsll`, `vvsra`, `vtanh`
+and `vsigm`, which have `obiw` bits (as pimsim-nn sizes their memory accesses: a shift under `setbw
+32, 8` narrows 32-bit values to 8 bits, wrapping); `mvmul` reads `rows` elements of `ibiw` bits of
+its array group's `rows × cols` matrix and writes `cols` elements of `obiw` bits, `x · W`, exactly
 (int64, wrapped to the element width), with optional ReLU. `vavg` is the floor of the mean of `len`
 elements taken every `R[rs2]` elements; `vmv` gathers with stride `R[rs2]`. `wait`/`sync` use
 per-core event registers. `vrsu`/`vrsl` have no defined semantics here.
@@ -385,17 +388,21 @@ class Machine:
         core.write(core.registers[rd], y.astype(np.int64) if exact_in_float else y, core.obiw)
 
     # --- vector --------------------------------------------------------------------------------
-    def vector(self, core: Core, f: list[int], function, operands: int, wide: bool = False) -> None:
-        """`rd ← function(rs1[, rs2])` on `len` elements: in the element type (wrapping, as the
-        wrap of the int64 result) or, `wide`, in int64 then wrapped."""
+    def vector(
+        self, core: Core, f: list[int], function, operands: int, wide: bool = False, output_width: bool = False
+    ) -> None:
+        """`rd ← function(rs1[, rs2])` on `len` elements of `ibiw` bits, the result of `ibiw` bits
+        (`output_width`: of `obiw` bits): in the element type (wrapping, as the wrap of the int64
+        result) or, `wide` or when the widths differ, in int64 then wrapped."""
         n, select, offset = f[1 + operands : 4 + operands]
-        scale, bits = core.obiw // 8, core.obiw
+        bits = core.ibiw
+        out_bits = core.obiw if output_width else bits
         views = [
-            core.view(address(core, f[1 + k], select, 2 << k, offset * scale), n, bits) for k in range(operands)
+            core.view(address(core, f[1 + k], select, 2 << k, offset * bits // 8), n, bits) for k in range(operands)
         ]
-        target = address(core, f[0], select, 1, offset * scale)
-        if wide:
-            core.write(target, function(*(v.astype(np.int64) for v in views)), bits)
+        target = address(core, f[0], select, 1, offset * out_bits // 8)
+        if wide or out_bits != bits:
+            core.write(target, function(*(v.astype(np.int64) for v in views)), out_bits)
         else:
             function(*views, out=core.view(target, n, bits))
 
@@ -406,16 +413,16 @@ class Machine:
         self.vector(core, f, np.subtract, 2)
 
     def op_vvmul(self, core: Core, f: list[int]) -> None:
-        self.vector(core, f, np.multiply, 2)
+        self.vector(core, f, np.multiply, 2, output_width=True)
 
     def op_vvmax(self, core: Core, f: list[int]) -> None:
         self.vector(core, f, np.maximum, 2)
 
     def op_vvsll(self, core: Core, f: list[int]) -> None:
-        self.vector(core, f, lambda a, b: np.left_shift(a, b & 63), 2, wide=True)
+        self.vector(core, f, lambda a, b: np.left_shift(a, b & 63), 2, wide=True, output_width=True)
 
     def op_vvsra(self, core: Core, f: list[int]) -> None:
-        self.vector(core, f, lambda a, b: np.right_shift(a, np.clip(b, 0, 63)), 2, wide=True)
+        self.vector(core, f, lambda a, b: np.right_shift(a, np.clip(b, 0, 63)), 2, wide=True, output_width=True)
 
     def op_vvdmul(self, core: Core, f: list[int]) -> None:
         self.vector(core, f, lambda a, b: np.array([np.dot(a, b)]), 2, wide=True)
@@ -424,28 +431,35 @@ class Machine:
         self.vector(core, f, lambda a, out: np.maximum(a, 0, out=out), 1)
 
     def op_vtanh(self, core: Core, f: list[int]) -> None:
-        self.vector(core, f, lambda a: np.tanh(a.astype(np.float64)).astype(np.int64), 1, wide=True)
+        self.vector(core, f, lambda a: np.tanh(a.astype(np.float64)).astype(np.int64), 1, wide=True, output_width=True)
 
     def op_vsigm(self, core: Core, f: list[int]) -> None:
-        self.vector(core, f, lambda a: (1 / (1 + np.exp(-a.astype(np.float64)))).astype(np.int64), 1, wide=True)
+        self.vector(
+            core,
+            f,
+            lambda a: (1 / (1 + np.exp(-a.astype(np.float64)))).astype(np.int64),
+            1,
+            wide=True,
+            output_width=True,
+        )
 
     def strided(self, core: Core, start: int, stride: int, count: int) -> np.ndarray:
         if count == 0:
             return np.zeros(0, np.int64)
-        span = core.read(start, (count - 1) * stride + 1, core.obiw)
+        span = core.read(start, (count - 1) * stride + 1, core.ibiw)
         return span[::stride] if stride > 0 else span[:1].repeat(count)
 
     def op_vavg(self, core: Core, f: list[int]) -> None:
         rd, rs1, rs2, n, select, offset = f[:6]
-        scale = core.obiw // 8
+        scale = core.ibiw // 8
         values = self.strided(core, address(core, rs1, select, 2, offset * scale), core.registers[rs2], n)
         if values.size == 0:
             raise ExecutionError(f"{core.where()}: average of 0 elements")
-        core.write(address(core, rd, select, 1, offset * scale), np.array([values.sum() // values.size]), core.obiw)
+        core.write(address(core, rd, select, 1, offset * scale), np.array([values.sum() // values.size]), core.ibiw)
 
     def op_vmv(self, core: Core, f: list[int]) -> None:
         rd, rs1, rs2, n = f[:4]
-        core.write(core.registers[rd], self.strided(core, core.registers[rs1], core.registers[rs2], n), core.obiw)
+        core.write(core.registers[rd], self.strided(core, core.registers[rs1], core.registers[rs2], n), core.ibiw)
 
     def unsupported(self, core: Core, f: list[int]) -> None:
         raise ExecutionError(f"{core.where()}: the validator has no semantics for '{core.current['op']}'")
@@ -455,16 +469,14 @@ class Machine:
     # --- local transfers ------------------------------------------------------------------------
     def op_lldi(self, core: Core, f: list[int]) -> None:
         rd, imm, n, select, offset = f[:5]
-        core.write(address(core, rd, select, 1, offset), np.full(n, imm), core.obiw)
+        core.write(address(core, rd, select, 1, offset), np.full(n, imm), core.ibiw)
 
     def op_lmv(self, core: Core, f: list[int]) -> None:
         rd, rs1, n, size, select, offset = f[:6]
-        if size != n * core.obiw // 8:
-            raise ExecutionError(
-                f"{core.where()}: size {size} bytes differs from len {n} elements of {core.obiw} bits"
-            )
-        values = core.read(address(core, rs1, select, 2, offset), n, core.obiw)
-        core.write(address(core, rd, select, 1, offset), values, core.obiw)
+        if size != n * core.ibiw // 8:
+            raise ExecutionError(f"{core.where()}: size {size} bytes differs from len {n} elements of {core.ibiw} bits")
+        values = core.read(address(core, rs1, select, 2, offset), n, core.ibiw)
+        core.write(address(core, rd, select, 1, offset), values, core.ibiw)
 
 
 SHARED = frozenset({"ld", "st", "sld", "send", "recv", "sync", "wait"})

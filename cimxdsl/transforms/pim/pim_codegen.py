@@ -5,6 +5,13 @@ the op defining it). Local memory: every buffer of a core gets a byte address, b
 Each core starts with `setbw` (element widths of its data) and then, op by op:
 
 * `pim.load`/`pim.store` → `ld`/`st` (global address in the register pair r28:r29);
+* `pim.apply_filters` whose input fits 8 bits (its bounds, `value_bounds`: the integer
+  importer's int8 codes) reads an 8-bit copy of it: `setbw 32, 8` and a `vvsra` by zero (a shift
+  writes `obiw`-bit results) narrow the input, the patch gathers and `mvmul`s run under `setbw
+  8, 32` (an `mvmul` then streams 8 input bits through the DACs rather than 32, and reads a
+  quarter of the bytes) and the partial sums are added under `setbw 32, 32`, all `mvmul`s of an
+  output pixel before its `vvadd`s, each into its own accumulator; the rest of the program stays
+  32-bit;
 * `pim.apply_filters` is unwrapped: for every output pixel and every
   kernel position with a crossbar whose input pixel lies inside the image (weight skipping: padding
   is never multiplied), one `mvmul` of that pixel's channels — the first straight into the output
@@ -64,10 +71,15 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.pim.value_bounds import INT8, UNBOUNDED, Bounds, core_value_bounds, within
 
 GATHER = -1
 """An im2col crossbar whose rows must be gathered into the patch buffer first."""
 _PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
+NARROW_BITS = 8
+"""The width of a crossbar's inputs when their values fit it (`setbw`'s `ibiw` of those `mvmul`s)."""
+ZERO_RUN = 4096
+"""Elements narrowed by one `vvsra` (its shift operand, a run of zeros, is allocated once per core)."""
 GENERAL_REGISTERS = 28
 PAIR = 28
 """r28:r29 hold (high, low) of global addresses."""
@@ -150,8 +162,15 @@ class CoreCodegen:
         global_addresses: dict[SSAValue, int],
         peers: dict[SSAValue, tuple[int, int]],
         element_bytes: int,
+        bounds: dict[SSAValue, Bounds] | None = None,
     ):
         self.core = core
+        self.bounds = bounds or {}
+        """The bounds of the core's values (`value_bounds`): which crossbar inputs fit 8 bits."""
+        self.widths = (8 * element_bytes, 8 * element_bytes)
+        """The `setbw` widths (ibiw, obiw) in force."""
+        self.zeros = (0, 0)
+        """A run of zero elements (address, length) filled once, the shift of narrowing `vvsra`s."""
         self.global_addresses = global_addresses
         self.peers = peers
         self.code = array("i")
@@ -169,9 +188,9 @@ class CoreCodegen:
         self.top += num_elements(shape_of(value)) * self.bytes
         return self.local[value]
 
-    def scratch(self, elements: int) -> int:
+    def scratch(self, elements: int, element_bytes: int | None = None) -> int:
         address = self.top
-        self.top += elements * self.bytes
+        self.top += elements * (self.bytes if element_bytes is None else element_bytes)
         return address
 
     def address(self, value: SSAValue) -> int:
@@ -198,16 +217,67 @@ class CoreCodegen:
     def fill(self, address: int, value: int, length: int) -> None:
         self.emit(pim.LldiOp, self.registers.load(address), value, length)
 
-    def copy(self, target: int, source: int, length: int) -> None:
+    def copy(self, target: int, source: int, length: int, element_bytes: int | None = None) -> None:
         rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.LmvOp, rd, rs1, length, length * self.bytes)
+        self.emit(pim.LmvOp, rd, rs1, length, length * (self.bytes if element_bytes is None else element_bytes))
 
     def mvmul(self, target: int, source: int, group: int) -> None:
         rd, rs1 = self.registers.load(target), self.registers.load(source)
         self.emit(pim.MvmulOp, rd, rs1, self.mbiw[group], 0, group)
 
+    def set_widths(self, ibiw: int, obiw: int) -> None:
+        """`setbw ibiw, obiw` unless those widths are in force."""
+        if self.widths != (ibiw, obiw):
+            self.emit(pim.SetbwOp, ibiw, obiw)
+            self.widths = (ibiw, obiw)
+
+    def narrow_input(self, value: SSAValue) -> tuple[int, int]:
+        """The address and element bytes of the crossbar input `value`: an 8-bit copy when its
+        bounds fit 8 bits (a `vvsra` by zero under `setbw wide, 8` per `ZERO_RUN` elements: the
+        shift writes `obiw`-bit results), else the value itself."""
+        wide, address = 8 * self.bytes, self.address(value)
+        if wide <= NARROW_BITS or not within(self.bounds.get(value, UNBOUNDED), INT8):
+            return address, self.bytes
+        elements = num_elements(shape_of(value))
+        run = min(elements, ZERO_RUN)
+        self.set_widths(wide, NARROW_BITS)
+        if self.zeros[1] < run:
+            self.zeros = (self.scratch(run), run)
+            self.fill(self.zeros[0], 0, run)
+        narrow = self.scratch(elements, NARROW_BITS // 8)
+        for start in range(0, elements, run):
+            n = min(run, elements - start)
+            self.vector(pim.VvsraOp, narrow + start, address + start * self.bytes, self.zeros[0], n)
+        return narrow, NARROW_BITS // 8
+
+    def products(
+        self, target: int, sources: list[tuple[int, int]], accumulators: list[int], length: int, narrow: bool
+    ) -> None:
+        """`target` = the sum of the `mvmul`s of `(input address, group)` `sources`, each after the
+        first into an accumulator followed by a `vvadd`; with `narrow` (8-bit inputs) the `mvmul`s
+        come first, under `setbw 8, wide`, then the `vvadd`s, under `setbw wide, wide`. No
+        sources: `target` is zeroed."""
+        wide = 8 * self.bytes
+        if not sources:
+            self.set_widths(wide, wide)
+            self.fill(target, 0, length)
+        elif narrow:
+            self.set_widths(NARROW_BITS, wide)
+            for k, (source, group) in enumerate(sources):
+                self.mvmul(accumulators[k - 1] if k else target, source, group)
+            self.set_widths(wide, wide)
+            for k in range(1, len(sources)):
+                self.vector(pim.VvaddOp, target, target, accumulators[k - 1], length)
+        else:
+            for k, (source, group) in enumerate(sources):
+                self.mvmul(accumulators[0] if k else target, source, group)
+                if k:
+                    self.vector(pim.VvaddOp, target, target, accumulators[0], length)
+
     # --- driver ----------------------------------------------------------------------------------
-    def run(self, weights: list[np.ndarray], precisions: list[tuple[int, int] | None] | None = None) -> pim.InstructionStream:
+    def run(
+        self, weights: list[np.ndarray], precisions: list[tuple[int, int] | None] | None = None
+    ) -> pim.InstructionStream:
         """The core's instruction stream (`self.top` is then the local memory it uses); `precisions`:
         each array group's layer's own (weight bits, input bits), if any."""
         widest = weight_bits(weights)
@@ -301,15 +371,34 @@ class CoreCodegen:
         self.emit(pim.StOp, pair, rs1, op.size.value.data * self.bytes)
 
     def apply_filters(self, op: pim.ApplyFiltersOp) -> None:
+        image, in_bytes = self.narrow_input(op.input)
         if op.packing() is not None:
-            self.im2col_filters(op)
-            return
+            self.im2col_filters(op, image, in_bytes)
+        else:
+            self.kernel_filters(op, image, in_bytes)
+        wide = 8 * self.bytes
+        self.set_widths(wide, wide)
+
+    def accumulators(self, op: pim.ApplyFiltersOp, partials: int, narrow: bool) -> list[int]:
+        """The accumulators of one output pixel's partial products: the op's, and with `narrow`
+        one more per further partial (its `mvmul`s all come before its `vvadd`s)."""
+        length = shape_of(op.output)[-1]
+        extra = max(partials - 2, 0) if narrow else 0
+        return [self.address(op.accumulator), *(self.scratch(length) for _ in range(extra))]
+
+    def kernel_filters(self, op: pim.ApplyFiltersOp, image: int, in_bytes: int) -> None:
         in_shape, out_shape = shape_of(op.input), shape_of(op.output)
         if len(in_shape) == 2:
             in_shape, out_shape = (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1])
         out_channels = out_shape[2]
         output, accumulator = self.address(op.output), self.address(op.accumulator)
-        sources, groups = filter_sources(op, in_shape, out_shape, self.address(op.input), self.bytes)
+        sources, groups = filter_sources(op, in_shape, out_shape, image, in_bytes)
+        if in_bytes != self.bytes:
+            accumulators = self.accumulators(op, len(groups), True)
+            for pixel, row in enumerate(sources.tolist()):
+                used = [(source, group) for source, group in zip(row, groups) if source >= 0]
+                self.products(output + pixel * out_channels * self.bytes, used, accumulators, out_channels, True)
+            return
         load, touch, extend = self.registers.load, self.registers.held.move_to_end, self.code.extend
         mvmul, vvadd, mbiw = pim.MvmulOp.OPCODE, pim.VvaddOp.OPCODE, self.mbiw
         pixel_out = out_channels * self.bytes
@@ -333,13 +422,15 @@ class CoreCodegen:
             if first:
                 self.fill(target, 0, out_channels)
 
-    def im2col_filters(self, op: pim.ApplyFiltersOp) -> None:
+    def im2col_filters(self, op: pim.ApplyFiltersOp, image: int, in_bytes: int) -> None:
         packing = op.packing()
         assert packing is not None
         geometry = op.geometry()
         height, width, channels = shape_of(op.input)
         out_h, out_w, out_channels = shape_of(op.output)
-        image, output, accumulator = self.address(op.input), self.address(op.output), self.address(op.accumulator)
+        output = self.address(op.output)
+        narrow = in_bytes != self.bytes
+        wide = 8 * self.bytes
         chunks, row = [], packing.offset
         for group in op.weight_index_list():
             chunks.append((group, row, row + self.group_rows[group]))
@@ -347,41 +438,41 @@ class CoreCodegen:
         rows = (packing.offset, row)
         kernel_w = geometry.kernel[1]
         offsets = [divmod(p, kernel_w) for p in packing.positions]
-        patch = self.scratch(len(packing.positions) * channels)
+        patch = self.scratch(len(packing.positions) * channels, in_bytes)
+        accumulators = self.accumulators(op, len(chunks), narrow)
         for oy in range(out_h):
             for ox in range(out_w):
                 pixels = [geometry.input_pixel(oy, ox, ky, kx) for ky, kx in offsets]
                 runs = patch_runs(pixels, (height, width), channels, rows)
                 target = output + (oy * out_w + ox) * out_channels * self.bytes
-                sources = [self.chunk_source(runs, start, end, image) for _, start, end in chunks]
+                sources = [self.chunk_source(runs, start, end, image, in_bytes) for _, start, end in chunks]
                 needed = [(start, end) for (_, start, end), source in zip(chunks, sources) if source == GATHER]
+                if needed and narrow:
+                    self.set_widths(NARROW_BITS, wide)
                 for start, end, pixel in runs:
                     if not any(start < e and b < end for b, e in needed):
                         continue
                     if pixel is None:
-                        self.fill(patch + start * self.bytes, 0, end - start)
+                        self.fill(patch + start * in_bytes, 0, end - start)
                     else:
-                        self.copy(patch + start * self.bytes, image + pixel * self.bytes, end - start)
-                first = True
-                for (group, start, _), source in zip(chunks, sources, strict=True):
-                    if source is None:
-                        continue  # only padding
-                    address = patch + start * self.bytes if source == GATHER else source
-                    self.mvmul(target if first else accumulator, address, group)
-                    if not first:
-                        self.vector(pim.VvaddOp, target, target, accumulator, out_channels)
-                    first = False
-                if first:
-                    self.fill(target, 0, out_channels)
+                        self.copy(patch + start * in_bytes, image + pixel * in_bytes, end - start, in_bytes)
+                used = [
+                    (patch + start * in_bytes if source == GATHER else source, group)
+                    for (group, start, _), source in zip(chunks, sources, strict=True)
+                    if source is not None  # None: only padding
+                ]
+                self.products(target, used, accumulators, out_channels, narrow)
 
-    def chunk_source(self, runs: list[tuple[int, int, int | None]], start: int, end: int, image: int) -> int | None:
+    def chunk_source(
+        self, runs: list[tuple[int, int, int | None]], start: int, end: int, image: int, in_bytes: int
+    ) -> int | None:
         """Where a crossbar reading patch rows [start, end) finds them: an image address when one
         run of image memory holds them, None when they are all padding, `GATHER` otherwise."""
         covering = [r for r in runs if r[0] < end and start < r[1]]
         if len(covering) != 1:
             return None if all(pixel is None for _, _, pixel in covering) else GATHER
         run_start, _, pixel = covering[0]
-        return None if pixel is None else image + (pixel + start - run_start) * self.bytes
+        return None if pixel is None else image + (pixel + start - run_start) * in_bytes
 
     def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
         lhs, rhs = op.operands[0], op.operands[1]
@@ -581,9 +672,10 @@ def generate(function: func.FuncOp) -> list[pim.CoreCode]:
         assert isinstance(owner, Operation)
         owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
     peers = channel_peers(cores)
+    bounds = core_value_bounds(cores)
     codes = []
     for core in cores:
-        codegen = CoreCodegen(core, addresses, peers, element_bytes)
+        codegen = CoreCodegen(core, addresses, peers, element_bytes, bounds)
         stream = codegen.run([weight_matrix(w) for w in core.weights], [weight_precision(w) for w in core.weights])
         codes.append(pim.CoreCode(core, stream, codegen.top))
     return codes

@@ -4,7 +4,7 @@ figures make the arithmetic easy."""
 import pytest
 
 from cimxdsl.backend.artifacts import Artifacts, MemoryLayout
-from cimxdsl.backend.performance import PerformanceError, estimate, mvm_cycles_and_energy
+from cimxdsl.backend.performance import PerformanceError, core_costs, estimate, mvm_cycles_and_energy
 from cimxdsl.device.chip import ChipConfigError, chip_from_dict, chip_preset, load_chip_config
 from cimxdsl.dialects.pim import InstructionOp
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram
@@ -156,3 +156,28 @@ def test_a_core_holding_two_stages_counts_both():
     assert e.core_busy_ns == [1 + 35 * 7 + 2 * transfer, 1 + 30 * 7 + 2 * transfer]
     assert e.bottleneck == "core 0" and e.throughput_bound == pytest.approx(1e9 / (1 + 245 + 2 * transfer))
     assert e.throughput == pytest.approx(1e9 / (1 + 70 + 210 + 175 + 2 * transfer))
+
+
+def test_each_instruction_takes_the_widths_of_the_last_setbw():
+    """pimsim-nn's widths: a vector op reads `ibiw`-bit operands and writes `ibiw`-bit results,
+    but shifts and products (`vvsra`, `vvmul`, ...) write `obiw`-bit ones; an `mvmul` streams
+    `ibiw` input bits through the DACs and reads 8 planes of `ibiw`-bit rows."""
+    chip = CHIP.replace(dac_resolution=1)
+    stream = [
+        setbw(),
+        i("setbw", ibiw=32, obiw=8),
+        i("vvsra", rd=0, rs1=0, rs2=0, len=4),
+        i("vvadd", rd=0, rs1=0, rs2=0, len=4),
+        i("setbw", ibiw=8, obiw=32),
+        i("mvmul", rd=0, rs1=0, mbiw=8, group=0),
+        i("vvadd", rd=0, rs1=0, rs2=0, len=4),
+        setbw(),
+        i("mvmul", rd=0, rs1=0, mbiw=8, group=0),
+    ]
+    program = artifacts({0: stream}, {0: 1}).cores[0]
+    # vvsra (32 -> 8): 2 vector passes of 3 + reads of 2 x 16 B (4 words each, 1 cycle) + a write of
+    # 4 B (1 word, 2 cycles); vvadd (32 -> 8): the same reads, but it writes 16 B (4 words); the
+    # 8-bit mvmul: 8 pipelined DAC steps 7 + 6 + 7 x 7 + a read of 8 planes of 4 bytes (8 words),
+    # its outputs (2 x 2 // 8 = 0) written; the 8-bit vvadd: reads of 2 x 4 B, a write of 4 B; the
+    # 32-bit mvmul: 32 steps 7 + 6 + 31 x 7 + a read of 8 planes of 16 bytes (32 words).
+    assert core_costs(program, chip).latency.tolist() == [1, 1, 6 + 8 + 2, 6 + 8 + 8, 1, 62 + 8, 6 + 2 + 2, 1, 230 + 32]

@@ -249,3 +249,33 @@ def test_mvmul_beyond_float_precision_wraps_as_int64(tmp_path):
     (y,) = validate(read_artifacts(write(tmp_path, program, {0: [weights]}, mem)), [x]).outputs
     exact = int(x[0]) * weights[0][0] + int(x[1]) * weights[1][0]
     assert int(y[0]) == (exact + 2**31) % 2**32 - 2**31
+
+
+def test_setbw_widths_narrow_shift_results_and_8_bit_crossbar_inputs(tmp_path):
+    """Under `setbw 32, 8` a shift writes 8-bit results (wrapping: 200 becomes -56); under `setbw 8,
+    32` `lldi`, `lmv` and the crossbar's input are 8-bit and the `mvmul` writes 32-bit sums."""
+    program = {
+        0: [
+            *prologue(),
+            i("ld", rd=0, rs1=28, size=12),  # x, 3 words at local 0
+            i("sldi", rd=1, imm=16),
+            i("lldi", rd=1, imm=0, len=3),  # 3 zero words at local 16
+            i("setbw", ibiw=32, obiw=8),
+            i("sldi", rd=2, imm=32),
+            i("vvsra", rd=2, rs1=0, rs2=1, len=3),  # x >> 0 as 3 bytes at local 32
+            i("setbw", ibiw=8, obiw=32),
+            i("sldi", rd=3, imm=40),
+            i("lldi", rd=3, imm=-1, len=8),  # 8 bytes of -1 at local 40
+            i("lmv", rd=3, rs1=2, len=3, size=3),  # the 3 bytes to local 40
+            i("sldi", rd=4, imm=64),
+            i("mvmul", rd=4, rs1=3, mbiw=8, relu=0, group=0),  # 2 words at local 64
+            i("setbw", ibiw=32, obiw=32),
+            i("sldi", rd=5, imm=44),
+            i("vvadd", rd=4, rs1=4, rs2=5, len=1),  # + the word of -1 bytes at local 44
+            i("sldi", rd=29, imm=12),
+            i("st", rd=28, rs1=4, size=8),
+        ]
+    }
+    x = np.array([7, -3, 200])
+    (y,) = validate(read_artifacts(write(tmp_path, program)), [x]).outputs
+    np.testing.assert_array_equal(y, np.array([7, -3, -56]) @ np.array(WEIGHTS) + [-1, 0])

@@ -1,0 +1,141 @@
+"""Bounds of the integer values the `pim.core`s compute on, by interval arithmetic over the ops of
+their (bufferized) bodies: what `pim-codegen` needs to know that a crossbar's input fits 8 bits.
+
+A value's bounds `(low, high)` come from constants, from clamps (`arith.minsi`/`arith.maxsi`,
+`spat.vmax` against a constant), ReLU, right shifts by constants, and the ops that only move,
+select or average elements (loads, views, pooling, concatenation, transfers between cores: a
+received value has the bounds of the value sent). A function argument has the bounds its
+`cim.bounds` argument attribute gives (`set_argument_bounds`: the integer importer sets it on the
+inputs the host quantizes), a
+global constant its values' range. Anything else is unbounded (the full i32 range).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import arith, bufferization, func, memref, tensor
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr
+from xdsl.dialects.linalg.ops import TransposeOp
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import BOUNDS, dense_array
+
+Bounds = tuple[int, int]
+UNBOUNDED: Bounds = (-(2**31), 2**31 - 1)
+INT8: Bounds = (-128, 127)
+
+_VIEWS = (
+    bufferization.ToTensorOp,
+    bufferization.ToBufferOp,
+    memref.CollapseShapeOp,
+    memref.ExpandShapeOp,
+    spat.ExtractRowsOp,
+    spat.MaxPoolOp,
+    spat.GlobalAvgPoolOp,
+)
+"""Ops whose result's elements are elements (or floored means) of their first operand's."""
+_MOVES = (
+    bufferization.ToTensorOp,
+    bufferization.ToBufferOp,
+    tensor.CollapseShapeOp,
+    tensor.ExpandShapeOp,
+    tensor.ExtractSliceOp,
+    TransposeOp,
+)
+"""Ops outside the cores whose result's elements are their first operand's (the host's layout
+changes of an input)."""
+
+
+def within(bounds: Bounds, limits: Bounds) -> bool:
+    return limits[0] <= bounds[0] and bounds[1] <= limits[1]
+
+
+def outside_bounds(value: SSAValue) -> Bounds:
+    """The bounds of a value defined outside the cores: an argument's attribute, a constant's range."""
+    owner = value.owner
+    if isinstance(value, BlockArgument):
+        function = value.owner.parent_op()
+        if isinstance(function, func.FuncOp) and function.arg_attrs is not None:
+            entry = function.arg_attrs.data[value.index].data.get(BOUNDS)
+            if isinstance(entry, ArrayAttr) and len(entry.data) == 2:
+                low, high = (a.value.data for a in entry.data if isinstance(a, IntegerAttr))
+                return (low, high)
+        return UNBOUNDED
+    if isinstance(owner, arith.ConstantOp):
+        return constant_bounds(owner)
+    if isinstance(owner, _MOVES):
+        return outside_bounds(owner.operands[0])
+    return UNBOUNDED
+
+
+def constant_bounds(op: arith.ConstantOp) -> Bounds:
+    value = op.value
+    if isinstance(value, IntegerAttr):
+        return (value.value.data, value.value.data)
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        values = dense_array(value)
+        if values.size and np.issubdtype(values.dtype, np.integer):
+            return (int(values.min()), int(values.max()))
+    return UNBOUNDED
+
+
+def shifted(bounds: Bounds, shift: Bounds) -> Bounds:
+    """`x >> s` (arithmetic) for x and s within their bounds (s ≥ 0)."""
+    (low, high), (s0, s1) = bounds, shift
+    if s0 < 0 or s1 > 63:
+        return UNBOUNDED
+    return (min(low >> s0, low >> s1), max(high >> s0, high >> s1))
+
+
+def op_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds | None:
+    """The bounds of `op`'s (first) result from its operands' (None: the op has no result)."""
+
+    def of(value: SSAValue) -> Bounds:
+        bounds = known.get(value)
+        return outside_bounds(value) if bounds is None else bounds
+
+    if isinstance(op, arith.ConstantOp):
+        return constant_bounds(op)
+    if isinstance(op, pim.LoadOp):
+        return outside_bounds(op.global_)
+    if isinstance(op, _VIEWS):
+        return of(op.operands[0])
+    if isinstance(op, arith.MinSIOp):
+        (a0, a1), (b0, b1) = of(op.lhs), of(op.rhs)
+        return (min(a0, b0), min(a1, b1))
+    if isinstance(op, arith.MaxSIOp | spat.VMaxOp):
+        (a0, a1), (b0, b1) = of(op.operands[0]), of(op.operands[1])
+        return (max(a0, b0), max(a1, b1))
+    if isinstance(op, spat.VReluOp):
+        low, high = of(op.operands[0])
+        return (max(low, 0), max(high, 0))
+    if isinstance(op, arith.ShRSIOp):
+        return shifted(of(op.lhs), of(op.rhs))
+    if isinstance(op, spat.ConcatOp):
+        parts = [of(v) for v in op.inputs]
+        return (min(p[0] for p in parts), max(p[1] for p in parts))
+    if isinstance(op, spat.ChannelReceiveOp):
+        return channels.get(op.channel, UNBOUNDED)
+    return UNBOUNDED if op.results else None
+
+
+def core_value_bounds(cores: list[pim.CoreOp]) -> dict[SSAValue, Bounds]:
+    """The bounds of the values of the cores' bodies. Transfers carry bounds from core to core, so
+    the cores are gone over until the bounds of every transfer are settled (at most once per core:
+    the cores' transfers form no cycle of values)."""
+    channels: dict[SSAValue, Bounds] = {}
+    known: dict[SSAValue, Bounds] = {}
+    for _ in range(len(cores) + 1):
+        before = dict(channels)
+        for core in cores:
+            for op in core.body.block.ops:
+                bounds = op_bounds(op, known, channels)
+                if bounds is not None:
+                    known[op.results[0]] = bounds
+                if isinstance(op, spat.ChannelSendOp):
+                    channels[op.channel] = known.get(op.value, UNBOUNDED)
+        if channels == before:
+            break
+    return known
