@@ -131,7 +131,21 @@ def make_sampler(
     if sweep.search == "tpe":
         return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints)
     population = {"population_size": sweep.population} if sweep.population else {}
-    return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constraints, **population)
+    return OrderedNSGAIISampler(seed=seed, constraints_func=constraints, **population)
+
+
+class OrderedNSGAIISampler(optuna.samplers.NSGAIISampler):
+    """NSGA-II whose parents come in trial order for every trial of a generation.
+
+    Optuna selects a generation's parents once, for its first trial, and stores their ids in the
+    study: that first trial gets them in the order of the selection, every later trial (reading the
+    stored ids) in the order of the study. A search stopped while it proposed a generation's first
+    trial has stored the parents already, so on resume that trial would draw its parents from the
+    other order and become another child. In trial order, every trial sees the same list whether
+    the parents were selected just now or read back."""
+
+    def get_parent_population(self, study, generation: int) -> list:
+        return sorted(super().get_parent_population(study, generation), key=lambda t: t.number)
 
 
 class GridOrderSampler(optuna.samplers.BaseSampler):

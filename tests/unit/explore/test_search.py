@@ -158,28 +158,37 @@ def test_an_interrupted_search_resumes_from_its_study_as_if_never_stopped(tmp_pa
     assert trials_of(longer)[:12] == trials_of(whole) and len(longer.search["trials"]) == 14
 
 
-@pytest.mark.parametrize("method", ["tpe", "grid"])
+@pytest.mark.parametrize("method", ["tpe", "grid", "nsga2"])
 def test_a_search_stopped_while_proposing_resumes_as_if_never_stopped(tmp_path, monkeypatch, method):
     extra = {"population": 4} if method == "nsga2" else {}
     sweep = spec(search=method, trials=12, seed=5, trials_per_batch=2, **extra)
     whole = explore(sweep, study=tmp_path / "whole.db")
-    sampler = optuna.samplers.TPESampler if method == "tpe" else search_module.GridOrderSampler
-    real_sample, calls = sampler.sample_independent, []
+    if method == "nsga2":
+        # generation 2's first trial (trial 8): its parents are selected and stored in the study,
+        # then the process dies before the trial has any parameter
+        target, name, broken = optuna.samplers.NSGAIISampler, "get_parent_population", 8
+        last = lambda calls: calls[-1][-1] == 2  # noqa: E731  (self, study, generation)
+    else:  # 3 parameters a trial: trial 5 has 2 of its 3 when the process dies
+        sampler = optuna.samplers.TPESampler if method == "tpe" else search_module.GridOrderSampler
+        target, name, broken = sampler, "sample_independent", 5
+        last = lambda calls: len(calls) == 18  # noqa: E731
+    real, calls = getattr(target, name), []
 
-    def crash_on_the_eighteenth(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 18:  # 3 parameters a trial: trial 5 has 2 of its 3 when the process dies
+    def crash(*args, **kwargs):
+        found = real(*args, **kwargs)
+        calls.append(args)
+        if last(calls):
             raise KeyboardInterrupt
-        return real_sample(self, *args, **kwargs)
+        return found
 
-    monkeypatch.setattr(sampler, "sample_independent", crash_on_the_eighteenth)
+    monkeypatch.setattr(target, name, crash)
     with pytest.raises(KeyboardInterrupt):
         explore(sweep, study=tmp_path / "cut.db")
-    monkeypatch.setattr(sampler, "sample_independent", real_sample)
+    monkeypatch.setattr(target, name, real)
     resumed = explore(sweep, study=tmp_path / "cut.db")
     assert trials_of(resumed) == trials_of(whole) and resumed.csv() == whole.csv()
     study = optuna.load_study(study_name="cim-explore", storage=f"sqlite:///{tmp_path / 'cut.db'}")
-    assert len(study.trials) == 13 and study.trials[5].state == optuna.trial.TrialState.FAIL  # the broken proposal
+    assert len(study.trials) == 13 and study.trials[broken].state == optuna.trial.TrialState.FAIL  # the broken proposal
 
 
 def test_the_study_is_written_beside_the_results(tmp_path):
