@@ -301,7 +301,8 @@ class Predictor:
         with warnings.catch_warnings():  # a kernel parameter at its bound is not an error of the fit
             warnings.simplefilter("ignore", ConvergenceWarning)
             self.models = {
-                o: regressor(self.fitted, o).fit(x[:, self.columns], y) for o, y in self.samples.targets.items()
+                o: regressor(self.fitted, o).fit(x[:, self.columns], y - baseline(x, o))
+                for o, y in self.samples.targets.items()
             }
 
     @property
@@ -332,8 +333,7 @@ class Predictor:
         kept = np.clip(self.models["accuracy"].predict(x), 0.0, None)
         return {
             "accuracy": np.clip(kept * float_accuracy, 0.0, 1.0),
-            "latency": np.exp2(self.models["latency"].predict(x)),
-            "energy": np.exp2(self.models["energy"].predict(x)),
+            **{o: np.exp2(baseline(features, o) + self.models[o].predict(x)) for o in ("latency", "energy")},
         }
 
     def to_dict(self) -> dict:
@@ -359,6 +359,15 @@ class Predictor:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict()) + "\n")
+
+
+def baseline(features: np.ndarray, objective: str) -> np.ndarray | float:
+    """What the regressors of `objective` correct: for latency and energy, the log2 of the cost
+    model's estimate (`workload.estimate`), so they learn the ratio of the simulated cost to it;
+    nothing for accuracy."""
+    if objective == "accuracy":
+        return 0.0
+    return features[:, FEATURES.index(f"log_{objective}_estimate")]
 
 
 def method_of(method: str, samples: int) -> str:
