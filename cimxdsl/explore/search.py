@@ -114,15 +114,16 @@ def make_sampler(
     constraints: Callable | None,
     records: dict | None = None,
     position: int = 0,
+    prior: dict | None = None,
 ):
     """The sweep's sampler, seeded with `seed`; `records`: the trials' outcomes so far (by number),
     which the surrogate is fitted on; `position`: how many trials were proposed before (the grid's
-    next point)."""
+    next point); `prior`: the surrogate's predicted values of every point (`surrogate.prior_of`)."""
     if sweep.search == "surrogate":
         from cimxdsl.explore.surrogate import SurrogateSampler
 
         return SurrogateSampler(
-            space.distributions, sweep.objectives, MAXIMISED, sweep.constraints, records or {}, seed
+            space.distributions, sweep.objectives, MAXIMISED, sweep.constraints, records or {}, seed, prior
         )
     if sweep.search == "grid":
         return GridOrderSampler(space.grid(), position)
@@ -225,6 +226,7 @@ def fingerprint(sweep: Sweep, context: Context) -> dict:
         "axes": [[a.name, list(a.fields), [list(v) for v in a.values], str(a.range)] for a in sweep.axes],
         "data": context.token,
         "cost": vars(sweep.cost),
+        "predictor": None if sweep.predictor is None else hashlib.sha256(sweep.predictor.read_bytes()).hexdigest(),
     }
 
 
@@ -443,6 +445,11 @@ def run_search(
         if sweep.constraints and not SET_CONSTRAINT:
             constraints = lambda trial: search.violations(search.records[trial.number]["metrics"])  # noqa: E731
         batch = sweep.trials_per_batch or evaluator.workers
+        prior = None
+        if sweep.predictor is not None:
+            from cimxdsl.explore.surrogate import prior_of
+
+            prior = prior_of(sweep, search.space)
         stored = study.user_attrs
         pending, skipped = [], 0
         study.sampler = optuna.samplers.RandomSampler()
@@ -478,7 +485,7 @@ def run_search(
             for _ in range(0 if late else min(rest, budget - position)):
                 position = len(study.trials) - skipped
                 seed = trial_seed(sweep.seed, position)
-                study.sampler = make_sampler(sweep, search.space, seed, constraints, search.records, position)
+                study.sampler = make_sampler(sweep, search.space, seed, constraints, search.records, position, prior)
                 trial = study.ask(search.space.distributions)
                 point, new = search.point_of(trial.params)
                 asked.append((trial, point, new, False))

@@ -42,8 +42,18 @@ def initial_trials(distributions: dict) -> int:
 class SurrogateSampler(optuna.samplers.BaseSampler):
     """Proposes the untried point of largest predicted hypervolume improvement (see the module)."""
 
-    def __init__(self, distributions: dict, objectives, maximised, constraints, records: dict[int, dict], seed: int):
+    def __init__(
+        self,
+        distributions: dict,
+        objectives,
+        maximised,
+        constraints,
+        records: dict[int, dict],
+        seed: int,
+        prior: dict[tuple, dict[str, float]] | None = None,
+    ):
         self.distributions = distributions
+        self.prior = prior
         self.objectives = tuple(objectives)
         self.maximised = tuple(maximised)
         self.constraints = tuple(constraints)
@@ -71,12 +81,17 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
             for t in trials
             if t.params and self.records.get(t.number, {}).get("status") == "ok"
         ]
-        if len(known) < initial_trials(self.distributions):
+        if self.prior is None and len(known) < initial_trials(self.distributions):
             return candidates[int(self.rng.integers(len(candidates)))]
-        x = np.array([self.encode(p) for p, _ in known])
+        x = np.array([self.encode(p) for p, _ in known]).reshape(len(known), len(self.distributions))
         grid = np.array([self.encode(c) for c in candidates])
         metrics = sorted({*self.objectives, *(c.metric for c in self.constraints)})
-        predicted = {m: self.fit_predict(x, [v[m] for _, v in known], grid, m) for m in metrics}
+        predicted = {
+            m: self.fit_predict(
+                x, [v[m] for _, v in known], grid, m, *self.prior_of(m, [p for p, _ in known], candidates)
+            )
+            for m in metrics
+        }
         simulated = {m: np.array([v[m] for _, v in known], dtype=float) for m in metrics}
         choice = self.best(simulated, predicted)
         if choice is None:
@@ -111,15 +126,35 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
         return row
 
     # ---- the model ---------------------------------------------------------------------------------
-    def fit_predict(self, x: np.ndarray, y: list[float], grid: np.ndarray, metric: str) -> np.ndarray:
+    def prior_of(self, metric: str, known: list[dict], candidates: list[dict]) -> tuple:
+        """The predictor's values of `metric` at the known points and the candidates (None, None
+        without a predictor)."""
+        if self.prior is None:
+            return None, None
+        return tuple(np.array([self.prior[self.key(p)][metric] for p in ps], dtype=float) for ps in (known, candidates))
+
+    def fit_predict(
+        self,
+        x: np.ndarray,
+        y: list[float],
+        grid: np.ndarray,
+        metric: str,
+        prior_known: np.ndarray | None = None,
+        prior_grid: np.ndarray | None = None,
+    ) -> np.ndarray:
         """The metric's optimistic prediction on `grid`: a Gaussian process's mean moved one
         standard deviation towards the better side (so uncertain points are tried), a boosted
-        model's mean."""
+        model's mean. With a predictor's values (`prior_known`, `prior_grid`), the regressor
+        learns the simulated values' difference from them (costs: their ratio), and predicts
+        the predictor's values where nothing is simulated yet."""
         y = np.array(y, dtype=float)
-        logged = metric in LOG_METRICS and (y > 0).all()
-        target = np.log2(y) if logged else y
-        if np.ptp(target) == 0:
-            return np.full(len(grid), y[0])
+        logged = metric in LOG_METRICS and (y > 0).all() and (prior_grid is None or (prior_grid > 0).all())
+        scale = np.log2 if logged else (lambda v: v)
+        target = scale(y) - (0 if prior_known is None else scale(prior_known))
+        offset = 0 if prior_grid is None else scale(prior_grid)
+        back = (lambda v: np.exp2(v + offset)) if logged else (lambda v: v + offset)
+        if len(y) < 2 or np.ptp(target) == 0:
+            return back(np.full(len(grid), target.mean() if len(y) else 0.0))
         method = method_of("auto", len(y))
         model = regressor(method, "accuracy" if metric in self.maximised else metric)
         with warnings.catch_warnings():  # a kernel parameter at its bound is not an error of the fit
@@ -130,7 +165,7 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
                 found = mean + EXPLORATION * std * (1 if metric in self.maximised else -1)
             else:
                 found = model.predict(grid)
-        return np.exp2(found) if logged else found
+        return back(found)
 
     def minimised(self, values: dict[str, np.ndarray]) -> np.ndarray:
         return np.stack([-values[o] if o in self.maximised else values[o] for o in self.objectives], axis=1)
@@ -161,6 +196,31 @@ class SurrogateSampler(optuna.samplers.BaseSampler):
                 continue  # predicted to be dominated by a simulated point
             gains[i] = hypervolume(np.vstack([base, row]), reference) - volume
         return int(np.argmax(gains)) if gains.max() > 0 else None
+
+
+def prior_of(sweep, space) -> dict[tuple, dict[str, float]]:
+    """The values a saved predictor (`sweep.predictor`) predicts for every point of the sweep's
+    axes, by the points' parameters (in the order of `space.distributions`)."""
+    import json
+
+    from cimxdsl.explore.learn import LearnError, load_predictor, predict
+    from cimxdsl.explore.sweep import SweepError
+
+    if any(axis.range is not None and not axis.values for axis in sweep.axes):
+        raise SweepError("'predictor': the surrogate starts from a predictor on axes of finitely many values")
+    try:
+        prediction = predict(load_predictor(sweep.predictor), sweep)
+    except LearnError as e:
+        raise SweepError(f"'predictor': {e}") from None
+    index = {json.dumps(s, sort_keys=True, default=str): i for i, s in enumerate(prediction.settings)}
+    prior = {}
+    for params in space.grid():
+        i = index.get(json.dumps(space.settings(params), sort_keys=True, default=str))
+        if i is not None:
+            prior[tuple(params[n] for n in space.distributions)] = {
+                o: float(v[i]) for o, v in prediction.values.items()
+            }
+    return prior
 
 
 def finite_values(d) -> list | None:

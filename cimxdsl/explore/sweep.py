@@ -44,6 +44,7 @@ A sweep may search its axes instead of evaluating all of them (`cimxdsl.explore.
     constraints = ["accuracy >= 0.9"]       # a point that breaks one is not on the front
     prune = true                   # stop a point whose first chunks already show it dominated
     population = 20                # NSGA-II's population (default 50)
+    predictor = "predictor.json"   # the surrogate's: start from a predictor of `cim-explore learn`
     trials_per_batch = 2           # points proposed together (default: the local jobs or Dask workers)
 
     [axes]
@@ -245,6 +246,8 @@ class Sweep:
     prune: bool = True
     population: int | None = setting(None, low=2)
     trials_per_batch: int | None = setting(None, low=1)
+    predictor: Path | None = None
+    """A saved predictor (`cim-explore learn`) the surrogate search starts from."""
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
@@ -327,7 +330,29 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
         cost=cost,
         objectives=objectives,
         constraints=parse_constraints(data.get("constraints", [])),
+        predictor=parse_predictor(data, root, search, objectives),
     )
+
+
+PREDICTED = ("accuracy", "latency", "energy")
+"""The metrics a saved predictor predicts."""
+
+
+def parse_predictor(data: dict, root: Path, search: str | None, objectives: tuple[str, ...]) -> Path | None:
+    """The `predictor` file of a surrogate search, checked to predict what the search needs."""
+    if "predictor" not in data:
+        return None
+    if search != "surrogate":
+        raise SweepError("'predictor' is the surrogate's: it needs search = 'surrogate'")
+    path = resolve(data, "predictor", root, {})
+    needed = [*objectives, *(c.metric for c in parse_constraints(data.get("constraints", [])))]
+    for metric in needed:
+        if metric not in PREDICTED:
+            raise SweepError(
+                f"'predictor': a predictor predicts {', '.join(PREDICTED)}, not '{metric}' "
+                "(an objective or constraint of this search)"
+            )
+    return path
 
 
 # ---- parts --------------------------------------------------------------------------------------
