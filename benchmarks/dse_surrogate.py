@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
         "cost": COST,
         "objectives": ["accuracy", "energy"],
     }
-    print(f"\n| search | seed | points to {100 * GOAL:.0f} % of the grid's hypervolume | final | capped: points | final |")
+    goal = f"{100 * GOAL:.0f} %"
+    print(f"\n| search | seed | points to {goal} of the grid's hypervolume | final | capped: points | final |")
     print("|---|---|---|---|---|---|")
     for method in options.methods:
         for seed in options.seeds:
