@@ -285,6 +285,8 @@ class Predictor:
     method: str = "auto"
     held_out: dict = field(default_factory=dict)
     """The error on points the evaluated fit did not train on (`held_out_error`)."""
+    methods: dict[str, str] | None = None
+    """The regressor of each objective (None: from `method`, `auto` cross-validating them)."""
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -295,15 +297,19 @@ class Predictor:
         self.inputs = [f for f, v in zip(FEATURES, varying, strict=True) if v]
         self.constant = {f: float(x[0, i]) for i, f in enumerate(FEATURES) if not varying[i]}
         self.columns = np.flatnonzero(varying)
-        self.fitted = method_of(self.method, len(x))
         from sklearn.exceptions import ConvergenceWarning
 
         with warnings.catch_warnings():  # a kernel parameter at its bound is not an error of the fit
             warnings.simplefilter("ignore", ConvergenceWarning)
+            if self.methods is None:
+                self.methods = choose_methods(self.samples, self.columns, self.method)
             self.models = {
-                o: regressor(self.fitted, o).fit(x[:, self.columns], y - baseline(x, o))
+                o: regressor(self.methods[o], o).fit(x[:, self.columns], y - baseline(x, o))
                 for o, y in self.samples.targets.items()
             }
+        common = Counter(self.methods.values()).most_common(1)[0][0]
+        others = [f"{o}: {m}" for o, m in self.methods.items() if m != common]
+        self.fitted = common + (f" ({', '.join(others)})" if others else "")
 
     @property
     def base(self) -> DeviceConfig:
@@ -355,6 +361,7 @@ class Predictor:
             "cost": s.cost,
             "space": s.space,
             "held_out": self.held_out,
+            "methods": self.methods,
         }
 
     def save(self, path: str | Path) -> None:
@@ -368,6 +375,46 @@ def baseline(features: np.ndarray, objective: str) -> np.ndarray | float:
     if objective == "accuracy":
         return 0.0
     return features[:, FEATURES.index(f"log_{objective}_estimate")]
+
+
+CHOICES = ("gbm", "forest")
+"""The regressors `auto` chooses between per objective, by cross-validation, from `GP_SAMPLES` samples."""
+FOLDS = 3
+
+
+def choose_methods(samples: Samples, columns: np.ndarray, method: str) -> dict[str, str]:
+    """The regressor of each objective: `method`; for `auto`, `gp` under `GP_SAMPLES` samples, else
+    whichever of `CHOICES` has the smaller mean absolute error in a `FOLDS`-fold cross-validation
+    (folds of whole models where there are enough models, so the choice is for models not seen;
+    else of points), `gbm` where the target is constant."""
+    x, n = samples.features, len(samples.groups)
+    if method != "auto" or n < GP_SAMPLES:
+        return dict.fromkeys(samples.targets, method_of(method, n))
+    from sklearn.model_selection import GroupKFold, KFold
+
+    if len(set(samples.groups)) >= FOLDS:
+        folds = list(GroupKFold(FOLDS).split(x, groups=samples.groups))
+    else:
+        folds = list(KFold(FOLDS, shuffle=True, random_state=SEED).split(x))
+    chosen = {}
+    for objective, y in samples.targets.items():
+        target = y - baseline(x, objective)
+        if np.ptp(target) < 1e-9:
+            chosen[objective] = CHOICES[0]
+            continue
+        error = {
+            m: np.mean(
+                [
+                    np.abs(
+                        regressor(m, objective).fit(x[a][:, columns], target[a]).predict(x[b][:, columns]) - target[b]
+                    ).mean()
+                    for a, b in folds
+                ]
+            )
+            for m in CHOICES
+        }
+        chosen[objective] = min(CHOICES, key=error.__getitem__)
+    return chosen
 
 
 def method_of(method: str, samples: int) -> str:
@@ -407,7 +454,7 @@ def load_predictor(path: str | Path) -> Predictor:
         space=data["space"],
         reference=None if data.get("reference") is None else np.array(data["reference"], dtype=float),
     )
-    return Predictor(samples, data["method"], data.get("held_out", {}))
+    return Predictor(samples, data["method"], data.get("held_out", {}), data.get("methods"))
 
 
 # ---- held-out error --------------------------------------------------------------------------------

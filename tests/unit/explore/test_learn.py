@@ -386,3 +386,51 @@ def test_bad_surrogate_predictor_input(predictor, tmp_path):
         load_sweep({**search, "objectives": ["accuracy", "writes"]})
     with pytest.raises(SweepError, match=r"'predictor': no such file 'nope.json'"):
         load_sweep({**search, "predictor": "nope.json"})
+
+
+def test_auto_chooses_each_objectives_regressor_by_cross_validation(monkeypatch):
+    """`auto` fits, per objective, the regressor with the smaller cross-validated error: made to
+    predict badly, the other one is chosen; costs the estimate gives exactly keep `gbm`."""
+    from cimxdsl.explore import learn as learn_module
+
+    rng = np.random.default_rng(2)
+    n = 90
+    features = np.zeros((n, len(FEATURES)))
+    features[:, FEATURES.index("adc_bits")] = rng.integers(3, 9, n)
+    features[:, FEATURES.index("log_latency_estimate")] = rng.uniform(5, 9, n)
+    features[:, FEATURES.index("log_energy_estimate")] = rng.uniform(10, 14, n)
+    samples = Samples(
+        features=features,
+        targets={
+            "accuracy": 1 - 2.0 ** -features[:, FEATURES.index("adc_bits")],
+            "latency": features[:, FEATURES.index("log_latency_estimate")],
+            "energy": features[:, FEATURES.index("log_energy_estimate")] + 0.1 * features[:, 0],
+        },
+        groups=[f"m{i % 3}" for i in range(n)],
+        workloads={f"m{i}": Workload(f"m{i}", [Layer("l", 1, 2, 3)], 1.0) for i in range(3)},
+        bases=[DeviceConfig().to_dict()],
+    )
+    real = learn_module.regressor
+
+    class Off:
+        def fit(self, x, y):
+            return self
+
+        def predict(self, x):
+            return np.full(len(x), 100.0)
+
+    for bad, good in (("forest", "gbm"), ("gbm", "forest")):
+        monkeypatch.setattr(learn_module, "regressor", lambda m, o, bad=bad: Off() if m == bad else real(m, o))
+        methods = Predictor(samples, "auto").methods
+        assert methods["accuracy"] == good and methods["latency"] == "gbm"  # latency: the estimate is exact
+    monkeypatch.setattr(learn_module, "regressor", real)
+    assert Predictor(subset_of(samples, 40), "auto").methods == dict.fromkeys(("accuracy", "latency", "energy"), "gp")
+    assert Predictor(samples, "forest").methods == dict.fromkeys(("accuracy", "latency", "energy"), "forest")
+
+
+def subset_of(samples, count):
+    from cimxdsl.explore.learn import subset
+
+    keep = np.zeros(len(samples.groups), dtype=bool)
+    keep[:count] = True
+    return subset(samples, keep)
