@@ -508,7 +508,9 @@ def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         raise ValueError(f"input {value} (row {r}) does not fit {bits}-bit inputs ({ranges})")
 
 
-def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None, backend: ArrayBackend = NUMPY) -> np.ndarray:
+def _exact_product(
+    x: np.ndarray, tile: Tile, out: np.ndarray | None = None, backend: ArrayBackend = NUMPY
+) -> np.ndarray:
     """x @ W, into `out` when it has the product's dtype."""
     return exact_matmul(x, tile.weights, out, tile.max_abs, backend)
 
@@ -526,7 +528,8 @@ def exact_matmul(
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if not backend.is_numpy:
             dtype = np.result_type(x, w)
-            return backend.to_numpy(backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype)))
+            product = backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype))
+            return backend.to_numpy(product)
         if out is not None and out.dtype == np.result_type(x, w):
             return matmul(x, w, out=out)
         return matmul(x, w)
@@ -835,7 +838,8 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
             digits += noise(digits.shape, config.input_noise * (2**config.dac_bits - 1))
         sums = xp.matmul(xp.reshape(digits, (t, count * b, width)), g[a0:a1, ...])
         if config.read_noise:
-            sigma = config.read_noise * xp.sqrt(xp.reshape(digits * digits, (count * b, width)) @ (g[0, ...] * g[0, ...]))
+            squares = xp.reshape(digits * digits, (count * b, width))
+            sigma = config.read_noise * xp.sqrt(xp.matmul(squares, g[0, ...] * g[0, ...]))
             sums[0, ...] += sigma * noise(sums.shape[1:], 1.0)
         sums = xp.reshape(sums, (t, count, b, n, arrays, cells))
         spans = None if stack.spans is None else stack.spans[a0:a1, None, None, ...]
@@ -855,9 +859,9 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         if planes.flip_last and negative.any():
             flip = backend.asarray(np.where(negative, -1, 1).astype(reads_dtype)[..., None])
             reads[:, -1, ...] = reads[:, -1, ...] * flip
-        result = xp.stack(
-            [xp.matmul(xp.reshape(xp.matmul(scale, xp.reshape(reads[i, ...], (count, -1))), (b * n, -1)), coefficients) for i in range(t)]
-        )
+        # per K-block: Σ_p scale_p · reads_p, then Σ over the reads of a weight times 2**(j·cell_bits)
+        planes_added = [xp.matmul(scale, xp.reshape(reads[i, ...], (count, -1))) for i in range(t)]
+        result = xp.stack([xp.matmul(xp.reshape(r, (b * n, -1)), coefficients) for r in planes_added])
         if den == num:
             out = result if reads_dtype is not dtype else xp.astype(result, as_xp[out_dtype], copy=False)
         elif out_dtype is np.int64:

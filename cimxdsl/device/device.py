@@ -226,7 +226,8 @@ class Device:
             self.adc_spans[key] = np.maximum(self.adc_spans.get(key, seen), seen)
             return tile_mvm(tile, x, config.replace(adc_bits=0), rng, out=out, backend=backend)
         spans = self.adc_spans.get(key)
-        return tile_mvm(tile, x, config, rng, out=out, spans=spans, stack=self._stack(i, tile, spans, config), backend=backend)
+        stack = self._stack(i, tile, spans, config)
+        return tile_mvm(tile, x, config, rng, out=out, spans=spans, stack=stack, backend=backend)
 
     def _stack(self, i: int, tile: Tile, spans, config: DeviceConfig) -> TileStack | None:
         """Crossbar `i`'s tile stacked on the array backend's device (None on NumPy or where the

@@ -21,8 +21,8 @@ from xdsl.dialects import arith, bufferization, func, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation
 
-from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.backend import NUMPY
+from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
 from cimxdsl.dialects import memristor
 from cimxdsl.interpreters.memristor import runtime_op
