@@ -157,13 +157,12 @@ def _backend(name: str, device: str | None) -> ArrayBackend:
             return NUMPY
         return ArrayBackend(name, "cpu", _module("array_api_strict"), chunk_bytes=None)
     library = _module(name, f"backend '{name}' needs {name} installed (pip install 'cimxdsl[{_extra(name)}]')")
-    compat = importlib.import_module(f"array_api_compat.{name}")
     if name == "torch":
         if kind == "cpu":
-            return ArrayBackend(name, "cpu", compat, library.device("cpu"))
+            return ArrayBackend(name, "cpu", _compat(name), library.device("cpu"))
         count = library.cuda.device_count() if library.cuda.is_available() else 0
         index = _gpu_index(name, device, index, count)
-        return ArrayBackend(name, f"cuda:{index}", compat, library.device("cuda", index), GPU_CHUNK_BYTES)
+        return ArrayBackend(name, f"cuda:{index}", _compat(name), library.device("cuda", index), GPU_CHUNK_BYTES)
     if kind == "cpu":
         raise ArrayBackendError(f"backend 'cupy' runs on a GPU only, got device '{device}' (use backend 'numpy')")
     try:
@@ -171,7 +170,12 @@ def _backend(name: str, device: str | None) -> ArrayBackend:
     except Exception:  # CUDARuntimeError without a driver or a GPU
         count = 0
     index = _gpu_index(name, device, index, count)
-    return ArrayBackend(name, f"cuda:{index}", compat, library.cuda.Device(index), GPU_CHUNK_BYTES)
+    return ArrayBackend(name, f"cuda:{index}", _compat(name), library.cuda.Device(index), GPU_CHUNK_BYTES)
+
+
+def _compat(name: str):
+    """`array_api_compat`'s namespace of library `name`."""
+    return importlib.import_module(f"array_api_compat.{name}")
 
 
 def _device_string(name: str, device: str | None) -> tuple[str, int | None]:
