@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import importlib
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfigError
+from cimxdsl.device.threads import current_threads
 
 BACKENDS = ("numpy", "torch", "cupy", "array_api_strict")
 """The array libraries a device's products can run on."""
@@ -116,6 +119,21 @@ class ArrayBackend:
                 f"device {self.device} ({self.name}) is too small for the model's resident weights: "
                 f"{self.resident_bytes + nbytes} bytes needed ({nbytes} more), {free} bytes free"
             )
+
+    @contextmanager
+    def host_threads(self) -> Iterator[None]:
+        """Run the block with PyTorch's CPU threads set to those of `using_threads` (a pool of
+        busy-waiting threads on cores something else uses costs far more than it gives)."""
+        if self.name != "torch" or self.handle.type != "cpu":
+            yield
+            return
+        torch = _module("torch")
+        before = torch.get_num_threads()
+        torch.set_num_threads(current_threads())
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def free_bytes(self) -> int | None:
         """The free memory of a GPU device, None on the host."""

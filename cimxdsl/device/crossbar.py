@@ -528,7 +528,8 @@ def exact_matmul(
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if not backend.is_numpy:
             dtype = np.result_type(x, w)
-            product = backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype))
+            with backend.host_threads():
+                product = backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype))
             return backend.to_numpy(product)
         if out is not None and out.dtype == np.result_type(x, w):
             return matmul(x, w, out=out)
@@ -538,7 +539,8 @@ def exact_matmul(
     bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
         if not backend.is_numpy:
-            product = backend.xp.matmul(backend.asarray(x.astype(np.float64)), backend.resident(w, np.float64))
+            with backend.host_threads():
+                product = backend.xp.matmul(backend.asarray(x.astype(np.float64)), backend.resident(w, np.float64))
             return backend.to_numpy(product).astype(np.int64)
         return matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
     if bound < 2**63:
@@ -887,8 +889,9 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     else:  # read noise is drawn chunk after chunk; another backend runs its own threads or a GPU
         if rng is not None and (blocks > 1 or stack.tiles is not None):
             raise ValueError("read noise is drawn per tile: a stacked product takes one tile")
-        for each in chunks:
-            run(each)
+        with backend.host_threads():
+            for each in chunks:
+                run(each)
     k = np.diff(stack.edges)[:, None, None]
     correction = planes.offsets[..., None] * (stack.col_sums[:, None] + stack.weight_offset[:, None] * k)
     correction += stack.weight_offset[:, None] * parts.sum(axis=-1, dtype=np.int64)[..., None]

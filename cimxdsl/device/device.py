@@ -28,6 +28,7 @@ noise also by the chunk of a data set (`start_chunk`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import operator
 from pathlib import Path
@@ -100,6 +101,19 @@ class Device:
         self._programmed: dict[tuple[int, DeviceConfig], tuple[np.ndarray, Tile, bytes]] = {}
         self._precisions: dict[tuple[int, int] | None, DeviceConfig] = {None: self.config}
         self._programmed_bytes = 0
+
+    def on_backend(self, backend: str | ArrayBackend, array_device: str | None = None) -> Device:
+        """A device holding this one's programmed crossbars (shared, not programmed again) whose
+        products run on another array backend; its metrics and timeline start from zero."""
+        other = copy.copy(self)
+        other.backend = array_backend(backend, array_device)
+        count = self.config.crossbars
+        other._tiles, other._configs, other._keys = list(self._tiles), list(self._configs), list(self._keys)
+        other._sources, other._stuck, other._stacks = list(self._sources), dict(self._stuck), {}
+        other._ops_seen, other._programmed = self._ops_seen.copy(), dict(self._programmed)
+        other._precisions, other._costs = dict(self._precisions), {}
+        other._metrics, other._free_at, other.now_ns = Metrics(count), [0.0] * count, 0.0
+        return other
 
     # ---- operations ---------------------------------------------------------------------------
     def write(self, xbar: int, weights: np.ndarray, precision: tuple[int, int] | None = None) -> None:

@@ -288,20 +288,22 @@ class Tiles:
         self.config: DeviceConfig | None = None
         """The device as the layer's tiles were written for (their precision)."""
         self.found: dict[int, tuple[Tile, np.ndarray | None]] = {}
-        self.kept: tuple[list, TileStack] | None = None
+        self.kept: dict[object, tuple[list, TileStack]] = {}
+        """Per array backend: the tiles and spans last stacked, and their stack (on its device)."""
         self.backend = NUMPY
         """The array backend of the device the tiles were found on (`cimxdsl.device.backend`)."""
 
     def stack(self, config: DeviceConfig) -> TileStack:
         found = [self.found[i] for row in self.grid for i in row]
         self.found = {}
-        if self.kept is None or any(a is not b for a, b in zip(self.kept[0], (x for pair in found for x in pair))):
+        kept = self.kept.get(self.backend)
+        if kept is None or any(a is not b for a, b in zip(kept[0], (x for pair in found for x in pair))):
             width = len(self.grid[0])
             rows = [found[a : a + width] for a in range(0, len(found), width)]
             spans = [[s for _, s in row] for row in rows] if config.static_adc else None
             stack = stack_tiles([[t for t, _ in row] for row in rows], spans, config, self.backend)
-            self.kept = ([x for pair in found for x in pair], stack)
-        return self.kept[1]
+            kept = self.kept[self.backend] = ([x for pair in found for x in pair], stack)
+        return kept[1]
 
 
 def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRuntime):

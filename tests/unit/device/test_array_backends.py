@@ -315,3 +315,16 @@ def test_a_sweep_on_a_backend_that_cannot_run_stops_before_any_work(fresh_backen
     monkeypatch.setattr(backends, "_compat", lambda name: None)
     with pytest.raises(SweepError, match=r"^sweep file: 'array_device': array backend: device 'cuda:3' does not exist"):
         explore({**SWEEP, "backend": "cupy", "array_device": ["cuda:0", "cuda:3"]})
+
+
+def test_a_device_on_another_backend_shares_its_programmed_tiles():
+    rng = np.random.default_rng(10)
+    w, x = rng.integers(-127, 128, (128, 32)), rng.integers(-128, 128, (4, 128))
+    device = Device(BASE)
+    device.write(0, w)
+    expected = device.mvm(0, x)
+    other = device.on_backend("array_api_strict")
+    assert other.tile(0) is device.tile(0) and other.backend.name == "array_api_strict"
+    assert other.report(per_crossbar=False)["total"]["writes"] == 0  # its metrics start from zero
+    np.testing.assert_array_equal(other.mvm(0, x), expected)
+    assert device.report(per_crossbar=False)["total"]["mvms"] == 1  # the first device's are its own
