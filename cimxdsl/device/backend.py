@@ -24,7 +24,6 @@ from functools import cache
 import numpy as np
 
 from cimxdsl.device.config import DeviceConfigError
-from cimxdsl.device.threads import current_threads
 
 BACKENDS = ("numpy", "torch", "cupy", "array_api_strict")
 """The array libraries a device's products can run on."""
@@ -120,16 +119,22 @@ class ArrayBackend:
                 f"{self.resident_bytes + nbytes} bytes needed ({nbytes} more), {free} bytes free"
             )
 
+    @property
+    def on_host(self) -> bool:
+        """Whether the arrays live in host memory (the CPU)."""
+        return self.device == "cpu"
+
     @contextmanager
-    def host_threads(self) -> Iterator[None]:
-        """Run the block with PyTorch's CPU threads set to those of `using_threads` (a pool of
-        busy-waiting threads on cores something else uses costs far more than it gives)."""
-        if self.name != "torch" or self.handle.type != "cpu":
+    def single_threaded(self) -> Iterator[None]:
+        """Run the block with PyTorch's CPU intra-op threads set to one (its pool of busy-waiting
+        threads, beside the host's work or on cores other work uses, made products 30× slower on a
+        shared 2-core machine). A GPU backend is left as it is."""
+        if self.name != "torch" or not self.on_host:
             yield
             return
         torch = _module("torch")
         before = torch.get_num_threads()
-        torch.set_num_threads(current_threads())
+        torch.set_num_threads(1)
         try:
             yield
         finally:

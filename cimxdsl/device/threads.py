@@ -106,11 +106,6 @@ def using_threads(threads: int | None = None) -> Iterator[None]:
         _state["active"] -= 1
 
 
-def current_threads() -> int:
-    """The threads products may use now: those of the enclosing `using_threads` block (1 outside one)."""
-    return _state["threads"]
-
-
 def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
     """`work` on every chunk (chunks must be independent): on the pool of the current thread
     count, or in order on one thread."""
