@@ -125,10 +125,15 @@ class ArrayBackend:
         return self.device == "cpu"
 
     @contextmanager
-    def single_threaded(self) -> Iterator[None]:
-        """Run the block with PyTorch's CPU intra-op threads set to one (its pool of busy-waiting
-        threads, beside the host's work or on cores other work uses, made products 30× slower on a
-        shared 2-core machine). A GPU backend is left as it is."""
+    def running(self) -> Iterator[None]:
+        """Run the block's kernels on this backend's device: CuPy's current device set to it, or
+        PyTorch's CPU intra-op threads set to one (its pool of busy-waiting threads, beside the
+        host's work or on cores other work uses, made products 30× slower on a shared 2-core
+        machine)."""
+        if self.name == "cupy":
+            with self.handle:
+                yield
+            return
         if self.name != "torch" or not self.on_host:
             yield
             return

@@ -528,7 +528,7 @@ def exact_matmul(
     if x.dtype.kind == "f" or w.dtype.kind == "f":
         if not backend.is_numpy:
             dtype = np.result_type(x, w)
-            with backend.single_threaded():
+            with backend.running():
                 product = backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype))
             return backend.to_numpy(product)
         if out is not None and out.dtype == np.result_type(x, w):
@@ -539,7 +539,7 @@ def exact_matmul(
     bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
         if not backend.is_numpy:
-            with backend.single_threaded():
+            with backend.running():
                 product = backend.xp.matmul(backend.asarray(x.astype(np.float64)), backend.resident(w, np.float64))
             return backend.to_numpy(product).astype(np.int64)
         return matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
@@ -889,7 +889,7 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     else:  # read noise is drawn chunk after chunk; another backend takes them one after another
         if rng is not None and (blocks > 1 or stack.tiles is not None):
             raise ValueError("read noise is drawn per tile: a stacked product takes one tile")
-        with backend.single_threaded():
+        with backend.running():
             for each in chunks:
                 run(each)
     k = np.diff(stack.edges)[:, None, None]
