@@ -20,6 +20,7 @@ from typing import Any
 import onnx
 
 from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
+from cimxdsl.device.backend import array_backend
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
 from cimxdsl.flow.memristor import STAGES, apply_passes, compile_memristor, stages_frozen
@@ -56,6 +57,8 @@ def compile(
     placement: str = "host",
     threads: int | None = None,
     precision=None,
+    backend: str = "numpy",
+    array_device: str | None = None,
     **pim_options: Any,
 ) -> CompiledModel | PimModel:
     """Import, quantize (`mode="int8"`; `"exact"` keeps floats for an ideal device), lower through
@@ -72,14 +75,22 @@ def compile(
     `threads`: the threads the compiled model's runs use (None: every core).
     `precision`: the weight and input bits (1 to 8) per layer, a mapping of layer names or globs to
     `{"weight_bits": w, "input_bits": a}` (or `(w, a)`) or a TOML file of them (`cimxdsl.precision`);
-    layers it does not name keep the device's bits (at most 8)."""
+    layers it does not name keep the device's bits (at most 8).
+    `backend` (`numpy`, `torch`, `cupy`) and `array_device` (`cpu`, `cuda`, `cuda:N`): the array
+    library and device the compiled model's crossbar products run on (`cimxdsl.device.backend`;
+    target memristor)."""
     try:
         check_threads(threads)
+        array_backend(backend, array_device)
     except ValueError as e:
         raise CompileError(str(e)) from None
     if unknown := sorted(set(pim_options) - set(PIM_OPTIONS)):
         raise CompileError(f"unknown option {', '.join(unknown)} (options of target 'pim': {', '.join(PIM_OPTIONS)})")
     if target == "pim":
+        if backend != "numpy" or array_device not in (None, "cpu"):
+            raise CompileError(
+                "backend and array_device apply to target 'memristor' (target 'pim' runs its instructions on NumPy)"
+            )
         model = to_onnx(model, example_input)
         return compile_pim(model, device, calibration, precision=precision, **pim_options)
     if target != "memristor":
@@ -90,4 +101,6 @@ def compile(
         raise CompileError(f"unknown placement '{placement}' (placements: {', '.join(PLACEMENTS)})")
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     options = (mode, crossbars, strategy, example_input, batch, progress, placement, threads)
-    return compile_memristor(model, config, calibration, *options, precision=precision)
+    return compile_memristor(
+        model, config, calibration, *options, precision=precision, backend=backend, array_device=array_device
+    )

@@ -89,6 +89,10 @@ class CompiledModel(OnnxFace):
     """The stages prepared to run so far."""
     threads: int | None = None
     """The threads a run uses (None: every core; `cimxdsl.device.threads`)."""
+    backend: str = "numpy"
+    """The array library the crossbar products run on (`cimxdsl.device.backend`)."""
+    array_device: str | None = None
+    """The device that library runs on ("cpu", "cuda:0"; None: the library's default)."""
     name: str = "model"
     input_names: list[str] = field(default_factory=list)
     """The ONNX model's input names (empty: the entry function's argument names)."""
@@ -128,10 +132,14 @@ class CompiledModel(OnnxFace):
         """Run the IR after `stage` on `inputs`, which must have the shapes and types of the
         compiled model's inputs (`cimxdsl.data_io`; else an `InputError`)."""
         arrays, _ = check_inputs(function_inputs(self.module(stage)), inputs)
-        device = device or Device(self.device)
+        device = device or self.new_device()
         if device.config.static_adc and not device.adc_spans:
             device.adc_spans = self.static_adc_spans(device.config)
         return self.program(stage)(arrays, device)
+
+    def new_device(self, config: DeviceConfig | None = None) -> Device:
+        """A fresh device of `config` (None: the model's) on the model's array backend."""
+        return Device(config or self.device, backend=self.backend, array_device=self.array_device)
 
     def program(self, stage: str = "func") -> Program:
         """The IR after `stage` prepared to run (once per stage: every later run reuses it)."""
@@ -174,7 +182,7 @@ class CompiledModel(OnnxFace):
         resident are not written again."""
         inputs = self.positional(inputs)
         if self.resident is None:
-            self.resident = Device(self.device)
+            self.resident = self.new_device()
         self.resident.reset_metrics()
         self.last_inputs = list(inputs)
         self.last_run = self.run(*inputs, device=self.resident)

@@ -38,10 +38,12 @@ drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
 from cimxdsl.device.parasitics import effective_conductance
@@ -221,10 +223,13 @@ def tile_mvm(
     fast_path: bool = True,
     out: np.ndarray | None = None,
     spans: np.ndarray | None = None,
+    stack: TileStack | None = None,
+    backend: ArrayBackend = NUMPY,
 ) -> np.ndarray:
     """x @ W on a programmed tile for x of shape (B, K) or (K,); int64 for integer operands, or
     cast into `out` (of the result's shape) when given. `spans`: the static ADC spans of the tile
-    (`observed_spans` over a calibration set), needed by a `static_*` ADC range.
+    (`observed_spans` over a calibration set), needed by a `static_*` ADC range. `stack`: the tile
+    already stacked (`stack_tiles`, with `spans`) on `backend`, where the product runs.
 
     With `fast_path` an exact config computes the product directly (same result, much faster).
     """
@@ -235,11 +240,11 @@ def tile_mvm(
     out_rows = out[None] if out is not None and x.ndim == 1 else out
     check_inputs(rows, tile, config)
     if rows.dtype.kind == "f" or tile.conductance is None or (fast_path and config.exact):
-        y = _exact_product(rows, tile, out_rows)
+        y = _exact_product(rows, tile, out_rows, backend)
     else:
         if rng is None and config.read_noisy:
             rng = np.random.default_rng(config.seed)
-        y = sliced_product(rows, stack_tiles([[tile]], [[spans]], config), config, rng)
+        y = sliced_product(rows, stack or stack_tiles([[tile]], [[spans]], config, backend), config, rng)
     if out is not None:
         if y is not out_rows:
             out_rows[...] = y
@@ -280,77 +285,107 @@ def _resolved(spans: np.ndarray | None, config: DeviceConfig) -> np.ndarray | No
 
 
 def _adc_levels(
-    sums: np.ndarray,
+    sums,
     config: DeviceConfig,
     paired: bool,
     folded: bool = False,
     max_sum: float = np.inf,
-    spans: np.ndarray | None = None,
+    spans=None,
     tiles: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray | float, int]:
-    """The ADC levels of `sums` (converted in place), F' and L: a level reads back as level · F' / L,
-    F' a scalar for a full-scale ADC, per read or per column otherwise. `paired` sums are a pair's
-    differences, shaped (…, N, J), others (…, N, arrays, J); both paired and bipolar sums are
-    signed. `folded` sums hold sum · L
-    (or sum ÷ step when L = 1) already (`_fold_adc`). Rounds half to even (`np.rint`). A clamp that
-    no sum up to `max_sum` (in magnitude) can reach is skipped. `spans`: a static range's, per
-    column (`static_spans`); `tiles`: the first weight column of each tile side by side in `sums`."""
+) -> tuple[object, object, int]:
+    """The ADC levels of `sums` (converted in place where the dtype allows), F' and L: a level reads
+    back as level · F' / L, F' a scalar for a full-scale ADC, per read or per column otherwise.
+    `paired` sums are a pair's differences, shaped (…, N, J), others (…, N, arrays, J); both paired
+    and bipolar sums are signed. `folded` sums hold sum · L
+    (or sum ÷ step when L = 1) already (`_fold_adc`). Rounds half to even. A clamp that no sum up to
+    `max_sum` (in magnitude) can reach is skipped. `spans`: a static range's, per column
+    (`static_spans`); `tiles`: the first weight column of each tile side by side in `sums`. Any
+    array API namespace (that of `sums`)."""
     bits = config.adc_bits
     if bits == 0:
         return sums, 1.0, 1
+    xp = namespace_of(sums)
     signed = paired or config.signed_adc
     num, den = _adc_ratio(sums, config, signed, paired, spans, tiles)
-    if np.ndim(den) == 0 and den == num and config.integral:
+    scalar = isinstance(den, float)
+    if scalar and den == num and config.integral:
         return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
-    if not _ties_exact(config, sums.dtype, num):
-        sums = sums.astype(np.float64)
-    if not folded:
-        if num != 1:
-            sums *= num
-        sums /= den
-    elif num != 1:
-        sums /= den
-    np.rint(sums, out=sums)
+    if not _ties_exact(config, sums.dtype, num, xp):
+        sums = xp.astype(sums, xp.float64)
+    if not folded and num != 1:
+        sums *= num
+    if not folded or num != 1:
+        if scalar or isinstance(sums, np.ndarray) or den.dtype == sums.dtype:
+            sums /= den
+        else:  # (in the wider dtype, then rounded back as an in-place division does)
+            sums = xp.astype(sums / den, sums.dtype)
+    sums = _rint(sums, xp)
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-    reachable = np.rint(max_sum * num / den) if np.ndim(den) == 0 else np.inf
-    if reachable > high:
-        np.minimum(sums, high, out=sums)
-    if (signed and -reachable < low) or not config.integral:
-        np.maximum(sums, low, out=sums)
+    reachable = np.rint(max_sum * num / den) if scalar else np.inf
+    clamp_high = reachable > high
+    clamp_low = (signed and -reachable < low) or not config.integral
+    if clamp_high or clamp_low:
+        sums = _clip(sums, low if clamp_low else None, high if clamp_high else None, xp)
     return sums, den, num
 
 
+def _rint(a, xp):
+    """Round half to even, in place for NumPy."""
+    if isinstance(a, np.ndarray):
+        return np.rint(a, out=a)
+    return xp.round(a)
+
+
+def _clip(a, low, high, xp):
+    """`a` clipped to [low, high] (None: unbounded), in place for NumPy."""
+    if isinstance(a, np.ndarray):
+        if high is not None:
+            np.minimum(a, high, out=a)
+        if low is not None:
+            np.maximum(a, low, out=a)
+        return a
+    return xp.clip(a, min=low, max=high)
+
+
 def _adc_ratio(
-    sums: np.ndarray,
+    sums,
     config: DeviceConfig,
     signed: bool,
     paired: bool,
-    spans: np.ndarray | None,
+    spans,
     tiles: np.ndarray | None,
-) -> tuple[int, float | np.ndarray]:
+) -> tuple[int, object]:
     """(L, F'): level = rint(sum · L / F'), with F' = max(F, L) the span (see the module docstring).
     `sums` are shaped (…, N, arrays, J), or (…, N, J) `paired`."""
     if config.adc_range in ("full", "full_pow2"):
         return _full_scale_ratio(config, signed)
+    xp = namespace_of(sums)
     num = _adc_steps(config, signed)
     if config.adc_range == "calibrated":  # per read: per (plane, row, weight slice) of each tile
-        top = np.abs(sums) if signed else np.maximum(sums, 0)
-        top = top if paired else top.max(axis=-2)
-        span = top.max(axis=-2, keepdims=True) if tiles is None else _tile_maxima(top, tiles)
-        span = span if paired else span[..., None, :]
-        return num, np.maximum(span, num).astype(np.float64)
+        top = xp.abs(sums) if signed else xp.maximum(sums, 0)
+        top = top if paired else xp.max(top, axis=-2)
+        span = xp.max(top, axis=-2, keepdims=True) if tiles is None else _tile_maxima(top, tiles, xp)
+        span = span if paired else xp.expand_dims(span, axis=-2)
+        return num, xp.astype(xp.maximum(span, num), xp.float64)
     if spans is None:
         raise ValueError(
             f"the '{config.adc_range}' ADC range has no calibration for this weight tile: compile "
             "with calibration data, or record spans with Device(calibrating=True)"
         )
-    return num, np.asarray(spans, np.float64)  # widened to L by `static_spans`
+    return num, xp.astype(spans, xp.float64, copy=False)  # widened to L by `static_spans`
 
 
-def _tile_maxima(top: np.ndarray, tiles: np.ndarray) -> np.ndarray:
+def _tile_maxima(top, tiles: np.ndarray, xp):
     """The maximum of `top` (…, N, J) over each tile's columns (starting at `tiles`), per column."""
-    counts = np.diff(np.append(tiles, top.shape[-2]))
-    return np.repeat(np.maximum.reduceat(top, tiles, axis=-2), counts, axis=-2)
+    if isinstance(top, np.ndarray):
+        counts = np.diff(np.append(tiles, top.shape[-2]))
+        return np.repeat(np.maximum.reduceat(top, tiles, axis=-2), counts, axis=-2)
+    ends = [*tiles.tolist()[1:], top.shape[-2]]
+    parts = []
+    for first, end in zip(tiles.tolist(), ends):
+        part = xp.max(top[..., first:end, :], axis=-2, keepdims=True)
+        parts.append(xp.broadcast_to(part, (*part.shape[:-2], end - first, part.shape[-1])))
+    return xp.concat(parts, axis=-2)
 
 
 def static_spans(observed: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -380,10 +415,15 @@ def _full_scale_ratio(config: DeviceConfig, signed: bool) -> tuple[int, float]:
     return num, float(max(config.adc_full_scale, num))
 
 
-def _ties_exact(config: DeviceConfig, dtype: np.dtype, num: int) -> bool:
-    """Whether rint(sum · L / F) decides its ties exactly in `dtype` for noiseless integer sums:
-    the quotient's rounding error stays below half the gap 1 / (2F) to a tie."""
-    return 4 * num * max(config.adc_full_scale, num) < 2 ** (np.finfo(dtype).nmant + 1)
+def _ties_exact(config: DeviceConfig, dtype, num: int, xp=np) -> bool:
+    """Whether rint(sum · L / F) decides its ties exactly in `dtype` (of namespace `xp`) for
+    noiseless integer sums: the quotient's rounding error stays below half the gap 1 / (2F) to a tie."""
+    return 4 * num * max(config.adc_full_scale, num) < 2 ** (_mantissa(dtype, xp) + 1)
+
+
+def _mantissa(dtype, xp=np) -> int:
+    """The explicit mantissa bits of a float dtype of namespace `xp` (23 for float32)."""
+    return round(-math.log2(float(xp.finfo(dtype).eps)))
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -468,16 +508,29 @@ def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         raise ValueError(f"input {value} (row {r}) does not fit {bits}-bit inputs ({ranges})")
 
 
-def _exact_product(x: np.ndarray, tile: Tile, out: np.ndarray | None = None) -> np.ndarray:
+def _exact_product(
+    x: np.ndarray, tile: Tile, out: np.ndarray | None = None, backend: ArrayBackend = NUMPY
+) -> np.ndarray:
     """x @ W, into `out` when it has the product's dtype."""
-    return exact_matmul(x, tile.weights, out, tile.max_abs)
+    return exact_matmul(x, tile.weights, out, tile.max_abs, backend)
 
 
-def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_max: int | None = None) -> np.ndarray:
+def exact_matmul(
+    x: np.ndarray,
+    w: np.ndarray,
+    out: np.ndarray | None = None,
+    w_max: int | None = None,
+    backend: ArrayBackend = NUMPY,
+) -> np.ndarray:
     """x @ w exactly: float operands in their own precision (into `out` when it has the product's
     dtype), integers as int64 through float64 BLAS while every partial sum is exact there.
-    `w_max`: max |w| when known."""
+    `w_max`: max |w| when known. On `backend` (NumPy's result) with `w` resident there."""
     if x.dtype.kind == "f" or w.dtype.kind == "f":
+        if not backend.is_numpy:
+            dtype = np.result_type(x, w)
+            with backend.running():
+                product = backend.xp.matmul(backend.asarray(x.astype(dtype, copy=False)), backend.resident(w, dtype))
+            return backend.to_numpy(product)
         if out is not None and out.dtype == np.result_type(x, w):
             return matmul(x, w, out=out)
         return matmul(x, w)
@@ -485,6 +538,10 @@ def exact_matmul(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None, w_
     w_max = int(np.abs(w.astype(np.int64)).max()) if w_max is None else int(w_max)
     bound = x_max * w_max * w.shape[0]
     if bound < _EXACT_FLOAT:
+        if not backend.is_numpy:
+            with backend.running():
+                product = backend.xp.matmul(backend.asarray(x.astype(np.float64)), backend.resident(w, np.float64))
+            return backend.to_numpy(product).astype(np.int64)
         return matmul(x.astype(np.float64), w.astype(np.float64)).astype(np.int64)
     if bound < 2**63:
         return x.astype(np.int64) @ w
@@ -550,12 +607,13 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     )
 
 
-def _output_noise(sums: np.ndarray, config: DeviceConfig, rng: np.random.Generator | None) -> None:
-    """Add the ADC-referred noise (σ = `output_noise` top-level cells at the top DAC level) to
-    the column sums of every conversion, in place."""
+def _output_noise(sums, config: DeviceConfig, rng: np.random.Generator | None, backend: ArrayBackend = NUMPY):
+    """`sums` with the ADC-referred noise (σ = `output_noise` top-level cells at the top DAC
+    level) added to the column sums of every conversion (in place), drawn on the host."""
     if config.output_noise:
         top = (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
-        sums += (config.output_noise * top) * rng.standard_normal(sums.shape)
+        sums += backend.asarray((config.output_noise * top) * rng.standard_normal(sums.shape))
+    return sums
 
 
 def _row_chunks(rows: int, g: np.ndarray, k: int, planes: InputPlanes) -> list[tuple[int, int]]:
@@ -622,6 +680,8 @@ class TileStack:
     folded: bool
     gains: np.ndarray | None = None
     """(blocks, N): each column's drift-compensation factor (`Tile.gain`); None if no tile has one."""
+    backend: ArrayBackend = NUMPY
+    """Where `reads`, `spans` and `gains` are held and the product runs (`cimxdsl.device.backend`)."""
 
     def block(self, a: int) -> TileStack:
         """K-block `a` alone."""
@@ -635,9 +695,15 @@ class TileStack:
         )
 
 
-def stack_tiles(grid: list[list[Tile]], spans: list[list[np.ndarray | None]] | None, config: DeviceConfig) -> TileStack:
+def stack_tiles(
+    grid: list[list[Tile]],
+    spans: list[list[np.ndarray | None]] | None,
+    config: DeviceConfig,
+    backend: ArrayBackend = NUMPY,
+) -> TileStack:
     """The `TileStack` of programmed tiles `grid[a][b]` (K-block a, column block b; every K-block
-    split alike along the columns), with their static ADC spans (`observed_spans`) if any."""
+    split alike along the columns), with their static ADC spans (`observed_spans`) if any, moved
+    to `backend`'s device (after a check of its free memory) to stay there while the stack is kept."""
     widths = [t.shape[1] for t in grid[0]]
     heights = [row[0].shape[0] for row in grid]
     if any([t.shape for t in row] != [(k, w) for w in widths] for k, row in zip(heights, grid, strict=True)):
@@ -655,6 +721,12 @@ def stack_tiles(grid: list[list[Tile]], spans: list[list[np.ndarray | None]] | N
         resolved = np.stack(
             [np.concatenate([_column_spans(s, t, config) for s, t in zip(srow, row)]) for srow, row in zip(spans, grid)]
         )
+    gains = _stacked_gains(grid)
+    if not backend.is_numpy:
+        backend.reserve(reads.nbytes)
+        reads = backend.asarray(reads)
+        resolved = None if resolved is None else backend.asarray(resolved)
+        gains = None if gains is None else backend.asarray(gains)
     return TileStack(
         reads,
         tuple(np.cumsum([0, *heights]).tolist()),
@@ -664,7 +736,8 @@ def stack_tiles(grid: list[list[Tile]], spans: list[list[np.ndarray | None]] | N
         np.cumsum([0, *widths[:-1]]) if len(widths) > 1 else None,
         max(t.max_sum for row in grid for t in row),
         first.reads is not first.conductance,
-        _stacked_gains(grid),
+        gains,
+        backend,
     )
 
 
@@ -690,11 +763,18 @@ def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.nda
 def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None) -> np.ndarray:
     """x @ W (int64) for integer rows x (B, K) on the tiles of `stack`, each tile's product through
     the DACs and ADCs as on its own crossbar (module docstring) and the tiles' results added. `rng`:
-    the read noise of a stack of one tile."""
+    the read noise of a stack of one tile.
+
+    The per-pass products, the noise, the ADCs and the shift-and-add run on the stack's array
+    backend (`TileStack.backend`), written against the array API standard: the input digits move
+    there once per product, noise is drawn from `rng` on the host and moved, and the result comes
+    back to NumPy for the digital offset correction."""
     blocks = len(stack.edges) - 1
     if blocks > 1 and config.input_encoding == "sign_magnitude" and not config.noiseless:
         # a K-block without negative rows sends fewer planes: its own sums, in its own precision
         return sum(sliced_product(x[:, a0:a1], stack.block(a), config) for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])))
+    backend = stack.backend
+    xp = backend.xp
     rows, width = x.shape[0], stack.reads.shape[1]
     if stack.edges[-1] == blocks * width:
         parts = x.reshape(rows, blocks, width).transpose(1, 0, 2)
@@ -714,6 +794,7 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
             "use the exact fast path or fewer bits"
         )
     g = stack.reads  # with a full-scale ADC's step count folded in (`_fold_adc`)
+    g_dtype = np.dtype(str(g.dtype).rsplit(".", 1)[-1])  # (the NumPy dtype of any backend's float dtype)
     pair = config.analog_subtraction
     # shift-and-add weights of the reads of one weight, (arrays, J): 2**(j·cell_bits), the pair's second
     # array subtracted; with analog subtraction the pair is one signed read per cell slice
@@ -723,70 +804,95 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     full = config.adc_bits and config.adc_range in ("full", "full_pow2")
     top = 2**config.adc_bits if full else 2 ** (config.adc_full_scale.bit_length() + 1)
     bound = top * np.abs(planes.scale).sum() * np.abs(coefficients).sum()
-    exact_in = g.dtype.type if bound < 2 ** (np.finfo(g.dtype).nmant + 1) else np.float64
+    exact_in = g_dtype.type if bound < 2 ** (np.finfo(g_dtype).nmant + 1) else np.float64
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
     out_dtype = np.int64 if dtype is np.int64 else np.float64
-    scale, coefficients = planes.scale.astype(dtype), coefficients.astype(dtype)
-    total = np.zeros((rows, n), np.int64)
+    as_xp = {t: getattr(xp, np.dtype(t).name) for t in (dtype, out_dtype, np.float64, np.int64, g_dtype.type)}
+    scale, coefficients = backend.asarray(planes.scale.astype(dtype)), backend.asarray(coefficients.astype(dtype))
+    # the digits' sources in a signed type (libraries other than NumPy shift few unsigned types)
+    signed = np.int16 if config.input_bits < 15 else np.int32 if config.input_bits < 31 else np.int64
+    sources = [] if backend.is_numpy else [backend.asarray(source.astype(signed)) for source in planes.sources]
+    signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
+    total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))
     per_row = 4 * count * (width + g.shape[2])
-    chunk = max(1, CHUNK_BYTES // per_row)  # rows (bounding the analog intermediates of one block)
-    step = max(1, CHUNK_BYTES // (per_row * min(chunk, max(rows, 1))))  # K-blocks at a time
+    chunk_bytes = backend.chunk_bytes if backend.chunk_bytes and rng is None else CHUNK_BYTES
+    chunk = max(1, chunk_bytes // per_row)  # rows (bounding the analog intermediates of one block)
+    step = max(1, chunk_bytes // (per_row * min(chunk, max(rows, 1))))  # K-blocks at a time
 
-    def convert(start: int, b: int, a0: int, a1: int) -> np.ndarray:
+    def noise(shape: tuple[int, ...], sigma: float):
+        return backend.asarray(sigma * rng.standard_normal(shape))
+
+    def plane_digits(i: int, a0: int, a1: int, start: int, b: int):
+        source, shift, mask = planes.planes[i]
+        digits = xp.bitwise_and(xp.bitwise_right_shift(sources[source][a0:a1, start : start + b, ...], shift), mask)
+        digits = xp.astype(digits, as_xp[g_dtype.type])
+        return digits if signs is None else digits * signs[a0:a1, start : start + b, ...]
+
+    def convert(start: int, b: int, a0: int, a1: int):
         t = a1 - a0
-        digits = np.empty((t, count, b, width), g.dtype)
-        for i in range(count):
-            planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
+        if backend.is_numpy:  # (written in place)
+            digits = np.empty((t, count, b, width), g_dtype)
+            for i in range(count):
+                planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
+        else:
+            digits = xp.stack([plane_digits(i, a0, a1, start, b) for i in range(count)], axis=1)
         if config.input_noise:  # the DACs' noise reaches every cell of the row
-            digits += (config.input_noise * (2**config.dac_bits - 1)) * rng.standard_normal(digits.shape)
-        sums = np.matmul(digits.reshape(t, count * b, width), g[a0:a1])
+            digits += noise(digits.shape, config.input_noise * (2**config.dac_bits - 1))
+        sums = xp.matmul(xp.reshape(digits, (t, count * b, width)), g[a0:a1, ...])
         if config.read_noise:
-            sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, width) @ (g[0] * g[0]))
-            sums[0] += sigma * rng.standard_normal(sums.shape[1:])
-        sums = sums.reshape(t, count, b, n, arrays, cells)
-        spans = None if stack.spans is None else stack.spans[a0:a1, None, None]
+            squares = xp.reshape(digits * digits, (count * b, width))
+            sigma = config.read_noise * xp.sqrt(xp.matmul(squares, g[0, ...] * g[0, ...]))
+            sums[0, ...] += sigma * noise(sums.shape[1:], 1.0)
+        sums = xp.reshape(sums, (t, count, b, n, arrays, cells))
+        spans = None if stack.spans is None else stack.spans[a0:a1, None, None, ...]
         if pair:
             differences = sums[..., 0, :] - sums[..., 1, :]
-            _output_noise(differences, config, rng)
+            differences = _output_noise(differences, config, rng, backend)
             levels, den, num = _adc_levels(differences, config, True, False, stack.max_sum, spans, stack.tiles)
         else:
-            _output_noise(sums, config, rng)
+            sums = _output_noise(sums, config, rng, backend)
             levels, den, num = _adc_levels(sums, config, False, stack.folded, stack.max_sum, spans, stack.tiles)
         reads_dtype = dtype
-        if np.ndim(den):  # a step per read or per column: read-backs that are no integers, in float64
+        if not isinstance(den, float):  # a step per read or per column: read-backs that are no integers, in float64
             levels = levels * den / num
             den, num, reads_dtype = 1.0, 1, np.float64
-        reads = levels.reshape(t, count, b, -1).astype(reads_dtype, copy=False)
+        reads = xp.astype(xp.reshape(levels, (t, count, b, -1)), as_xp[reads_dtype], copy=False)
         negative = planes.negative_rows[a0:a1, start : start + b]
         if planes.flip_last and negative.any():
-            reads[:, -1] *= np.where(negative, -1, 1).astype(dtype)[..., None]
-        result = np.stack([(scale @ r.reshape(count, -1)).reshape(b * n, -1) @ coefficients for r in reads])
+            flip = backend.asarray(np.where(negative, -1, 1).astype(reads_dtype)[..., None])
+            reads[:, -1, ...] = reads[:, -1, ...] * flip
+        # per K-block: Σ_p scale_p · reads_p, then Σ over the reads of a weight times 2**(j·cell_bits)
+        planes_added = [xp.matmul(scale, xp.reshape(reads[i, ...], (count, -1))) for i in range(t)]
+        result = xp.stack([xp.matmul(xp.reshape(r, (b * n, -1)), coefficients) for r in planes_added])
         if den == num:
-            out = result if reads_dtype is not dtype else result.astype(out_dtype)
+            out = result if reads_dtype is not dtype else xp.astype(result, as_xp[out_dtype], copy=False)
         elif out_dtype is np.int64:
-            out = np.rint(result * np.float64(den) / num).astype(np.int64)
+            out = xp.astype(_rint(xp.astype(result, xp.float64) * den / num, xp), xp.int64)
         else:  # (result · F') / L: exact up to the division, so ties round as the exact value does
-            out = result.astype(np.float64)
+            out = xp.astype(result, xp.float64)
             out *= den
             out /= num
         if stack.gains is not None:  # drift compensation of each column's analog part
-            out = out.reshape(t, b, n) * stack.gains[a0:a1, None, :]
-        return np.rint(out).astype(np.int64).sum(axis=0).reshape(b, n)
+            out = xp.reshape(out, (t, b, n)) * stack.gains[a0:a1, None, :]
+        if out.dtype != xp.int64:
+            out = xp.astype(_rint(out, xp), xp.int64)
+        return xp.reshape(xp.sum(out, axis=0), (b, n))
 
     def run(chunk_rows: tuple[int, int]) -> None:
         start, b = chunk_rows
         for a0 in range(0, blocks, step):
-            total[start : start + b] += convert(start, b, a0, min(blocks, a0 + step))
+            total[start : start + b, ...] += convert(start, b, a0, min(blocks, a0 + step))
 
     chunks = [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
-    if rng is None:  # chunks are independent: on the threads of `using_threads`
+    if rng is None and backend.is_numpy:  # chunks are independent: on the threads of `using_threads`
         map_chunks(run, chunks)
-    else:  # read noise is drawn chunk after chunk
-        if blocks > 1 or stack.tiles is not None:
+    else:  # read noise is drawn chunk after chunk; another backend takes them one after another
+        if rng is not None and (blocks > 1 or stack.tiles is not None):
             raise ValueError("read noise is drawn per tile: a stacked product takes one tile")
-        for each in chunks:
-            run(each)
+        with backend.running():
+            for each in chunks:
+                run(each)
     k = np.diff(stack.edges)[:, None, None]
     correction = planes.offsets[..., None] * (stack.col_sums[:, None] + stack.weight_offset[:, None] * k)
     correction += stack.weight_offset[:, None] * parts.sum(axis=-1, dtype=np.int64)[..., None]
-    return total - correction.sum(axis=0)
+    return backend.to_numpy(total) - correction.sum(axis=0)

@@ -16,6 +16,11 @@ programs and reads it as the device with those bits (`DeviceConfig.with_precisio
 ÷ cell bits⌉ cells per weight, ⌈input bits ÷ DAC bits⌉ input slices, the ADC's span of those
 levels, and the metrics that follow.
 
+Array backend (`backend`, `array_device`; `cimxdsl.device.backend`): the products run on NumPy
+(the default), PyTorch or CuPy, on the host or a GPU; programmed tiles are moved there once and
+stay while they are programmed, inputs move once per product and results come back to NumPy.
+Programming (the cell levels and their noise) stays on the host.
+
 Randomness is reproducible per crossbar: stuck cells, programming error and read noise come from
 streams keyed by (seed, crossbar, kind, how many writes/MVMs that crossbar has seen before), read
 noise also by the chunk of a data set (`start_chunk`).
@@ -23,14 +28,25 @@ noise also by the chunk of a data set (`start_chunk`).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import operator
 from pathlib import Path
 
 import numpy as np
 
+from cimxdsl.device.backend import ArrayBackend, array_backend
 from cimxdsl.device.config import DeviceConfig, load_device_config
-from cimxdsl.device.crossbar import Tile, check_inputs, draw_stuck_cells, observed_spans, program_tile, tile_mvm
+from cimxdsl.device.crossbar import (
+    Tile,
+    TileStack,
+    check_inputs,
+    draw_stuck_cells,
+    observed_spans,
+    program_tile,
+    stack_tiles,
+    tile_mvm,
+)
 from cimxdsl.device.metrics import (
     Metrics,
     digital_events,
@@ -57,8 +73,12 @@ class Device:
         config: DeviceConfig | str | Path = "ideal",
         adc_spans: dict[bytes, np.ndarray] | None = None,
         calibrating: bool = False,
+        backend: str | ArrayBackend = "numpy",
+        array_device: str | None = None,
     ):
         self.config = load_device_config(config)
+        self.backend = array_backend(backend, array_device)
+        """Where the products run (`cimxdsl.device.backend`): NumPy, PyTorch or CuPy on a device."""
         self._noiseless, self._static_adc = self.config.noiseless, self.config.static_adc  # (asked per operation)
         self.adc_spans: dict[bytes, np.ndarray] = {} if adc_spans is None else adc_spans
         """Static ADC spans per weight tile (`tile_key`): per-column maxima of a calibration set."""
@@ -74,11 +94,26 @@ class Device:
         self._free_at = [0.0] * count
         self._costs: dict[tuple, tuple[int, float]] = {}
         self._sources: list[np.ndarray | None] = [None] * count
+        self._stacks: dict[int, tuple[Tile, object, TileStack]] = {}
+        """The tile of each crossbar on the array backend's device, with the spans it was stacked with."""
         self.now_ns = 0.0
         self._chunk = 0
         self._programmed: dict[tuple[int, DeviceConfig], tuple[np.ndarray, Tile, bytes]] = {}
         self._precisions: dict[tuple[int, int] | None, DeviceConfig] = {None: self.config}
         self._programmed_bytes = 0
+
+    def on_backend(self, backend: str | ArrayBackend, array_device: str | None = None) -> Device:
+        """A device holding this one's programmed crossbars (shared, not programmed again) whose
+        products run on another array backend; its metrics and timeline start from zero."""
+        other = copy.copy(self)
+        other.backend = array_backend(backend, array_device)
+        count = self.config.crossbars
+        other._tiles, other._configs, other._keys = list(self._tiles), list(self._configs), list(self._keys)
+        other._sources, other._stuck, other._stacks = list(self._sources), dict(self._stuck), {}
+        other._ops_seen, other._programmed = self._ops_seen.copy(), dict(self._programmed)
+        other._precisions, other._costs = dict(self._precisions), {}
+        other._metrics, other._free_at, other.now_ns = Metrics(count), [0.0] * count, 0.0
+        return other
 
     # ---- operations ---------------------------------------------------------------------------
     def write(self, xbar: int, weights: np.ndarray, precision: tuple[int, int] | None = None) -> None:
@@ -196,14 +231,27 @@ class Device:
     def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None, config: DeviceConfig) -> np.ndarray:
         """x @ W through the ADC of `config`; with a static range, the tile's calibrated spans
         (recorded while `calibrating`, when the product is exact)."""
+        backend = self.backend
         if not config.static_adc:
-            return tile_mvm(tile, x, config, rng, out=out)
+            return tile_mvm(tile, x, config, rng, out=out, stack=self._stack(i, tile, None, config), backend=backend)
         key = self._keys[i]
         if self.calibrating:
             seen = observed_spans(tile, x, config)
             self.adc_spans[key] = np.maximum(self.adc_spans.get(key, seen), seen)
-            return tile_mvm(tile, x, config.replace(adc_bits=0), rng, out=out)
-        return tile_mvm(tile, x, config, rng, out=out, spans=self.adc_spans.get(key))
+            return tile_mvm(tile, x, config.replace(adc_bits=0), rng, out=out, backend=backend)
+        spans = self.adc_spans.get(key)
+        stack = self._stack(i, tile, spans, config)
+        return tile_mvm(tile, x, config, rng, out=out, spans=spans, stack=stack, backend=backend)
+
+    def _stack(self, i: int, tile: Tile, spans, config: DeviceConfig) -> TileStack | None:
+        """Crossbar `i`'s tile stacked on the array backend's device (None on NumPy or where the
+        product is exact), kept while the crossbar holds it: resident across products."""
+        if self.backend.is_numpy or config.exact or tile.conductance is None or (spans is None and config.static_adc):
+            return None
+        held = self._stacks.get(i)
+        if held is None or held[0] is not tile or held[1] is not spans:
+            held = self._stacks[i] = (tile, spans, stack_tiles([[tile]], [[spans]], config, self.backend))
+        return held[2]
 
     def barrier(self, xbar: int) -> float:
         """Wait for crossbar `xbar`'s last operation; returns the new host time."""

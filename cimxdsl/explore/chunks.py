@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from cimxdsl.device import Device, DeviceConfig
+from cimxdsl.device.backend import ArrayBackend, array_backend
 
 
 class Chunk(NamedTuple):
@@ -63,11 +64,19 @@ class ChunksResult:
 
 
 def run_chunks(
-    program: Callable[[int], object], inputs: np.ndarray, config: DeviceConfig, chunks: Sequence[Chunk]
+    program: Callable[[int], object],
+    inputs: np.ndarray,
+    config: DeviceConfig,
+    chunks: Sequence[Chunk],
+    backend: ArrayBackend | None = None,
 ) -> ChunksResult:
     """Run `chunks` of `inputs` on one device of `config`; `program(batch)` is the compiled model
-    (`CompiledModel`) for `batch` inputs."""
-    device = Device(config)
+    (`CompiledModel`) for `batch` inputs. `backend`: the array backend its products run on (None:
+    the compiled model's)."""
+    if backend is None:
+        first = program(chunks[0].stop - chunks[0].start)
+        backend = array_backend(first.backend, first.array_device)
+    device = Device(config, backend=backend)
     if chunks[0].index:  # program the weights as the chunks before would have
         run_chunk(program, inputs, device, chunks[0])
     outputs, reports = [], []

@@ -12,6 +12,7 @@ import onnx
 
 from cimxdsl.data_io import InputError, onnx_inputs, read_dataset
 from cimxdsl.device import DeviceConfig
+from cimxdsl.device.backend import ArrayBackend, ArrayBackendError, array_backend
 from cimxdsl.explore.chunks import Chunk, chunk_bounds, shards
 from cimxdsl.explore.sweep import CostModel, Sweep, SweepError
 from cimxdsl.reference import float_predictions
@@ -40,6 +41,14 @@ class Context:
     placement: str = "host"
     batch_size: int | None = None
     """Inputs per chunk of the data set (None: all at once)."""
+    backend: str = "numpy"
+    array_device: tuple[str, ...] = ()
+    """The array backend's devices: point i runs on device i modulo their count (`Sweep.array_device`)."""
+
+    def array_backend(self, point: int) -> ArrayBackend:
+        """The array backend point `point` runs on: the devices taken in turn by point index."""
+        devices = self.array_device
+        return array_backend(self.backend, devices[point % len(devices)] if devices else None)
 
     def shards(self, parts: int = 1) -> list[list[Chunk]]:
         """The chunks of the data set in at most `parts` shards."""
@@ -49,6 +58,11 @@ class Context:
 def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
     """Read the model and data, run the float model once, and bundle them for the workers;
     `batch_size` overrides the sweep's."""
+    for device in sweep.array_device or (None,):  # (here, before any work: one line naming the device)
+        try:
+            array_backend(sweep.backend, device)
+        except ArrayBackendError as e:
+            raise SweepError(f"'array_device': {e}" if device else f"'backend': {e}") from None
     model = sweep.model.read_bytes()
     try:
         onnx_model = onnx.load_from_string(model)
@@ -91,4 +105,6 @@ def prepare_context(sweep: Sweep, batch_size: int | None = None) -> Context:
         seed=sweep.seed,
         placement=sweep.placement,
         batch_size=batch_size,
+        backend=sweep.backend,
+        array_device=sweep.array_device,
     )

@@ -69,6 +69,10 @@ def evaluate_part(context: Context, point: Point, chunks: list[Chunk]) -> str | 
     except Exception as e:
         return describe_error(e)
     key = compile_key(context, point.values)
+    try:
+        backend = context.array_backend(point.index)
+    except Exception as e:
+        return describe_error(e)
 
     def program(batch: int):
         return compiled_program(context, key, batch)
@@ -77,7 +81,7 @@ def evaluate_part(context: Context, point: Point, chunks: list[Chunk]) -> str | 
     for seed_index in range(context.seeds if is_random(config) else 1):
         seed = device_seed(context.seed, point.settings, seed_index)
         try:
-            results.append(run_chunks(program, context.inputs, config.replace(seed=seed), chunks))
+            results.append(run_chunks(program, context.inputs, config.replace(seed=seed), chunks, backend))
         except Exception as e:
             results.append(describe_error(e))
     return results

@@ -15,6 +15,8 @@ A sweep names a model, a labelled data set, a base device and the device paramet
     grid = "product"               # "product": every combination of the axes; "each": one axis at a time
     seeds = 5                      # runs (seeds) per point with random non-idealities; others run once
     seed = 0                       # base seed; each (point, seed index) derives its own device seed
+    backend = "torch"              # optional: the array library of the products (numpy, torch, cupy)
+    array_device = ["cuda:0", "cuda:1"]  # optional: its device, or several: point i on device i mod count
 
     [device]                       # the base device: a preset or a TOML file, then any overrides
     preset = "cinnamon"            # or: file = "my_device.toml"
@@ -65,6 +67,7 @@ from typing import Any
 
 from cimxdsl.data import DIGITS_MODEL, DIGITS_TEST, DIGITS_TRAIN
 from cimxdsl.device import DeviceConfig, DeviceConfigError, load_device_config
+from cimxdsl.device.backend import BACKENDS
 from cimxdsl.device.config import DEVICE, FIELD_NAMES, flatten
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.settings import Schema, did_you_mean, setting
@@ -248,6 +251,10 @@ class Sweep:
     trials_per_batch: int | None = setting(None, low=1)
     predictor: Path | None = None
     """A saved predictor (`cim-explore learn`) the surrogate search starts from."""
+    backend: str = setting("numpy", choices=BACKENDS)
+    """The array library the products run on (`cimxdsl.device.backend`)."""
+    array_device: tuple[str, ...] = ()
+    """Its devices ("cpu", "cuda:N"): point i runs on device i modulo their count (none: the default)."""
 
     @property
     def swept_fields(self) -> tuple[str, ...]:
@@ -274,6 +281,7 @@ SCALARS = (
     "prune",
     "population",
     "trials_per_batch",
+    "backend",
 )
 """The keys checked by their field alone (besides `name`, which defaults to the file's stem)."""
 
@@ -331,6 +339,7 @@ def parse_sweep(data: dict, root: Path, default_name: str) -> Sweep:
         objectives=objectives,
         constraints=parse_constraints(data.get("constraints", [])),
         predictor=parse_predictor(data, root, search, objectives),
+        array_device=parse_array_devices(data.get("array_device", ())),
     )
 
 
@@ -353,6 +362,14 @@ def parse_predictor(data: dict, root: Path, search: str | None, objectives: tupl
                 "(an objective or constraint of this search)"
             )
     return path
+
+
+def parse_array_devices(value: Any) -> tuple[str, ...]:
+    """The `array_device` key: a device string or a list of them."""
+    devices = [value] if isinstance(value, str) else value
+    if not isinstance(devices, list | tuple) or not all(isinstance(d, str) and d for d in devices):
+        raise SweepError(f"'array_device' must be a device ('cpu', 'cuda:0') or a list of them, got {value!r}")
+    return tuple(devices)
 
 
 # ---- parts --------------------------------------------------------------------------------------

@@ -97,6 +97,8 @@ def compile_memristor(
     placement: str,
     threads: int | None,
     precision=None,
+    backend: str = "numpy",
+    array_device: str | None = None,
 ) -> CompiledModel:
     """`cimxdsl.compile` for `target="memristor"`, its options checked (see there)."""
     if mode not in MODES:
@@ -169,8 +171,9 @@ def compile_memristor(
         input_names=[i.name for i in graph_inputs(onnx_model)], output_names=[o.name for o in onnx_model.graph.output]
     )
     compiled = CompiledModel(
-        recorder.stages, config, options, notes, recorder.seconds, threads=threads, name=label, **names
-    )
+        recorder.stages, config, options, notes, recorder.seconds, threads=threads, name=label,
+        backend=backend, array_device=array_device, **names,
+    )  # fmt: skip
     compiled.calibration_inputs = samples if mode == "int8" else None
     return compiled
 

@@ -21,6 +21,7 @@ from xdsl.dialects import arith, bufferization, func, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation
 
+from cimxdsl.device.backend import NUMPY
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
 from cimxdsl.dialects import memristor
@@ -287,18 +288,22 @@ class Tiles:
         self.config: DeviceConfig | None = None
         """The device as the layer's tiles were written for (their precision)."""
         self.found: dict[int, tuple[Tile, np.ndarray | None]] = {}
-        self.kept: tuple[list, TileStack] | None = None
+        self.kept: dict[object, tuple[list, TileStack]] = {}
+        """Per array backend: the tiles and spans last stacked, and their stack (on its device)."""
+        self.backend = NUMPY
+        """The array backend of the device the tiles were found on (`cimxdsl.device.backend`)."""
 
     def stack(self, config: DeviceConfig) -> TileStack:
         found = [self.found[i] for row in self.grid for i in row]
         self.found = {}
-        if self.kept is None or any(a is not b for a, b in zip(self.kept[0], (x for pair in found for x in pair))):
+        kept = self.kept.get(self.backend)
+        if kept is None or any(a is not b for a, b in zip(kept[0], (x for pair in found for x in pair))):
             width = len(self.grid[0])
             rows = [found[a : a + width] for a in range(0, len(found), width)]
             spans = [[s for _, s in row] for row in rows] if config.static_adc else None
-            stack = stack_tiles([[t for t, _ in row] for row in rows], spans, config)
-            self.kept = ([x for pair in found for x in pair], stack)
-        return self.kept[1]
+            stack = stack_tiles([[t for t, _ in row] for row in rows], spans, config, self.backend)
+            kept = self.kept[self.backend] = ([x for pair in found for x in pair], stack)
+        return kept[1]
 
 
 def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRuntime):
@@ -308,6 +313,7 @@ def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRu
     def run(interpreter, op, args) -> tuple:
         crossbar = runtime.physical(args[0])
         tiles.config = runtime.device.config_of(crossbar)
+        tiles.backend = runtime.device.backend
         tiles.found[step] = runtime.device.defer_mvm(crossbar, args[1][:, k0:k1])
         return ()
 
@@ -321,7 +327,7 @@ def whole_product(weights: np.ndarray, result_type, tiles: Tiles):
     def run(interpreter, op, args) -> tuple:
         config = tiles.config
         if config.exact:
-            return (as_type(exact_matmul(args[0], weights), result_type),)
+            return (as_type(exact_matmul(args[0], weights, backend=tiles.backend), result_type),)
         product = sliced_product(args[0], tiles.stack(config), config)
         return (as_type(product, result_type),)
 

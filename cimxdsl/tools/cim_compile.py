@@ -12,7 +12,7 @@ import onnx
 
 from cimxdsl.api import PIM_OPTIONS, STAGES, CompiledModel, CompileError, compile, compile_pim
 from cimxdsl.data_io import InputSpec, gather_inputs, given_batch, onnx_inputs, read_dataset, read_input_files
-from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfig, DeviceConfigError
+from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, DeviceConfigError
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.explore.chunks import chunk_bounds, run_chunks
 from cimxdsl.explore.sweep import COMPILE_FIELDS
@@ -23,6 +23,7 @@ from cimxdsl.report import format_layers, format_precision, format_report
 from cimxdsl.tools.cli import (
     Progress,
     UserError,
+    add_backend_options,
     add_parallel_options,
     add_version_option,
     check_parallel_options,
@@ -166,7 +167,8 @@ def device_runs(
     def outputs(config: DeviceConfig) -> list[np.ndarray]:
         if key(config) not in programs:
             programs[key(config)] = compile(model_path, batch=batch, **{**compile_options, "device": config})
-        return programs[key(config)].run(*inputs, device=Device(config)).outputs
+        program = programs[key(config)]
+        return program.run(*inputs, device=program.new_device(config)).outputs
 
     return outputs
 
@@ -309,6 +311,7 @@ def main(args: Sequence[str] | None = None) -> None:
         "--emit-mlir", choices=STAGES, metavar="STAGE", help=f"print the IR after STAGE ({', '.join(STAGES)})"
     )
     parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")
+    add_backend_options(parser)
     parser.add_argument("--report-json", metavar="FILE")
     parser.add_argument(
         "--plot",
@@ -327,6 +330,8 @@ def main(args: Sequence[str] | None = None) -> None:
             search_precision_command(options, specs)
             return
         if options.target == "pim":
+            if options.backend != "numpy" or options.array_device is not None:
+                raise UserError("--backend and --array-device apply to --target memristor")
             compile_pim_target(options, specs, given)
             return
         if options.plot:
@@ -341,6 +346,8 @@ def main(args: Sequence[str] | None = None) -> None:
             placement=options.placement,
             threads=options.threads,
             precision=options.precision,
+            backend=options.backend,
+            array_device=options.array_device,
         )
         try:
             model = compile(onnx_model, batch=batch, progress=stages(progress), **compile_options)

@@ -22,7 +22,7 @@ from cimxdsl.interpreters import entry_function, result_names, run
 from cimxdsl.interpreters.values import numpy_dtype
 from cimxdsl.parsing import parse_located_module
 from cimxdsl.report import format_report
-from cimxdsl.tools.cli import UserError, add_version_option, check_positive, run_reporting_errors
+from cimxdsl.tools.cli import UserError, add_backend_options, add_version_option, check_positive, run_reporting_errors
 from cimxdsl.transforms.common.device_record import device_mismatch, recorded_device
 
 
@@ -116,12 +116,16 @@ def save_results(path: str, names: list[str], inputs: list, outputs: list, outpu
         raise UserError(f"cannot write '{path}': {e.strerror}") from None
 
 
-def run_device(module: ModuleOp, given: str | None) -> tuple[Device, str | None]:
+def run_device(
+    module: ModuleOp, given: str | None, backend: str = "numpy", array_device: str | None = None
+) -> tuple[Device, str | None]:
     """The device to run `module` on: `given`, else the one recorded on the module
-    (`device_record`), else `DEFAULT_DEVICE`; and how a given device differs from the recorded one."""
+    (`device_record`), else `DEFAULT_DEVICE`, its products on `backend`'s `array_device`; and how
+    a given device differs from the recorded one."""
     try:
         recorded = recorded_device(module)
-        device = Device(given if given is not None else recorded or DEFAULT_DEVICE)
+        config = given if given is not None else recorded or DEFAULT_DEVICE
+        device = Device(config, backend=backend, array_device=array_device)
     except (DeviceConfigError, OSError) as e:
         raise UserError(str(e)) from None
     return device, device_mismatch(module, device.config)
@@ -144,6 +148,7 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --random-inputs")
     parser.add_argument("--threads", type=int, metavar="N", help="threads of the simulation (default: every core)")
+    add_backend_options(parser)
     parser.add_argument("--report", action="store_true", help="print the device metrics")
     parser.add_argument("--report-json", metavar="FILE", help="write the device metrics as JSON")
     parser.add_argument(
@@ -158,7 +163,7 @@ def main(args: Sequence[str] | None = None) -> None:
     def body() -> None:
         check_positive(options, "threads")
         module = load_module(options.file)
-        device, mismatch = run_device(module, options.device)
+        device, mismatch = run_device(module, options.device, options.backend, options.array_device)
         bits = min(8, device.config.weight_bits, device.config.input_bits)
         inputs = load_inputs(module, options.entry, options.input, options.random_inputs, options.seed, bits)
         try:

@@ -30,6 +30,23 @@ class UserError(Exception):
     """An error caused by the user's input; reported as one line, without a traceback."""
 
 
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """`--backend` and `--array-device`: where the crossbar products run (`cimxdsl.device.backend`)."""
+    from cimxdsl.device.backend import BACKENDS
+
+    parser.add_argument(
+        "--backend",
+        default="numpy",
+        choices=BACKENDS[:3],
+        help="the array library the crossbar products run on (default: numpy; torch and cupy can use a GPU)",
+    )
+    parser.add_argument(
+        "--array-device",
+        metavar="DEVICE",
+        help="the device of --backend: cpu, cuda or cuda:N (default: the host; cupy: cuda:0)",
+    )
+
+
 def check_positive(options: argparse.Namespace, *names: str) -> None:
     """A `UserError` naming the first option of `names` (attribute names) given below 1."""
     for name in names:
