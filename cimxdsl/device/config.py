@@ -384,6 +384,13 @@ class DeviceConfig:
         return self.noiseless and not self.on_off_ratio
 
     @property
+    def hrs_apart(self) -> bool:
+        """Whether the HRS current enters a read as h·Σ_k d_k, added to the column sums of the cells'
+        levels (noiseless with ideal wires: those sums stay exact integers, so a read's result does
+        not depend on how rows are batched), rather than through every cell's conductance."""
+        return bool(self.on_off_ratio) and self.noiseless
+
+    @property
     def hrs_level(self) -> float:
         """The conductance of the lowest level in units of a level step: G_max / (on_off_ratio - 1)."""
         return (2**self.cell_bits - 1) / (self.on_off_ratio - 1) if self.on_off_ratio else 0.0

@@ -139,7 +139,7 @@ def program_tile(
         gain = None
     if config.encoding == "reference":
         _reference_column(g, config, rng, None if stuck is None else stuck[: w.shape[0], 0, config.cols - 1])
-    elif config.on_off_ratio:
+    elif config.on_off_ratio and not config.hrs_apart:
         g += g.dtype.type(config.hrs_level)
     g = _ir_drop(g, config).reshape(w.shape[0], -1)
     max_sum = float(g.sum(axis=0).max()) * (2**config.dac_bits - 1) if config.integral else np.inf
@@ -177,7 +177,8 @@ def _reference_column(
     if stuck is not None:
         reference[stuck == 1], reference[stuck == -1] = 2, 0
     g[..., 1, :] = reference[:, None, None]
-    g += g.dtype.type(2 * config.hrs_level)
+    if not config.hrs_apart:
+        g += g.dtype.type(2 * config.hrs_level)
 
 
 def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Generator) -> None:
@@ -629,6 +630,8 @@ def _chunk_sums(g: np.ndarray, k: int, planes: InputPlanes, config: DeviceConfig
     for i in range(count):
         planes.digits(i, (slice(start, start + b),), digits[i])
     sums = digits.reshape(count * b, -1) @ g
+    if config.hrs_apart and not config.analog_subtraction:
+        sums += config.hrs_level * digits.reshape(count * b, -1).sum(axis=1, keepdims=True)
     if config.read_noise:
         sigma = config.read_noise * np.sqrt((digits * digits).reshape(count * b, k) @ (g * g))
         sums += sigma * rng.standard_normal(sums.shape)
@@ -839,6 +842,8 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         if config.input_noise:  # the DACs' noise reaches every cell of the row
             digits += noise(digits.shape, config.input_noise * (2**config.dac_bits - 1))
         sums = xp.matmul(xp.reshape(digits, (t, count * b, width)), g[a0:a1, ...])
+        if config.hrs_apart and not pair:  # (a pair's HRS currents cancel in the subtraction)
+            sums += config.hrs_level * xp.reshape(xp.sum(digits, axis=-1), (t, count * b, 1))
         if config.read_noise:
             squares = xp.reshape(digits * digits, (count * b, width))
             sigma = config.read_noise * xp.sqrt(xp.matmul(squares, g[0, ...] * g[0, ...]))
