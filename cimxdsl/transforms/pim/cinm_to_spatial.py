@@ -17,16 +17,17 @@ the same output tile from the previous compute (Miotti 2025, Listing 4.1). A gem
 blocks of each tile pair are stacked and cut into crossbars of `xbar-size` rows instead, applied by
 one `apply_filters` in im2col form per compute and tile pair.
 
-Each source op type has one handler (`HANDLERS`); the lowered form of every value is a `Lowered`
-(`spatial_values.py`). Host ops between layers become spatial vector ops appended to the compute producing each tile:
-ReLU (`arith.maxsi` with 0) `spat.vrelu`; other `arith.maxsi`/`addi`/`subi`/`muli` `spat.vmax`/
-`vadd`/`vsub`/`vmul`; `arith.minsi` and `arith.shrsi` (requantization) stay arith ops on the
-tiles; `linalg.pooling_nchw_max` `spat.maxpool`; `tosa.reduce_sum` over axes 2 and 3 followed by
-`arith.floordivsi` (or `arith.divsi` on non-negative values) by H·W `spat.global_avgpool`;
-`tosa.clamp` (integers) a maximum and a minimum; `tensor.collapse_shape`/`tensor.reshape` of
-`[1, C, 1, 1]` to `[1, C]` (flatten) and `tensor.concat` along the channels only relabel tiles
-(an element-wise op on operands tiled differently moves them to regular tiles through crossbars
-holding the identity matrix).
+Each source op kind has one rewrite pattern; the patterns record the lowered form of every value, a
+`Lowered` (`spatial_values.py`), in the function's `SpatialState`, and the function's `func.return`
+replaces its body by the computes built. Host ops between layers become spatial vector ops appended
+to the compute producing each tile: ReLU (`arith.maxsi` with 0) `spat.vrelu`; other
+`arith.maxsi`/`addi`/`subi`/`muli` `spat.vmax`/`vadd`/`vsub`/`vmul`; `arith.minsi` and
+`arith.shrsi` (requantization) stay arith ops on the tiles; `linalg.pooling_nchw_max`
+`spat.maxpool`; `tosa.reduce_sum` over axes 2 and 3 followed by `arith.floordivsi` (or `arith.divsi`
+on non-negative values) by H·W `spat.global_avgpool`; `tosa.clamp` (integers) a maximum and a
+minimum; `tensor.collapse_shape`/`tensor.reshape` of `[1, C, 1, 1]` to `[1, C]` (flatten) and
+`tensor.concat` along the channels only relabel tiles (an element-wise op on operands tiled
+differently moves them to regular tiles through crossbars holding the identity matrix).
 Host ops on constants only are folded (with the interpreter functions). Splat constants are
 materialized in the computes; other constants become function-level constants passed as inputs.
 Function inputs are converted to `[H, W, C]` tiles by host glue (`linalg.transpose`,
@@ -36,10 +37,9 @@ converted back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
 
 import numpy as np
 from xdsl.context import Context
@@ -55,7 +55,16 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.linalg.ops import FillOp, PoolingNchwMaxOp, TransposeOp
+from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_device_config
 from cimxdsl.dialects import cinm
@@ -117,7 +126,7 @@ def int_values(attr: Attribute) -> tuple[int, ...]:
 
 
 # ----------------------------------------------------------------------------------------------
-# The lowering of one function
+# The state shared by the patterns lowering one function
 # ----------------------------------------------------------------------------------------------
 
 _ELEMENTWISE = {
@@ -133,112 +142,32 @@ _SPAT_BINARY = {"add": spat.VAddOp, "sub": spat.VSubOp, "mul": spat.VMulOp, "max
 _ARITH_BINARY = {"min": arith.MinSIOp, "shr": arith.ShRSIOp}
 
 
-class FunctionLowering:
-    def __init__(self, function: func.FuncOp, tile: int, crossbars_per_compute: int, packing: Packing = "kernel"):
-        self.function = function
-        self.tile = tile
-        self.crossbars_per_compute = crossbars_per_compute
-        self.packing = packing
-        self.values: dict[SSAValue, Lowered] = {}
-        self.nodes: list[Node] = []
-        self.prologue: list[Operation] = []
-        self.epilogue: list[Operation] = []
-        self.input_tiles: dict[SSAValue, Tiled] = {}
-        self.placeholders: dict[NodeRef, SSAValue] = {}
-        self.folder = None
-        self.layers = 0
+@dataclass
+class SpatialState:
+    """What the lowering of one function knows so far: the lowered form of each value, the computes
+    being built, and the host ops before (`prologue`) and after (`epilogue`) the computes."""
 
-    # --- driver ----------------------------------------------------------------------------------
-    def run(self) -> None:
-        block = self.function.body.block
-        old_ops = list(block.ops)
-        for op in old_ops:
-            if isinstance(op, func.ReturnOp):
-                results = [self.output(i, v) for i, v in enumerate(op.arguments)]
-                self.epilogue.append(func.ReturnOp(*results))
-            elif not self.is_dead(op):
-                self.visit(op)
-        computes = self.emit_nodes()
-        for op in reversed(old_ops):
-            op.detach()
-            op.erase(safe_erase=False)
-        block.add_ops([*self.prologue, *computes, *self.epilogue])
-        remove_dead_ops(block)  # e.g. crossbar matrices of a layer whose result is never used
-
-    @staticmethod
-    def is_dead(op: Operation) -> bool:
-        return bool(op.results) and all(not r.uses for r in op.results)
-
-    def visit(self, op: Operation) -> None:
-        handler = HANDLERS.get(type(op))
-        if handler is not None:
-            self.values[op.results[0]] = handler(self, op)
-        elif op.results and all(isinstance(self.known(v), Constant) for v in op.operands):
-            self.values.update(zip(op.results, self.fold(op)))
-        else:
-            raise pass_error("cinm-to-spatial", "this op cannot run on PIM cores", op)
-
-    def empty(self, op: tensor.EmptyOp) -> Constant:
-        t = op.tensor.type
-        return Constant(t.get_shape(), t.element_type, splat=0)
-
-    def fill(self, op: FillOp) -> Constant:
-        fill = self.values.get(op.inputs[0])
-        if not isinstance(fill, Constant) or fill.shape != ():
-            raise pass_error("cinm-to-spatial", "only fills with a constant scalar are supported", op)
-        t = op.res[0].type
-        return Constant(t.get_shape(), t.element_type, splat=fill.splat)
-
-    def fold(self, op: Operation) -> list[Constant]:
-        """The results of a host op on constants, computed now with the interpreter functions (as
-        xDSL's `constant-fold-interp` does)."""
-        if self.folder is None:
-            module = self.function.parent_op()
-            while module is not None and not isinstance(module, ModuleOp):
-                module = module.parent_op()
-            assert isinstance(module, ModuleOp)
-            self.folder = build_interpreter(module, Device("ideal"))
-        args = []
-        for v in op.operands:
-            c = self.known(v)
-            assert isinstance(c, Constant)
-            args.append(c.values() if c.shape else c.splat)
-        try:
-            results = self.folder.run_op(op, tuple(args))
-        except Exception:
-            raise pass_error(
-                "cinm-to-spatial", "this op cannot run on PIM cores (nor be folded on its constant operands)", op
-            ) from None
-        folded = []
-        for r, value in zip(op.results, results, strict=True):
-            t = r.type
-            if not isinstance(t, TensorType):
-                folded.append(Constant((), t, splat=value))
-            else:
-                folded.append(Constant(t.get_shape(), t.element_type, array=np.asarray(value)))
-        return folded
-
-    # --- operands --------------------------------------------------------------------------------
-    def constant(self, op: arith.ConstantOp) -> Constant:
-        attr, t = op.value, op.result.type
-        if isinstance(attr, DenseIntOrFPElementsAttr):
-            assert isinstance(t, TensorType)
-            array = dense_array(attr)
-            flat = array.reshape(-1)
-            if flat.size and np.all(flat == flat[0]):
-                return Constant(t.get_shape(), t.element_type, splat=flat[0].item())
-            return Constant(t.get_shape(), t.element_type, array=array)
-        if isinstance(attr, IntegerAttr):
-            return Constant((), t, splat=attr.value.data)
-        raise pass_error("cinm-to-spatial", f"unsupported constant {attr}", op)
+    function: func.FuncOp
+    tile: int
+    crossbars_per_compute: int
+    packing: Packing = "kernel"
+    values: dict[SSAValue, Lowered] = field(default_factory=dict[SSAValue, Lowered])
+    nodes: list[Node] = field(default_factory=list[Node])
+    prologue: list[Operation] = field(default_factory=list[Operation])
+    epilogue: list[Operation] = field(default_factory=list[Operation])
+    input_tiles: dict[SSAValue, Tiled] = field(default_factory=dict[SSAValue, Tiled])
+    placeholders: dict[NodeRef, SSAValue] = field(default_factory=dict[NodeRef, SSAValue])
+    """A value standing for each compute result the epilogue uses, until the computes exist."""
+    folder: Interpreter | None = None
+    layers: int = 0
 
     def known(self, value: SSAValue) -> Lowered | SSAValue:
         """The lowered form of `value`, or `value` itself (a function argument, an unlowered value)."""
         return self.values.get(value, value)
 
-    def tiled(self, value: SSAValue, user: Operation) -> Tiled:
+    def tiled(self, value: SSAValue | Lowered, user: Operation) -> Tiled:
         """`value` as tiles: a lowered activation, or host glue slicing a function argument."""
-        known = self.known(value)
+        known = self.known(value) if isinstance(value, SSAValue) else value
         if isinstance(known, Tiled):
             return known
         if isinstance(known, Flattened):
@@ -291,7 +220,15 @@ class FunctionLowering:
         self.prologue.append(op)
         return op.result
 
-    # --- computes --------------------------------------------------------------------------------
+    def weight_constant(
+        self, block: np.ndarray, element: Attribute, origin: str, precision: tuple[int, int] | None = None
+    ) -> SSAValue:
+        """A crossbar's weights, with their layer (`origin`) and its precision, if it has its own."""
+        op = set_precision(arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element)), precision)
+        op.attributes[ORIGIN] = StringAttr(origin)
+        self.prologue.append(op)
+        return op.result
+
     def new_node(self) -> Node:
         node = Node(len(self.nodes))
         self.nodes.append(node)
@@ -305,19 +242,285 @@ class FunctionLowering:
             return self.new_node()
         return max(producers, key=lambda n: n.index)
 
-    def lower_compute(self, op: cinm.ComputeOp) -> Tiled:
+    def zero_tile(self, tile_type: TensorType) -> NodeRef:
+        node = self.new_node()
+        return node.output(node.add(splat_constant(0, tile_type)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Crossbars and element-wise ops on tiles (used by several patterns)
+# ----------------------------------------------------------------------------------------------
+
+
+def lower_filters(
+    state: SpatialState,
+    name: str,
+    image: Tiled,
+    matrix: np.ndarray,
+    kernel: tuple[int, int],
+    geometry: FilterGeometry,
+    size: tuple[int, int],
+    out_layout: Layout,
+    element: Attribute,
+    precision: tuple[int, int] | None = None,
+) -> Tiled:
+    """`image` through the crossbar matrices of `matrix`, in computes of at most
+    `crossbars-per-compute` crossbars, each adding the previous compute's partial sums."""
+    positions = kernel[0] * kernel[1]
+    out_bounds = channel_bounds(matrix.shape[1], state.tile)
+    valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
+    blocks = weight_blocks(matrix, positions, valid, image.bounds, out_bounds)
+    if state.packing == "im2col" and positions > 1 and image.layout.rows is None:
+        blocks = im2col_blocks(blocks, state.tile)
+    out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
+    partial: dict[int, NodeRef] = {}
+    per = state.crossbars_per_compute
+    for start in range(0, len(blocks), per):
+        node = state.new_node()
+        for j, by_output in groupby(blocks[start : start + per], key=lambda b: b.output_tile):
+            f0, f1 = out_bounds[j]
+            result_type = TensorType(element, out_layout.tile_shape(f1 - f0))
+            total = None
+            for i, by_input in groupby(by_output, key=lambda b: b.input_tile):
+                pieces = list(by_input)
+                indices = []
+                for block in pieces:
+                    origin = weight_origin(name, image.bounds[i], (f0, f1), block, kernel)
+                    weight = state.weight_constant(block.matrix, image.element, origin, precision)
+                    indices.append(node.add_weight(weight))
+                filters = apply_filters(node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry)
+                value = node.add(filters)
+                total = value if total is None else node.add(spat.VAddOp(total, value))
+            assert total is not None
+            if j in partial:
+                total = node.add(spat.VAddOp(node.use(partial[j]), total))
+            partial[j] = node.output(total)
+    for j in range(len(out_bounds)):
+        if j not in partial:
+            partial[j] = state.zero_tile(out.tile_type(j))
+        out.tiles.append(partial[j])
+    return out
+
+
+def apply_filters(
+    image: SSAValue,
+    blocks: list[WeightBlock],
+    indices: list[int],
+    positions: int,
+    result_type: TensorType,
+    geometry: FilterGeometry,
+) -> spat.ApplyFiltersOp:
+    """The `apply_filters` of consecutive blocks of one tile pair held at weight `indices`."""
+    first = blocks[0]
+    if first.positions is not None:
+        packing = Im2col(first.positions, first.first_row)
+        return spat.ApplyFiltersOp(image, indices, result_type, geometry, packing)
+    per_position = [-1] * positions
+    for block, index in zip(blocks, indices, strict=True):
+        per_position[block.position] = index
+    return spat.ApplyFiltersOp(image, per_position, result_type, geometry)
+
+
+def retiled(state: SpatialState, value: Tiled) -> Tiled:
+    """`value` in tiles of `xbar-size` channels, moved by crossbars holding the identity matrix."""
+    channels = value.bounds[-1][1]
+    if value.bounds == channel_bounds(channels, state.tile):
+        return value
+    size = (value.layout.height, value.layout.width)
+    identity = np.eye(channels, dtype=np.int64)
+    out = lower_filters(
+        state, "channel retiling", value, identity, (1, 1), FilterGeometry(), size, value.layout, value.element
+    )
+    out.logical, out.nonneg = value.logical, value.nonneg
+    return out
+
+
+def apply_elementwise(state: SpatialState, kind: str, operands: list[Lowered | SSAValue], op: Operation) -> Tiled:
+    """The element-wise op `kind` on each tile, appended to the compute producing it."""
+    if any(isinstance(o, Flattened) for o in operands):
+        raise pass_error("cinm-to-spatial", FLATTENED_USE, op)
+    operands = [state.tiled(o, op) if isinstance(o, SSAValue) else o for o in operands]  # function inputs
+    tiled = [o for o in operands if isinstance(o, Tiled)]
+    if not tiled:
+        raise pass_error("cinm-to-spatial", "element-wise op on host values only", op)
+    shape = tiled[0].logical
+    for operand in operands:
+        if isinstance(operand, Constant):
+            if operand.shape != shape:
+                raise pass_error(
+                    "cinm-to-spatial",
+                    f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor",
+                    op,
+                )
+        elif not isinstance(operand, Tiled):
+            raise pass_error("cinm-to-spatial", "unsupported operand", op)
+    tiles = {tuple(o.bounds) for o in operands if isinstance(o, Tiled)}
+    if len(tiles) > 1:  # e.g. a concatenation's tiles added to a convolution's
+        operands = [retiled(state, o) if isinstance(o, Tiled) else o for o in operands]
+    first = next(o for o in operands if isinstance(o, Tiled))
+    assert isinstance(first, Tiled)
+    for other in operands:
+        if isinstance(other, Tiled) and other.layout != first.layout:
+            raise pass_error("cinm-to-spatial", "operands are tiled differently", op)
+    lhs, rhs = operands
+    if kind in _COMMUTATIVE and isinstance(lhs, Constant):
+        lhs, rhs = rhs, lhs
+    out = Tiled(first.logical, first.layout, first.element, [], list(first.bounds))
+    for t in range(len(first.bounds)):
+        refs = [o.tiles[t] for o in (lhs, rhs) if isinstance(o, Tiled)]
+        node = state.node_for(refs)
+        a = tile_operand(state, node, lhs, t, first)
+        b = tile_operand(state, node, rhs, t, first, broadcast=kind in _SPAT_BINARY)
+        if kind == "max" and isinstance(rhs, Constant) and rhs.splat_value() == 0:
+            value = node.add(spat.VReluOp(a))
+        elif kind in _SPAT_BINARY:
+            value = node.add(_SPAT_BINARY[kind](a, b))
+        else:
+            value = node.add(_ARITH_BINARY[kind](a, b))
+        out.tiles.append(node.output(value))
+    out.nonneg = stays_nonnegative(kind, lhs, rhs)
+    return out
+
+
+def tile_operand(
+    state: SpatialState, node: Node, operand: object, t: int, like: Tiled, broadcast: bool = False
+) -> SSAValue:
+    """Tile `t` of `operand`; with `broadcast`, a constant equal at every pixel (a per-channel bias)
+    becomes its `[C]` vector, broadcast over the pixels by the spat op (global memory then holds
+    and the core loads one pixel of it, not the whole image)."""
+    if isinstance(operand, Tiled):
+        return node.use(operand.tiles[t])
+    assert isinstance(operand, Constant)
+    tile_type = like.tile_type(t)
+    splat = operand.splat_value()
+    if splat is not None:
+        return node.add(splat_constant(splat, tile_type))
+    lo, hi = like.bounds[t]
+    array = like.layout.physical(operand.values())[..., lo:hi]
+    pixels = array.reshape(-1, hi - lo)
+    if broadcast and len(pixels) > 1 and bool((pixels == pixels[0]).all()):
+        array = pixels[0]
+    return node.use(state.host_constant(array, tile_type.element_type))
+
+
+def stays_nonnegative(kind: str, lhs: object, rhs: object) -> bool:
+    def nonneg(o: object) -> bool:
+        if isinstance(o, Tiled):
+            return o.nonneg
+        assert isinstance(o, Constant)
+        return bool(np.all(o.values() >= 0))
+
+    if kind == "max":
+        return nonneg(lhs) or nonneg(rhs)
+    if kind in ("add", "mul", "min"):
+        return nonneg(lhs) and nonneg(rhs)
+    if kind == "shr":
+        return nonneg(lhs)
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# The patterns: one per source op kind, each recording the lowered form of its op's result
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SpatialPattern(RewritePattern):
+    """A pattern lowering ops directly in the body of a function being lowered (`states`); ops
+    nested in other ops (a `cinm.compute`'s body) and dead ops are left to the op holding them and
+    to the final clean-up."""
+
+    states: dict[Operation, SpatialState]
+
+    def state_of(self, op: Operation) -> SpatialState | None:
+        state = self.states.get(op.parent_op())  # pyright: ignore[reportArgumentType]
+        if state is None or (op.results and all(not r.uses for r in op.results)):
+            return None
+        return state
+
+
+@dataclass
+class ConstantToSpatial(SpatialPattern):
+    """A constant is known (a splat or an array) until an op needs it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        attr, t = op.value, op.result.type
+        if isinstance(attr, DenseIntOrFPElementsAttr):
+            assert isinstance(t, TensorType)
+            array = dense_array(attr)
+            flat = array.reshape(-1)
+            if flat.size and np.all(flat == flat[0]):
+                state.values[op.result] = Constant(t.get_shape(), t.element_type, splat=flat[0].item())
+            else:
+                state.values[op.result] = Constant(t.get_shape(), t.element_type, array=array)
+        elif isinstance(attr, IntegerAttr):
+            state.values[op.result] = Constant((), t, splat=attr.value.data)
+        else:
+            raise pass_error("cinm-to-spatial", f"unsupported constant {attr}", op)
+
+
+@dataclass
+class InitToSpatial(SpatialPattern):
+    """`tensor.empty` is zeros; `linalg.fill` with a constant scalar a splat."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.EmptyOp | FillOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        if isinstance(op, tensor.EmptyOp):
+            t = op.tensor.type
+            state.values[op.tensor] = Constant(t.get_shape(), t.element_type, splat=0)
+            return
+        fill = state.values.get(op.inputs[0])
+        if not isinstance(fill, Constant) or fill.shape != ():
+            raise pass_error("cinm-to-spatial", "only fills with a constant scalar are supported", op)
+        t = op.res[0].type
+        state.values[op.res[0]] = Constant(t.get_shape(), t.element_type, splat=fill.splat)
+
+
+@dataclass
+class PadToSpatial(SpatialPattern):
+    """A padding of H and W waits (`Padded`) for the window op that reads it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.PadOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        if op.low or op.high:
+            raise pass_error("cinm-to-spatial", "only static padding is supported", op)
+        low, high = op.static_low.get_values(), op.static_high.get_values()
+        if len(low) != 4 or any(low[:2]) or any(high[:2]):
+            raise pass_error("cinm-to-spatial", "only padding of the H and W axes of an NCHW image is supported", op)
+        yielded = op.region.block.last_op.operands[0]
+        value = state.known(yielded)
+        if not isinstance(value, Constant) or value.shape != ():
+            raise pass_error("cinm-to-spatial", "the padding value must be a constant", op)
+        state.values[op.result] = Padded(op.source, (low[2], low[3], high[2], high[3]), value.splat)  # pyright: ignore
+
+
+@dataclass
+class ComputeToSpatial(SpatialPattern):
+    """A convolution or gemm in a `cinm.compute` as crossbar matrices applied in `spat.compute`s."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cinm.ComputeOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
         if len(op.results) != 1:
             raise pass_error("cinm-to-spatial", "a cinm.compute must have one result", op)
-        self.layers += 1
-        name = op.results[0].name_hint or f"layer{self.layers}"
+        state.layers += 1
+        name = op.results[0].name_hint or f"layer{state.layers}"
         (result,) = op.body.block.last_op.operands  # cinm.yield
         bias = None
         if isinstance(result.owner, cinm.AddOp):
-            result, bias = self.split_add(result.owner, op)
-        gemm = self.find_gemm(op)
+            result, bias = split_add(result.owner, op)
+        gemm = find_gemm(op)
         if gemm.bias is not None:
             bias = gemm.bias
-        matrix = self.known(gemm.right)
+        matrix = state.known(gemm.right)
         if not isinstance(matrix, Constant) or gemm.right.owner.parent_op() is op:
             raise pass_error(
                 "cinm-to-spatial", "the gemm's weight matrix must be a constant defined outside the compute", gemm
@@ -326,13 +529,13 @@ class FunctionLowering:
         element = result.type.element_type
         im2col = gemm.left.owner
         if isinstance(im2col, cinm.Im2colOp):
-            if not self.is_conv_epilogue(result, gemm):
+            if not is_conv_epilogue(result, gemm):
                 raise pass_error(
                     "cinm-to-spatial",
                     "unsupported convolution body (expected im2col, gemm, expand_shape, transpose)",
                     op,
                 )
-            image, geometry = self.conv_input(im2col)
+            image, geometry = conv_input(state, im2col)
             kernel = geometry.kernel
             height, width = image.layout.height, image.layout.width
             out_h, out_w = geometry.output_size(height, width)
@@ -342,14 +545,14 @@ class FunctionLowering:
             if result is not gemm.result:
                 raise pass_error("cinm-to-spatial", "unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
             logical = shape_of(gemm.result)
-            if isinstance(flat := self.known(gemm.left), Flattened):
+            if isinstance(flat := state.known(gemm.left), Flattened):
                 image = flat.image
                 height, width = image.layout.height, image.layout.width
                 kernel = (height, width)
                 geometry = FilterGeometry(kernel)
                 out_layout = Layout(1, 1)
             else:
-                image = self.tiled(gemm.left, gemm)
+                image = state.tiled(gemm.left, gemm)
                 if image.layout.rows is None and image.layout != Layout(1, 1):
                     raise pass_error(
                         "cinm-to-spatial", "a gemm needs a matrix input (a flattened 1x1 image at most)", gemm
@@ -357,242 +560,79 @@ class FunctionLowering:
                 geometry, kernel = FilterGeometry(), (1, 1)
                 height = width = 1
                 out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
-        out = self.lower_filters(
-            name, image, weights, kernel, geometry, (height, width), out_layout, element, precision_of(gemm)
+        out = lower_filters(
+            state, name, image, weights, kernel, geometry, (height, width), out_layout, element, precision_of(gemm)
         )
         out.logical = logical
         if bias is not None:
-            out = self.apply_elementwise("add", [out, self.known(bias)], op)
-        return out
+            out = apply_elementwise(state, "add", [out, state.known(bias)], op)
+        state.values[op.results[0]] = out
 
-    @staticmethod
-    def find_gemm(op: cinm.ComputeOp) -> cinm.GemmOp:
-        gemms = [o for o in op.body.block.ops if isinstance(o, cinm.GemmOp)]
-        if len(gemms) != 1:
-            raise pass_error("cinm-to-spatial", "a cinm.compute must hold exactly one cinm.op.gemm", op)
-        return gemms[0]
 
-    @staticmethod
-    def split_add(add: cinm.AddOp, op: cinm.ComputeOp) -> tuple[SSAValue, SSAValue]:
-        for inner, outer in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
-            if isinstance(outer.owner, Operation) and outer.owner.parent_op() is op:
-                continue
-            return inner, outer
-        raise pass_error("cinm-to-spatial", "the bias of a compute must be defined outside it", op)
+def find_gemm(op: cinm.ComputeOp) -> cinm.GemmOp:
+    gemms = [o for o in op.body.block.ops if isinstance(o, cinm.GemmOp)]
+    if len(gemms) != 1:
+        raise pass_error("cinm-to-spatial", "a cinm.compute must hold exactly one cinm.op.gemm", op)
+    return gemms[0]
 
-    @staticmethod
-    def is_conv_epilogue(result: SSAValue, gemm: cinm.GemmOp) -> bool:
-        transpose = result.owner
-        if not isinstance(transpose, TransposeOp) or tuple(transpose.permutation.get_values()) != (0, 3, 1, 2):
-            return False
-        expand = transpose.inputs[0].owner
-        return isinstance(expand, tensor.ExpandShapeOp) and expand.src is gemm.result
 
-    def conv_input(self, im2col: cinm.Im2colOp) -> tuple[Tiled, FilterGeometry]:
-        known = self.known(im2col.input)
-        pads = (0, 0, 0, 0)
-        source = im2col.input
-        if isinstance(known, Padded):
-            if known.value != 0:
-                raise pass_error("cinm-to-spatial", f"a convolution's padding must be zeros, got {known.value}", im2col)
-            source, pads = known.source, known.pads
-        image = self.tiled(source, im2col)
-        if image.layout.rows is not None:
-            raise pass_error("cinm-to-spatial", "a convolution needs an NCHW image", im2col)
-        kernel, strides, dilations = (tuple(a.get_values()) for a in (im2col.kernel, im2col.strides, im2col.dilations))
-        return image, FilterGeometry(kernel, strides, pads, dilations)  # pyright: ignore[reportArgumentType]
+def split_add(add: cinm.AddOp, op: cinm.ComputeOp) -> tuple[SSAValue, SSAValue]:
+    for inner, outer in ((add.lhs, add.rhs), (add.rhs, add.lhs)):
+        if isinstance(outer.owner, Operation) and outer.owner.parent_op() is op:
+            continue
+        return inner, outer
+    raise pass_error("cinm-to-spatial", "the bias of a compute must be defined outside it", op)
 
-    def padded(self, op: tensor.PadOp) -> Padded:
-        if op.low or op.high:
-            raise pass_error("cinm-to-spatial", "only static padding is supported", op)
-        low, high = op.static_low.get_values(), op.static_high.get_values()
-        if len(low) != 4 or any(low[:2]) or any(high[:2]):
-            raise pass_error("cinm-to-spatial", "only padding of the H and W axes of an NCHW image is supported", op)
-        yielded = op.region.block.last_op.operands[0]
-        value = self.known(yielded)
-        if not isinstance(value, Constant) or value.shape != ():
-            raise pass_error("cinm-to-spatial", "the padding value must be a constant", op)
-        return Padded(op.source, (low[2], low[3], high[2], high[3]), value.splat)  # pyright: ignore[reportArgumentType]
 
-    def lower_filters(
-        self,
-        name: str,
-        image: Tiled,
-        matrix: np.ndarray,
-        kernel: tuple[int, int],
-        geometry: FilterGeometry,
-        size: tuple[int, int],
-        out_layout: Layout,
-        element: Attribute,
-        precision: tuple[int, int] | None = None,
-    ) -> Tiled:
-        positions = kernel[0] * kernel[1]
-        out_bounds = channel_bounds(matrix.shape[1], self.tile)
-        valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
-        blocks = weight_blocks(matrix, positions, valid, image.bounds, out_bounds)
-        if self.packing == "im2col" and positions > 1 and image.layout.rows is None:
-            blocks = im2col_blocks(blocks, self.tile)
-        out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
-        partial: dict[int, NodeRef] = {}
-        per = self.crossbars_per_compute
-        for start in range(0, len(blocks), per):
-            node = self.new_node()
-            for j, by_output in groupby(blocks[start : start + per], key=lambda b: b.output_tile):
-                f0, f1 = out_bounds[j]
-                result_type = TensorType(element, out_layout.tile_shape(f1 - f0))
-                total = None
-                for i, by_input in groupby(by_output, key=lambda b: b.input_tile):
-                    pieces = list(by_input)
-                    indices = []
-                    for block in pieces:
-                        origin = weight_origin(name, image.bounds[i], (f0, f1), block, kernel)
-                        weight = self.weight_constant(block.matrix, image.element, origin, precision)
-                        indices.append(node.add_weight(weight))
-                    filters = self.filters(node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry)
-                    value = node.add(filters)
-                    total = value if total is None else node.add(spat.VAddOp(total, value))
-                assert total is not None
-                if j in partial:
-                    total = node.add(spat.VAddOp(node.use(partial[j]), total))
-                partial[j] = node.output(total)
-        for j in range(len(out_bounds)):
-            if j not in partial:
-                partial[j] = self.zero_tile(out.tile_type(j))
-            out.tiles.append(partial[j])
-        return out
-
-    @staticmethod
-    def filters(
-        image: SSAValue,
-        blocks: list[WeightBlock],
-        indices: list[int],
-        positions: int,
-        result_type: TensorType,
-        geometry: FilterGeometry,
-    ) -> spat.ApplyFiltersOp:
-        """The `apply_filters` of consecutive blocks of one tile pair held at weight `indices`."""
-        first = blocks[0]
-        if first.positions is not None:
-            packing = Im2col(first.positions, first.first_row)
-            return spat.ApplyFiltersOp(image, indices, result_type, geometry, packing)
-        per_position = [-1] * positions
-        for block, index in zip(blocks, indices, strict=True):
-            per_position[block.position] = index
-        return spat.ApplyFiltersOp(image, per_position, result_type, geometry)
-
-    def retiled(self, value: Tiled) -> Tiled:
-        """`value` in tiles of `xbar-size` channels, moved by crossbars holding the identity matrix."""
-        channels = value.bounds[-1][1]
-        if value.bounds == channel_bounds(channels, self.tile):
-            return value
-        size = (value.layout.height, value.layout.width)
-        identity = np.eye(channels, dtype=np.int64)
-        out = self.lower_filters(
-            "channel retiling", value, identity, (1, 1), FilterGeometry(), size, value.layout, value.element
-        )
-        out.logical, out.nonneg = value.logical, value.nonneg
-        return out
-
-    def weight_constant(
-        self, block: np.ndarray, element: Attribute, origin: str, precision: tuple[int, int] | None = None
-    ) -> SSAValue:
-        """A crossbar's weights, with their layer (`origin`) and its precision, if it has its own."""
-        op = set_precision(arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element)), precision)
-        op.attributes[ORIGIN] = StringAttr(origin)
-        self.prologue.append(op)
-        return op.result
-
-    def zero_tile(self, tile_type: TensorType) -> NodeRef:
-        node = self.new_node()
-        return node.output(node.add(splat_constant(0, tile_type)))
-
-    # --- element-wise ops ------------------------------------------------------------------------
-    def elementwise(self, op: Operation) -> Tiled:
-        return self.apply_elementwise(_ELEMENTWISE[type(op)], [self.known(v) for v in op.operands], op)
-
-    def apply_elementwise(self, kind: str, operands: list[object], op: Operation) -> Tiled:
-        if any(isinstance(o, Flattened) for o in operands):
-            raise pass_error("cinm-to-spatial", FLATTENED_USE, op)
-        operands = [self.tiled(o, op) if isinstance(o, SSAValue) else o for o in operands]  # function inputs
-        tiled = [o for o in operands if isinstance(o, Tiled)]
-        if not tiled:
-            raise pass_error("cinm-to-spatial", "element-wise op on host values only", op)
-        shape = tiled[0].logical
-        for operand in operands:
-            if isinstance(operand, Constant):
-                if operand.shape != shape:
-                    raise pass_error(
-                        "cinm-to-spatial",
-                        f"constant operand of shape {list(operand.shape)} for a {list(shape)} tensor",
-                        op,
-                    )
-            elif not isinstance(operand, Tiled):
-                raise pass_error("cinm-to-spatial", "unsupported operand", op)
-        tiles = {tuple(o.bounds) for o in operands if isinstance(o, Tiled)}
-        if len(tiles) > 1:  # e.g. a concatenation's tiles added to a convolution's
-            operands = [self.retiled(o) if isinstance(o, Tiled) else o for o in operands]
-        first = next(o for o in operands if isinstance(o, Tiled))
-        assert isinstance(first, Tiled)
-        for other in operands:
-            if isinstance(other, Tiled) and other.layout != first.layout:
-                raise pass_error("cinm-to-spatial", "operands are tiled differently", op)
-        lhs, rhs = operands
-        if kind in _COMMUTATIVE and isinstance(lhs, Constant):
-            lhs, rhs = rhs, lhs
-        out = Tiled(first.logical, first.layout, first.element, [], list(first.bounds))
-        for t in range(len(first.bounds)):
-            refs = [o.tiles[t] for o in (lhs, rhs) if isinstance(o, Tiled)]
-            node = self.node_for(refs)
-            a = self.tile_operand(node, lhs, t, first)
-            b = self.tile_operand(node, rhs, t, first, broadcast=kind in _SPAT_BINARY)
-            if kind == "max" and isinstance(rhs, Constant) and rhs.splat_value() == 0:
-                value = node.add(spat.VReluOp(a))
-            elif kind in _SPAT_BINARY:
-                value = node.add(_SPAT_BINARY[kind](a, b))
-            else:
-                value = node.add(_ARITH_BINARY[kind](a, b))
-            out.tiles.append(node.output(value))
-        out.nonneg = self.stays_nonnegative(kind, lhs, rhs)
-        return out
-
-    def tile_operand(self, node: Node, operand: object, t: int, like: Tiled, broadcast: bool = False) -> SSAValue:
-        """Tile `t` of `operand`; with `broadcast`, a constant equal at every pixel (a per-channel bias)
-        becomes its `[C]` vector, broadcast over the pixels by the spat op (global memory then holds
-        and the core loads one pixel of it, not the whole image)."""
-        if isinstance(operand, Tiled):
-            return node.use(operand.tiles[t])
-        assert isinstance(operand, Constant)
-        tile_type = like.tile_type(t)
-        splat = operand.splat_value()
-        if splat is not None:
-            return node.add(splat_constant(splat, tile_type))
-        lo, hi = like.bounds[t]
-        array = like.layout.physical(operand.values())[..., lo:hi]
-        pixels = array.reshape(-1, hi - lo)
-        if broadcast and len(pixels) > 1 and bool((pixels == pixels[0]).all()):
-            array = pixels[0]
-        return node.use(self.host_constant(array, tile_type.element_type))
-
-    @staticmethod
-    def stays_nonnegative(kind: str, lhs: object, rhs: object) -> bool:
-        def nonneg(o: object) -> bool:
-            if isinstance(o, Tiled):
-                return o.nonneg
-            assert isinstance(o, Constant)
-            return bool(np.all(o.values() >= 0))
-
-        if kind == "max":
-            return nonneg(lhs) or nonneg(rhs)
-        if kind in ("add", "mul", "min"):
-            return nonneg(lhs) and nonneg(rhs)
-        if kind == "shr":
-            return nonneg(lhs)
+def is_conv_epilogue(result: SSAValue, gemm: cinm.GemmOp) -> bool:
+    transpose = result.owner
+    if not isinstance(transpose, TransposeOp) or tuple(transpose.permutation.get_values()) != (0, 3, 1, 2):
         return False
+    expand = transpose.inputs[0].owner
+    return isinstance(expand, tensor.ExpandShapeOp) and expand.src is gemm.result
 
-    # --- pooling ---------------------------------------------------------------------------------
-    def max_pool(self, op: PoolingNchwMaxOp) -> Tiled:
+
+def conv_input(state: SpatialState, im2col: cinm.Im2colOp) -> tuple[Tiled, FilterGeometry]:
+    known = state.known(im2col.input)
+    pads = (0, 0, 0, 0)
+    source = im2col.input
+    if isinstance(known, Padded):
+        if known.value != 0:
+            raise pass_error("cinm-to-spatial", f"a convolution's padding must be zeros, got {known.value}", im2col)
+        source, pads = known.source, known.pads
+    image = state.tiled(source, im2col)
+    if image.layout.rows is not None:
+        raise pass_error("cinm-to-spatial", "a convolution needs an NCHW image", im2col)
+    kernel, strides, dilations = (tuple(a.get_values()) for a in (im2col.kernel, im2col.strides, im2col.dilations))
+    return image, FilterGeometry(kernel, strides, pads, dilations)  # pyright: ignore[reportArgumentType]
+
+
+@dataclass
+class ElementwiseToSpatial(SpatialPattern):
+    """`arith.addi`/`subi`/`muli`/`maxsi`/`minsi`/`shrsi` on tiles (ReLU: `maxsi` with 0)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self,
+        op: arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.MaxSIOp | arith.MinSIOp | arith.ShRSIOp,
+        rewriter: PatternRewriter,
+    ) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        operands = [state.known(v) for v in op.operands]
+        state.values[op.result] = apply_elementwise(state, _ELEMENTWISE[type(op)], operands, op)
+
+
+@dataclass
+class MaxPoolToSpatial(SpatialPattern):
+    """`linalg.pooling_nchw_max` as `spat.maxpool` on each tile (its padding folded in)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PoolingNchwMaxOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
         image_value, window = op.inputs
-        known = self.known(image_value)
+        known = state.known(image_value)
         pads, source = (0, 0, 0, 0), image_value
         if isinstance(known, Padded):
             element = image_value.type.element_type
@@ -602,12 +642,12 @@ class FunctionLowering:
                     "cinm-to-spatial", f"max pooling must pad with the smallest value {lowest}, got {known.value}", op
                 )
             source, pads = known.source, known.pads
-        image = self.tiled(source, op)
+        image = state.tiled(source, op)
         if image.layout.rows is not None:
             raise pass_error("cinm-to-spatial", "max pooling needs an NCHW image", op)
         kernel = shape_of(window)
-        geometry = FilterGeometry(kernel, int_values(op.strides), pads, int_values(op.dilations))  # pyright: ignore[reportArgumentType]
-        init = self.known(op.outputs[0])
+        geometry = FilterGeometry(kernel, int_values(op.strides), pads, int_values(op.dilations))  # pyright: ignore
+        init = state.known(op.outputs[0])
         if not isinstance(init, Constant) or init.splat_value() is None:
             raise pass_error("cinm-to-spatial", "the max pooling's init must be a constant splat", op)
         out_h, out_w = geometry.output_size(image.layout.height, image.layout.width)
@@ -615,30 +655,47 @@ class FunctionLowering:
         floor = init.splat_value()
         lowest = np.iinfo(numpy_dtype(image.element)).min
         for t, ref in enumerate(image.tiles):
-            node = self.node_for([ref])
+            node = state.node_for([ref])
             value = node.add(spat.MaxPoolOp(node.use(ref), geometry))
             if floor == 0:
                 value = node.add(spat.VReluOp(value))
             elif floor != lowest:
                 bound = Constant(out.logical, out.element, splat=floor)
-                value = node.add(spat.VMaxOp(value, self.tile_operand(node, bound, t, out)))
+                value = node.add(spat.VMaxOp(value, tile_operand(state, node, bound, t, out)))
             out.tiles.append(node.output(value))
         out.nonneg = image.nonneg or floor >= 0  # pyright: ignore[reportOperatorIssue]
-        return out
+        state.values[op.res[0]] = out
 
-    def reduce_sum(self, op: tosa.ReduceSumOp) -> PartialSum:
-        known = self.known(op.input)
+
+@dataclass
+class ReduceSumToSpatial(SpatialPattern):
+    """`tosa.reduce_sum` over axis 2 or 3 waits (`PartialSum`) for the division of an average."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tosa.ReduceSumOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        known = state.known(op.input)
         axis = op.axis.value.data
         if axis not in (2, 3):
             raise pass_error(
                 "cinm-to-spatial", "tosa.reduce_sum is supported over the axes 2 and 3 (global average pooling)", op
             )
         if isinstance(known, PartialSum):
-            return PartialSum(known.source, known.axes | {axis})
-        return PartialSum(self.tiled(op.input, op), frozenset({axis}))
+            state.values[op.output] = PartialSum(known.source, known.axes | {axis})
+        else:
+            state.values[op.output] = PartialSum(state.tiled(op.input, op), frozenset({axis}))
 
-    def division(self, op: arith.DivSIOp | arith.FloorDivSIOp) -> Tiled:
-        total, divisor = self.known(op.lhs), self.known(op.rhs)
+
+@dataclass
+class AveragePoolToSpatial(SpatialPattern):
+    """The division of a sum over H and W by H·W as `spat.global_avgpool` on each tile."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.DivSIOp | arith.FloorDivSIOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        total, divisor = state.known(op.lhs), state.known(op.rhs)
         if not isinstance(total, PartialSum) or total.axes != {2, 3}:
             raise pass_error(
                 "cinm-to-spatial",
@@ -658,13 +715,20 @@ class FunctionLowering:
             )
         out = Tiled(shape_of(op.result), Layout(1, 1), image.element, [], list(image.bounds), image.nonneg)
         for ref in image.tiles:
-            node = self.node_for([ref])
+            node = state.node_for([ref])
             out.tiles.append(node.output(node.add(spat.GlobalAvgPoolOp(node.use(ref)))))
-        return out
+        state.values[op.result] = out
 
-    def clamp(self, op: tosa.ClampOp) -> Tiled:
-        """`tosa.clamp` on integers: a maximum with the lower bound, a minimum with the upper one."""
-        value = self.known(op.input)
+
+@dataclass
+class ClampToSpatial(SpatialPattern):
+    """`tosa.clamp` on integers: a maximum with the lower bound, a minimum with the upper one."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tosa.ClampOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        value = state.known(op.input)
         element = op.input.type.element_type
         if not isinstance(element, IntegerType):
             raise pass_error("cinm-to-spatial", "only integer clamps can run on PIM cores", op)
@@ -672,32 +736,50 @@ class FunctionLowering:
         shape = shape_of(op.input)
         low, high = op.min_val.value.data, op.max_val.value.data
         if low > info.min:
-            value = self.apply_elementwise("max", [value, Constant(shape, element, splat=low)], op)
+            value = apply_elementwise(state, "max", [value, Constant(shape, element, splat=low)], op)
         if high < info.max:
-            value = self.apply_elementwise("min", [value, Constant(shape, element, splat=high)], op)
-        return value if isinstance(value, Tiled) else self.tiled(op.input, op)
+            value = apply_elementwise(state, "min", [value, Constant(shape, element, splat=high)], op)
+        state.values[op.output] = value if isinstance(value, Tiled) else state.tiled(op.input, op)
 
-    def reshape(self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp) -> Lowered:
-        known = self.known(op.operands[0])
+
+@dataclass
+class ReshapeToSpatial(SpatialPattern):
+    """A reshape of a constant, or of an image to `[1, C]` (1×1) or `[1, C·H·W]` (`Flattened`)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: tensor.CollapseShapeOp | tensor.ExpandShapeOp | tensor.ReshapeOp, rewriter: PatternRewriter
+    ) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        known = state.known(op.operands[0])
         shape = shape_of(op.result)
         if isinstance(known, Constant):
-            return Constant(
-                shape, known.element, known.splat, None if known.array is None else known.array.reshape(shape)
-            )
-        image = self.tiled(op.operands[0], op)
+            array = None if known.array is None else known.array.reshape(shape)
+            state.values[op.result] = Constant(shape, known.element, known.splat, array)
+            return
+        image = state.tiled(op.operands[0], op)
         if image.layout == Layout(1, 1) and (len(shape) == 2 or shape[2:] == (1, 1)) and shape[:2] == image.logical[:2]:
-            return Tiled(shape, image.layout, image.element, image.tiles, image.bounds, image.nonneg)
-        if image.layout.rows is None and len(image.logical) == 4 and shape == (1, int(np.prod(image.logical[1:]))):
-            return Flattened(image)
-        raise pass_error(
-            "cinm-to-spatial",
-            "only flattening an NCHW image to [1, C·H·W] (for a gemm) or [1, C] back is supported",
-            op,
-        )
+            state.values[op.result] = Tiled(shape, image.layout, image.element, image.tiles, image.bounds, image.nonneg)
+        elif image.layout.rows is None and len(image.logical) == 4 and shape == (1, int(np.prod(image.logical[1:]))):
+            state.values[op.result] = Flattened(image)
+        else:
+            raise pass_error(
+                "cinm-to-spatial",
+                "only flattening an NCHW image to [1, C·H·W] (for a gemm) or [1, C] back is supported",
+                op,
+            )
 
-    def concat(self, op: tensor.ConcatOp) -> Tiled:
-        """A channel concatenation only joins the tile lists (no data moves)."""
-        parts = [self.tiled(v, op) for v in op.inputs]
+
+@dataclass
+class ConcatToSpatial(SpatialPattern):
+    """A channel concatenation only joins the tile lists (no data moves)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tensor.ConcatOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        parts = [state.tiled(v, op) for v in op.inputs]
         first = parts[0]
         if op.dim.value.data != 1 or any(p.layout != first.layout or p.element != first.element for p in parts):
             raise pass_error(
@@ -709,125 +791,151 @@ class FunctionLowering:
             out.tiles += part.tiles
             out.bounds += [(lo + offset, hi + offset) for lo, hi in part.bounds]
             offset += part.bounds[-1][1]
-        return out
+        state.values[op.result] = out
 
-    # --- results ---------------------------------------------------------------------------------
-    def output(self, index: int, value: SSAValue) -> SSAValue:
-        known = self.known(value)
-        if not isinstance(known, Tiled):
+
+@dataclass
+class FoldOnConstants(SpatialPattern):
+    """Any other op with results on constants only is folded, computed now with the interpreter
+    functions (as xDSL's `constant-fold-interp` does); an op no pattern lowers is an error."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None or isinstance(op, func.ReturnOp):
+            return
+        if op.results and op.results[0] in state.values:
+            return  # lowered by its own pattern
+        if not op.results or not all(isinstance(state.known(v), Constant) for v in op.operands):
+            raise pass_error("cinm-to-spatial", "this op cannot run on PIM cores", op)
+        if state.folder is None:
+            module = state.function.parent_op()
+            while module is not None and not isinstance(module, ModuleOp):
+                module = module.parent_op()
+            assert isinstance(module, ModuleOp)
+            state.folder = build_interpreter(module, Device("ideal"))
+        args = []
+        for v in op.operands:
+            c = state.known(v)
+            assert isinstance(c, Constant)
+            args.append(c.values() if c.shape else c.splat)
+        try:
+            results = state.folder.run_op(op, tuple(args))
+        except Exception:
             raise pass_error(
-                "cinm-to-spatial", f"result {index} of @{self.function.sym_name.data} is not computed by spatial ops"
-            )
-        tiles = self.tile_values(known)
-        layout, element = known.layout, known.element
-        channels = known.bounds[-1][1]
-        axis = 1 if layout.rows is not None else 2
-        if len(tiles) > 1:
-            concat = spat.ConcatOp(tiles, axis)
-            self.epilogue.append(concat)
-            whole = concat.result
-        else:
-            whole = tiles[0]
-        logical = known.logical
-        if layout.rows is not None:
-            return whole
-        if len(logical) == 2:
-            flat = tensor.CollapseShapeOp.create(
-                operands=[whole],
-                result_types=[TensorType(element, logical)],
-                properties={"reassociation": reassociation([[0, 1], [2]])},
-            )
-            self.epilogue.append(flat)
-            return flat.results[0]
-        nhwc_type = TensorType(element, (1, layout.height, layout.width, channels))
-        nhwc = tensor.ExpandShapeOp(whole, [], reassociation([[0, 1], [2], [3]]), nhwc_type.get_shape(), nhwc_type)
-        init = tensor.EmptyOp([], TensorType(element, logical))
-        nchw = TransposeOp(nhwc.result, init.tensor, DenseArrayBase.from_list(i64, (0, 3, 1, 2)))
-        self.epilogue += [nhwc, init, nchw]
-        return nchw.results[0]
-
-    def tile_values(self, tiled: Tiled) -> list[SSAValue]:
-        """Placeholders for the tiles, resolved to compute results when the computes are built."""
-        values = []
-        for ref in tiled.tiles:
-            if isinstance(ref, NodeRef):
-                values.append(self.pending_result(ref))
+                "cinm-to-spatial", "this op cannot run on PIM cores (nor be folded on its constant operands)", op
+            ) from None
+        for r, value in zip(op.results, results, strict=True):
+            t = r.type
+            if not isinstance(t, TensorType):
+                state.values[r] = Constant((), t, splat=value)
             else:
-                values.append(ref)
-        return values
-
-    # --- building the computes -------------------------------------------------------------------
-    def pending_result(self, ref: NodeRef) -> SSAValue:
-        """A placeholder value standing for `ref` until the compute exists."""
-        placeholder = self.placeholders.get(ref)
-        if placeholder is None:
-            holder = tensor.EmptyOp([], ref.node.results[ref.index].type)
-            placeholder = self.placeholders[ref] = holder.tensor
-        return placeholder
-
-    def emit_nodes(self) -> list[spat.ComputeOp]:
-        used = self.used_results()
-        computes: dict[Node, spat.ComputeOp] = {}
-        remap: dict[Node, dict[int, int]] = {}
-        for node in self.nodes:
-            kept = [i for i in range(len(node.results)) if (node, i) in used]
-            if not kept:
-                continue
-            remap[node] = {old: new for new, old in enumerate(kept)}
-            results = [node.results[i] for i in kept]
-            node.block.add_op(spat.YieldOp(*results))
-            remove_dead_ops(node.block)
-            inputs = []
-            for ref in node.inputs:
-                if isinstance(ref, NodeRef):
-                    assert ref.node in computes, "a compute uses a later compute"
-                    inputs.append(computes[ref.node].outputs[remap[ref.node][ref.index]])
-                else:
-                    inputs.append(ref)
-            compute = spat.ComputeOp(node.weights, inputs, [r.type for r in results], Region(node.block))
-            computes[node] = compute
-        for ref, placeholder in self.placeholders.items():
-            placeholder.replace_all_uses_with(computes[ref.node].outputs[remap[ref.node][ref.index]])
-        return list(computes.values())
-
-    def used_results(self) -> set[tuple[Node, int]]:
-        used = {(ref.node, ref.index) for ref in self.placeholders}
-        for node in self.nodes:
-            used |= {(ref.node, ref.index) for ref in node.inputs if isinstance(ref, NodeRef)}
-        return used
+                state.values[r] = Constant(t.get_shape(), t.element_type, array=np.asarray(value))
 
 
-Handler = Callable[[FunctionLowering, Any], Lowered]
-"""How one source op is lowered: the lowered form of its (single) result."""
+@dataclass
+class ReturnToSpatial(SpatialPattern):
+    """The function's results joined and converted back to their types; the computes built and
+    the function's body replaced by the prologue, the computes and the epilogue."""
 
-HANDLERS: dict[type[Operation], Handler] = {
-    arith.ConstantOp: FunctionLowering.constant,
-    tensor.EmptyOp: FunctionLowering.empty,
-    FillOp: FunctionLowering.fill,
-    tensor.PadOp: FunctionLowering.padded,
-    cinm.ComputeOp: FunctionLowering.lower_compute,
-    **dict.fromkeys(_ELEMENTWISE, FunctionLowering.elementwise),
-    arith.DivSIOp: FunctionLowering.division,
-    arith.FloorDivSIOp: FunctionLowering.division,
-    PoolingNchwMaxOp: FunctionLowering.max_pool,
-    tosa.ReduceSumOp: FunctionLowering.reduce_sum,
-    tosa.ClampOp: FunctionLowering.clamp,
-    tensor.CollapseShapeOp: FunctionLowering.reshape,
-    tensor.ExpandShapeOp: FunctionLowering.reshape,
-    tensor.ReshapeOp: FunctionLowering.reshape,
-    tensor.ConcatOp: FunctionLowering.concat,
-}
-"""The lowering of each source op type, one unit per op."""
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        if (state := self.state_of(op)) is None:
+            return
+        results = [function_result(state, i, v) for i, v in enumerate(op.arguments)]
+        state.epilogue.append(func.ReturnOp(*results))
+        computes = build_computes(state)
+        block = state.function.body.block
+        for old in reversed(list(block.ops)):
+            rewriter.erase(old, safe_erase=False)
+        rewriter.insert([*state.prologue, *computes, *state.epilogue], InsertPoint.at_end(block))
+        for dead in dead_ops(block):  # e.g. crossbar matrices of a layer whose result is never used
+            rewriter.erase(dead)
 
 
-def remove_dead_ops(block: Block) -> None:
+def function_result(state: SpatialState, index: int, value: SSAValue) -> SSAValue:
+    """Result `index` of the function: its tiles joined, back in its logical layout."""
+    known = state.known(value)
+    if not isinstance(known, Tiled):
+        raise pass_error(
+            "cinm-to-spatial", f"result {index} of @{state.function.sym_name.data} is not computed by spatial ops"
+        )
+    tiles = [pending_result(state, ref) if isinstance(ref, NodeRef) else ref for ref in known.tiles]
+    layout, element = known.layout, known.element
+    channels = known.bounds[-1][1]
+    axis = 1 if layout.rows is not None else 2
+    if len(tiles) > 1:
+        concat = spat.ConcatOp(tiles, axis)
+        state.epilogue.append(concat)
+        whole = concat.result
+    else:
+        whole = tiles[0]
+    logical = known.logical
+    if layout.rows is not None:
+        return whole
+    if len(logical) == 2:
+        flat = tensor.CollapseShapeOp.create(
+            operands=[whole],
+            result_types=[TensorType(element, logical)],
+            properties={"reassociation": reassociation([[0, 1], [2]])},
+        )
+        state.epilogue.append(flat)
+        return flat.results[0]
+    nhwc_type = TensorType(element, (1, layout.height, layout.width, channels))
+    nhwc = tensor.ExpandShapeOp(whole, [], reassociation([[0, 1], [2], [3]]), nhwc_type.get_shape(), nhwc_type)
+    init = tensor.EmptyOp([], TensorType(element, logical))
+    nchw = TransposeOp(nhwc.result, init.tensor, DenseArrayBase.from_list(i64, (0, 3, 1, 2)))
+    state.epilogue += [nhwc, init, nchw]
+    return nchw.results[0]
+
+
+def pending_result(state: SpatialState, ref: NodeRef) -> SSAValue:
+    """A placeholder value standing for `ref` until the compute exists."""
+    placeholder = state.placeholders.get(ref)
+    if placeholder is None:
+        holder = tensor.EmptyOp([], ref.node.results[ref.index].type)
+        placeholder = state.placeholders[ref] = holder.tensor
+    return placeholder
+
+
+def build_computes(state: SpatialState) -> list[spat.ComputeOp]:
+    """The `spat.compute` of each node with a result in use, placeholders replaced by its results."""
+    used = {(ref.node, ref.index) for ref in state.placeholders}
+    for node in state.nodes:
+        used |= {(ref.node, ref.index) for ref in node.inputs if isinstance(ref, NodeRef)}
+    computes: dict[Node, spat.ComputeOp] = {}
+    remap: dict[Node, dict[int, int]] = {}
+    for node in state.nodes:
+        kept = [i for i in range(len(node.results)) if (node, i) in used]
+        if not kept:
+            continue
+        remap[node] = {old: new for new, old in enumerate(kept)}
+        results = [node.results[i] for i in kept]
+        node.block.add_op(spat.YieldOp(*results))
+        for dead in dead_ops(node.block):
+            dead.detach()
+            dead.erase()
+        inputs = []
+        for ref in node.inputs:
+            if isinstance(ref, NodeRef):
+                assert ref.node in computes, "a compute uses a later compute"
+                inputs.append(computes[ref.node].outputs[remap[ref.node][ref.index]])
+            else:
+                inputs.append(ref)
+        compute = spat.ComputeOp(node.weights, inputs, [r.type for r in results], Region(node.block))
+        computes[node] = compute
+    for ref, placeholder in state.placeholders.items():
+        placeholder.replace_all_uses_with(computes[ref.node].outputs[remap[ref.node][ref.index]])
+    return list(computes.values())
+
+
+def dead_ops(block: Block) -> Iterator[Operation]:
+    """The ops of `block` whose results are unused, users first, each yielded when it is dead: the
+    caller erases it before the next one is found."""
     changed = True
     while changed:
         changed = False
         for op in reversed(list(block.ops)):
             if op.results and all(not r.uses for r in op.results):
-                op.detach()
-                op.erase()
+                yield op
                 changed = True
 
 
@@ -867,5 +975,21 @@ class CinmToSpatialPass(ChoicePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
-        for function in functions_holding(op, cinm.ComputeOp):
-            FunctionLowering(function, size, per, self.packing).run()
+        states = {f: SpatialState(f, size, per, self.packing) for f in functions_holding(op, cinm.ComputeOp)}
+        patterns = [
+            ConstantToSpatial(states),
+            InitToSpatial(states),
+            PadToSpatial(states),
+            ComputeToSpatial(states),
+            ElementwiseToSpatial(states),
+            AveragePoolToSpatial(states),
+            MaxPoolToSpatial(states),
+            ReduceSumToSpatial(states),
+            ClampToSpatial(states),
+            ReshapeToSpatial(states),
+            ConcatToSpatial(states),
+            ReturnToSpatial(states),
+            FoldOnConstants(states),
+        ]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
