@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
@@ -21,33 +21,41 @@ from cimxdsl.dialects.utils import carry_precision
 from cimxdsl.transforms.common.rewriting import replace_op
 
 
-def dynamic_argument(value: SSAValue) -> tuple[list[Operation], SSAValue]:
-    """`value` as a runtime argument: memrefs are cast to fully dynamic shapes."""
-    value_type = value.type
-    if not isinstance(value_type, MemRefType):
-        return [], value
-    dynamic = MemRefType(value_type.element_type, [DYNAMIC_INDEX] * value_type.get_num_dims())
-    cast = CastOp(value, dynamic)
-    return [cast], cast.dest
+def dynamic_memref(value_type: MemRefType) -> MemRefType:
+    """`value_type` with every dimension dynamic."""
+    return MemRefType(value_type.element_type, [DYNAMIC_INDEX] * value_type.get_num_dims())
 
 
 @dataclass
 class MemristorOpToCall(RewritePattern):
     """A memristor op as a call of its runtime function, whose declaration it collects (in order of
-    first use) in `declarations`."""
+    first use) in `declarations`. Its memref operands are cast to fully dynamic shapes. Each
+    dynamic type and callee reference is built once (`types`, `callees`): building and verifying
+    them anew for every op took most of the pass's time."""
 
     declarations: dict[str, func.FuncOp] = field(default_factory=dict[str, func.FuncOp])
+    types: dict[MemRefType, MemRefType] = field(default_factory=dict[MemRefType, MemRefType])
+    callees: dict[str, SymbolRefAttr] = field(default_factory=dict[str, SymbolRefAttr])
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: MemristorOp, rewriter: PatternRewriter) -> None:
         new_ops: list[Operation] = []
         arguments: list[SSAValue] = []
         for operand in op.operands:
-            casts, argument = dynamic_argument(operand)
-            new_ops += casts
-            arguments.append(argument)
+            operand_type = operand.type
+            if isinstance(operand_type, MemRefType):
+                dynamic = self.types.get(operand_type)
+                if dynamic is None:
+                    dynamic = self.types[operand_type] = dynamic_memref(operand_type)
+                cast = CastOp(operand, dynamic)
+                new_ops.append(cast)
+                operand = cast.dest
+            arguments.append(operand)
         callee = op.library_call_name()
-        call = func.CallOp(callee, arguments, [])
+        reference = self.callees.get(callee)
+        if reference is None:
+            reference = self.callees[callee] = SymbolRefAttr(callee)
+        call = func.CallOp(reference, arguments, [])
         carry_precision(op, call)
         replace_op(rewriter, op, [*new_ops, call])
         if callee not in self.declarations:
