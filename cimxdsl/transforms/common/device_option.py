@@ -17,6 +17,14 @@ def holding(configured: P, field: str, value: object) -> P:
     return configured
 
 
+def pass_device(name: str, device: str) -> DeviceConfig:
+    """The device preset or TOML file `device` of the pass `name` (an error names the pass)."""
+    try:
+        return load_device_config(device)
+    except DeviceConfigError as err:
+        raise pass_error(name, str(err)) from None
+
+
 class DeviceOption:
     """Mixin of a frozen-dataclass pass declaring `device: str` and
     `device_config: DeviceConfig | None = field(default=None, init=False, compare=False)`."""
@@ -33,7 +41,4 @@ class DeviceOption:
     def config(self) -> DeviceConfig:
         if self.device_config is not None:
             return self.device_config
-        try:
-            return load_device_config(self.device)
-        except DeviceConfigError as err:
-            raise pass_error(self.name, str(err)) from None
+        return pass_device(self.name, self.device)

@@ -66,7 +66,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
-from cimxdsl.device import DEFAULT_DEVICE, Device, DeviceConfigError, load_device_config
+from cimxdsl.device import DEFAULT_DEVICE, Device
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
@@ -80,6 +80,7 @@ from cimxdsl.dialects.utils import (
     shape_of,
 )
 from cimxdsl.interpreters import build_interpreter
+from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -947,10 +948,7 @@ def dead_ops(block: Block) -> Iterator[Operation]:
 def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute: int | None) -> tuple[int, int]:
     """(tile size, crossbars per compute) from the options, defaulting to the device's crossbar
     rows (one weight per cell, as `compile_pim` takes them) and crossbars per core."""
-    try:
-        config = load_device_config(device)
-    except DeviceConfigError as e:
-        raise pass_error("cinm-to-spatial", str(e)) from None
+    config = pass_device("cinm-to-spatial", device)
     size = xbar_size if xbar_size is not None else config.rows
     per = crossbars_per_compute if crossbars_per_compute is not None else config.crossbars_per_core
     if size < 1 or per < 1:

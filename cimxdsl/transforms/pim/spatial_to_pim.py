@@ -28,10 +28,10 @@ from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from cimxdsl.device import DeviceConfigError, load_device_config
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
+from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -341,10 +341,7 @@ def largest_layer(computes: list[spat.ComputeOp]) -> str:
 def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[int, int]:
     default_cores, default_per_core = DEFAULT_CORES, DEFAULT_CROSSBARS_PER_CORE
     if device:
-        try:
-            config = load_device_config(device)
-        except DeviceConfigError as e:
-            raise pass_error("spatial-to-pim", str(e)) from None
+        config = pass_device("spatial-to-pim", device)
         default_cores, default_per_core = config.cores, config.crossbars_per_core
     cores = cores if cores is not None else default_cores
     per_core = per_core if per_core is not None else default_per_core
