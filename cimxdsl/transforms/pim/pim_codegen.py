@@ -65,6 +65,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
@@ -658,9 +664,21 @@ def data_element_bytes(cores: list[pim.CoreOp]) -> int:
     return (widths.pop() if widths else 32) // 8
 
 
-def generate(function: func.FuncOp) -> list[pim.CoreCode]:
-    """The instruction streams of `function`'s cores (whose ids must be 0..N-1), in id order; the
-    global buffers get their addresses (`pim.address`). The cores' bodies are left as they are."""
+@dataclass(frozen=True)
+class GlobalLayout:
+    """What the code of every core of a function needs: the global buffers' byte addresses, each
+    channel's (sender, receiver) cores, the bytes per data element and the values' bounds (through
+    the transfers between cores)."""
+
+    addresses: dict[SSAValue, int]
+    peers: dict[SSAValue, tuple[int, int]]
+    element_bytes: int
+    bounds: dict[SSAValue, Bounds]
+
+
+def global_layout(function: func.FuncOp) -> tuple[list[pim.CoreOp], GlobalLayout]:
+    """`function`'s cores (whose ids must be 0..N-1) in id order and their global layout; the global
+    buffers get their addresses (`pim.address`)."""
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
     ids = [c.get_core_id() for c in cores]
     if ids != list(range(len(cores))):
@@ -671,28 +689,33 @@ def generate(function: func.FuncOp) -> list[pim.CoreCode]:
         owner = value.owner
         assert isinstance(owner, Operation)
         owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
-    peers = channel_peers(cores)
-    bounds = core_value_bounds(cores)
-    codes = []
-    for core in cores:
-        codegen = CoreCodegen(core, addresses, peers, element_bytes, bounds)
-        stream = codegen.run([weight_matrix(w) for w in core.weights], [weight_precision(w) for w in core.weights])
-        codes.append(pim.CoreCode(core, stream, codegen.top))
-    return codes
+    return cores, GlobalLayout(addresses, channel_peers(cores), element_bytes, core_value_bounds(cores))
 
 
-def replace_bodies(codes: list[pim.CoreCode]) -> None:
-    """Each core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
+def core_code(core: pim.CoreOp, layout: GlobalLayout) -> pim.CoreCode:
+    """The instruction stream of `core` (its body left as it is)."""
+    codegen = CoreCodegen(core, layout.addresses, layout.peers, layout.element_bytes, layout.bounds)
+    stream = codegen.run([weight_matrix(w) for w in core.weights], [weight_precision(w) for w in core.weights])
+    return pim.CoreCode(core, stream, codegen.top)
+
+
+def generate(function: func.FuncOp) -> list[pim.CoreCode]:
+    """The instruction streams of `function`'s cores, in id order; the global buffers get their
+    addresses (`pim.address`). The cores' bodies are left as they are."""
+    cores, layout = global_layout(function)
+    return [core_code(core, layout) for core in cores]
+
+
+def replace_body(code: pim.CoreCode) -> None:
+    """The core's body becomes its instruction ops, then `pim.halt`; `pim.local_bytes` records its
     local memory. The ops go into a detached block first: attaching millions of ops to a nested
     block would check each against all the block's ancestors."""
-    with cyclic_collector_paused():
-        for code in codes:
-            body = code.core.body
-            old = body.block
-            body.detach_block(old)
-            old.erase(safe_erase=False)
-            body.add_block(Block([*code.stream, pim.HaltOp()]))
-            code.core.attributes[pim.LOCAL_BYTES] = IntegerAttr(code.local_bytes, i64)
+    body = code.core.body
+    old = body.block
+    body.detach_block(old)
+    old.erase(safe_erase=False)
+    body.add_block(Block([*code.stream, pim.HaltOp()]))
+    code.core.attributes[pim.LOCAL_BYTES] = IntegerAttr(code.local_bytes, i64)
 
 
 @contextmanager
@@ -718,6 +741,23 @@ def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:
     ]
 
 
+@dataclass
+class CoreToInstructions(RewritePattern):
+    """A bufferized core's body replaced by its instruction ops, given its function's global layout
+    (`layouts`). The walker visits a core after the ops of its body (`walk_regions_first`), so none
+    of them is left to visit once the body is gone."""
+
+    layouts: dict[Operation, GlobalLayout]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pim.CoreOp, rewriter: PatternRewriter) -> None:
+        layout = self.layouts.get(op.parent_op())  # pyright: ignore[reportArgumentType]
+        if layout is None:
+            return
+        replace_body(core_code(op, layout))
+        rewriter.notify_op_modified(op)
+
+
 @dataclass(frozen=True)
 class PimCodegenPass(ModulePass):
     """Unwrap the bufferized cores into pimsim-nn instruction ops, placing the global buffers."""
@@ -725,5 +765,7 @@ class PimCodegenPass(ModulePass):
     name = "pim-codegen"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in functions_with_cores(op):
-            replace_bodies(generate(function))
+        layouts: dict[Operation, GlobalLayout] = {f: global_layout(f)[1] for f in functions_with_cores(op)}
+        walker = PatternRewriteWalker(CoreToInstructions(layouts), walk_regions_first=True, apply_recursively=False)
+        with cyclic_collector_paused():  # the later cores' code is generated beside the earlier cores' new ops
+            walker.rewrite_module(op)
