@@ -43,12 +43,10 @@ writes the artifact directory from this IR (`write_program`), or from the packed
 
 from __future__ import annotations
 
-import gc
 import math
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,6 +75,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.value_bounds import INT8, UNBOUNDED, Bounds, core_value_bounds, within
 
 GATHER = -1
@@ -716,20 +715,6 @@ def replace_body(code: pim.CoreCode) -> None:
     old.erase(safe_erase=False)
     body.add_block(Block([*code.stream, pim.HaltOp()]))
     code.core.attributes[pim.LOCAL_BYTES] = IntegerAttr(code.local_bytes, i64)
-
-
-@contextmanager
-def cyclic_collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: building millions of instruction ops would
-    otherwise trigger full collections that traverse the growing IR again and again (a third of
-    the pass's time on ResNet-18). Reference counting still frees everything it can."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def functions_with_cores(module: ModuleOp) -> list[func.FuncOp]:

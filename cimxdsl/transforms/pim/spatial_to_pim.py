@@ -27,6 +27,14 @@ from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
@@ -35,6 +43,7 @@ from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
+from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.pim.mapping.bands import (
     BAND,
@@ -119,106 +128,120 @@ class CoreBuilder:
         return pim.CoreOp(self.core_id, self.weights, Region(Block([*self.body, pim.HaltOp()])))
 
 
-class PimLowering:
-    def __init__(
-        self,
-        function: func.FuncOp,
-        cores: int,
-        per_core: int,
-        pipeline: Pipeline = "layer",
-        rows_per_band: int = DEFAULT_ROWS_PER_BAND,
-    ):
-        self.function = function
-        self.cores = cores
-        self.per_core = per_core
-        self.pipeline = pipeline
-        self.rows_per_band = rows_per_band
-        self.produced: dict[SSAValue, tuple[CoreBuilder, SSAValue]] = {}
-        self.received: dict[tuple[SSAValue, CoreBuilder, tuple[int, int] | None], SSAValue] = {}
-        self.input_buffers: dict[SSAValue, Operation] = {}
-        self.output_buffers: dict[SSAValue, tuple[Operation, Operation]] = {}
-        self.channels: list[Operation] = []
+@dataclass
+class PimState:
+    """What the placement of one function's computes knows so far: each compute's core, the values
+    each core holds, and the function-level ops the placement adds (global buffers, channels)."""
 
-    def run(self) -> None:
-        block = self.function.body.block
-        computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
-        weights = [len(c.weights) for c in computes]
-        placed = [c.attributes.get(CORE) for c in computes]
-        if computes and all(isinstance(core, IntegerAttr) for core in placed):
-            assignment = self.placed_cores([core.value.data for core in placed], computes)  # pyright: ignore
+    function: func.FuncOp
+    pipeline: Pipeline
+    cores: dict[spat.ComputeOp, CoreBuilder]
+    """Each compute's core, in the order the cores run the computes."""
+    prologue: list[Operation]
+    """The host ops before the cores (not depending on any compute)."""
+    epilogue: list[Operation]
+    """The host ops after the cores."""
+    produced: dict[SSAValue, tuple[CoreBuilder, SSAValue]] = field(default_factory=dict)
+    received: dict[tuple[SSAValue, CoreBuilder, tuple[int, int] | None], SSAValue] = field(default_factory=dict)
+    input_buffers: dict[SSAValue, Operation] = field(default_factory=dict)
+    output_buffers: dict[SSAValue, tuple[Operation, Operation]] = field(default_factory=dict)
+    channels: list[Operation] = field(default_factory=list)
+
+
+def schedule_function(
+    function: func.FuncOp,
+    cores: int,
+    per_core: int,
+    pipeline: Pipeline = "layer",
+    rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+) -> PimState:
+    """The core of each compute (with `pipeline=row`, of each band, in wavefront order); the
+    function's block is put in the order the placement visits it: the host ops the computes need,
+    the computes in the order the cores run them, then the host ops after them."""
+    block = function.body.block
+    computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
+    weights = [len(c.weights) for c in computes]
+    placed = [c.attributes.get(CORE) for c in computes]
+    if computes and all(isinstance(core, IntegerAttr) for core in placed):
+        assignment = placed_cores([core.value.data for core in placed], computes, cores, per_core)  # pyright: ignore
+    else:
+        assignment = assign_cores(weights, cores, per_core, largest_layer(computes))
+        if pipeline == "row":
+            bands = [row_bands(c, rows_per_band) for c in computes]
+            on = [[core] * len(b) for core, b in zip(assignment, bands, strict=True)]
+            computes = split_into_bands(computes, bands, on, CORE, mark=True)
+    if pipeline == "row":
+        on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
+        computes = wavefront_order(computes, on)
+        assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
+        function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, rows_per_band))
+    order = sorted(set(assignment), key=assignment.index)
+    builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
+    host_ops = [op for op in block.ops if not isinstance(op, spat.ComputeOp)]
+    prologue, epilogue = split_host_ops(host_ops, computes)
+    for op in [*prologue, *computes, *epilogue]:
+        op.detach()
+    block.add_ops([*prologue, *computes, *epilogue])
+    placement = {compute: builders[core] for compute, core in zip(computes, assignment, strict=True)}
+    return PimState(function, pipeline, placement, prologue, epilogue)
+
+
+def placed_cores(assignment: list[int], computes: list[spat.ComputeOp], cores: int, per_core: int) -> list[int]:
+    """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip (the
+    bands of a layer on one core share its crossbars)."""
+    held: dict[int, set[tuple[SSAValue, ...]]] = {}
+    for core, compute in zip(assignment, computes, strict=True):
+        held.setdefault(core, set()).add(tuple(compute.weights))
+    loads = {core: sum(len(w) for w in weights) for core, weights in held.items()}
+    if (cores and len(loads) > cores) or max(loads.values()) > per_core:
+        raise pass_error(
+            "spatial-to-pim",
+            f"the computes' 'core' attributes use {len(loads)} cores and up to {max(loads.values())} crossbars per "
+            f"core, more than {cores or 'any number of'} cores of {per_core} crossbars",
+        )
+    return assignment
+
+
+def split_host_ops(host_ops: list[Operation], computes: list[spat.ComputeOp]) -> tuple[list, list]:
+    """Host ops before the cores (not depending on any compute) and after them."""
+    late: set[SSAValue] = {r for c in computes for r in c.results}
+    prologue, epilogue = [], []
+    for op in host_ops:
+        if isinstance(op, func.ReturnOp) or any(v in late for v in op.operands):
+            epilogue.append(op)
+            late.update(op.results)
         else:
-            assignment = assign_cores(weights, self.cores, self.per_core, largest_layer(computes))
-            if self.pipeline == "row":
-                bands = [row_bands(c, self.rows_per_band) for c in computes]
-                on = [[core] * len(b) for core, b in zip(assignment, bands, strict=True)]
-                computes = split_into_bands(computes, bands, on, CORE, mark=True)
-        if self.pipeline == "row":
-            on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
-            computes = wavefront_order(computes, on)
-            assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
-            self.function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, self.rows_per_band))
-        order = sorted(set(assignment), key=assignment.index)
-        builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
-        for compute, core in zip(computes, assignment, strict=True):
-            self.place(compute, builders[core])
-        host_ops = [op for op in block.ops if not isinstance(op, spat.ComputeOp)]
-        prologue, epilogue = self.split_host_ops(host_ops, computes)
-        to_tensors = []
-        for result, (_, to_tensor) in self.output_buffers.items():
-            result.replace_all_uses_with(to_tensor.results[0])
-            to_tensors.append(to_tensor)
-        new_order = [
-            *prologue,
-            *self.input_buffers.values(),
-            *(alloc for alloc, _ in self.output_buffers.values()),
-            *self.channels,
-            *(builder.build() for builder in builders.values()),
-            *to_tensors,
-            *epilogue,
-        ]
-        for op in host_ops:
-            op.detach()
-        for compute in reversed(computes):
-            compute.detach()
-            compute.erase(safe_erase=False)
-        block.add_ops(new_order)
+            prologue.append(op)
+    for compute in computes:
+        for value in compute.inputs:
+            if value in late and not isinstance(value.owner, spat.ComputeOp):
+                raise pass_error(
+                    "spatial-to-pim", "a compute reads a value the host computes from other computes' results"
+                )
+    return prologue, epilogue
 
-    def placed_cores(self, assignment: list[int], computes: list[spat.ComputeOp]) -> list[int]:
-        """The cores `spatial-mapping` chose (its `core` attributes), checked against the chip (the
-        bands of a layer on one core share its crossbars)."""
-        held: dict[int, set[tuple[SSAValue, ...]]] = {}
-        for core, compute in zip(assignment, computes, strict=True):
-            held.setdefault(core, set()).add(tuple(compute.weights))
-        loads = {core: sum(len(w) for w in weights) for core, weights in held.items()}
-        if (self.cores and len(loads) > self.cores) or max(loads.values()) > self.per_core:
-            raise pass_error(
-                "spatial-to-pim",
-                f"the computes' 'core' attributes use {len(loads)} cores and up to {max(loads.values())} crossbars per "
-                f"core, more than {self.cores or 'any number of'} cores of {self.per_core} crossbars",
-            )
-        return assignment
 
-    def split_host_ops(self, host_ops: list[Operation], computes: list[spat.ComputeOp]) -> tuple[list, list]:
-        """Host ops before the cores (not depending on any compute) and after them."""
-        late: set[SSAValue] = {r for c in computes for r in c.results}
-        prologue, epilogue = [], []
-        for op in host_ops:
-            if isinstance(op, func.ReturnOp) or any(v in late for v in op.operands):
-                epilogue.append(op)
-                late.update(op.results)
-            else:
-                prologue.append(op)
-        for compute in computes:
-            for value in compute.inputs:
-                if value in late and not isinstance(value.owner, spat.ComputeOp):
-                    raise pass_error(
-                        "spatial-to-pim", "a compute reads a value the host computes from other computes' results"
-                    )
-        return prologue, epilogue
+@dataclass
+class PimPattern(RewritePattern):
+    """A pattern placing the ops of a function being placed (`states`)."""
 
-    def place(self, compute: spat.ComputeOp, core: CoreBuilder) -> None:
+    states: dict[Operation, PimState]
+
+
+@dataclass
+class ComputeToCore(PimPattern):
+    """A compute's body appended to its core's, its weights to the core's crossbars (`apply_filters`
+    indices shifted), its inputs received from their producer cores or loaded from global memory,
+    the results the host uses stored to global memory."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, compute: spat.ComputeOp, rewriter: PatternRewriter) -> None:
+        state = self.states.get(compute.parent_op())  # pyright: ignore[reportArgumentType]
+        if state is None:
+            return
+        core = state.cores[compute]
         weights = tuple(compute.weights)
-        offset = core.offsets.get(weights) if self.pipeline == "row" else None
+        offset = core.offsets.get(weights) if state.pipeline == "row" else None
         if offset is None:
             offset = core.offsets[weights] = len(core.weights)
             core.weights.extend(compute.weights)
@@ -230,8 +253,8 @@ class PimLowering:
         mapping: dict[SSAValue, SSAValue] = {}
         first_row: dict[SSAValue, int] = {}
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            rows = None if operand in self.produced else rows_read(arg)
-            mapping[arg] = self.local_value(operand, core, rows)
+            rows = None if operand in state.produced else rows_read(arg)
+            mapping[arg] = local_value(state, operand, core, rows)
             first_row[arg] = rows[0] if rows is not None else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
@@ -247,50 +270,84 @@ class PimLowering:
             core.body.append(clone)
         for result, value in zip(compute.results, terminator.values, strict=True):
             local = mapping.get(value, value)
-            self.produced[result] = (core, local)
+            state.produced[result] = (core, local)
             if any(not isinstance(use.operation, spat.ComputeOp) for use in result.uses):
-                self.store(result, core, local)
+                store(state, result, core, local)
 
-    def local_value(self, value: SSAValue, core: CoreBuilder, rows: tuple[int, int] | None = None) -> SSAValue:
-        """`value` on `core`: local, received from its producer core, or loaded from global memory
-        (only its rows `rows` when given)."""
-        key = (value, core, rows)
-        if key in self.received:
-            return self.received[key]
-        if value in self.produced:
-            producer, local = self.produced[value]
-            if producer is core:
-                return local
-            channel = spat.ChannelNewOp()
-            self.channels.append(channel)
-            producer.body.append(spat.ChannelSendOp(local, channel))
-            receive = spat.ChannelReceiveOp(channel, local.type)
-            core.body.append(receive)
-            self.received[key] = receive.result
-        else:
-            if not isinstance(value.type, TensorType):
-                raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
-            buffer = self.input_buffers.get(value)
-            if buffer is None:
-                memref_type = MemRefType(value.type.element_type, value.type.get_shape())
-                buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
-                self.input_buffers[value] = buffer
-            shape = value.type.get_shape()
-            start, end = rows if rows is not None else (0, shape[0])
-            row = num_elements(shape[1:])
-            empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
-            load = pim.LoadOp(buffer.results[0], empty.tensor, start * row, (end - start) * row)
-            core.body += [empty, load]
-            self.received[key] = load.result
-        return self.received[key]
 
-    def store(self, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
-        result_type = result.type
-        assert isinstance(result_type, TensorType)
-        alloc = memref.AllocOp.get(result_type.element_type, shape=result_type.get_shape())
-        core.body.append(pim.StoreOp(local, alloc.memref, 0))
-        to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
-        self.output_buffers[result] = (alloc, to_tensor)
+def local_value(state: PimState, value: SSAValue, core: CoreBuilder, rows: tuple[int, int] | None = None) -> SSAValue:
+    """`value` on `core`: local, received from its producer core, or loaded from global memory
+    (only its rows `rows` when given)."""
+    key = (value, core, rows)
+    if key in state.received:
+        return state.received[key]
+    if value in state.produced:
+        producer, local = state.produced[value]
+        if producer is core:
+            return local
+        channel = spat.ChannelNewOp()
+        state.channels.append(channel)
+        producer.body.append(spat.ChannelSendOp(local, channel))
+        receive = spat.ChannelReceiveOp(channel, local.type)
+        core.body.append(receive)
+        state.received[key] = receive.result
+    else:
+        if not isinstance(value.type, TensorType):
+            raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
+        buffer = state.input_buffers.get(value)
+        if buffer is None:
+            memref_type = MemRefType(value.type.element_type, value.type.get_shape())
+            buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
+            state.input_buffers[value] = buffer
+        shape = value.type.get_shape()
+        start, end = rows if rows is not None else (0, shape[0])
+        row = num_elements(shape[1:])
+        empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
+        load = pim.LoadOp(buffer.results[0], empty.tensor, start * row, (end - start) * row)
+        core.body += [empty, load]
+        state.received[key] = load.result
+    return state.received[key]
+
+
+def store(state: PimState, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
+    result_type = result.type
+    assert isinstance(result_type, TensorType)
+    alloc = memref.AllocOp.get(result_type.element_type, shape=result_type.get_shape())
+    core.body.append(pim.StoreOp(local, alloc.memref, 0))
+    to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
+    state.output_buffers[result] = (alloc, to_tensor)
+
+
+@dataclass
+class ReturnToCores(PimPattern):
+    """The function's body rebuilt once every compute is placed: the host ops before the cores, the
+    global buffers and channels, the cores, the results read back, then the host ops after them."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        state = self.states.get(op.parent_op())  # pyright: ignore[reportArgumentType]
+        if state is None:
+            return
+        block = state.function.body.block
+        to_tensors = []
+        for result, (_, to_tensor) in state.output_buffers.items():
+            result.replace_all_uses_with(to_tensor.results[0])
+            to_tensors.append(to_tensor)
+        new_order = [
+            *state.prologue,
+            *state.input_buffers.values(),
+            *(alloc for alloc, _ in state.output_buffers.values()),
+            *state.channels,
+            *(builder.build() for builder in dict.fromkeys(state.cores.values())),
+            *to_tensors,
+            *state.epilogue,
+        ]
+        for host in [*state.prologue, *state.epilogue]:
+            host.detach()
+        for compute in reversed(state.cores):  # all visited already: the walker need not be told
+            compute.detach()
+            compute.erase(safe_erase=False)
+        rewriter.insert(new_order, InsertPoint.at_end(block))
 
 
 def pipeline_summary(computes: list[spat.ComputeOp], rows_per_band: int) -> str:
@@ -376,5 +433,10 @@ class SpatialToPimPass(ChoicePass):
             raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
-        for function in functions_holding(op, spat.ComputeOp):
-            PimLowering(function, cores, per_core, self.pipeline, self.rows_per_band).run()
+        states: dict[Operation, PimState] = {
+            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band)
+            for f in functions_holding(op, spat.ComputeOp)
+        }
+        applier = GreedyRewritePatternApplier([ComputeToCore(states), ReturnToCores(states)], dce_enabled=False)
+        with cyclic_collector_paused():
+            PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
