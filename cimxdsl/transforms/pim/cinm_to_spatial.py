@@ -84,6 +84,7 @@ from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
+from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.crossbar_weights import (
     Packing,
     WeightBlock,
@@ -990,4 +991,5 @@ class CinmToSpatialPass(ChoicePass):
             FoldOnConstants(states),
         ]
         applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
-        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+        with cyclic_collector_paused():
+            PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
