@@ -28,13 +28,12 @@ from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
@@ -179,9 +178,11 @@ def schedule_function(
     builders = {core: CoreBuilder(i) for i, core in enumerate(order)}
     host_ops = [op for op in block.ops if not isinstance(op, spat.ComputeOp)]
     prologue, epilogue = split_host_ops(host_ops, computes)
-    for op in [*prologue, *computes, *epilogue]:
-        op.detach()
-    block.add_ops([*prologue, *computes, *epilogue])
+    ordered = [*prologue, *computes, *epilogue]
+    if list(block.ops) != ordered:
+        for op in ordered:
+            op.detach()
+        block.add_ops(ordered)
     placement = {compute: builders[core] for compute, core in zip(computes, assignment, strict=True)}
     return PimState(function, pipeline, placement, prologue, epilogue)
 
@@ -222,17 +223,13 @@ def split_host_ops(host_ops: list[Operation], computes: list[spat.ComputeOp]) ->
 
 
 @dataclass
-class PimPattern(RewritePattern):
-    """A pattern placing the ops of a function being placed (`states`)."""
+class ComputeToCore(RewritePattern):
+    """A compute of a function being placed (`states`): its body appended to its core's, its weights
+    to the core's crossbars (`apply_filters` indices shifted), its inputs received from their
+    producer cores or loaded from global memory, the results the host uses stored to global memory.
+    The function is rebuilt once all its computes are placed (`rebuild_function`)."""
 
     states: dict[Operation, PimState]
-
-
-@dataclass
-class ComputeToCore(PimPattern):
-    """A compute's body appended to its core's, its weights to the core's crossbars (`apply_filters`
-    indices shifted), its inputs received from their producer cores or loaded from global memory,
-    the results the host uses stored to global memory."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, compute: spat.ComputeOp, rewriter: PatternRewriter) -> None:
@@ -318,36 +315,29 @@ def store(state: PimState, result: SSAValue, core: CoreBuilder, local: SSAValue)
     state.output_buffers[result] = (alloc, to_tensor)
 
 
-@dataclass
-class ReturnToCores(PimPattern):
-    """The function's body rebuilt once every compute is placed: the host ops before the cores, the
-    global buffers and channels, the cores, the results read back, then the host ops after them."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
-        state = self.states.get(op.parent_op())  # pyright: ignore[reportArgumentType]
-        if state is None:
-            return
-        block = state.function.body.block
-        to_tensors = []
-        for result, (_, to_tensor) in state.output_buffers.items():
-            result.replace_all_uses_with(to_tensor.results[0])
-            to_tensors.append(to_tensor)
-        new_order = [
-            *state.prologue,
-            *state.input_buffers.values(),
-            *(alloc for alloc, _ in state.output_buffers.values()),
-            *state.channels,
-            *(builder.build() for builder in dict.fromkeys(state.cores.values())),
-            *to_tensors,
-            *state.epilogue,
-        ]
-        for host in [*state.prologue, *state.epilogue]:
-            host.detach()
-        for compute in reversed(state.cores):  # all visited already: the walker need not be told
-            compute.detach()
-            compute.erase(safe_erase=False)
-        rewriter.insert(new_order, InsertPoint.at_end(block))
+def rebuild_function(state: PimState) -> None:
+    """The function's body once every compute is placed: the host ops before the cores, the global
+    buffers and channels, the cores, the results read back, then the host ops after them."""
+    block = state.function.body.block
+    to_tensors = []
+    for result, (_, to_tensor) in state.output_buffers.items():
+        result.replace_all_uses_with(to_tensor.results[0])
+        to_tensors.append(to_tensor)
+    new_order = [
+        *state.prologue,
+        *state.input_buffers.values(),
+        *(alloc for alloc, _ in state.output_buffers.values()),
+        *state.channels,
+        *(builder.build() for builder in dict.fromkeys(state.cores.values())),
+        *to_tensors,
+        *state.epilogue,
+    ]
+    for host in [*state.prologue, *state.epilogue]:
+        host.detach()
+    for compute in reversed(state.cores):
+        compute.detach()
+        compute.erase(safe_erase=False)
+    Rewriter.insert_op(new_order, InsertPoint.at_end(block))
 
 
 def pipeline_summary(computes: list[spat.ComputeOp], rows_per_band: int) -> str:
@@ -437,6 +427,7 @@ class SpatialToPimPass(ChoicePass):
             f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band)
             for f in functions_holding(op, spat.ComputeOp)
         }
-        applier = GreedyRewritePatternApplier([ComputeToCore(states), ReturnToCores(states)], dce_enabled=False)
         with cyclic_collector_paused():
-            PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+            PatternRewriteWalker(ComputeToCore(states), apply_recursively=False).rewrite_module(op)
+            for state in states.values():
+                rebuild_function(state)
