@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
-from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
+from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.config import DEFAULT_DEVICE
 from cimxdsl.transforms.common.device_option import holding
-from cimxdsl.transforms.common.errors import check_device, pass_error
+from cimxdsl.transforms.common.errors import check_device
 from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.common.pipeline import PipelinePass
@@ -27,7 +27,7 @@ from cimxdsl.transforms.pim.mapping import Strategy
 from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
 from cimxdsl.transforms.pim.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim.pim_codegen import PimCodegenPass
-from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass
+from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass, pass_chip
 from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 DEFAULT_PACKING: Packing = "im2col"
@@ -66,10 +66,7 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         """The chip: the object given, else the option's preset or file (None: no chip)."""
         if self.chip_config is not None or not self.chip:
             return self.chip_config
-        try:
-            return load_chip_config(self.chip)
-        except ChipConfigError as e:
-            raise pass_error(self.name, str(e)) from None
+        return pass_chip(self.name, self.chip)
 
     def steps(self) -> list[ModulePass]:
         """The passes of the pipeline in order, its geometry resolved once (an error names the pipeline)."""

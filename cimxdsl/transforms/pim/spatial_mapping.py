@@ -157,6 +157,14 @@ def fitting_cores(crossbars: int, cores: int, per_core: int) -> int:
     return cores if crossbars <= cores * per_core else 0
 
 
+def pass_chip(name: str, chip: str) -> ChipConfig:
+    """The chip preset or file `chip` of the pass `name` (an error names the pass)."""
+    try:
+        return load_chip_config(chip)
+    except ChipConfigError as e:
+        raise pass_error(name, str(e)) from None
+
+
 @dataclass(frozen=True)
 class SpatialMappingPass(ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
@@ -179,12 +187,7 @@ class SpatialMappingPass(ChoicePass):
     """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = self.chip_config
-        if chip is None:
-            try:
-                chip = load_chip_config(self.chip)
-            except ChipConfigError as e:
-                raise pass_error(self.name, str(e)) from None
+        chip = self.chip_config if self.chip_config is not None else pass_chip(self.name, self.chip)
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0 or self.rows_per_band < 1:
             raise pass_error(
                 self.name, "cores must be >= 0, crossbars-per-core and rows-per-band positive and budget >= 0"
