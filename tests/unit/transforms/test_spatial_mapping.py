@@ -192,3 +192,18 @@ def test_replicas_are_placed_in_program_order():
         assert held == list(range(held[0], held[-1] + 1))
     one_each = MappingProblem((4, 6, 10, 2), (1, 1, 1, 1), (1, 1, 2, 1), cores=4, per_core=1)
     assert place(one_each, [1, 1, 2, 1]) is None  # 5 replicas of one crossbar on 4 cores of 1
+
+
+
+@pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "pim{chip=pimcom}"])
+def test_an_unknown_chip_is_one_line_naming_the_pass(passes, tmp_path, capsys):
+    from cimxdsl.tools.cim_opt import main as cim_opt
+
+    path = tmp_path / "empty.mlir"
+    path.write_text("builtin.module {}\n")
+    with pytest.raises(SystemExit) as exit_info:
+        cim_opt([str(path), "-p", passes])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    name = passes.split("{")[0]
+    assert len(err) == 1 and err[0].startswith(f"{name}: chip: unknown preset 'pimcom' (did you mean 'pimcomp'?)")
