@@ -14,7 +14,9 @@ beyond their operands (the concurrent cores of `pim` and `spat`), runs on the in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.dialects import func
@@ -69,8 +71,10 @@ class PreparedFunction:
         """The steps with the tiles of each product run as one (`layer_products`), if any are."""
         self.constants: list = []
         self.arguments: tuple[int, ...] = ()
+        self._callees: dict[str, Callable | None] = {}
         if preparable(function):
-            self._prepare()
+            with collection_paused():
+                self._prepare()
 
     def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
         """The results of the function on `arguments`; with `layer_products` (not for read noise,
@@ -159,13 +163,19 @@ class PreparedFunction:
     def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
         """A call with its callee looked up once: a declaration's external function (as
         `func.func` is called without a body), or the callee entered (`Interpreter.call_op`)."""
+        name = op.callee.string_value()
+        if name in self._callees:
+            return self._callees[name]
         callee = SymbolTable.lookup_symbol(self.interpreter.module, op.callee)
         if not isinstance(callee, func.FuncOp):
-            return None  # (fails when reached, as the interpreter fails)
-        if not callee.body.blocks:
-            name = callee.sym_name.data
-            return lambda interpreter, op, args: interpreter.call_external(name, callee, args)
-        return lambda interpreter, op, args: interpreter.call_op(callee, args)
+            found = None  # (fails when reached, as the interpreter fails)
+        elif not callee.body.blocks:
+            symbol = callee.sym_name.data
+            found = lambda interpreter, op, args: interpreter.call_external(symbol, callee, args)  # noqa: E731
+        else:
+            found = lambda interpreter, op, args: interpreter.call_op(callee, args)  # noqa: E731
+        self._callees[name] = found
+        return found
 
     def _fold(self, op: Operation, constants: dict) -> tuple | None:
         """The values of a constant op, or None if computing them fails (or it has no implementation)."""
@@ -177,6 +187,19 @@ class PreparedFunction:
             return None
         finally:
             interpreter.listeners = listeners
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: preparing a large program allocates many long-lived
+    objects, and each full collection would walk all of them (and the module's IR) again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def captured_values(op: Operation) -> list[SSAValue]:
