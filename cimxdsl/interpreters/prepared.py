@@ -73,7 +73,7 @@ class PreparedFunction:
         self.arguments: tuple[int, ...] = ()
         self._callees: dict[str, Callable | None] = {}
         if preparable(function):
-            with collection_paused():
+            with cyclic_collector_paused():
                 self._prepare()
 
     def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
@@ -190,9 +190,10 @@ class PreparedFunction:
 
 
 @contextmanager
-def collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: preparing a large program allocates many long-lived
-    objects, and each full collection would walk all of them (and the module's IR) again."""
+def cyclic_collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused inside: building many long-lived objects (a large
+    program's steps, millions of instruction ops) would otherwise trigger full collections that
+    traverse them, and the IR, again and again. Reference counting still frees what it can."""
     enabled = gc.isenabled()
     gc.disable()
     try:

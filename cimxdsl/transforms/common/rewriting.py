@@ -1,13 +1,15 @@
 """Replacing an op from a rewrite pattern, naming the new values as the lowerings of this package do;
 the cyclic garbage collector paused while a pass builds much IR."""
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
+
+from cimxdsl.interpreters.prepared import cyclic_collector_paused
+
+__all__ = ["cyclic_collector_paused", "replace_op"]
 
 
 def replace_op(
@@ -33,17 +35,3 @@ def replace_op(
         old.replace_all_uses_with(new)
     Rewriter.insert_op(new_ops, InsertPoint.before(op))
     rewriter.erase(op)
-
-
-@contextmanager
-def cyclic_collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: building millions of instruction ops would
-    otherwise trigger full collections that traverse the growing IR again and again (a third of
-    `pim-codegen`'s time on ResNet-18). Reference counting still frees everything it can."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
