@@ -12,15 +12,20 @@ less the crossbars that can keep one resident; the time on one thread against al
 (`threads`), the speed-up; and the time with every tile product on its own (`layer_products`
 off: a layer's tiles are otherwise one product, stacked on a bit-sliced device).
 
-With `--light NAME…` it measures instead onnx's light architectures (random weights) on `ideal` at
-batch 1 (target ≤ 3× onnxruntime).
+With `--light NAME…` (`--light all`: the nine) it measures instead onnx's light architectures
+(random weights) on `ideal` at batch 1, in CPU time (both sides in this process, best of
+`--repeat`; onnxruntime on one thread; target ≤ 3× onnxruntime), and the first call: what a one-image `cim-compile` pays
+after compiling (preparing the program and its first run, every tile written), against a steady
+call (target ≤ 3×).
 
     python benchmarks/simulation_speed.py [--size 224] [--width 64] [--batch 1 16] [--repeat 3]
     python benchmarks/simulation_speed.py --light squeezenet bvlc_alexnet resnet50
+    python benchmarks/simulation_speed.py --light all
 """
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -95,12 +100,16 @@ def main() -> None:
 
 
 def light_ratios(names: list[str], repeat: int) -> None:
-    from benchmarks.pim_light_models import light_model
+    from benchmarks.pim_light_models import NAMES, light_model
 
-    print(f"{'model':>14} {'onnxruntime':>12} {'ideal':>9} {'ratio':>7} {'1 thread':>9} {'ratio':>7}  max rel error")
+    print(
+        f"{'model':>14} {'onnxruntime':>12} {'ideal':>9} {'ratio':>7} {'1 thread':>9} {'ratio':>7}  max rel error"
+        f"  {'first call':>10} {'first/steady':>12}"
+    )
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
-    for name in names:
+    options.intra_op_num_threads = options.inter_op_num_threads = 1  # (CPU time: its threads would add theirs)
+    for name in NAMES if names == ["all"] else names:
         model = light_model(name)
         compiled = cimxdsl.compile(model, device="ideal", mode="exact", batch=1)
         initializers = {i.name for i in model.graph.initializer}
@@ -109,15 +118,26 @@ def light_ratios(names: list[str], repeat: int) -> None:
         x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
         session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         reference = session.run(None, {source.name: x})[0]
-        compiled(x)
-        ort = best_time(lambda: session.run(None, {source.name: x}), repeat)
-        ours = best_time(lambda: compiled(x), repeat)
+        compiled.module("func")
+        first = best_time(lambda: first_call(compiled, x), min(repeat, 2), time.process_time)
+        ort = best_time(lambda: session.run(None, {source.name: x}), repeat, time.process_time)
+        ours = best_time(lambda: compiled(x), repeat, time.process_time)
         compiled.threads = 1
-        alone = best_time(lambda: compiled(x), repeat)
+        alone = best_time(lambda: compiled(x), repeat, time.process_time)
+        compiled.threads = None
         error = np.abs(compiled(x) - reference).max() / np.abs(reference).max()
         print(
-            f"{name:>14} {ort:11.3f}s {ours:8.3f}s {ours / ort:6.1f}x {alone:8.3f}s {alone / ort:6.1f}x {error:14.1e}"
+            f"{name:>14} {ort:11.4f}s {ours:8.4f}s {ours / ort:6.1f}x {alone:8.4f}s {alone / ort:6.1f}x {error:14.1e}"
+            f"  {first:9.3f}s {first / ours:11.1f}x",
+            flush=True,
         )
+
+
+def first_call(compiled, x: np.ndarray) -> None:
+    """A first call: the program prepared anew and run on a fresh device."""
+    compiled.programs.clear()
+    compiled.resident = None
+    compiled(x)
 
 
 if __name__ == "__main__":

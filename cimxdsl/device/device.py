@@ -31,6 +31,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +223,78 @@ class Device:
             negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
         self._run(i, self._cost(_MVM, self._configs[i], *tile.shape, batch, negative))
 
+    def book(self, ops: Bookings, batches: np.ndarray, report: Sequence[int] = ()) -> list[DeviceConfig] | None:
+        """Run `ops` as their writes (of weights not already held), MVMs of `batches` rows each
+        (the products computed by the caller, exactly) and barriers would run one by one: the same
+        metrics, timeline, counters and crossbar contents, booked in a few vectorised updates on an
+        exact, noiseless device; the device of each MVM of `report`. None, with nothing done, where
+        they must run one by one: a device that is not exact, static ADC ranges, sign-magnitude
+        inputs (whose cost depends on the values), a tile that does not fit, or an MVM on a
+        crossbar never written."""
+        config = self.config
+        if not self._noiseless or self._static_adc or self.calibrating or config.input_encoding == "sign_magnitude":
+            return None
+        plan = ops.plan(config.crossbars)
+        xb, kinds = plan.crossbars, ops.kinds
+        keys = [(kind, self.config_for(precision), shape) for kind, precision, shape in plan.keys]
+        key = plan.key.copy()
+        for j in plan.dynamic:  # MVMs on what an earlier run left on their crossbar
+            c = int(xb[j])
+            if self._tiles[c] is None:
+                return None
+            key[j] = len(keys)
+            keys.append((_MVM, self._configs[c], self._tiles[c].shape))
+        for _, device, (k, n) in keys:
+            if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
+                return None
+        for j in plan.writes:  # (float weights on an exact device need only fit; others are validated once)
+            weights, device = ops.weights[j], keys[key[j]][1]
+            checked = np.asarray(weights).dtype.kind != "f" or device.encoding == "reference"
+            if checked and (j, device) not in ops.valid:
+                self._program(int(xb[j]), weights, device)
+                ops.valid.add((j, device))
+        needed = plan.changes.copy()
+        for j in plan.firsts:
+            needed[j] = not self.holds(int(xb[j]), ops.weights[j], ops.precisions[j])
+        active = np.flatnonzero(needed | (kinds == _MVM))
+        kinds_of, inverse = np.unique(key[active] * (1 << 32) + batches[active], return_inverse=True)
+        table = []
+        for combined in kinds_of.tolist():
+            kind, device, shape = keys[combined >> 32]
+            batch = combined & ((1 << 32) - 1)
+            table.append(self._cost(kind, device, *shape, *(() if kind == _WRITE else (batch, None))))
+        rows = np.array([row for row, _ in table], np.int64)[inverse]
+        durations = np.array([duration for _, duration in table], np.float64)[inverse]
+        crossbars = xb[active]
+        free, now = np.array(self._free_at), self.now_ns
+        bounds = np.searchsorted(active, plan.barrier_runs[:, 0])
+        start = 0
+        for (first, last), end in zip(plan.barrier_runs.tolist(), bounds.tolist(), strict=True):
+            self._segment(free, now, crossbars[start:end], durations[start:end])
+            now = max(now, float(free[xb[first:last]].max()))
+            start = end
+        self._segment(free, now, crossbars[start:], durations[start:])
+        self.now_ns, self._free_at = now, free.tolist()
+        self._metrics.add_many(crossbars, rows, durations)
+        written = np.flatnonzero(needed)
+        np.add.at(self._ops_seen[:, 0], xb[written], 1)
+        np.add.at(self._ops_seen[:, 1], xb[plan.mvms], 1)
+        for c, j in dict(zip(xb[written].tolist(), written.tolist())).items():
+            weights, device = ops.weights[j], keys[key[j]][1]
+            self._configs[c] = device
+            self._tiles[c], self._keys[c] = self._program(c, weights, device)
+            self._sources[c] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        return [keys[key[j]][1] for j in report]
+
+    @staticmethod
+    def _segment(free: np.ndarray, now: float, crossbars: np.ndarray, durations: np.ndarray) -> None:
+        """Operations issued at `now` with no barrier among them: each crossbar's run one after
+        the other from max(now, its end), added in their order (as `_run` adds them)."""
+        if len(crossbars):
+            touched = np.unique(crossbars)
+            free[touched] = np.maximum(free[touched], now)
+            np.add.at(free, crossbars, durations)
+
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
         host waits for it."""
@@ -357,6 +431,105 @@ class Device:
         start = max(self.now_ns, self._free_at[xbar])
         self._free_at[xbar] = start + duration_ns
         self._metrics.add(xbar, row, duration_ns)
+
+
+BARRIER = 3
+"""The kind of a barrier in `Bookings` (writes and MVMs: `WRITE`, `MVM`)."""
+WRITE, MVM = _WRITE, _MVM
+
+
+@dataclass
+class Plan:
+    """Where the operations of `Bookings` fall on a device of a given number of crossbars."""
+
+    crossbars: np.ndarray
+    """Each operation's crossbar."""
+    writes: list[int]
+    mvms: np.ndarray
+    content: np.ndarray
+    """Per operation, the last write before it on its crossbar (-1: none in the run)."""
+    firsts: list[int]
+    """The writes that find what an earlier run left on their crossbar."""
+    changes: np.ndarray
+    """Per operation, a write of other weights than the previous write on its crossbar in the run."""
+    barrier_runs: np.ndarray
+    """[first, end) of each run of consecutive barriers."""
+    keys: list[tuple[int, tuple[int, int] | None, tuple[int, int]]]
+    """The (kind, precision, tile shape) of the writes and MVMs."""
+    key: np.ndarray
+    """Per write or MVM, its index in `keys` (-1 for barriers and `dynamic` MVMs)."""
+    dynamic: list[int]
+    """The MVMs on what an earlier run left on their crossbar."""
+
+
+class Bookings:
+    """A run of crossbar operations on tiles fixed in advance: per operation its kind (`WRITE`,
+    `MVM`, `BARRIER`), its tile (crossbar: tile modulo the device's crossbars) and, for a write,
+    its weights and precision; booked at once by `Device.book`."""
+
+    def __init__(self, kinds: Sequence[int], tiles: Sequence[int], weights: Sequence, precisions: Sequence):
+        self.kinds = np.asarray(kinds, np.int64)
+        self.tiles = np.asarray(tiles, np.int64)
+        self.weights, self.precisions = list(weights), list(precisions)
+        self._plans: dict[int, Plan] = {}
+        self.valid: set[tuple[int, DeviceConfig]] = set()
+        """(write, device) pairs whose weights a device has validated (`program_tile`)."""
+
+    def plan(self, crossbars: int) -> Plan:
+        found = self._plans.get(crossbars)
+        if found is None:
+            found = self._plans[crossbars] = self._plan(crossbars)
+        return found
+
+    def _plan(self, count: int) -> Plan:
+        kinds, crossbars = self.kinds, self.tiles % count
+        content = np.full(len(kinds), -1, np.int64)
+        changes = np.zeros(len(kinds), bool)
+        last: dict[int, int] = {}
+        firsts = []
+        for j, (kind, c) in enumerate(zip(kinds.tolist(), crossbars.tolist(), strict=True)):
+            previous = last.get(c, -1)
+            content[j] = previous
+            if kind == _WRITE:
+                if previous < 0:
+                    firsts.append(j)
+                else:
+                    changes[j] = not self._same(previous, j)
+                last[c] = j
+        keys: dict[tuple, int] = {}
+        key = np.full(len(kinds), -1, np.int64)
+        dynamic = []
+        for j, kind in enumerate(kinds.tolist()):
+            source = j if kind == _WRITE else int(content[j])
+            if kind == BARRIER:
+                continue
+            if source < 0:
+                dynamic.append(j)
+                continue
+            entry = (kind, self.precisions[source], np.shape(self.weights[source]))
+            key[j] = keys.setdefault(entry, len(keys))
+        barriers = np.flatnonzero(kinds == BARRIER)
+        starts = barriers[np.r_[True, np.diff(barriers) > 1]] if len(barriers) else barriers
+        ends = barriers[np.r_[np.diff(barriers) > 1, True]] + 1 if len(barriers) else barriers
+        return Plan(
+            crossbars,
+            np.flatnonzero(kinds == _WRITE).tolist(),
+            np.flatnonzero(kinds == _MVM),
+            content,
+            firsts,
+            changes,
+            np.stack([starts, ends], axis=1).reshape(-1, 2),
+            list(keys),
+            key,
+            dynamic,
+        )
+
+    def _same(self, a: int, b: int) -> bool:
+        """Whether write `b` finds write `a`'s weights held (`Device.holds`)."""
+        held, weights = self.weights[a], self.weights[b]
+        if self.precisions[a] != self.precisions[b] or np.shape(held) != np.shape(weights):
+            return False
+        return held is weights or bool(np.array_equal(held, weights))
 
 
 def calibrate_tile(config: DeviceConfig | str | Path, weights: np.ndarray, rows: np.ndarray) -> dict[bytes, np.ndarray]:

@@ -112,6 +112,13 @@ class Metrics:
         costs.append(cost)
         busy.append(busy_ns)
 
+    def add_many(self, xbars: np.ndarray, costs: np.ndarray, busy_ns: np.ndarray) -> None:
+        """Record operations as `add` does one at a time, in their order."""
+        pending = self._pending
+        pending[0].extend(xbars.tolist())
+        pending[1].extend(costs.tolist())
+        pending[2].extend(busy_ns.tolist())
+
     def _flush(self) -> None:
         xbars, costs, busy = self._pending
         if not xbars:

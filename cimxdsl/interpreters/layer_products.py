@@ -24,7 +24,10 @@ from xdsl.ir import Operation
 from cimxdsl.device.backend import NUMPY
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
+from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
 from cimxdsl.dialects import memristor
+from cimxdsl.dialects.memristor import call_precision
+from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.memristor import runtime_op
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, as_type, read_only
@@ -145,30 +148,57 @@ def blocks(graph: Graph, tiles: dict[int, TileProduct]) -> list[Block]:
         if slot in used or len({t.source for t in block.tiles}) != 1:
             continue
         spans = sorted(t.columns for t in block.tiles)
-        if len({t.weights.shape[1] for t in block.tiles}) == 1 and partition(spans, block.tiles[0].width):
+        if len({t.weights.shape[1] for t in block.tiles}) == 1 and partition(spans, spans[0][0], spans[-1][1]):
             block.tiles.sort(key=lambda t: t.columns)
             found.append(block)
     return found
 
 
-def partition(spans: list[tuple[int, int]], width: int) -> bool:
-    """Whether the sorted `spans` cover [0, width) edge to edge."""
-    return spans[0][0] == 0 and spans[-1][1] == width and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+def partition(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether the sorted `spans` cover [start, end) edge to edge."""
+    return spans[0][0] == start and spans[-1][1] == end and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
+def span(block: Block) -> tuple[int, int]:
+    """The columns [k0, k1) of X a block's tiles read."""
+    return block.tiles[0].columns[0], block.tiles[-1].columns[1]
 
 
 @dataclass
 class Layer:
-    """A recognised product X·W: the step that finishes its result and the steps it replaces."""
+    """A recognised product: X·W, or the G products X[:, a0 + g·d : a0 + (g+1)·d]·W[g] of a
+    grouped layer side by side; the step that finishes its result and the steps it replaces."""
 
     source: int
     weights: np.ndarray
+    """(G, d, f): each group's weights."""
+    start: int
+    """a0: the first column of X the products read."""
     result: int
     at: int
     removed: set[int]
     counted: list[TileProduct]
-    grid: list[list[int]]
-    """The steps of the tile products by K-block and column block (a bit-sliced device stacks
-    their tiles: `sliced_product`)."""
+    grids: list[list[list[int]]]
+    """Per group, the steps of its tile products by K-block and column block (a bit-sliced device
+    stacks their tiles: `sliced_product`)."""
+
+
+@dataclass
+class Part:
+    """The blocks of one product X[:, k0:k1]·W side by side in column order, and the slot of the
+    result, finished by the steps `chain` (an empty tensor and the inserts; none for one block)."""
+
+    blocks: list[Block]
+    slot: int
+    chain: list[int]
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return span(self.blocks[0])
+
+    @property
+    def weights(self) -> np.ndarray:
+        return np.hstack([np.vstack([t.weights for t in b.tiles]) for b in self.blocks])
 
 
 def layers(graph: Graph) -> list[Layer]:
@@ -176,26 +206,42 @@ def layers(graph: Graph) -> list[Layer]:
     tiles = tile_products(graph)
     found = blocks(graph, tiles)
     by_slot = {block.slot: block for block in found}
-    chained: set[int] = set()
-    result = []
+    parts = {block.slot: Part([block], block.slot, []) for block in found}
     for i, step in enumerate(graph.steps):
         if isinstance(step.op, tensor.EmptyOp) and len(step.op.results[0].type.get_shape()) == 2:
-            parts, slot, inserts = insert_chain(graph, step.results[0], by_slot)
+            inserted, slot, inserts = insert_chain(graph, step.results[0], by_slot)
             width = step.op.results[0].type.get_shape()[1]
-            if len(parts) < 1 or len({b.tiles[0].source for _, b in parts}) != 1:
+            if len(inserted) < 1 or len({(b.tiles[0].source, span(b)) for _, b in inserted}) != 1:
                 continue
-            if not partition(sorted((n0, n0 + b.tiles[0].weights.shape[1]) for n0, b in parts), width):
+            if not partition(sorted((n0, n0 + b.tiles[0].weights.shape[1]) for n0, b in inserted), 0, width):
                 continue
-            parts.sort(key=lambda part: part[0])
-            weights = np.hstack([np.vstack([t.weights for t in b.tiles]) for _, b in parts])
-            blocks_ = [b for _, b in parts]
-            chained.update(b.slot for b in blocks_)
-            result.append(layer(graph, blocks_, weights, slot, [i, *inserts]))
-    for block in found:
-        if block.slot not in chained and block.sums:
-            weights = np.vstack([t.weights for t in block.tiles])
-            result.append(layer(graph, [block], weights, block.slot, []))
+            inserted.sort(key=lambda part: part[0])
+            for _, b in inserted:
+                parts.pop(b.slot, None)
+            parts[slot] = Part([b for _, b in inserted], slot, [i, *inserts])
+    result = []
+    for i, step in enumerate(graph.steps):
+        if not isinstance(step.op, tensor.ConcatOp) or step.op.dim.value.data != 1:
+            continue
+        joined = [parts.get(slot) for slot in step.operands]
+        if len(joined) < 2 or None in joined or len(step.op.result.type.get_shape()) != 2:
+            continue
+        shapes = {(p.span[1] - p.span[0], sum(b.tiles[0].weights.shape[1] for b in p.blocks)) for p in joined}
+        sources = {p.blocks[0].tiles[0].source for p in joined}
+        if len(shapes) != 1 or len(sources) != 1 or not partition([p.span for p in joined], *bounds(joined)):
+            continue
+        for p in joined:
+            del parts[p.slot]
+        chain = [j for p in joined for j in p.chain]
+        result.append(layer(graph, joined, np.stack([p.weights for p in joined]), step.results[0], chain))
+    for p in parts.values():
+        if p.chain or p.blocks[0].sums:
+            result.append(layer(graph, [p], p.weights[None], p.slot, p.chain))
     return [each for each in result if each is not None]
+
+
+def bounds(parts: list[Part]) -> tuple[int, int]:
+    return parts[0].span[0], parts[-1].span[1]
 
 
 def insert_chain(graph: Graph, slot: int, by_slot: dict[int, Block]) -> tuple[list, int, list[int]]:
@@ -220,8 +266,10 @@ def insert_chain(graph: Graph, slot: int, by_slot: dict[int, Block]) -> tuple[li
     return parts, slot, inserts
 
 
-def layer(graph: Graph, blocks_: list[Block], weights: np.ndarray, result: int, chain: list[int]) -> Layer | None:
-    """The `Layer` of `blocks_` finished at `result`, if the steps it removes feed nothing else."""
+def layer(graph: Graph, parts: list[Part], weights: np.ndarray, result: int, chain: list[int]) -> Layer | None:
+    """The `Layer` of `parts` (one per group) finished at `result`, if the steps it removes feed
+    nothing else."""
+    blocks_ = [b for p in parts for b in p.blocks]
     tiles = [t for b in blocks_ for t in b.tiles]
     at = graph.producer[result]
     removed = {*chain, *(i for b in blocks_ for i in b.sums), *(i for t in tiles for i in t.feeds)} - {at}
@@ -230,10 +278,13 @@ def layer(graph: Graph, blocks_: list[Block], weights: np.ndarray, result: int, 
     for i in removed:
         if not all(graph.only_used_by(s, allowed) for s in graph.steps[i].results):
             return None
-    if len({tuple(t.columns for t in b.tiles) for b in blocks_}) != 1:
-        return None  # (the tiling splits every column block alike)
-    grid = [list(steps) for steps in zip(*([t.step for t in b.tiles] for b in blocks_))]
-    return Layer(tiles[0].source, read_only(weights), result, at, removed, tiles, grid)
+    grids = []
+    for p in parts:
+        if len({tuple(t.columns for t in b.tiles) for b in p.blocks}) != 1:
+            return None  # (the tiling splits every column block alike)
+        grids.append([list(steps) for steps in zip(*([t.step for t in b.tiles] for b in p.blocks))])
+    start = parts[0].span[0]
+    return Layer(tiles[0].source, read_only(weights), start, result, at, removed, tiles, grids)
 
 
 def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:
@@ -245,8 +296,11 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     if not found:
         return None
     removed = {i for each in found for i in each.removed}
-    replaced = {each.at: each for each in found}
-    counted = {t.step: (t, tiles) for each in found for tiles in [Tiles(each.grid)] for t in each.counted}
+    replaced = {each.at: (each, [Tiles(grid) for grid in each.grids]) for each in found}
+    by_step = {t.step: t for each in found for t in each.counted}
+    counted = {
+        i: (by_step[i], tiles) for _, groups in replaced.values() for tiles in groups for row in tiles.grid for i in row
+    }
     fused, deferred = [], []
     for i, step in enumerate(steps):
         if i in removed:
@@ -257,11 +311,10 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
             implementation = count_columns(*tile.columns, tiles, i, runtime)
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
         elif i in replaced:
-            each = replaced[i]
-            tiles = counted[each.counted[0].step][1]
+            each, groups = replaced[i]
             step = replace(
                 step,
-                implementation=whole_product(each.weights, step.op.results[0].type, tiles),
+                implementation=whole_product(each, step.op.results[0].type, groups),
                 operands=(each.source,),
                 released=(*step.released, *deferred),
             )
@@ -276,7 +329,104 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     fused = [replace(step, released=tuple(s for s in step.released if s not in sources)) for step in fused]
     for slot, i in last.items():
         fused[i] = replace(fused[i], released=(*fused[i].released, slot))
-    return fused
+    return booked_in_bulk(fused, constants, {i: tiles for i, (_, tiles) in counted.items()}, steps, runtime)
+
+
+def booked_in_bulk(fused: list, constants: dict[int, object], counting: dict, steps: list, runtime) -> list:
+    """`fused` with each run of consecutive crossbar operations on constant tiles (writes of
+    constant weights, the counted tile products, barriers) as one step that books them at once
+    (`Device.book`), or runs them one by one where the device cannot. `counting`: the `Tiles` of
+    each counted tile product, by its step in `steps`."""
+    index = {id(step.op): i for i, step in enumerate(steps)}
+    result, run = [], []
+    for step in fused:
+        kind = crossbar_operation(step, constants, index[id(step.op)] in counting)
+        if kind is not None:
+            run.append((kind, step))
+            continue
+        result.extend(collapsed(run, constants, counting, index, runtime))
+        run = []
+        result.append(step)
+    result.extend(collapsed(run, constants, counting, index, runtime))
+    return result
+
+
+def crossbar_operation(step, constants: dict[int, object], counted: bool) -> int | None:
+    """The `Bookings` kind of a step that can be booked in bulk, or None."""
+    if counted:
+        return MVM
+    if not all(slot in constants for slot in step.operands):
+        return None
+    if device_call(step, memristor.WriteToCrossbarOp):
+        return WRITE
+    return BARRIER if device_call(step, memristor.BarrierOp) else None
+
+
+def collapsed(run: list, constants: dict[int, object], counting: dict, index: dict, runtime) -> list:
+    """The steps of `run` ((kind, step) each) as one step that books them (`booked_in_bulk`)."""
+    if len(run) < 2:
+        return [step for _, step in run]
+    sources = list(dict.fromkeys(step.operands[1] for kind, step in run if kind == MVM))
+    weights = [constants[step.operands[1]] if kind == WRITE else None for kind, step in run]
+    precisions = [write_precision(step.op) if kind == WRITE else None for kind, step in run]
+    ops = Bookings([k for k, _ in run], [int(constants[step.operands[0]]) for _, step in run], weights, precisions)
+    mvms = np.array([j for j, (kind, _) in enumerate(run) if kind == MVM], np.int64)
+    reads = np.array([sources.index(run[j][1].operands[1]) for j in mvms.tolist()], np.int64)
+    fed = [(j, counting[index[id(step.op)]]) for j, (kind, step) in enumerate(run) if kind == MVM]
+    kept = {id(tiles): (j, tiles) for j, tiles in fed}
+    recorded = [j for j, w in enumerate(weights) if w is not None and (precisions[j] or np.asarray(w).dtype.kind == "f")]
+    precision = (precisions[recorded[-1]] or ("float", "float")) if recorded else None  # (`ensure_written`)
+    where = [tuple((s not in sources, constants.get(s, s)) for s in step.operands) for _, step in run]
+
+    steps = [step for _, step in run]
+    booked = BookedRun(ops, steps, sources, where, mvms, reads, list(kept.values()), precision, runtime)
+    released = tuple(slot for step in steps for slot in step.released)
+    return [replace(steps[0], operands=tuple(sources), results=(), released=released, implementation=booked)]
+
+
+@dataclass
+class BookedRun:
+    """The implementation of a run of crossbar operations booked at once (`booked_in_bulk`): its
+    `ops`, the `steps` they were, the slots of the inputs its MVMs read (its operands), and where
+    each step's operands come from ((True, a constant) or (False, an operand's slot))."""
+
+    ops: Bookings
+    steps: list
+    sources: list[int]
+    where: list[tuple]
+    mvms: np.ndarray
+    reads: np.ndarray
+    """Per MVM, the operand it reads."""
+    tiles: list[tuple[int, Tiles]]
+    """The `Tiles` the MVMs feed, each with one of its MVMs."""
+    precision: tuple | None
+    """The precision the run's last write records for the layer, if any."""
+    runtime: CrossbarRuntime
+
+    def __call__(self, interpreter, op, args) -> tuple:
+        batches = np.zeros(len(self.steps), np.int64)
+        batches[self.mvms] = np.array([len(a) for a in args], np.int64)[self.reads]
+        configs = self.runtime.device.book(self.ops, batches, [j for j, _ in self.tiles])
+        if configs is None:  # one by one
+            for step, operands in zip(self.steps, self.where, strict=True):
+                values = tuple(value if constant else args[self.sources.index(value)] for constant, value in operands)
+                if step.implementation is None:
+                    interpreter.run_op(step.op, values)
+                else:
+                    step.implementation(interpreter, step.op, values)
+            return ()
+        for (_, tiles), config in zip(self.tiles, configs, strict=True):
+            tiles.config, tiles.backend = config, self.runtime.device.backend
+        if self.precision is not None:
+            self.runtime.note_precision(self.precision)
+        return ()
+
+
+def write_precision(op) -> tuple[int, int] | None:
+    """The precision a write carries (the memristor op's, or its runtime function's name's)."""
+    if isinstance(op, memristor.MemristorOp):
+        return precision_of(op)
+    return call_precision(op.callee.string_value())
 
 
 class Tiles:
@@ -320,15 +470,46 @@ def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRu
     return run
 
 
-def whole_product(weights: np.ndarray, result_type, tiles: Tiles):
-    """The implementation of a layer's product X·W as one product, of the result's type: exact, or
-    sliced on the tiles the tile products found."""
+def whole_product(each: Layer, result_type, groups: list[Tiles]):
+    """The implementation of a layer's product as one product, of the result's type: exact (a
+    grouped layer's groups as one batched product), or sliced on the tiles the tile products found
+    (a group at a time)."""
+    weights, start = each.weights, each.start
+    count, depth, _ = weights.shape
 
     def run(interpreter, op, args) -> tuple:
-        config = tiles.config
+        x = args[0]
+        config = groups[0].config
         if config.exact:
-            return (as_type(exact_matmul(args[0], weights, backend=tiles.backend), result_type),)
-        product = sliced_product(args[0], tiles.stack(config), config)
-        return (as_type(product, result_type),)
+            backend = groups[0].backend
+            if count == 1:
+                return (as_type(exact_matmul(x[:, start : start + depth], weights[0], backend=backend), result_type),)
+            if backend.is_numpy:
+                return (as_type(grouped_matmul(x[:, start : start + count * depth], weights), result_type),)
+            columns = [x[:, start + g * depth : start + (g + 1) * depth] for g in range(count)]
+            parts = [exact_matmul(part, w, backend=backend) for part, w in zip(columns, weights, strict=True)]
+            return (as_type(np.hstack(parts), result_type),)
+        products = [
+            sliced_product(x[:, start + g * depth : start + (g + 1) * depth], tiles.stack(config), config)
+            for g, tiles in enumerate(groups)
+        ]
+        return (as_type(products[0] if count == 1 else np.hstack(products), result_type),)
 
     return run
+
+
+def grouped_matmul(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The G products x[:, g·d:(g+1)·d]·weights[g] side by side (M × G·f), exactly as
+    `exact_matmul` computes each: one batched product over the (G, M, d) stack of x's groups."""
+    count, depth, width = weights.shape
+    rows = x.shape[0]
+    groups = x.reshape(rows, count, depth).transpose(1, 0, 2)
+    if x.dtype.kind == "f" or weights.dtype.kind == "f":
+        products = np.matmul(groups, weights)
+    else:
+        bound = (int(np.abs(x.astype(np.int64)).max()) if x.size else 0) * int(np.abs(weights).max()) * depth
+        if bound >= 2**63:
+            raise ValueError("the crossbar product may overflow int64")
+        kind = np.float64 if bound < 2**53 else np.int64  # (float64 BLAS while every partial sum is exact)
+        products = np.matmul(groups.astype(kind), weights.astype(kind)).astype(np.int64)
+    return products.transpose(1, 0, 2).reshape(rows, count * width)

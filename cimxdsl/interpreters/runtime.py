@@ -93,9 +93,13 @@ class CrossbarRuntime:
         device's) unless it already holds exactly these weights so (from this run or an earlier
         run on the same device): resident weights are not written again."""
         if precision is not None or weights.dtype.kind == "f":
-            self._layer_precision = precision or ("float", "float")
+            self.note_precision(precision or ("float", "float"))
         if not self.device.holds(crossbar, weights, precision):
             self.device.write(crossbar, weights, precision)
+
+    def note_precision(self, precision: tuple[int, int] | tuple[str, str]) -> None:
+        """Record the precision of the layer's crossbar products (its last write's)."""
+        self._layer_precision = precision
 
     def product(self, crossbar: int, inputs: np.ndarray, out: np.ndarray) -> None:
         """inputs @ W on `crossbar`, written into `out`."""
