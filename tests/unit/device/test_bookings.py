@@ -1,0 +1,89 @@
+"""`Device.book` books a run of writes, MVMs and barriers at once as they would run one by one:
+the same metrics per crossbar, timeline, noise-stream counters and crossbar contents."""
+
+import numpy as np
+import pytest
+
+from cimxdsl.device import Device, preset
+from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
+
+
+def random_run(rng, tiles: int, length: int, weights: list, precisions: list):
+    """Operations on `tiles` tile ids: writes of one of `weights` (a tile's own, or another's),
+    MVMs of tiles written before in the run, barriers alone and in runs."""
+    kinds, ids, chosen, chosen_precisions = [], [], [], []
+    written = set()
+    for _ in range(length):
+        kind = rng.choice([WRITE, MVM, BARRIER], p=[0.4, 0.4, 0.2])
+        tile = int(rng.integers(tiles))
+        if kind == MVM and tile not in written:
+            kind = WRITE
+        w = int(rng.integers(len(weights))) if kind == WRITE else None
+        kinds.append(int(kind))
+        ids.append(tile)
+        chosen.append(None if w is None else weights[w])
+        chosen_precisions.append(None if w is None else precisions[w])
+        if kind == WRITE:
+            written.add(tile)
+    return kinds, ids, chosen, chosen_precisions
+
+
+def one_by_one(device: Device, kinds, ids, weights, precisions, batches) -> None:
+    crossbars = device.config.crossbars
+    for kind, tile, w, precision, batch in zip(kinds, ids, weights, precisions, batches, strict=True):
+        xbar = tile % crossbars
+        if kind == WRITE:
+            if not device.holds(xbar, w, precision):
+                device.write(xbar, w, precision)
+        elif kind == MVM:
+            device.count_mvm(xbar, np.zeros((batch, device.tile(xbar).shape[0]), np.float32))
+        else:
+            device.barrier(xbar)
+
+
+def state(device: Device) -> tuple:
+    tiles = [None if t is None else (t.weights.shape, t.weights.tobytes()) for t in device._tiles]
+    return device.report(), device.latency_ns, device.now_ns, list(device._free_at), device._ops_seen.tolist(), tiles
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("crossbars", [3, 16])
+def test_booked_run_equals_one_by_one(seed, crossbars):
+    """Random runs, twice on one device (the second finds weights resident): the same state after
+    each run as writing, counting and waiting one operation at a time."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(130, 70)).astype(np.float32)
+    base.flags.writeable = False
+    weights = [base[:128, :64], base[:64, :70], base[2:130, :64], rng.normal(size=(9, 1)).astype(np.float32)]
+    weights.append(weights[0].copy())  # equal values, another array
+    precisions = [None] * len(weights)
+    config = preset("ideal").replace(crossbars=crossbars)
+    booked, reference = Device(config), Device(config)
+    for _ in range(2):
+        for length in (1, 7, 40):
+            kinds, ids, chosen, chosen_precisions = random_run(rng, 2 * crossbars, length, weights, precisions)
+            batches = rng.integers(1, 50, length)
+            ops = Bookings(kinds, ids, chosen, chosen_precisions)
+            mvms = [j for j, kind in enumerate(kinds) if kind == MVM]
+            configs = booked.book(ops, batches, mvms)
+            one_by_one(reference, kinds, ids, chosen, chosen_precisions, batches)
+            assert configs is not None
+            assert len(configs) == len(mvms) and all(c.exact for c in configs)
+            assert state(booked) == state(reference)
+        booked.reset_metrics(), reference.reset_metrics()
+
+
+def test_runs_that_cannot_be_booked_leave_the_device_alone():
+    """A device that is not exact, an MVM on a crossbar never written, a tile too large: None,
+    and nothing booked."""
+    w = np.ones((4, 4), np.float32)
+    run = Bookings([WRITE, MVM, BARRIER], [0, 0, 0], [w, None, None], [None, None, None])
+    lossy = Device(preset("isaac"))
+    assert lossy.book(run, np.array([0, 2, 0])) is None and lossy.crossbars_used() == 0
+    device = Device("ideal")
+    unwritten = Bookings([MVM], [1], [None], [None])
+    assert device.book(unwritten, np.array([2])) is None
+    large = Bookings([WRITE], [0], [np.ones((129, 4), np.float32)], [None])
+    assert device.book(large, np.array([0])) is None
+    assert device.crossbars_used() == 0 and device.tile(0) is None and device.latency_ns == 0
+    assert device.book(run, np.array([0, 2, 0])) == [] and device.crossbars_used() == 1
