@@ -146,12 +146,7 @@ class Device:
         tile = self._tiles[i]
         if tile is None or tile.weights.shape != np.shape(weights) or self._configs[i] is not self.config_for(precision):
             return False
-        if self._sources[i] is weights:
-            return True
-        held, weights = tile.weights, np.asarray(weights)
-        if held.size and held.item(0) != weights.item(0):  # (rejects most other tiles fast)
-            return False
-        return bool(np.array_equal(held, weights))
+        return self._sources[i] is weights or equal_values(tile.weights, np.asarray(weights))
 
     def _program(self, i: int, weights: np.ndarray, config: DeviceConfig) -> tuple[Tile, bytes]:
         """The tile `weights` program on crossbar `i` as `config` and its static-ADC key. A
@@ -247,10 +242,9 @@ class Device:
         for _, device, (k, n) in keys:
             if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
                 return None
-        for j in plan.writes:  # (float weights on an exact device need only fit; others are validated once)
-            weights, device = ops.weights[j], keys[key[j]][1]
-            checked = np.asarray(weights).dtype.kind != "f" or device.encoding == "reference"
-            if checked and (j, device) not in ops.valid:
+        for j in plan.writes if config.encoding == "reference" else plan.integer_writes:
+            weights, device = ops.weights[j], keys[key[j]][1]  # (float weights on an exact device need only fit)
+            if (j, device) not in ops.valid:
                 self._program(int(xb[j]), weights, device)
                 ops.valid.add((j, device))
         needed = plan.changes.copy()
@@ -279,7 +273,8 @@ class Device:
         written = np.flatnonzero(needed)
         np.add.at(self._ops_seen[:, 0], xb[written], 1)
         np.add.at(self._ops_seen[:, 1], xb[plan.mvms], 1)
-        for c, j in dict(zip(xb[written].tolist(), written.tolist())).items():
+        last = len(written) - 1 - np.unique(xb[written][::-1], return_index=True)[1]  # (each crossbar's last write)
+        for c, j in zip(xb[written[last]].tolist(), written[last].tolist(), strict=True):
             weights, device = ops.weights[j], keys[key[j]][1]
             self._configs[c] = device
             self._tiles[c], self._keys[c] = self._program(c, weights, device)
@@ -445,6 +440,8 @@ class Plan:
     crossbars: np.ndarray
     """Each operation's crossbar."""
     writes: list[int]
+    integer_writes: list[int]
+    """The writes of weights that are not floats (validated by programming them once)."""
     mvms: np.ndarray
     content: np.ndarray
     """Per operation, the last write before it on its crossbar (-1: none in the run)."""
@@ -514,6 +511,7 @@ class Bookings:
         return Plan(
             crossbars,
             np.flatnonzero(kinds == _WRITE).tolist(),
+            [j for j, w in enumerate(self.weights) if w is not None and np.asarray(w).dtype.kind != "f"],
             np.flatnonzero(kinds == _MVM),
             content,
             firsts,
@@ -529,7 +527,14 @@ class Bookings:
         held, weights = self.weights[a], self.weights[b]
         if self.precisions[a] != self.precisions[b] or np.shape(held) != np.shape(weights):
             return False
-        return held is weights or bool(np.array_equal(held, weights))
+        return held is weights or equal_values(np.asarray(held), np.asarray(weights))
+
+
+def equal_values(held: np.ndarray, weights: np.ndarray) -> bool:
+    """Whether two tiles of one shape hold equal values (most other tiles differ at the first)."""
+    if held.size and held.item(0) != weights.item(0):
+        return False
+    return bool(np.array_equal(held, weights))
 
 
 def calibrate_tile(config: DeviceConfig | str | Path, weights: np.ndarray, rows: np.ndarray) -> dict[bytes, np.ndarray]:

@@ -52,10 +52,14 @@ class TileProduct:
 
 def device_call(step, name: type) -> bool:
     """Whether `step` runs memristor op `name` (as the op or as a call of its runtime function)."""
-    op = step.op
-    if isinstance(op, name):
-        return True
-    return isinstance(op, func.CallOp) and runtime_op(op.callee.string_value()) is name
+    return device_op(step.op) is name
+
+
+def device_op(op: Operation) -> type | None:
+    """The memristor op `op` runs (as the op or as a call of its runtime function), or None."""
+    if isinstance(op, func.CallOp):
+        return runtime_op(op.callee.string_value())
+    return type(op) if isinstance(op, memristor.MemristorOp) else None
 
 
 class Graph:
@@ -105,11 +109,12 @@ def tile_products(graph: Graph) -> dict[int, TileProduct]:
     tiles: dict[int, TileProduct] = {}
     constants = graph.constants
     for i, step in enumerate(graph.steps):
-        if device_call(step, memristor.WriteToCrossbarOp):
+        kind = device_op(step.op)
+        if kind is memristor.WriteToCrossbarOp:
             weights, _ = graph.root(step.operands[1])
             if step.operands[0] in constants and weights in constants:
                 written[constants[step.operands[0]]] = constants[weights]
-        elif device_call(step, memristor.GemmOp) and step.operands[0] in constants:
+        elif kind is memristor.GemmOp and step.operands[0] in constants:
             inputs, in_chain = graph.root(step.operands[1])
             output, out_chain = graph.root(step.operands[2])
             columns = graph.columns(inputs)
@@ -198,7 +203,7 @@ class Part:
 
     @property
     def weights(self) -> np.ndarray:
-        return np.hstack([np.vstack([t.weights for t in b.tiles]) for b in self.blocks])
+        return joined([list(row) for row in zip(*([t.weights for t in b.tiles] for b in self.blocks))])
 
 
 def layers(graph: Graph) -> list[Layer]:
@@ -223,20 +228,20 @@ def layers(graph: Graph) -> list[Layer]:
     for i, step in enumerate(graph.steps):
         if not isinstance(step.op, tensor.ConcatOp) or step.op.dim.value.data != 1:
             continue
-        joined = [parts.get(slot) for slot in step.operands]
-        if len(joined) < 2 or None in joined or len(step.op.result.type.get_shape()) != 2:
+        groups = [parts.get(slot) for slot in step.operands]
+        if len(groups) < 2 or None in groups or len(step.op.result.type.get_shape()) != 2:
             continue
-        shapes = {(p.span[1] - p.span[0], sum(b.tiles[0].weights.shape[1] for b in p.blocks)) for p in joined}
-        sources = {p.blocks[0].tiles[0].source for p in joined}
-        if len(shapes) != 1 or len(sources) != 1 or not partition([p.span for p in joined], *bounds(joined)):
+        shapes = {(p.span[1] - p.span[0], sum(b.tiles[0].weights.shape[1] for b in p.blocks)) for p in groups}
+        sources = {p.blocks[0].tiles[0].source for p in groups}
+        if len(shapes) != 1 or len(sources) != 1 or not partition([p.span for p in groups], *bounds(groups)):
             continue
-        for p in joined:
+        for p in groups:
             del parts[p.slot]
-        chain = [j for p in joined for j in p.chain]
-        result.append(layer(graph, joined, np.stack([p.weights for p in joined]), step.results[0], chain))
+        chain = [j for p in groups for j in p.chain]
+        result.append(layer(graph, groups, step.results[0], chain))
     for p in parts.values():
         if p.chain or p.blocks[0].sums:
-            result.append(layer(graph, [p], p.weights[None], p.slot, p.chain))
+            result.append(layer(graph, [p], p.slot, p.chain))
     return [each for each in result if each is not None]
 
 
@@ -266,7 +271,7 @@ def insert_chain(graph: Graph, slot: int, by_slot: dict[int, Block]) -> tuple[li
     return parts, slot, inserts
 
 
-def layer(graph: Graph, parts: list[Part], weights: np.ndarray, result: int, chain: list[int]) -> Layer | None:
+def layer(graph: Graph, parts: list[Part], result: int, chain: list[int]) -> Layer | None:
     """The `Layer` of `parts` (one per group) finished at `result`, if the steps it removes feed
     nothing else."""
     blocks_ = [b for p in parts for b in p.blocks]
@@ -283,8 +288,38 @@ def layer(graph: Graph, parts: list[Part], weights: np.ndarray, result: int, cha
         if len({tuple(t.columns for t in b.tiles) for b in p.blocks}) != 1:
             return None  # (the tiling splits every column block alike)
         grids.append([list(steps) for steps in zip(*([t.step for t in b.tiles] for b in p.blocks))])
-    start = parts[0].span[0]
-    return Layer(tiles[0].source, read_only(weights), start, result, at, removed, tiles, grids)
+    weights = parts[0].weights[None] if len(parts) == 1 else np.stack([p.weights for p in parts])
+    return Layer(tiles[0].source, read_only(weights), parts[0].span[0], result, at, removed, tiles, grids)
+
+
+def joined(grid: list[list[np.ndarray]]) -> np.ndarray:
+    """The matrix of the tiles `grid[a][b]` (K-block a, column block b): a view of the array they
+    are views of where they tile a region of it (a layer's tiles of one constant matrix), else a copy."""
+    first = grid[0][0]
+    heights, widths = [row[0].shape[0] for row in grid], [t.shape[1] for t in grid[0]]
+    start, strides, owner = address(first), first.strides, root(first)
+    top = 0
+    for row, height in zip(grid, heights, strict=True):
+        left = 0
+        for tile, width in zip(row, widths, strict=True):
+            at = start + top * strides[0] + left * strides[1]
+            if (tile.shape, tile.strides, address(tile)) != ((height, width), strides, at) or root(tile) is not owner:
+                return np.hstack([np.vstack(column) for column in zip(*grid)])
+            left += width
+        top += height
+    shape = (sum(heights), sum(widths))
+    return np.lib.stride_tricks.as_strided(first, shape, strides, writeable=False)
+
+
+def address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def root(array: np.ndarray):
+    """The object that owns the memory of `array` (at the end of its chain of bases)."""
+    while isinstance(array, np.ndarray) and array.base is not None:
+        array = array.base
+    return array
 
 
 def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:
@@ -355,11 +390,12 @@ def crossbar_operation(step, constants: dict[int, object], counted: bool) -> int
     """The `Bookings` kind of a step that can be booked in bulk, or None."""
     if counted:
         return MVM
+    kind = device_op(step.op)
+    if kind not in (memristor.WriteToCrossbarOp, memristor.BarrierOp):
+        return None
     if not all(slot in constants for slot in step.operands):
         return None
-    if device_call(step, memristor.WriteToCrossbarOp):
-        return WRITE
-    return BARRIER if device_call(step, memristor.BarrierOp) else None
+    return WRITE if kind is memristor.WriteToCrossbarOp else BARRIER
 
 
 def collapsed(run: list, constants: dict[int, object], counting: dict, index: dict, runtime) -> list:
@@ -374,7 +410,7 @@ def collapsed(run: list, constants: dict[int, object], counting: dict, index: di
     reads = np.array([sources.index(run[j][1].operands[1]) for j in mvms.tolist()], np.int64)
     fed = [(j, counting[index[id(step.op)]]) for j, (kind, step) in enumerate(run) if kind == MVM]
     kept = {id(tiles): (j, tiles) for j, tiles in fed}
-    recorded = [j for j, w in enumerate(weights) if w is not None and (precisions[j] or np.asarray(w).dtype.kind == "f")]
+    recorded = [j for j, w in enumerate(weights) if w is not None and (precisions[j] or w.dtype.kind == "f")]
     precision = (precisions[recorded[-1]] or ("float", "float")) if recorded else None  # (`ensure_written`)
     where = [tuple((s not in sources, constants.get(s, s)) for s in step.operands) for _, step in run]
 

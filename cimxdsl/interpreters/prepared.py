@@ -221,7 +221,8 @@ def preparable(function: func.FuncOp) -> bool:
     blocks = function.body.blocks
     if len(blocks) != 1:
         return False
-    return not any(op.dialect_name() in ENVIRONMENT_DIALECTS for op in function.walk())
+    kinds = {type(op) for op in function.walk()}
+    return not any(kind.dialect_name() in ENVIRONMENT_DIALECTS for kind in kinds)
 
 
 def constant_foldable(op: Operation, constants: dict) -> bool:
@@ -230,12 +231,20 @@ def constant_foldable(op: Operation, constants: dict) -> bool:
     makes a fresh buffer every run)."""
     if op.regions or not op.results:
         return False
-    if op.has_trait(ConstantLike) or (isinstance(op, VIEWS) and id(op.operands[0]) in constants):
-        return True
+    kind = type(op)
+    constant = _CONSTANT_LIKE.get(kind)
+    if constant is None:
+        constant = _CONSTANT_LIKE[kind] = op.has_trait(ConstantLike)
     operands = op.operands
+    if constant or (isinstance(op, VIEWS) and id(operands[0]) in constants):
+        return True
     return (
         bool(operands)
         and all(id(v) in constants for v in operands)
         and any(isinstance(v.type, TensorType | MemRefType) for v in operands)
         and is_side_effect_free(op)
     )
+
+
+_CONSTANT_LIKE: dict[type, bool] = {}
+"""Whether ops of a type are constants (`ConstantLike`, a trait of the type)."""
