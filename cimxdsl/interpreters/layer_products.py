@@ -7,9 +7,13 @@ the blocks are inserted side by side into the result. The prepared function reco
 cover the result) and replaces it with one product at the op that finished the result: on an exact
 device X·W in one BLAS call, on a bit-sliced one the tiles the tile products found on their
 crossbars in one stacked sliced product (`sliced_product`: each tile through the DACs and ADCs as
-on its own). The crossbar ops stay where they were: writes and barriers run as before, and each
-tile product is counted on its crossbar (`Device.defer_mvm`) without computing it, so metrics and
-timeline are those of the tiles. Read noise, drawn per tile MVM, keeps the tile-by-tile path."""
+on its own). A grouped layer (a product per group on consecutive column slices of one X, joined by
+a concat) runs as one batched product of its groups on an exact device, a group at a time on a
+bit-sliced one. The crossbar ops stay in their order: each tile product is counted on its crossbar
+(`Device.defer_mvm`) without computing it, and each run of writes, counted products and barriers
+is one step that books them at once (`Device.book`) or, where the device cannot, one at a time, so
+metrics and timeline are those of the tiles. Read noise, drawn per tile MVM, keeps the
+tile-by-tile path."""
 
 from __future__ import annotations
 
