@@ -47,9 +47,12 @@ from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
 from cimxdsl.device.parasitics import effective_conductance
-from cimxdsl.device.threads import map_chunks, matmul
+from cimxdsl.device.threads import map_chunks, matmul, pool_threads
 
-CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache)
+CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache); the
+# chunks read noise is drawn in, so their size fixes a noisy product's noise stream
+NOISELESS_CHUNK_BYTES = 1 << 23  # the same for a noiseless sliced product on NumPy: its passes over the
+# sums run faster in fewer, larger chunks (larger BLAS calls, less dispatch) than within an L2 cache
 _EXACT_FLOAT = 2**53
 _INT64_LIMIT = 2**62
 
@@ -818,8 +821,10 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
     total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))
     per_row = 4 * count * (width + g.shape[2])
-    chunk_bytes = backend.chunk_bytes if backend.chunk_bytes and rng is None else CHUNK_BYTES
+    chunk_bytes = CHUNK_BYTES if rng is not None else backend.chunk_bytes or NOISELESS_CHUNK_BYTES
     chunk = max(1, chunk_bytes // per_row)  # rows (bounding the analog intermediates of one block)
+    if rng is None and backend.is_numpy:  # (at least a chunk per thread)
+        chunk = max(1, min(chunk, -(-rows // pool_threads())))
     step = max(1, chunk_bytes // (per_row * min(chunk, max(rows, 1))))  # K-blocks at a time
 
     def noise(shape: tuple[int, ...], sigma: float):
@@ -866,9 +871,10 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         if planes.flip_last and negative.any():
             flip = backend.asarray(np.where(negative, -1, 1).astype(reads_dtype)[..., None])
             reads[:, -1, ...] = reads[:, -1, ...] * flip
-        # per K-block: Σ_p scale_p · reads_p, then Σ over the reads of a weight times 2**(j·cell_bits)
-        planes_added = [xp.matmul(scale, xp.reshape(reads[i, ...], (count, -1))) for i in range(t)]
-        result = xp.stack([xp.matmul(xp.reshape(r, (b * n, -1)), coefficients) for r in planes_added])
+        # per K-block: Σ over the reads of a weight times 2**(j·cell_bits), then Σ_p scale_p · that
+        # (the larger contraction first, over the contiguous reads; exact in either order)
+        cells_added = xp.matmul(xp.reshape(reads, (t, count, b * n, -1)), coefficients)
+        result = xp.matmul(scale, cells_added)
         if den == num:
             out = result if reads_dtype is not dtype else xp.astype(result, as_xp[out_dtype], copy=False)
         elif out_dtype is np.int64:

@@ -62,7 +62,7 @@ from cimxdsl.device.metrics import (
 _STUCK, _PROGRAM, _READ = 0, 1, 2
 _WRITE, _MVM, _DIGITAL = 0, 1, 2
 
-PROGRAMMED_TILES_BYTES = 512 << 20
+PROGRAMMED_TILES_BYTES = 1 << 30
 """How much a noiseless device keeps of the tiles it programmed from read-only weights (the
 constants of a prepared program), to program them again without recomputing them."""
 

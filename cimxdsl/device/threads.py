@@ -106,6 +106,11 @@ def using_threads(threads: int | None = None) -> Iterator[None]:
         _state["active"] -= 1
 
 
+def pool_threads() -> int:
+    """The threads `map_chunks` runs on now (1 outside `using_threads`)."""
+    return _state["threads"]
+
+
 def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
     """`work` on every chunk (chunks must be independent): on the pool of the current thread
     count, or in order on one thread."""
