@@ -13,14 +13,19 @@ indices shifted accordingly) runs the bodies of its computes in program order. V
 computes on different cores travel through a fresh channel: a `spat.channel_send` on the producer
 core and the matching `spat.channel_receive` on the consumer core, both placed at the consumer's
 position in program order. Since every core follows one global order and each transfer is a single
-step of it, the blocking transfers cannot deadlock. Function-level values a compute reads
-(function inputs, constants) become global-memory buffers (`bufferization.to_buffer`) loaded with
-`pim.load`; compute results the host uses are stored with `pim.store` into global buffers
-(`memref.alloc`) read back with `bufferization.to_tensor` after the cores.
+step of it, the blocking transfers cannot deadlock. With `forward` (the default) a value that would
+skip a stage (a residual's input, sent from an early core to a late one) is relayed through the
+cores of the stages between, each hop placed right after the last transfer between its two cores
+(which keeps the global order), so that in a stream of images no core waits on a core more than
+one stage away. Function-level values a compute reads (function inputs, constants) become
+global-memory buffers (`bufferization.to_buffer`) loaded with `pim.load`; compute results the
+host uses are stored with `pim.store` into global buffers (`memref.alloc`) read back with
+`bufferization.to_tensor` after the cores.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -145,6 +150,17 @@ class PimState:
     input_buffers: dict[SSAValue, Operation] = field(default_factory=dict)
     output_buffers: dict[SSAValue, tuple[Operation, Operation]] = field(default_factory=dict)
     channels: list[Operation] = field(default_factory=list)
+    forward: bool = True
+    """Relay values that would skip a stage through the stages between (see `transfer`)."""
+    holders: dict[SSAValue, dict[CoreBuilder, SSAValue]] = field(default_factory=dict)
+    """The cores holding each compute result (its producer first), and its value on each."""
+    feeders: dict[CoreBuilder, list[CoreBuilder]] = field(default_factory=dict)
+    """The cores whose results each core's computes read."""
+    links: dict[tuple[CoreBuilder, CoreBuilder], tuple[Operation, Operation]] = field(default_factory=dict)
+    """The last transfer (send, receive) between two cores."""
+    stage: dict[CoreBuilder, int] = field(default_factory=dict)
+    """The earliest stage of each core's computes (a compute's stage: the longest chain of computes
+    leading to it, so that the replicas and tiles of a layer, and parallel branches, share one)."""
 
 
 def schedule_function(
@@ -153,6 +169,7 @@ def schedule_function(
     per_core: int,
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+    forward: bool = True,
 ) -> PimState:
     """The core of each compute (with `pipeline=row`, of each band, in wavefront order); the
     function's block is put in the order the placement visits it: the host ops the computes need,
@@ -184,7 +201,26 @@ def schedule_function(
             op.detach()
         block.add_ops(ordered)
     placement = {compute: builders[core] for compute, core in zip(computes, assignment, strict=True)}
-    return PimState(function, pipeline, placement, prologue, epilogue)
+    depth: dict[SSAValue, int] = {}
+    stage: dict[CoreBuilder, int] = {}
+    for compute, builder in placement.items():
+        level = 1 + max((depth[v] for v in compute.inputs if v in depth), default=0)
+        depth.update(dict.fromkeys(compute.results, level))
+        stage[builder] = min(stage.get(builder, level), level)
+    core_of = {result: placement[compute] for compute in computes for result in compute.results}
+    feeders: dict[CoreBuilder, dict[CoreBuilder, None]] = {}
+    for compute, builder in placement.items():
+        feeders.setdefault(builder, {}).update(dict.fromkeys(core_of[v] for v in compute.inputs if v in core_of))
+    return PimState(
+        function,
+        pipeline,
+        placement,
+        prologue,
+        epilogue,
+        forward=forward,
+        stage=stage,
+        feeders={core: list(cores) for core, cores in feeders.items()},
+    )
 
 
 def placed_cores(assignment: list[int], computes: list[spat.ComputeOp], cores: int, per_core: int) -> list[int]:
@@ -249,9 +285,10 @@ class ComputeToCore(RewritePattern):
                 )
         mapping: dict[SSAValue, SSAValue] = {}
         first_row: dict[SSAValue, int] = {}
+        near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
             rows = None if operand in state.produced else rows_read(arg)
-            mapping[arg] = local_value(state, operand, core, rows)
+            mapping[arg] = local_value(state, operand, core, rows, near)
             first_row[arg] = rows[0] if rows is not None else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
@@ -272,9 +309,15 @@ class ComputeToCore(RewritePattern):
                 store(state, result, core, local)
 
 
-def local_value(state: PimState, value: SSAValue, core: CoreBuilder, rows: tuple[int, int] | None = None) -> SSAValue:
-    """`value` on `core`: local, received from its producer core, or loaded from global memory
-    (only its rows `rows` when given)."""
+def local_value(
+    state: PimState,
+    value: SSAValue,
+    core: CoreBuilder,
+    rows: tuple[int, int] | None = None,
+    near: Sequence[CoreBuilder] = (),
+) -> SSAValue:
+    """`value` on `core`: local, received from a core holding it, or loaded from global memory
+    (only its rows `rows` when given); `near`: the producers of the consumer's other inputs."""
     key = (value, core, rows)
     if key in state.received:
         return state.received[key]
@@ -282,12 +325,7 @@ def local_value(state: PimState, value: SSAValue, core: CoreBuilder, rows: tuple
         producer, local = state.produced[value]
         if producer is core:
             return local
-        channel = spat.ChannelNewOp()
-        state.channels.append(channel)
-        producer.body.append(spat.ChannelSendOp(local, channel))
-        receive = spat.ChannelReceiveOp(channel, local.type)
-        core.body.append(receive)
-        state.received[key] = receive.result
+        state.received[key] = transfer(state, value, core, near)
     else:
         if not isinstance(value.type, TensorType):
             raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
@@ -304,6 +342,48 @@ def local_value(state: PimState, value: SSAValue, core: CoreBuilder, rows: tuple
         core.body += [empty, load]
         state.received[key] = load.result
     return state.received[key]
+
+
+def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder]) -> SSAValue:
+    """The compute result `value` sent to `core`. With `state.forward`, a value that would skip a
+    stage (a residual's input, sent from an early core to a late one) goes through the stages
+    between: it is sent from the core of `near` (or else of those whose results `core` reads) that
+    lies between its producer and `core` and is nearest to `core`, that core receiving it first the
+    same way; each such transfer joins the last transfer between its two cores when the value is
+    there by then (so that every core only waits on its neighbours), else it goes at the consumer's
+    position in program order (every core following one global order, no transfer deadlocks)."""
+    producer, local = state.produced[value]
+    holders = state.holders.setdefault(value, {producer: local})
+    if core in holders:
+        return holders[core]
+    sender = producer
+    if state.forward:
+        stage = state.stage
+        between = [c for c in [*near, *state.feeders.get(core, ())] if stage[producer] < stage[c] < stage[core]]
+        if between:
+            sender = max(between, key=lambda c: (stage[c], c.core_id))
+            transfer(state, value, sender, ())
+    channel = spat.ChannelNewOp()
+    state.channels.append(channel)
+    send = spat.ChannelSendOp(holders[sender], channel)
+    receive = spat.ChannelReceiveOp(channel, local.type)
+    last = state.links.get((sender, core))
+    owner = holders[sender].owner
+    if (
+        state.forward
+        and last is not None
+        and isinstance(owner, Operation)
+        and owner in sender.body
+        and sender.body.index(owner) < sender.body.index(last[0])
+    ):
+        sender.body.insert(sender.body.index(last[0]) + 1, send)
+        core.body.insert(core.body.index(last[1]) + 1, receive)
+    else:
+        sender.body.append(send)
+        core.body.append(receive)
+    state.links[(sender, core)] = (send, receive)
+    holders[core] = receive.result
+    return receive.result
 
 
 def store(state: PimState, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
@@ -406,7 +486,8 @@ class SpatialToPimPass(ChoicePass):
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
     the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
-    wavefront order, so that a band runs as soon as the input rows its windows need have arrived."""
+    wavefront order, so that a band runs as soon as the input rows its windows need have arrived.
+    With `forward` (default) values that would skip a stage are relayed through the stages between."""
 
     name = "spatial-to-pim"
 
@@ -416,6 +497,7 @@ class SpatialToPimPass(ChoicePass):
     fit: bool = False
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
+    forward: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
@@ -424,7 +506,7 @@ class SpatialToPimPass(ChoicePass):
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         states: dict[Operation, PimState] = {
-            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band)
+            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward)
             for f in functions_holding(op, spat.ComputeOp)
         }
         with cyclic_collector_paused():

@@ -19,15 +19,17 @@ def count(module, op_type) -> int:
     return sum(isinstance(op, op_type) for op in module.walk())
 
 
-def lower_and_check(text: str, x: np.ndarray, xbar: int, per_compute: int, cores: int, per_core: int, out_dir) -> tuple:
+def lower_and_check(
+    text: str, x: np.ndarray, xbar: int, per_compute: int, cores: int, per_core: int, out_dir, forward: bool = True
+) -> tuple:
     """Lower with `per_compute` crossbars per spat.compute onto `cores` cores of `per_core`
-    crossbars, interpreting after every pass; the golden result, the number of computes, the
-    artifacts and the final module."""
+    crossbars (`forward`: relaying values that skip a stage), interpreting after every pass; the
+    golden result, the number of computes, the artifacts and the final module."""
     module = parse(text)
     (golden,) = interpret(module, [x])
     stages = [
         f"cinm-to-spatial{{xbar-size={xbar} crossbars-per-compute={per_compute}}}",
-        f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core}}}",
+        f"spatial-to-pim{{cores={cores} crossbars-per-core={per_core} forward={str(forward).lower()}}}",
         "pim-bufferize",
         "pim-codegen",
     ]
@@ -117,6 +119,42 @@ def test_resnet18_shaped_model(tmp_path):
     assert (
         cim_validate([str(tmp_path), "--input", str(tmp_path / "x.npy"), "--expect", str(tmp_path / "wrong.npy")]) == 1
     )
+
+
+def skipping_transfers(artifacts) -> set[tuple[int, int]]:
+    """The pairs of cores (sender, receiver) that a send joins although a chain of other transfers
+    leads from the sender to the receiver too (a transfer that skips a stage)."""
+    edges = {
+        (core.core_id, op.core.value.data)
+        for core in artifacts.cores
+        for op in core.instructions
+        if isinstance(op, pim.SendOp)
+    }
+
+    def reaches(start: int, end: int, without: tuple[int, int]) -> bool:
+        seen, todo = set(), [b for a, b in edges if a == start and (a, b) != without]
+        while todo:
+            core = todo.pop()
+            if core == end:
+                return True
+            if core not in seen:
+                seen.add(core)
+                todo += [b for a, b in edges if a == core]
+        return False
+
+    return {edge for edge in edges if reaches(*edge, without=edge)}
+
+
+@pytest.mark.parametrize("forward", [False, True])
+def test_residual_inputs_are_relayed_through_the_stages_between(tmp_path, forward):
+    # One compute per core: a residual's input skips the block's convolutions unless relayed;
+    # relayed, every transfer goes to a next stage, and the results stay bitwise equal.
+    x = np.random.default_rng(3).integers(-128, 128, (1, 3, 8, 8))
+    golden, _, artifacts, _ = lower_and_check(
+        resnet_program(), x, xbar=4, per_compute=9, cores=0, per_core=9, out_dir=tmp_path, forward=forward
+    )
+    assert np.any(golden != 0) and len(artifacts.cores) > 6
+    assert bool(skipping_transfers(artifacts)) != forward
 
 
 def test_a_gemm_on_a_flattened_image(tmp_path):
