@@ -66,11 +66,30 @@ def device_op(op: Operation) -> type | None:
     return type(op) if isinstance(op, memristor.MemristorOp) else None
 
 
+def device_ops(ops: Sequence[Operation]) -> list[type | None]:
+    """`device_op` of each of `ops`, each callee's name read once (calls share their callee
+    attribute; keyed by `id` while `ops` hold them, as hashing attributes runs Python code)."""
+    callees: dict[int, type | None] = {}
+    found = []
+    for op in ops:
+        if not isinstance(op, func.CallOp):
+            found.append(device_op(op))
+            continue
+        callee = id(op.callee)
+        if callee not in callees:
+            callees[callee] = device_op(op)
+        found.append(callees[callee])
+    return found
+
+
 class Graph:
     """Producers and users of the slots of a prepared body."""
 
     def __init__(self, steps: Sequence, constants: dict[int, object]):
         self.steps, self.constants = steps, constants
+        self.device = device_ops([step.op for step in steps])
+        """The memristor op each step runs, or None (`device_op`)."""
+        self._columns: dict[int, tuple[int, int, int, int] | None] = {}
         self.producer = {slot: i for i, step in enumerate(steps) for slot in step.results}
         self.users: dict[int, set[int]] = {}
         for i, step in enumerate(steps):
@@ -90,7 +109,13 @@ class Graph:
         return slot, chain
 
     def columns(self, slot: int) -> tuple[int, int, int, int] | None:
-        """(X's slot, k0, k1, X's width) of a value that is the columns [k0, k1) of a 2-D X (all its rows)."""
+        """(X's slot, k0, k1, X's width) of a value that is the columns [k0, k1) of a 2-D X (all its
+        rows); read once per slot (the tiles of a K-block share their input)."""
+        if slot not in self._columns:
+            self._columns[slot] = self._read_columns(slot)
+        return self._columns[slot]
+
+    def _read_columns(self, slot: int) -> tuple[int, int, int, int] | None:
         op = self.made_by(slot, tensor.ExtractSliceOp)
         if op is None:
             return None
@@ -113,7 +138,7 @@ def tile_products(graph: Graph) -> dict[int, TileProduct]:
     tiles: dict[int, TileProduct] = {}
     constants = graph.constants
     for i, step in enumerate(graph.steps):
-        kind = device_op(step.op)
+        kind = graph.device[i]
         if kind is memristor.WriteToCrossbarOp:
             weights, _ = graph.root(step.operands[1])
             if step.operands[0] in constants and weights in constants:
@@ -365,21 +390,27 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
         for slot in step.operands:
             if slot in sources:
                 last[slot] = i
-    fused = [replace(step, released=tuple(s for s in step.released if s not in sources)) for step in fused]
+    fused = [
+        replace(step, released=tuple(s for s in step.released if s not in sources))
+        if not sources.isdisjoint(step.released)
+        else step
+        for step in fused
+    ]
     for slot, i in last.items():
         fused[i] = replace(fused[i], released=(*fused[i].released, slot))
-    return booked_in_bulk(fused, constants, {i: tiles for i, (_, tiles) in counted.items()}, steps, runtime)
+    return booked_in_bulk(fused, constants, {i: tiles for i, (_, tiles) in counted.items()}, graph, runtime)
 
 
-def booked_in_bulk(fused: list, constants: dict[int, object], counting: dict, steps: list, runtime) -> list:
+def booked_in_bulk(fused: list, constants: dict[int, object], counting: dict, graph: Graph, runtime) -> list:
     """`fused` with each run of consecutive crossbar operations on constant tiles (writes of
     constant weights, the counted tile products, barriers) as one step that books them at once
     (`Device.book`), or runs them one by one where the device cannot. `counting`: the `Tiles` of
-    each counted tile product, by its step in `steps`."""
-    index = {id(step.op): i for i, step in enumerate(steps)}
+    each counted tile product, by its step in `graph`'s steps."""
+    index = {id(step.op): i for i, step in enumerate(graph.steps)}
     result, run = [], []
     for step in fused:
-        kind = crossbar_operation(step, constants, index[id(step.op)] in counting)
+        i = index[id(step.op)]
+        kind = crossbar_operation(step, constants, graph.device[i], i in counting)
         if kind is not None:
             run.append((kind, step))
             continue
@@ -390,11 +421,11 @@ def booked_in_bulk(fused: list, constants: dict[int, object], counting: dict, st
     return result
 
 
-def crossbar_operation(step, constants: dict[int, object], counted: bool) -> int | None:
-    """The `Bookings` kind of a step that can be booked in bulk, or None."""
+def crossbar_operation(step, constants: dict[int, object], kind: type | None, counted: bool) -> int | None:
+    """The `Bookings` kind of a step that runs memristor op `kind` (`device_op`) if it can be
+    booked in bulk, or None."""
     if counted:
         return MVM
-    kind = device_op(step.op)
     if kind not in (memristor.WriteToCrossbarOp, memristor.BarrierOp):
         return None
     if not all(slot in constants for slot in step.operands):

@@ -10,19 +10,19 @@ several blocks (values may flow to other blocks). Arrays shared by several value
 and its buffer) live as long as any of them.
 """
 
+from collections.abc import Iterable
+
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Block, Operation, SSAValue
 
 from cimxdsl.dialects import pim
 
 
-def dying_values(block: Block) -> dict[int, tuple[SSAValue, ...]]:
-    """For every op of `block` (by `id`), the values defined in the block whose last use it is.
-    (Keyed by `id`: hashing IR objects runs Python code, this runs once per op and per value.)"""
-    ops, op = [], block.first_op
-    while op is not None:  # (list(block.ops) walks the block twice: once for its length)
-        ops.append(op)
-        op = op.next_op
+def dying_values(block: Block, ops: list[Operation] | None = None) -> dict[int, tuple[SSAValue, ...]]:
+    """For every op of `block` (by `id`), the values defined in the block whose last use it is;
+    `ops`: the block's ops, if known. (Keyed by `id`: hashing IR objects runs Python code, this
+    runs once per op and per value.)"""
+    ops = block_ops(block) if ops is None else ops
     if block.next_block is not None or block.prev_block is not None:
         return dict.fromkeys(map(id, ops), ())
     last: dict[int, int] = {}
@@ -45,6 +45,15 @@ def dying_values(block: Block) -> dict[int, tuple[SSAValue, ...]]:
     return {id(op): tuple(values) for op, values in zip(ops, dying, strict=True)}
 
 
+def block_ops(block: Block) -> list[Operation]:
+    """The ops of `block` in order (`list(block.ops)` walks the block twice: once for its length)."""
+    ops, op = [], block.first_op
+    while op is not None:
+        ops.append(op)
+        op = op.next_op
+    return ops
+
+
 class ValueReleaser(Interpreter.Listener):
     """Releases each value of a block after its last use (see the module docstring)."""
 
@@ -52,9 +61,10 @@ class ValueReleaser(Interpreter.Listener):
         self.interpreter = interpreter
         self.dying: dict[int, tuple[SSAValue, ...]] = {}
 
-    def leave(self, block: Block) -> None:
-        """Leave the values of `block` to whoever runs it (a prepared function releases its own)."""
-        self.dying.update(dict.fromkeys(map(id, block.ops), ()))
+    def leave(self, ops: Iterable[Operation]) -> None:
+        """Leave the values of the ops of a block to whoever runs it (a prepared function releases
+        its own)."""
+        self.dying.update(dict.fromkeys(map(id, ops), ()))
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         dead = self.dying.get(id(op))

@@ -27,7 +27,7 @@ from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.layer_products import fuse_layer_products
-from cimxdsl.interpreters.lifetimes import ValueReleaser, dying_values
+from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops, dying_values
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
 
@@ -72,9 +72,10 @@ class PreparedFunction:
         self.constants: list = []
         self.arguments: tuple[int, ...] = ()
         self._callees: dict[str, Callable | None] = {}
-        if preparable(function):
+        ops = preparable(function)
+        if ops is not None:
             with cyclic_collector_paused():
-                self._prepare()
+                self._prepare(ops)
 
     def __call__(self, arguments: Sequence, layer_products: bool = False) -> tuple:
         """The results of the function on `arguments`; with `layer_products` (not for read noise,
@@ -122,43 +123,51 @@ class PreparedFunction:
             listener.did_interpret_op(step.op, values)
         return values
 
-    def _prepare(self) -> None:
+    def _prepare(self, ops: list[Operation]) -> None:
         block = self.function.body.block
-        index: dict[int, int] = {}
-
-        def slot(value: SSAValue) -> int:
-            return index.setdefault(id(value), len(index))
-
-        self.arguments = tuple(slot(a) for a in block.args)
-        dying = dying_values(block)
+        index: dict[int, int] = {}  # a value's slot, by `id` (hashing IR objects runs Python code)
+        for value in block.args:
+            index[id(value)] = len(index)
+        self.arguments = tuple(range(len(index)))
+        dying = dying_values(block, ops)
         for listener in self.interpreter.listeners:
             if isinstance(listener, ValueReleaser):
-                listener.leave(block)
-        steps, constants = [], {}
-        for op in block.ops:
-            if constant_foldable(op, constants):
-                values = self._fold(op, constants)
-                if values is not None:  # (else the op fails when it is reached, naming itself)
-                    for value, result in zip(op.results, values, strict=True):
-                        constants[id(value)] = read_only(result)
-                        slot(value)
+                listener.leave(ops)
+        steps: list[Step] = []
+        constants: dict[int, object] = {}  # by slot
+        calls: dict[int, Callable | None] = {}  # by callee attribute (`id`): its name read once
+        for op in ops:
+            operands = tuple([index[id(v)] for v in op.operands])
+            results = op.results
+            constant, view, call = _KINDS.get(type(op)) or op_kind(op)
+            if results and not op.regions:
+                if view and operands[0] in constants:  # (its operand's array, `VIEWS`)
+                    index[id(results[0])] = len(index)
+                    constants[len(index) - 1] = constants[operands[0]]
                     continue
-            steps.append(
-                Step(
-                    op,
-                    tuple(slot(v) for v in op.operands),
-                    tuple(slot(v) for v in op.results),
-                    tuple(slot(v) for v in dying[id(op)] if id(v) not in constants),
-                    tuple((v, slot(v)) for v in captured_values(op)),
-                    self._call(op) if isinstance(op, func.CallOp) else None,
-                )
-            )
+                if constant or constant_foldable(op, operands, constants):
+                    values = self._fold(op, tuple([constants[s] for s in operands]))
+                    if values is not None:  # (else the op fails when it is reached, naming itself)
+                        for value, result in zip(results, values, strict=True):
+                            constants[len(index)] = read_only(result)
+                            index[id(value)] = len(index)
+                        continue
+            first = len(index)
+            for value in results:
+                index[id(value)] = len(index)
+            released = tuple([s for s in [index[id(v)] for v in dying[id(op)]] if s not in constants])
+            captured = tuple([(v, index[id(v)]) for v in captured_values(op)]) if op.regions else ()
+            implementation = None
+            if call:
+                callee = id(op.callee)
+                implementation = calls[callee] if callee in calls else calls.setdefault(callee, self._call(op))
+            steps.append(Step(op, operands, tuple(range(first, len(index))), released, captured, implementation))
         self.constants = [None] * len(index)
         for key, value in constants.items():
-            self.constants[index[key]] = value
+            self.constants[key] = value
         self.steps = steps
         if self.runtime is not None:
-            self.fused = fuse_layer_products(steps, {index[key]: v for key, v in constants.items()}, self.runtime)
+            self.fused = fuse_layer_products(steps, constants, self.runtime)
 
     def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
         """A call with its callee looked up once: a declaration's external function (as
@@ -177,12 +186,13 @@ class PreparedFunction:
         self._callees[name] = found
         return found
 
-    def _fold(self, op: Operation, constants: dict) -> tuple | None:
-        """The values of a constant op, or None if computing them fails (or it has no implementation)."""
+    def _fold(self, op: Operation, operands: tuple) -> tuple | None:
+        """The values of a constant op on its constant `operands`, or None if computing them fails
+        (or it has no implementation)."""
         interpreter, listeners = self.interpreter, self.interpreter.listeners
         interpreter.listeners = ()  # (evaluated while preparing, not run)
         try:
-            return interpreter.run_op(op, tuple(constants[id(v)] for v in op.operands))
+            return interpreter.run_op(op, operands)
         except Exception:
             return None
         finally:
@@ -216,35 +226,35 @@ def captured_values(op: Operation) -> list[SSAValue]:
     return list(seen.values())
 
 
-def preparable(function: func.FuncOp) -> bool:
-    """Whether the body is one block of ops that read only their operands (module docstring)."""
+def preparable(function: func.FuncOp) -> list[Operation] | None:
+    """The ops of the body if it is one block of ops that read only their operands (module
+    docstring), else None."""
     blocks = function.body.blocks
     if len(blocks) != 1:
-        return False
-    kinds = {type(op) for op in function.walk()}
-    return not any(kind.dialect_name() in ENVIRONMENT_DIALECTS for kind in kinds)
+        return None
+    ops = block_ops(blocks[0])
+    kinds = {type(op) for op in ops}
+    kinds.update(type(inner) for op in ops if op.regions for inner in op.walk())
+    return None if any(kind.dialect_name() in ENVIRONMENT_DIALECTS for kind in kinds) else ops
 
 
-def constant_foldable(op: Operation, constants: dict) -> bool:
-    """A constant, a view of a constant (its read-only array), or a side-effect-free op without
-    regions of shaped constants alone (an op of scalars only, as `tensor.empty` of constant sizes,
-    makes a fresh buffer every run)."""
-    if op.regions or not op.results:
-        return False
-    kind = type(op)
-    constant = _CONSTANT_LIKE.get(kind)
-    if constant is None:
-        constant = _CONSTANT_LIKE[kind] = op.has_trait(ConstantLike)
-    operands = op.operands
-    if constant or (isinstance(op, VIEWS) and id(operands[0]) in constants):
-        return True
+def constant_foldable(op: Operation, operands: tuple[int, ...], constants: dict[int, object]) -> bool:
+    """Whether `op` (without regions) is side-effect-free and reads shaped constants alone (an op
+    of scalars only, as `tensor.empty` of constant sizes, makes a fresh buffer every run).
+    `operands`: its operands' slots; `constants`: the constant slots' values."""
     return (
         bool(operands)
-        and all(id(v) in constants for v in operands)
-        and any(isinstance(v.type, TensorType | MemRefType) for v in operands)
+        and all(s in constants for s in operands)
+        and any(isinstance(v.type, TensorType | MemRefType) for v in op.operands)
         and is_side_effect_free(op)
     )
 
 
-_CONSTANT_LIKE: dict[type, bool] = {}
-"""Whether ops of a type are constants (`ConstantLike`, a trait of the type)."""
+def op_kind(op: Operation) -> tuple[bool, bool, bool]:
+    """Whether ops of `op`'s type are constants (`ConstantLike`), views (`VIEWS`) and calls."""
+    kind = _KINDS[type(op)] = (op.has_trait(ConstantLike), isinstance(op, VIEWS), isinstance(op, func.CallOp))
+    return kind
+
+
+_KINDS: dict[type, tuple[bool, bool, bool]] = {}
+"""`op_kind` of the op types met (traits and classes are the type's)."""
