@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 
@@ -695,8 +696,12 @@ class TileStack:
         spans = None if self.spans is None else self.spans[part]
         edges = (0, self.edges[a + 1] - self.edges[a])
         return replace(
-            self, reads=self.reads[part], edges=edges, col_sums=self.col_sums[part],
-            weight_offset=self.weight_offset[part], spans=spans,
+            self,
+            reads=self.reads[part],
+            edges=edges,
+            col_sums=self.col_sums[part],
+            weight_offset=self.weight_offset[part],
+            spans=spans,
             gains=None if self.gains is None else self.gains[part],
         )
 
@@ -766,7 +771,9 @@ def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.nda
     return columns / tile.gain.reshape(-1, *(1,) * (columns.ndim - 1))
 
 
-def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None) -> np.ndarray:
+def sliced_product(
+    x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """x @ W (int64) for integer rows x (B, K) on the tiles of `stack`, each tile's product through
     the DACs and ADCs as on its own crossbar (module docstring) and the tiles' results added. `rng`:
     the read noise of a stack of one tile.
@@ -778,7 +785,9 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
     blocks = len(stack.edges) - 1
     if blocks > 1 and config.input_encoding == "sign_magnitude" and not config.noiseless:
         # a K-block without negative rows sends fewer planes: its own sums, in its own precision
-        return sum(sliced_product(x[:, a0:a1], stack.block(a), config) for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])))
+        return sum(
+            sliced_product(x[:, a0:a1], stack.block(a), config) for a, (a0, a1) in enumerate(pairwise(stack.edges))
+        )
     backend = stack.backend
     xp = backend.xp
     rows, width = x.shape[0], stack.reads.shape[1]
@@ -786,7 +795,7 @@ def sliced_product(x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: n
         parts = x.reshape(rows, blocks, width).transpose(1, 0, 2)
     else:
         parts = np.zeros((blocks, rows, width), x.dtype)
-        for a, (a0, a1) in enumerate(zip(stack.edges, stack.edges[1:])):
+        for a, (a0, a1) in enumerate(pairwise(stack.edges)):
             parts[a, :, : a1 - a0] = x[:, a0:a1]
     n = stack.col_sums.shape[1]
     cells, arrays = config.cells_per_weight, config.read_arrays

@@ -144,7 +144,11 @@ class Device:
         write): the read-only array it was written from, or equal values."""
         i = self._index(xbar)
         tile = self._tiles[i]
-        if tile is None or tile.weights.shape != np.shape(weights) or self._configs[i] is not self.config_for(precision):
+        if (
+            tile is None
+            or tile.weights.shape != np.shape(weights)
+            or self._configs[i] is not self.config_for(precision)
+        ):
             return False
         return self._sources[i] is weights or equal_values(tile.weights, np.asarray(weights))
 
@@ -297,7 +301,9 @@ class Device:
         self._metrics.add(Metrics.DIGITAL, cost, duration)
         self.now_ns += duration
 
-    def _product(self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None, config: DeviceConfig) -> np.ndarray:
+    def _product(
+        self, i: int, tile: Tile, x: np.ndarray, rng, out: np.ndarray | None, config: DeviceConfig
+    ) -> np.ndarray:
         """x @ W through the ADC of `config`; with a static range, the tile's calibrated spans
         (recorded while `calibrating`, when the product is exact)."""
         backend = self.backend

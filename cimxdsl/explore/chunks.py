@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
@@ -46,7 +47,7 @@ def shards(chunks: Sequence[Chunk], parts: int) -> list[list[Chunk]]:
     """`chunks` split into at most `parts` contiguous runs of nearly equal length."""
     parts = max(1, min(parts, len(chunks)))
     edges = np.linspace(0, len(chunks), parts + 1).round().astype(int)
-    return [list(chunks[a:b]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    return [list(chunks[a:b]) for a, b in pairwise(edges)]
 
 
 @dataclass

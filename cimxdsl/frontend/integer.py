@@ -164,7 +164,9 @@ class IntegerImporter:
             self.values[info.name] = arg
             self.exponents[info.name] = exponent(self.peaks.get(info.name, 1.0))
             if info.name in narrowed:
-                _, self.exponents[info.name] = self.narrow(info.name, arg, self.exponents[info.name], narrowed[info.name])
+                _, self.exponents[info.name] = self.narrow(
+                    info.name, arg, self.exponents[info.name], narrowed[info.name]
+                )
         softmax: dict[str, str] = {}
         for node in graph.node:
             if all(name in self.constants for name in node.output if name):

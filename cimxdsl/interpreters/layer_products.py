@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 from xdsl.dialects import arith, bufferization, func, tensor
@@ -190,7 +191,7 @@ def blocks(graph: Graph, tiles: dict[int, TileProduct]) -> list[Block]:
 
 def partition(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     """Whether the sorted `spans` cover [start, end) edge to edge."""
-    return spans[0][0] == start and spans[-1][1] == end and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    return spans[0][0] == start and spans[-1][1] == end and all(a[1] == b[0] for a, b in pairwise(spans))
 
 
 def span(block: Block) -> tuple[int, int]:
