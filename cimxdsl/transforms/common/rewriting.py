@@ -1,5 +1,4 @@
-"""Replacing an op from a rewrite pattern, naming the new values as the lowerings of this package do;
-the cyclic garbage collector paused while a pass builds much IR."""
+"""Replacing an op from a rewrite pattern, naming the new values as the lowerings of this package do."""
 
 from collections.abc import Sequence
 
@@ -7,9 +6,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from cimxdsl.interpreters.prepared import cyclic_collector_paused
-
-__all__ = ["cyclic_collector_paused", "replace_op"]
+__all__ = ["replace_op"]
 
 
 def replace_op(

@@ -80,11 +80,11 @@ from cimxdsl.dialects.utils import (
     shape_of,
 )
 from cimxdsl.interpreters import build_interpreter
+from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
-from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.crossbar_weights import (
     Packing,
     WeightBlock,

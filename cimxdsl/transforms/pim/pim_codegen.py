@@ -73,9 +73,9 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of
+from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
-from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.value_bounds import INT8, UNBOUNDED, Bounds, core_value_bounds, within
 
 GATHER = -1

@@ -43,11 +43,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
+from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
-from cimxdsl.transforms.common.rewriting import cyclic_collector_paused
 from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.pim.mapping.bands import (
     BAND,
