@@ -44,6 +44,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     band_bounds,
     band_cost,
     can_split,
+    peel_tail,
     row_bands,
     rows_of,
     split_into_bands,
@@ -124,17 +125,21 @@ def apply_mapping(
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
 ) -> None:
     """Split the replicated computes into bands, rewire their consumers, set every compute's core;
-    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows."""
+    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows
+    (a global pooling after a compute's last convolution peeled off first, `peel_tail`)."""
     bands: list[list[Rows]] = []
     cores: list[list[int]] = []
+    split: list[spat.ComputeOp] = []
     for compute, replicas, on in zip(computes, mapping.replicas, mapping.cores, strict=True):
-        replica_rows = band_bounds(rows_of(compute.outputs[0]), replicas) if replicas > 1 else [None]
-        per_replica = [
-            row_bands(compute, rows_per_band, rows) if pipeline == "row" else [rows or (0, 1)] for rows in replica_rows
-        ]
-        bands.append([band for rows in per_replica for band in rows])
-        cores.append([core for core, rows in zip(on, per_replica, strict=True) for _ in rows])
-    split_into_bands(computes, bands, cores, CORE, mark=pipeline == "row")
+        for part in peel_tail(compute) if pipeline == "row" and replicas == 1 else [compute]:
+            replica_rows = band_bounds(rows_of(part.outputs[0]), replicas) if replicas > 1 else [None]
+            per_replica = [
+                row_bands(part, rows_per_band, rows) if pipeline == "row" else [rows or (0, 1)] for rows in replica_rows
+            ]
+            split.append(part)
+            bands.append([band for rows in per_replica for band in rows])
+            cores.append([core for core, rows in zip(on, per_replica, strict=True) for _ in rows])
+    split_into_bands(split, bands, cores, CORE, mark=pipeline == "row")
 
 
 def mapping_summaries(module: ModuleOp) -> list[str]:

@@ -54,6 +54,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     BAND_OVERHEAD,
     DEFAULT_ROWS_PER_BAND,
     Pipeline,
+    peel_tail,
     row_bands,
     split_into_bands,
     wavefront_order,
@@ -183,8 +184,10 @@ def schedule_function(
     else:
         assignment = assign_cores(weights, cores, per_core, largest_layer(computes))
         if pipeline == "row":
+            peeled = [(part, core) for c, core in zip(computes, assignment, strict=True) for part in peel_tail(c)]
+            computes = [part for part, _ in peeled]
             bands = [row_bands(c, rows_per_band) for c in computes]
-            on = [[core] * len(b) for core, b in zip(assignment, bands, strict=True)]
+            on = [[core] * len(b) for (_, core), b in zip(peeled, bands, strict=True)]
             computes = split_into_bands(computes, bands, on, CORE, mark=True)
     if pipeline == "row":
         on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]

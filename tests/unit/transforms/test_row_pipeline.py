@@ -125,3 +125,19 @@ def test_cim_compile_pipeline_row_is_exact_and_names_the_whole_image_layers(tmp_
     out = capsys.readouterr().out
     assert "instruction-level execution equals the interpreted integer program" in out
     assert "pipeline: row pipeline:" in out and "bands of at least 3 rows" in out and "on whole images" in out
+
+
+@pytest.mark.parametrize("mapping", ["none", "greedy"])
+def test_last_convolution_before_global_pooling_is_cut_into_bands(mapping, tmp_path):
+    """The global average pooling fused after the last convolution needs the whole image; the
+    convolution before it still runs in bands (the pooling alone waits for all of its rows)."""
+    layers, size = 4, 12
+    b = ProgramBuilder((1, 4, size, size), 5)
+    x = "%x"
+    for _ in range(layers):
+        x = b.relu(b.requantize(b.conv(x, 4, 3, pad=1), 3))
+    text = b.text(b.global_avg_pool(x))
+    x = np.random.default_rng(11).integers(-128, 128, (1, 4, size, size))
+    _, _, _, module = lower_checked(text, x, stages("row", mapping, 12), tmp_path)  # exact at every level
+    summary = next(op.attributes["spat.pipeline"].data for op in module.walk() if "spat.pipeline" in op.attributes)
+    assert summary.startswith(f"row pipeline: {layers * size} bands of at least 1 row; 1 compute on whole images")

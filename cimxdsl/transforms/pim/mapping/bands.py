@@ -129,6 +129,61 @@ def can_split(compute: spat.ComputeOp) -> int:
     return count
 
 
+def peel_tail(compute: spat.ComputeOp) -> list[spat.ComputeOp]:
+    """`compute`, or (when its only ops without a row-wise form are global reductions of values it
+    yields, e.g. a global average pooling fused after a last convolution) two computes: the body
+    without those ops, which can be cut into bands, yielding their operands, and those ops on the
+    whole image after it. Both keep `compute`'s attributes (its core) and replace it in its block."""
+    block = compute.body.block
+    terminator = block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    ops = list(block.ops)[:-1]
+    tail = [
+        op
+        for op in ops
+        if op.results
+        and operand_rows(op, (0, 1)) is None
+        and all(u.operation is terminator for r in op.results for u in r.uses)
+    ]
+    if not tail or can_split(compute) > 1:
+        return [compute]
+    kept = [v for v in terminator.values if v.owner not in tail]
+    moved = list(dict.fromkeys(v for op in tail for v in op.operands))
+    if any(v.owner in tail or not isinstance(v.owner, Operation) for v in moved):
+        return [compute]
+    head_block = Block(arg_types=[a.type for a in block.args])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, head_block.args, strict=True))
+    for op in ops:
+        if op not in tail:
+            head_block.add_op(op.clone(value_mapper=mapping))
+    head_block.add_op(spat.YieldOp(*(mapping[v] for v in (*kept, *moved))))
+    head = spat.ComputeOp(
+        list(compute.weights), list(compute.inputs), [v.type for v in (*kept, *moved)], Region(head_block)
+    )
+    tail_block = Block(arg_types=[v.type for v in moved])
+    mapping = dict(zip(moved, tail_block.args, strict=True))
+    for op in tail:
+        tail_block.add_op(op.clone(value_mapper=mapping))
+    tail_values = [v for v in terminator.values if v.owner in tail]
+    tail_block.add_op(spat.YieldOp(*(mapping[v] for v in tail_values)))
+    rest = spat.ComputeOp([], head.outputs[len(kept) :], [v.type for v in tail_values], Region(tail_block))
+    if can_split(head) == 1:
+        rest.erase(safe_erase=False)
+        head.erase(safe_erase=False)
+        return [compute]
+    for new in (head, rest):
+        new.attributes.update(compute.attributes)
+    compute.parent_block().insert_ops_before([head, rest], compute)  # pyright: ignore[reportOptionalMemberAccess]
+    results = {v: r for v, r in zip(kept, head.outputs, strict=False)} | dict(
+        zip(tail_values, rest.outputs, strict=True)
+    )
+    for value, old in zip(terminator.values, compute.outputs, strict=True):
+        old.replace_all_uses_with(results[value])
+    compute.detach()
+    compute.erase(safe_erase=False)
+    return [head, rest]
+
+
 @dataclass
 class Piece:
     """Rows `rows` of a result, computed by a band."""
