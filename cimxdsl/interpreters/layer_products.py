@@ -34,6 +34,7 @@ from cimxdsl.dialects import memristor
 from cimxdsl.dialects.memristor import call_precision
 from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.memristor import runtime_op
+from cimxdsl.interpreters.patches import Patches, channelwise_product, column_order, im2col_geometry, integer_bound
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, as_type, read_only
 
@@ -216,6 +217,8 @@ class Layer:
     grids: list[list[list[int]]]
     """Per group, the steps of its tile products by K-block and column block (a bit-sliced device
     stacks their tiles: `sliced_product`)."""
+    order: np.ndarray | None = None
+    """With X's columns read in (ky, kx, c) order (`patches`): X' = X[:, order]."""
 
 
 @dataclass
@@ -352,6 +355,43 @@ def root(array: np.ndarray):
     return array
 
 
+def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tuple[Patches, list[int]]]:
+    """The im2col copies whose one user is a collapse to the patch matrix X, by step: the step
+    that computes X instead (`patches.Patches`) and the steps it runs with the copy's (the
+    collapse, and the copy's empty tensor if it feeds nothing else). On an `exact` device, a layer
+    whose one source is X, read by nothing else, over all its columns as one product or one group
+    per channel, reads X in (ky, kx, c) order (its `order` set)."""
+    by_source: dict[int, list[Layer]] = {}
+    for each in found:
+        by_source.setdefault(each.source, []).append(each)
+    patched = {}
+    for i, step in enumerate(graph.steps):
+        geometry = im2col_geometry(step.op)
+        users = graph.users.get(step.results[0], set()) if geometry is not None else set()
+        if len(users) != 1 or not isinstance(graph.steps[min(users)].op, tensor.CollapseShapeOp):
+            continue
+        collapse = min(users)
+        x = graph.steps[collapse].results[0]
+        channels = step.op.results[0].type.get_shape()[3]
+        width = channels * geometry.positions
+        readers = by_source.get(x, [])
+        reordered = False
+        if exact and geometry.positions > 1 and len(readers) == 1:
+            each = readers[0]
+            count, depth, _ = each.weights.shape
+            whole = each.start == 0 and count * depth == width and (count == 1 or depth == geometry.positions)
+            if whole and graph.only_used_by(x, each.removed | {each.at} | {t.step for t in each.counted}):
+                each.order = column_order(channels, geometry.positions)
+                reordered = True
+        joined = [collapse]
+        empty = graph.producer.get(step.operands[1])
+        if empty is not None and isinstance(graph.steps[empty].op, tensor.EmptyOp):
+            if graph.only_used_by(step.operands[1], {i}):
+                joined.append(empty)
+        patched[i] = (Patches(geometry, reordered), joined)
+    return patched
+
+
 def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:
     """`steps` with every recognised product run as one (module docstring), or None if there is
     none. `constants`: the values of the constant slots; `runtime`: the device state the crossbar
@@ -360,20 +400,40 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     found = layers(graph)
     if not found:
         return None
+    patched = patch_steps(graph, found, runtime.device.config.exact)
     removed = {i for each in found for i in each.removed}
+    merged = {j: i for i, (_, joined_steps) in patched.items() for j in joined_steps}
     replaced = {each.at: (each, [Tiles(grid) for grid in each.grids]) for each in found}
-    by_step = {t.step: t for each in found for t in each.counted}
+    by_step = {t.step: (t, each) for each in found for t in each.counted}
     counted = {
-        i: (by_step[i], tiles) for _, groups in replaced.values() for tiles in groups for row in tiles.grid for i in row
+        i: (*by_step[i], tiles)
+        for _, groups in replaced.values()
+        for tiles in groups
+        for row in tiles.grid
+        for i in row
     }
     fused, deferred = [], []
     for i, step in enumerate(steps):
         if i in removed:
             deferred.extend(step.released)  # (its values die no later than the product)
             continue
-        if i in counted:
-            tile, tiles = counted[i]
-            implementation = count_columns(*tile.columns, tiles, i, runtime)
+        if i in merged:  # (run by the patches' step)
+            continue
+        if i in patched:
+            patches, joined_steps = patched[i]
+            collapse = steps[joined_steps[0]]
+            released = dict.fromkeys([*step.released, *(s for j in joined_steps for s in steps[j].released)])
+            step = replace(
+                step,
+                operands=step.operands[:1],
+                results=collapse.results,
+                released=tuple(s for s in released if s not in collapse.results),
+                implementation=patches,
+            )
+        elif i in counted:
+            tile, each, tiles = counted[i]
+            inverse = None if each.order is None else np.argsort(each.order)
+            implementation = count_columns(*tile.columns, tiles, i, runtime, inverse)
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
         elif i in replaced:
             each, groups = replaced[i]
@@ -399,7 +459,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     ]
     for slot, i in last.items():
         fused[i] = replace(fused[i], released=(*fused[i].released, slot))
-    return booked_in_bulk(fused, constants, {i: tiles for i, (_, tiles) in counted.items()}, graph, runtime)
+    return booked_in_bulk(fused, constants, {i: tiles for i, (_, _, tiles) in counted.items()}, graph, runtime)
 
 
 def booked_in_bulk(fused: list, constants: dict[int, object], counting: dict, graph: Graph, runtime) -> list:
@@ -528,15 +588,19 @@ class Tiles:
         return kept[1]
 
 
-def count_columns(k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRuntime):
+def count_columns(
+    k0: int, k1: int, tiles: Tiles, step: int, runtime: CrossbarRuntime, inverse: np.ndarray | None = None
+):
     """The implementation of a tile product that only counts it (its input is X[:, k0:k1]) and
-    records the tile it found on its crossbar."""
+    records the tile it found on its crossbar. `inverse`: X's columns in the operand it is given,
+    where that holds them in another order (`patches`)."""
+    columns = slice(k0, k1) if inverse is None else inverse[k0:k1]
 
     def run(interpreter, op, args) -> tuple:
         crossbar = runtime.physical(args[0])
         tiles.config = runtime.device.config_of(crossbar)
         tiles.backend = runtime.device.backend
-        tiles.found[step] = runtime.device.defer_mvm(crossbar, args[1][:, k0:k1])
+        tiles.found[step] = runtime.device.defer_mvm(crossbar, args[1][:, columns])
         return ()
 
     return run
@@ -546,12 +610,21 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
     """The implementation of a layer's product as one product, of the result's type: exact (a
     grouped layer's groups as one batched product), or sliced on the tiles the tile products found
     (a group at a time)."""
-    weights, start = each.weights, each.start
+    weights, start, order = each.weights, each.start, each.order
     count, depth, _ = weights.shape
+    if order is not None:  # X read in (ky, kx, c) order (`patches`): the weight rows in that order
+        inverse = np.argsort(order)
+        reordered = read_only(np.ascontiguousarray(weights[0][order])) if count == 1 else weights
 
     def run(interpreter, op, args) -> tuple:
         x = args[0]
         config = groups[0].config
+        if order is not None:
+            if config.exact and count == 1:
+                return (as_type(exact_matmul(x, reordered, backend=groups[0].backend), result_type),)
+            if config.exact:
+                return (as_type(channelwise_product(x, reordered), result_type),)
+            x = x[:, inverse]  # (X in (c, ky, kx) order, as the tiles hold their rows)
         if config.exact:
             backend = groups[0].backend
             if count == 1:
@@ -579,9 +652,8 @@ def grouped_matmul(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" or weights.dtype.kind == "f":
         products = np.matmul(groups, weights)
     else:
-        bound = (int(np.abs(x.astype(np.int64)).max()) if x.size else 0) * int(np.abs(weights).max()) * depth
-        if bound >= 2**63:
-            raise ValueError("the crossbar product may overflow int64")
-        kind = np.float64 if bound < 2**53 else np.int64  # (float64 BLAS while every partial sum is exact)
+        kind = (
+            np.float64 if integer_bound(x, weights, depth) < 2**53 else np.int64
+        )  # (float64 BLAS while every partial sum is exact)
         products = np.matmul(groups.astype(kind), weights.astype(kind)).astype(np.int64)
     return products.transpose(1, 0, 2).reshape(rows, count * width)

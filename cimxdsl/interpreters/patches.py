@@ -1,0 +1,126 @@
+"""Convolution patches for the products of whole layers, in (ky, kx, c) order where they can be.
+
+A convolution lowers to the im2col copy of its image (a `linalg.generic` into N×OH×OW×C×KH×KW,
+collapsed to the (N·OH·OW) × (C·KH·KW) patch matrix X, column order (c, ky, kx)) and the gemms of
+its tiles on column slices of X. The prepared function runs the copy and the collapse as one step
+(`Patches`). Gathering the windows in (c, ky, kx) order reads the image an element at a time; in
+(ky, kx, c) order each window position is one copy of runs of C contiguous elements of the image
+held as NHWC (`windows`), and a 1×1 kernel at stride 1 is the NHWC image itself. Where X feeds
+only the product of one layer (`layer_products`) on an exact device — one gemm over all its
+columns, or one group of KH·KW columns per channel (a depthwise convolution) — the step gives the
+columns in (ky, kx, c) order, X' = X[:, order], and the layer multiplies by its weight rows in the
+same order: X'·W[order] = X·W (`column_order`, `channelwise_product`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.linalg.ops import GenericOp
+from xdsl.ir import Operation
+
+from cimxdsl.interpreters.linalg import LinearMap, copied_input
+from cimxdsl.interpreters.numeric import im2col, strided
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """An im2col copy's kernel, strides and dilations (each (along H, along W))."""
+
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+
+    @property
+    def positions(self) -> int:
+        return self.kernel[0] * self.kernel[1]
+
+
+def im2col_geometry(op: Operation) -> Geometry | None:
+    """The geometry of `op` if it is the im2col copy of an NCHW image (`Im2colToLinalg`): a
+    `linalg.generic` yielding its input at `(n, c, oy·sh + ky·dh, ox·sw + kx·dw)` into
+    `(n, oy, ox, c, ky, kx)`; else None."""
+    if not isinstance(op, GenericOp) or len(op.inputs) != 1 or len(op.outputs) != 1 or len(op.results) != 1:
+        return None
+    if len(op.indexing_maps) != 2 or copied_input(op.body) != 0:
+        return None
+    source, result = (LinearMap.of(m.data) for m in op.indexing_maps)
+    if source is None or result is None or result.loops != tuple(range(6)) or source.coefficients.shape != (4, 6):
+        return None
+    c = source.coefficients
+    sh, dh, sw, dw = (int(v) for v in (c[2, 1], c[2, 4], c[3, 2], c[3, 5]))
+    expected = np.zeros((4, 6), np.int64)
+    expected[0, 0] = expected[1, 3] = 1
+    expected[2, [1, 4]] = sh, dh
+    expected[3, [2, 5]] = sw, dw
+    if source.constants.any() or not np.array_equal(c, expected) or min(sh, dh, sw, dw) < 1:
+        return None
+    kh, kw = op.results[0].type.get_shape()[4:]
+    return Geometry((kh, kw), (sh, sw), (dh, dw))
+
+
+def windows(x: np.ndarray, geometry: Geometry) -> np.ndarray:
+    """The patch matrix of the NCHW images `x` in column order (ky, kx, c): row `(n, oy, ox)`,
+    column `(ky·KW + kx)·C + c` holds `x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`. One copy from the
+    images as NHWC (none for a 1×1 kernel at stride 1 on an NHWC-held image)."""
+    (kh, kw), (sh, sw), (dh, dw) = geometry.kernel, geometry.strides, geometry.dilations
+    n, c, h, w = x.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    image = np.ascontiguousarray(np.asarray(x).transpose(0, 2, 3, 1))
+    coefficients = np.zeros((4, 6), np.int64)  # (n, oy, ox, ky, kx, c) over the NHWC image
+    coefficients[0, 0] = coefficients[3, 5] = 1
+    coefficients[1, [1, 3]] = sh, dh
+    coefficients[2, [2, 4]] = sw, dw
+    view = strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
+    return view.reshape(n * oh * ow, kh * kw * c)  # (a copy unless the view is the image)
+
+
+def column_order(channels: int, positions: int) -> np.ndarray:
+    """`order` with X' = X[:, order]: the (c, ky, kx) columns of X in (ky, kx, c) order."""
+    return np.arange(channels * positions).reshape(channels, positions).T.ravel()
+
+
+@dataclass(frozen=True)
+class Patches:
+    """The implementation of an im2col copy and its collapse as one step: the patch matrix of the
+    image, in (ky, kx, c) order if `reordered`, else in (c, ky, kx) order (as the copy's)."""
+
+    geometry: Geometry
+    reordered: bool
+
+    def __call__(self, interpreter, op, args) -> tuple:
+        x = np.asarray(args[0])
+        if self.reordered or self.geometry.positions == 1:  # (one position: the orders agree)
+            return (windows(x, self.geometry),)
+        patches = im2col(x, *(self.geometry.kernel, self.geometry.strides, self.geometry.dilations))
+        return (patches,)
+
+
+def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:
+    """A bound on |partial sums| of integer products of `depth` terms of `x`'s and `weights`'
+    elements; a ValueError if it reaches int64's range."""
+    bound = (int(np.abs(x.astype(np.int64)).max()) if x.size else 0) * int(np.abs(weights).max()) * depth
+    if bound >= 2**63:
+        raise ValueError("the crossbar product may overflow int64")
+    return bound
+
+
+def channelwise_product(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The products of a depthwise layer from its patches in (ky, kx, c) order: `x` (M × P·G, P
+    kernel positions of G channels), `weights` (G, P, f): result column `g·f + j` is
+    Σ_p x[:, p·G + g]·weights[g, p, j], exact on integers (int64)."""
+    count, positions, width = weights.shape
+    rows = x.shape[0]
+    patches = x.reshape(rows, positions, count)
+    if x.dtype.kind == "f" or weights.dtype.kind == "f":
+        dtype = np.result_type(x, weights)
+    else:
+        integer_bound(x, weights, positions)  # (int64 then holds every partial sum)
+        dtype = np.dtype(np.int64)
+    by_position = np.ascontiguousarray(weights.transpose(1, 0, 2), dtype)
+    result, term = np.empty((rows, count, width), dtype), np.empty((rows, count, width), dtype)
+    np.multiply(patches[:, 0, :, None], by_position[0], out=result)
+    for p in range(1, positions):
+        np.multiply(patches[:, p, :, None], by_position[p], out=term)
+        result += term
+    return result.reshape(rows, count * width)

@@ -1,0 +1,109 @@
+"""Convolution patches in (ky, kx, c) order (`patches`): the windows equal a per-window NumPy
+gather, and the convolutions whose layers read them (one product over all columns, depthwise)
+give the tile-by-tile run's outputs (bit for bit on integers) and metrics."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cimxdsl
+from cimxdsl.device import Device
+from cimxdsl.interpreters import Program
+from cimxdsl.interpreters.numeric import im2col
+from cimxdsl.interpreters.patches import Geometry, Patches, channelwise_product, column_order, windows
+
+
+def naive_patches(x: np.ndarray, geometry: Geometry) -> np.ndarray:
+    """Rows (n, oy, ox) of windows in column order (c, ky, kx), one window at a time."""
+    (kh, kw), (sh, sw), (dh, dw) = geometry.kernel, geometry.strides, geometry.dilations
+    n, _, h, w = x.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    rows = []
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                window = x[b, :, oy * sh : oy * sh + dh * (kh - 1) + 1 : dh, ox * sw : ox * sw + dw * (kw - 1) + 1 : dw]
+                rows.append(window.reshape(-1))
+    return np.array(rows)
+
+
+GEOMETRIES = [  # (N, C, H, W, kernel, strides, dilations)
+    (1, 5, 6, 7, (1, 1), (1, 1), (1, 1)),
+    (2, 3, 7, 6, (1, 1), (2, 2), (1, 1)),
+    (1, 4, 8, 8, (3, 3), (1, 1), (1, 1)),
+    (2, 6, 9, 8, (3, 3), (2, 2), (1, 1)),
+    (1, 3, 11, 10, (2, 3), (1, 2), (2, 1)),
+    (1, 130, 5, 5, (3, 3), (1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("nhwc", [False, True])
+@pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES)
+def test_windows_are_the_patches_in_ky_kx_c_order(n, c, h, w, kernel, strides, dilations, nhwc):
+    rng = np.random.default_rng(c * h + w)
+    x = rng.integers(-100, 100, (n, h, w, c)).transpose(0, 3, 1, 2) if nhwc else rng.integers(-100, 100, (n, c, h, w))
+    geometry = Geometry(kernel, strides, dilations)
+    expected = naive_patches(x, geometry)
+    np.testing.assert_array_equal(im2col(x, kernel, strides, dilations), expected)
+    np.testing.assert_array_equal(windows(x, geometry), expected[:, column_order(c, geometry.positions)])
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_channelwise_product_is_each_channels_product(width):
+    rng = np.random.default_rng(width)
+    channels, positions, rows = 7, 9, 5
+    weights = rng.integers(-127, 128, (channels, positions, width))
+    x = rng.integers(-128, 128, (rows, channels * positions))  # (c, p) columns
+    expected = np.hstack([x[:, g * positions : (g + 1) * positions] @ weights[g] for g in range(channels)])
+    reordered = x[:, column_order(channels, positions)]
+    np.testing.assert_array_equal(channelwise_product(reordered, weights), expected)
+    floats = channelwise_product(reordered.astype(np.float32), weights.astype(np.float32))
+    assert floats.dtype == np.float32
+    np.testing.assert_allclose(floats, expected, rtol=1e-6)
+
+
+def convolutions(seed: int = 0) -> onnx.ModelProto:
+    """A 3×3 convolution over 20 channels (180 weight rows: two 128-row tiles and their sum), a
+    depthwise 3×3 at stride 2 and a 1×1 convolution."""
+    rng = np.random.default_rng(seed)
+    shapes = {"w1": (16, 20, 3, 3), "dw": (16, 1, 3, 3), "w2": (8, 16, 1, 1)}
+    initializers = [numpy_helper.from_array(rng.normal(0, 0.3, s).astype(np.float32), k) for k, s in shapes.items()]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "dw"], ["d"], group=16, pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Conv", ["d", "w2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "convolutions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 20, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 5, 5])],
+        initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("mode", ["exact", "int8"])
+def test_reordered_layers_equal_the_tiles(mode):
+    """Two inputs in a row (the second finds weights resident), each program on a device of its
+    own: outputs as the tile-by-tile run's (bit for bit on integers), and the same metrics."""
+    rng = np.random.default_rng(2)
+    xs = rng.normal(size=(3, 1, 20, 9, 9)).astype(np.float32)
+    compiled = cimxdsl.compile(convolutions(), device="ideal", mode=mode, calibration=xs[0], crossbars=4)
+    module = compiled.module()
+    fused, tiled = (
+        Program(module, Device(compiled.device)),
+        Program(module, Device(compiled.device), layer_products=False),
+    )
+    patches = [s.implementation for s in fused.prepared.fused if isinstance(s.implementation, Patches)]
+    assert [p.reordered for p in patches] == [True, True, False]  # the 3×3 and the depthwise; 1×1: orders agree
+    for x in xs[1:]:
+        ours, theirs = fused([x]), tiled([x])
+        if mode == "int8":
+            np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
+        else:  # float32 sums of at most 180 products, in another order
+            np.testing.assert_allclose(ours.outputs[0], theirs.outputs[0], rtol=1e-5, atol=1e-5)
+        assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
+        fused.device.reset_metrics(), tiled.device.reset_metrics()
