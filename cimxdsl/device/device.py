@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import operator
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,17 +244,43 @@ class Device:
                 return None
             key[j] = len(keys)
             keys.append((_MVM, self._configs[c], self._tiles[c].shape))
-        for _, device, (k, n) in keys:
-            if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
-                return None
-        for j in plan.writes if config.encoding == "reference" else plan.integer_writes:
-            weights, device = ops.weights[j], keys[key[j]][1]  # (float weights on an exact device need only fit)
-            if (j, device) not in ops.valid:
-                self._program(int(xb[j]), weights, device)
-                ops.valid.add((j, device))
         needed = plan.changes.copy()
         for j in plan.firsts:
             needed[j] = not self.holds(int(xb[j]), ops.weights[j], ops.precisions[j])
+        booked = ops.booked
+        if booked is None or not booked.fits(self, keys, needed, batches):
+            for _, device, (k, n) in keys:
+                if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
+                    return None
+            for j in plan.writes if config.encoding == "reference" else plan.integer_writes:
+                weights, device = ops.weights[j], keys[key[j]][1]  # (float weights on an exact device need only fit)
+                if (j, device) not in ops.valid:
+                    self._program(int(xb[j]), weights, device)
+                    ops.valid.add((j, device))
+            booked = ops.booked = self._booked(plan, kinds, keys, key, needed, batches)
+        free, now = np.array(self._free_at), self.now_ns
+        for crossbars, durations, touched, barrier in booked.segments:
+            if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
+                free[touched] = np.maximum(free[touched], now)
+                np.add.at(free, crossbars, durations)
+            if barrier is not None:
+                now = max(now, float(free[barrier].max()))
+        self.now_ns, self._free_at = now, free.tolist()
+        self._metrics.add_many(booked.crossbars, booked.rows, booked.durations)
+        np.add.at(self._ops_seen[:, 0], booked.written, 1)
+        np.add.at(self._ops_seen[:, 1], xb[plan.mvms], 1)
+        for c, j in booked.last_writes:
+            weights, device = ops.weights[j], keys[key[j]][1]
+            self._configs[c] = device
+            self._tiles[c], self._keys[c] = self._program(c, weights, device)
+            self._sources[c] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        return [keys[key[j]][1] for j in report]
+
+    def _booked(
+        self, plan: Plan, kinds: np.ndarray, keys: list, key: np.ndarray, needed: np.ndarray, batches: np.ndarray
+    ) -> Booked:
+        """What booking a run adds for its `needed` writes and its MVMs of `batches` rows (`Booked`)."""
+        xb = plan.crossbars
         active = np.flatnonzero(needed | (kinds == _MVM))
         kinds_of, inverse = np.unique(key[active] * (1 << 32) + batches[active], return_inverse=True)
         table = []
@@ -264,35 +291,20 @@ class Device:
         rows = np.array([row for row, _ in table], np.int64)[inverse]
         durations = np.array([duration for _, duration in table], np.float64)[inverse]
         crossbars = xb[active]
-        free, now = np.array(self._free_at), self.now_ns
-        bounds = np.searchsorted(active, plan.barrier_runs[:, 0])
-        start = 0
-        for (first, last), end in zip(plan.barrier_runs.tolist(), bounds.tolist(), strict=True):
-            self._segment(free, now, crossbars[start:end], durations[start:end])
-            now = max(now, float(free[xb[first:last]].max()))
+        bounds = np.searchsorted(active, plan.barrier_runs[:, 0]).tolist()
+        segments, start = [], 0
+        for (first, last), end in zip(plan.barrier_runs.tolist(), bounds, strict=True):
+            segments.append(
+                (crossbars[start:end], durations[start:end], np.unique(crossbars[start:end]), xb[first:last])
+            )
             start = end
-        self._segment(free, now, crossbars[start:], durations[start:])
-        self.now_ns, self._free_at = now, free.tolist()
-        self._metrics.add_many(crossbars, rows, durations)
+        segments.append((crossbars[start:], durations[start:], np.unique(crossbars[start:]), None))
         written = np.flatnonzero(needed)
-        np.add.at(self._ops_seen[:, 0], xb[written], 1)
-        np.add.at(self._ops_seen[:, 1], xb[plan.mvms], 1)
         last = len(written) - 1 - np.unique(xb[written][::-1], return_index=True)[1]  # (each crossbar's last write)
-        for c, j in zip(xb[written[last]].tolist(), written[last].tolist(), strict=True):
-            weights, device = ops.weights[j], keys[key[j]][1]
-            self._configs[c] = device
-            self._tiles[c], self._keys[c] = self._program(c, weights, device)
-            self._sources[c] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
-        return [keys[key[j]][1] for j in report]
-
-    @staticmethod
-    def _segment(free: np.ndarray, now: float, crossbars: np.ndarray, durations: np.ndarray) -> None:
-        """Operations issued at `now` with no barrier among them: each crossbar's run one after
-        the other from max(now, its end), added in their order (as `_run` adds them)."""
-        if len(crossbars):
-            touched = np.unique(crossbars)
-            free[touched] = np.maximum(free[touched], now)
-            np.add.at(free, crossbars, durations)
+        last_writes = list(zip(xb[written[last]].tolist(), written[last].tolist(), strict=True))
+        return Booked(
+            weakref.ref(self), keys, needed, batches, crossbars, rows, durations, segments, xb[written], last_writes
+        )
 
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
@@ -465,6 +477,35 @@ class Plan:
     """The MVMs on what an earlier run left on their crossbar."""
 
 
+@dataclass
+class Booked:
+    """What booking a run adds on one device for given writes needed and MVM batches: the
+    operations' crossbars, metric rows and durations, the segments between barriers (their
+    operations, the crossbars they touch, the barriers' crossbars after them), the crossbars
+    written and each crossbar's last write (crossbar, operation). Kept by the `Bookings` while
+    the next run needs the same."""
+
+    device: weakref.ref
+    keys: list
+    needed: np.ndarray
+    batches: np.ndarray
+    crossbars: np.ndarray
+    rows: np.ndarray
+    durations: np.ndarray
+    segments: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
+    written: np.ndarray
+    last_writes: list[tuple[int, int]]
+
+    def fits(self, device: Device, keys: list, needed: np.ndarray, batches: np.ndarray) -> bool:
+        return (
+            self.device() is device
+            and len(keys) == len(self.keys)
+            and all(a[1] is b[1] and a[0] == b[0] and a[2] == b[2] for a, b in zip(keys, self.keys, strict=True))
+            and np.array_equal(needed, self.needed)
+            and np.array_equal(batches, self.batches)
+        )
+
+
 class Bookings:
     """A run of crossbar operations on tiles fixed in advance: per operation its kind (`WRITE`,
     `MVM`, `BARRIER`), its tile (crossbar: tile modulo the device's crossbars) and, for a write,
@@ -475,6 +516,8 @@ class Bookings:
         self.tiles = np.asarray(tiles, np.int64)
         self.weights, self.precisions = list(weights), list(precisions)
         self._plans: dict[int, Plan] = {}
+        self.booked: Booked | None = None
+        """The last booking of the run (`Device.book`)."""
         self.valid: set[tuple[int, DeviceConfig]] = set()
         """(write, device) pairs whose weights a device has validated (`program_tile`)."""
 
