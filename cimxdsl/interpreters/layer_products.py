@@ -36,6 +36,7 @@ from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.memristor import runtime_op
 from cimxdsl.interpreters.patches import Patches, channelwise_product, column_order, im2col_geometry, integer_bound
 from cimxdsl.interpreters.runtime import CrossbarRuntime
+from cimxdsl.interpreters.shaped_steps import shaped_implementation
 from cimxdsl.interpreters.values import VIEWS, as_type, read_only
 
 _SUMS = (arith.AddfOp, arith.AddiOp)
@@ -459,6 +460,10 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     ]
     for slot, i in last.items():
         fused[i] = replace(fused[i], released=(*fused[i].released, slot))
+    for i, step in enumerate(fused):
+        shaped = shaped_implementation(step.op) if step.implementation is None else None
+        if shaped is not None:
+            fused[i] = replace(step, implementation=shaped)
     return booked_in_bulk(fused, constants, {i: tiles for i, (_, _, tiles) in counted.items()}, graph, runtime)
 
 
