@@ -70,18 +70,15 @@ def device_op(op: Operation) -> type | None:
 
 
 def device_ops(ops: Sequence[Operation]) -> list[type | None]:
-    """`device_op` of each of `ops`, each callee's name read once (calls share their callee
+    """`device_op` of each of `ops`, read once per op type and per callee (calls share their callee
     attribute; keyed by `id` while `ops` hold them, as hashing attributes runs Python code)."""
-    callees: dict[int, type | None] = {}
+    kinds: dict[int, type | None] = {}  # by the `id` of a call's callee, or of another op's type
     found = []
     for op in ops:
-        if not isinstance(op, func.CallOp):
-            found.append(device_op(op))
-            continue
-        callee = id(op.callee)
-        if callee not in callees:
-            callees[callee] = device_op(op)
-        found.append(callees[callee])
+        key = id(op.callee) if isinstance(op, func.CallOp) else id(type(op))
+        if key not in kinds:
+            kinds[key] = device_op(op)
+        found.append(kinds[key])
     return found
 
 

@@ -27,7 +27,7 @@ from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.layer_products import fuse_layer_products
-from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops, dying_values
+from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
 
@@ -35,7 +35,7 @@ ENVIRONMENT_DIALECTS = (pim.Pim.name, spatial.Spatial.name)
 """Dialects whose interpreter functions read values of the environment that are not operands."""
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Step:
     """One op of the body: the slots it reads, writes and releases."""
 
@@ -129,11 +129,12 @@ class PreparedFunction:
         for value in block.args:
             index[id(value)] = len(index)
         self.arguments = tuple(range(len(index)))
-        dying = dying_values(block, ops)
         for listener in self.interpreter.listeners:
             if isinstance(listener, ValueReleaser):
                 listener.leave(ops)
-        steps: list[Step] = []
+        found: list[tuple] = []  # (op, operands, results, captured, implementation) of each step
+        last: dict[int, int] = {}  # the last step that reads a slot (`lifetimes`)
+        kept: set[int] = set()  # slots never released (`pim.ADDRESS`)
         constants: dict[int, object] = {}  # by slot
         calls: dict[int, Callable | None] = {}  # by callee attribute (`id`): its name read once
         for op in ops:
@@ -145,7 +146,7 @@ class PreparedFunction:
                     index[id(results[0])] = len(index)
                     constants[len(index) - 1] = constants[operands[0]]
                     continue
-                if constant or constant_foldable(op, operands, constants):
+                if constant or (operands and operands[0] in constants and constant_foldable(op, operands, constants)):
                     values = self._fold(op, tuple([constants[s] for s in operands]))
                     if values is not None:  # (else the op fails when it is reached, naming itself)
                         for value, result in zip(results, values, strict=True):
@@ -155,13 +156,28 @@ class PreparedFunction:
             first = len(index)
             for value in results:
                 index[id(value)] = len(index)
-            released = tuple([s for s in [index[id(v)] for v in dying[id(op)]] if s not in constants])
-            captured = tuple([(v, index[id(v)]) for v in captured_values(op)]) if op.regions else ()
+            if results and pim.ADDRESS in op.attributes:
+                kept.update(range(first, len(index)))
+            step = len(found)
+            for slot in operands:
+                last[slot] = step
+            captured = ()
+            if op.regions:
+                captured = tuple([(v, index[id(v)]) for v in captured_values(op)])
+                for _, slot in captured:
+                    last[slot] = step
             implementation = None
             if call:
                 callee = id(op.callee)
                 implementation = calls[callee] if callee in calls else calls.setdefault(callee, self._call(op))
-            steps.append(Step(op, operands, tuple(range(first, len(index))), released, captured, implementation))
+            found.append((op, operands, tuple(range(first, len(index))), captured, implementation))
+        released: list[list[int]] = [[] for _ in found]
+        for slot in sorted(last.keys() - constants.keys() - kept):
+            released[last[slot]].append(slot)
+        steps = [
+            Step(op, operands, results, tuple(dead), captured, implementation)
+            for (op, operands, results, captured, implementation), dead in zip(found, released, strict=True)
+        ]
         self.constants = [None] * len(index)
         for key, value in constants.items():
             self.constants[key] = value
