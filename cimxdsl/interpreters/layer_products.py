@@ -69,13 +69,26 @@ def device_op(op: Operation) -> type | None:
     return type(op) if isinstance(op, memristor.MemristorOp) else None
 
 
+def is_a(op: Operation, kind) -> bool:
+    """`isinstance(op, kind)`, found once per op type and `kind` (an op's `isinstance` runs `abc`'s
+    check: this runs once per op of a large body in each of several passes)."""
+    key = (type(op), kind)
+    found = _IS_A.get(key)
+    if found is None:
+        found = _IS_A[key] = isinstance(op, kind)
+    return found
+
+
+_IS_A: dict[tuple[type, object], bool] = {}
+
+
 def device_ops(ops: Sequence[Operation]) -> list[type | None]:
     """`device_op` of each of `ops`, read once per op type and per callee (calls share their callee
     attribute; keyed by `id` while `ops` hold them, as hashing attributes runs Python code)."""
     kinds: dict[int, type | None] = {}  # by the `id` of a call's callee, or of another op's type
     found = []
     for op in ops:
-        key = id(op.callee) if isinstance(op, func.CallOp) else id(type(op))
+        key = id(op.callee) if is_a(op, func.CallOp) else id(type(op))
         if key not in kinds:
             kinds[key] = device_op(op)
         found.append(kinds[key])
@@ -98,7 +111,7 @@ class Graph:
 
     def made_by(self, slot: int, kind) -> Operation | None:
         i = self.producer.get(slot)
-        return self.steps[i].op if i is not None and isinstance(self.steps[i].op, kind) else None
+        return self.steps[i].op if i is not None and is_a(self.steps[i].op, kind) else None
 
     def root(self, slot: int) -> tuple[int, list[int]]:
         """The slot whose array `slot` views (through `VIEWS`), and the steps of those views."""
@@ -171,7 +184,7 @@ def blocks(graph: Graph, tiles: dict[int, TileProduct]) -> list[Block]:
     """Sums of tile products over all of X's columns (in step order of their last sum)."""
     partial = {slot: Block(slot, [tile], []) for slot, tile in tiles.items()}
     for i, step in enumerate(graph.steps):
-        if isinstance(step.op, _SUMS) and all(s in partial for s in step.operands):
+        if is_a(step.op, _SUMS) and all(s in partial for s in step.operands):
             a, b = (partial[s] for s in step.operands)
             if a is b:
                 continue
@@ -244,7 +257,7 @@ def layers(graph: Graph) -> list[Layer]:
     by_slot = {block.slot: block for block in found}
     parts = {block.slot: Part([block], block.slot, []) for block in found}
     for i, step in enumerate(graph.steps):
-        if isinstance(step.op, tensor.EmptyOp) and len(step.op.results[0].type.get_shape()) == 2:
+        if is_a(step.op, tensor.EmptyOp) and len(step.op.results[0].type.get_shape()) == 2:
             inserted, slot, inserts = insert_chain(graph, step.results[0], by_slot)
             width = step.op.results[0].type.get_shape()[1]
             if len(inserted) < 1 or len({(b.tiles[0].source, span(b)) for _, b in inserted}) != 1:
@@ -257,7 +270,7 @@ def layers(graph: Graph) -> list[Layer]:
             parts[slot] = Part([b for _, b in inserted], slot, [i, *inserts])
     result = []
     for i, step in enumerate(graph.steps):
-        if not isinstance(step.op, tensor.ConcatOp) or step.op.dim.value.data != 1:
+        if not is_a(step.op, tensor.ConcatOp) or step.op.dim.value.data != 1:
             continue
         groups = [parts.get(slot) for slot in step.operands]
         if len(groups) < 2 or None in groups or len(step.op.result.type.get_shape()) != 2:

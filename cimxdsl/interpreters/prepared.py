@@ -138,7 +138,7 @@ class PreparedFunction:
         constants: dict[int, object] = {}  # by slot
         calls: dict[int, Callable | None] = {}  # by callee attribute (`id`): its name read once
         for op in ops:
-            operands = tuple([index[id(v)] for v in op.operands])
+            operands = tuple(map(index.__getitem__, map(id, op.operands)))
             results = op.results
             constant, view, call = _KINDS.get(type(op)) or op_kind(op)
             if results and not op.regions:
