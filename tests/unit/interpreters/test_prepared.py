@@ -9,6 +9,7 @@ from cimxdsl.api import STAGES
 from cimxdsl.device import Device, preset
 from cimxdsl.interpreters import Program, build_interpreter, entry_function
 from cimxdsl.interpreters.layer_products import BookedRun
+from cimxdsl.interpreters.lifetimes import dying_values
 from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type
@@ -100,6 +101,46 @@ def test_values_are_released_after_their_last_use():
     add, mul, _ = prepared.steps
     assert add.released == add.operands[:1]  # %x, after the add
     assert mul.released == mul.operands[:1]  # %a, after the mul
+
+
+def test_released_slots_are_the_values_lifetimes_finds_dying():
+    """Each step releases the values `lifetimes.dying_values` finds dying at its op, less the
+    constants: a value a region uses dies at the op of the region, a value used after it later."""
+    module = parse("""
+    func.func @main(%x: tensor<2xf32>, %s: f32) -> tensor<2xf32> {
+      %c = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+      %e = tensor.empty() : tensor<2xf32>
+      %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+          iterator_types = ["parallel"]} ins(%x : tensor<2xf32>) outs(%e : tensor<2xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %m = arith.mulf %in, %s : f32
+        linalg.yield %m : f32
+      } -> tensor<2xf32>
+      %z = arith.addf %y, %x : tensor<2xf32>
+      %w = arith.addf %z, %c : tensor<2xf32>
+      func.return %w : tensor<2xf32>
+    }
+    """)
+    function = entry_function(module, "main")
+    prepared = PreparedFunction(build_interpreter(module, Device("ideal")), function)
+    block = function.body.block
+    dying = dying_values(block)
+    slots = {id(v): i for i, v in enumerate((*block.args, *(r for op in block.ops for r in op.results)))}
+    constant = {slots[id(op.results[0])] for op in block.ops if op.name == "arith.constant"}
+    assert [step.op.name for step in prepared.steps] == [
+        "tensor.empty",
+        "linalg.generic",
+        "arith.addf",
+        "arith.addf",
+        "func.return",
+    ]
+    for step in prepared.steps:
+        assert step.released == tuple(sorted({slots[id(v)] for v in dying[id(step.op)]} - constant)), step.op.name
+    empty, generic, add, _, _ = prepared.steps
+    assert generic.released == (1, *empty.results)  # %s, used in the region only; %e
+    assert add.released == (0, *generic.results)  # %x after its last use; %y
+    (w,) = prepared((np.array([1, 2], np.float32), np.float32(3)))
+    np.testing.assert_array_equal(w, [1 * 3 + 1 + 1, 2 * 3 + 2 + 2])
 
 
 TILED = """
