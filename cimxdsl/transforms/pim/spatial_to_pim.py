@@ -11,13 +11,16 @@ many it needs.
 Each core (`pim.core`, its weights the concatenation of its computes' weights, `apply_filters`
 indices shifted accordingly) runs the bodies of its computes in program order. Values between
 computes on different cores travel through a fresh channel: a `spat.channel_send` on the producer
-core and the matching `spat.channel_receive` on the consumer core, both placed at the consumer's
-position in program order. Since every core follows one global order and each transfer is a single
-step of it, the blocking transfers cannot deadlock. With `forward` (the default) a value that would
+core and the matching `spat.channel_receive` on the consumer core, both at one step of a global
+order that every core's body follows (compute by compute in program order: its inputs, then its
+body), so the blocking transfers cannot deadlock. With `forward` (the default) a value that would
 skip a stage (a residual's input, sent from an early core to a late one) is relayed through the
-cores of the stages between, each hop placed right after the last transfer between its two cores
-(which keeps the global order), so that in a stream of images no core waits on a core more than
-one stage away. Function-level values a compute reads (function inputs, constants) become
+cores of the stages between, so that in a stream of images no core waits on a core more than one
+stage away, and in the layer pipeline each transfer is a step among the inputs of the receiving
+core's first compute after the value is ready, a core receiving the values ready first first: a
+core receives everything an image needs before computing it, and no sender waits for an unrelated
+compute of its receiver. Otherwise (and in the row pipeline, whose wavefront order already follows
+the bands' times) a transfer is a step among its consumer's inputs. Function-level values a compute reads (function inputs, constants) become
 global-memory buffers (`bufferization.to_buffer`) loaded with `pim.load`; compute results the
 host uses are stored with `pim.store` into global buffers (`memref.alloc`) read back with
 `bufferization.to_tensor` after the cores.
@@ -25,6 +28,7 @@ host uses are stored with `pim.store` into global buffers (`memref.alloc`) read 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -121,13 +125,34 @@ def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: s
     return assignment
 
 
+Key = tuple
+"""Where an op of a core's body lies in the one global order every core follows: the position in
+program order of the compute it serves, 0 for the compute's inputs (transfers, loads) or 1 for its
+body, the key of the op that made a transferred value ready on its sender (so that a core receives
+the values ready first first; `()` otherwise), then the order in which ops were placed; or the key
+of another op followed by that order (just after that op)."""
+
+
 @dataclass(eq=False)
 class CoreBuilder:
     core_id: int
     weights: list[SSAValue] = field(default_factory=list)
     body: list[Operation] = field(default_factory=list)
+    keys: list[Key] = field(default_factory=list)
+    """The place in the global order of each op of `body` (ascending)."""
+    placed: dict[Operation, Key] = field(default_factory=dict)
+    """The same, by op."""
+    computes: list[int] = field(default_factory=list)
+    """The positions in program order of the computes placed on the core (ascending)."""
     offsets: dict[tuple[SSAValue, ...], int] = field(default_factory=dict)
     """The first crossbar of each weight list placed (the bands of a layer share its crossbars)."""
+
+    def add(self, ops: Sequence[Operation], key: Key) -> None:
+        """Put `ops` into the body at their place `key` in the global order."""
+        at = bisect.bisect_right(self.keys, key)
+        self.body[at:at] = ops
+        self.keys[at:at] = [key] * len(ops)
+        self.placed.update(dict.fromkeys(ops, key))
 
     def build(self) -> pim.CoreOp:
         return pim.CoreOp(self.core_id, self.weights, Region(Block([*self.body, pim.HaltOp()])))
@@ -157,11 +182,26 @@ class PimState:
     """The cores holding each compute result (its producer first), and its value on each."""
     feeders: dict[CoreBuilder, list[CoreBuilder]] = field(default_factory=dict)
     """The cores whose results each core's computes read."""
-    links: dict[tuple[CoreBuilder, CoreBuilder], tuple[Operation, Operation]] = field(default_factory=dict)
-    """The last transfer (send, receive) between two cores."""
+    positions: dict[spat.ComputeOp, int] = field(default_factory=dict)
+    """The position of each compute in program order (the order the cores run them)."""
+    levels: list[int] = field(default_factory=list)
+    """The stage of each compute, by position in program order (see `stage`)."""
+    placing: int = 0
+    """The position in program order of the compute being placed."""
+    placed: int = 0
+    """Ops put into cores so far (the last part of their `Key`)."""
+    links: dict[tuple[CoreBuilder, CoreBuilder], Key] = field(default_factory=dict)
+    """The key of the last transfer between two cores (sender, receiver)."""
     stage: dict[CoreBuilder, int] = field(default_factory=dict)
     """The earliest stage of each core's computes (a compute's stage: the longest chain of computes
     leading to it, so that the replicas and tiles of a layer, and parallel branches, share one)."""
+
+    def key(self, body: bool, position: int | None = None, ready: tuple = ()) -> Key:
+        """The place in the global order of the next ops put into a core: among the inputs
+        (`body` false) or the body of the compute at `position` (default: the one being placed),
+        for a transfer after those of values ready before `ready`."""
+        self.placed += 1
+        return (self.placing if position is None else position, int(body), ready, self.placed)
 
 
 def schedule_function(
@@ -206,10 +246,12 @@ def schedule_function(
     placement = {compute: builders[core] for compute, core in zip(computes, assignment, strict=True)}
     depth: dict[SSAValue, int] = {}
     stage: dict[CoreBuilder, int] = {}
+    levels = []
     for compute, builder in placement.items():
         level = 1 + max((depth[v] for v in compute.inputs if v in depth), default=0)
         depth.update(dict.fromkeys(compute.results, level))
         stage[builder] = min(stage.get(builder, level), level)
+        levels.append(level)
     core_of = {result: placement[compute] for compute in computes for result in compute.results}
     feeders: dict[CoreBuilder, dict[CoreBuilder, None]] = {}
     for compute, builder in placement.items():
@@ -221,6 +263,8 @@ def schedule_function(
         prologue,
         epilogue,
         forward=forward,
+        positions={compute: i for i, compute in enumerate(placement)},
+        levels=levels,
         stage=stage,
         feeders={core: list(cores) for core, cores in feeders.items()},
     )
@@ -276,6 +320,8 @@ class ComputeToCore(RewritePattern):
         if state is None:
             return
         core = state.cores[compute]
+        state.placing = state.positions[compute]
+        core.computes.append(state.placing)
         weights = tuple(compute.weights)
         offset = core.offsets.get(weights) if state.pipeline == "row" else None
         if offset is None:
@@ -295,6 +341,7 @@ class ComputeToCore(RewritePattern):
             first_row[arg] = rows[0] if rows is not None else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
+        body = []
         for op in compute.body.block.ops:
             if op is terminator:
                 break
@@ -304,7 +351,8 @@ class ComputeToCore(RewritePattern):
                 clone.properties["weightIndices"] = i64_array(indices)
             elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
                 clone.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
-            core.body.append(clone)
+            body.append(clone)
+        core.add(body, state.key(body=True))
         for result, value in zip(compute.results, terminator.values, strict=True):
             local = mapping.get(value, value)
             state.produced[result] = (core, local)
@@ -342,7 +390,7 @@ def local_value(
         row = num_elements(shape[1:])
         empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
         load = pim.LoadOp(buffer.results[0], empty.tensor, start * row, (end - start) * row)
-        core.body += [empty, load]
+        core.add([empty, load], state.key(body=False))
         state.received[key] = load.result
     return state.received[key]
 
@@ -352,9 +400,7 @@ def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence
     stage (a residual's input, sent from an early core to a late one) goes through the stages
     between: it is sent from the core of `near` (or else of those whose results `core` reads) that
     lies between its producer and `core` and is nearest to `core`, that core receiving it first the
-    same way; each such transfer joins the last transfer between its two cores when the value is
-    there by then (so that every core only waits on its neighbours), else it goes at the consumer's
-    position in program order (every core following one global order, no transfer deadlocks)."""
+    same way; each transfer goes where `transfer_key` says."""
     producer, local = state.produced[value]
     holders = state.holders.setdefault(value, {producer: local})
     if core in holders:
@@ -370,30 +416,44 @@ def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence
     state.channels.append(channel)
     send = spat.ChannelSendOp(holders[sender], channel)
     receive = spat.ChannelReceiveOp(channel, local.type)
-    last = state.links.get((sender, core))
-    owner = holders[sender].owner
-    if (
-        state.forward
-        and last is not None
-        and isinstance(owner, Operation)
-        and owner in sender.body
-        and sender.body.index(owner) < sender.body.index(last[0])
-    ):
-        sender.body.insert(sender.body.index(last[0]) + 1, send)
-        core.body.insert(core.body.index(last[1]) + 1, receive)
-    else:
-        sender.body.append(send)
-        core.body.append(receive)
-    state.links[(sender, core)] = (send, receive)
+    key = transfer_key(state, sender, core, sender.placed.get(holders[sender].owner))  # pyright: ignore
+    sender.add([send], key)
+    core.add([receive], key)
+    state.links[(sender, core)] = key
     holders[core] = receive.result
     return receive.result
+
+
+def transfer_key(state: PimState, sender: CoreBuilder, core: CoreBuilder, ready: Key | None) -> Key:
+    """The place in the global order of a transfer from `sender` to `core` of a value ready on the
+    sender at `ready`. With `state.forward`, in the layer pipeline: among the inputs of `core`'s first
+    compute after `ready` whose stage is not before the value's (its producer's, or the one before
+    the compute whose inputs a relayed value came with; after it when `core` is not downstream of
+    the sender, so that the replicas of a layer do not wait for one another's results), after
+    those of values ready earlier: a sender waits for its receiver's inputs only, never for an
+    unrelated compute; in the row pipeline (its wavefront
+    order already follows the bands' times): right after the last transfer between the two cores
+    when the value is ready by then. Otherwise among the inputs of the compute being placed."""
+    if state.forward and ready is not None:
+        if state.pipeline == "layer":
+            # the value's stage: its producer's, or the one before the compute it came in with
+            stage = state.levels[ready[0]] + ready[1] - 1
+            if state.stage[core] <= state.stage[sender]:  # not downstream: wait for a later stage
+                stage += 1
+            later = core.computes[bisect.bisect_left(core.computes, ready[0]) :]
+            position = next((p for p in later if state.levels[p] >= stage), None)
+            return state.key(body=False, position=position, ready=ready)
+        last = state.links.get((sender, core))
+        if last is not None and ready < last:
+            return (*last, state.key(body=False)[-1])
+    return state.key(body=False)
 
 
 def store(state: PimState, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
     result_type = result.type
     assert isinstance(result_type, TensorType)
     alloc = memref.AllocOp.get(result_type.element_type, shape=result_type.get_shape())
-    core.body.append(pim.StoreOp(local, alloc.memref, 0))
+    core.add([pim.StoreOp(local, alloc.memref, 0)], state.key(body=True))
     to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
     state.output_buffers[result] = (alloc, to_tensor)
 
@@ -490,7 +550,8 @@ class SpatialToPimPass(ChoicePass):
     the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
     wavefront order, so that a band runs as soon as the input rows its windows need have arrived.
-    With `forward` (default) values that would skip a stage are relayed through the stages between."""
+    With `forward` (default) values that would skip a stage are relayed through the stages between
+    and, in the layer pipeline, every core receives an image's values before its computes need them."""
 
     name = "spatial-to-pim"
 

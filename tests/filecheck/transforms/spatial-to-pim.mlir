@@ -34,7 +34,7 @@ func.func @main(%x: tensor<2x2xi32>) -> tensor<2x4xi32> {
 
 // One compute per core. Host values become global buffers, results the host reads are stored
 // into global buffers, and values between cores go through channels (send on the producer, receive
-// on the consumer, both where the consumer starts).
+// on the consumer, both where the consumer starts, after its loads).
 // CHECK:      %[[X:.*]] = bufferization.to_buffer %x : tensor<2x2xi32> to memref<2x2xi32>
 // CHECK-NEXT: %[[B:.*]] = bufferization.to_buffer %b : tensor<2x2xi32> to memref<2x2xi32>
 // CHECK-NEXT: %[[OUT0:.*]] = memref.alloc() : memref<2x2xi32>
@@ -51,9 +51,9 @@ func.func @main(%x: tensor<2x2xi32>) -> tensor<2x4xi32> {
 // CHECK-NEXT:   pim.halt
 // CHECK-NEXT: }
 // CHECK-NEXT: pim.core(%w2) coreId 1 : (tensor<2x2xi32>) {
-// CHECK-NEXT:   %[[R0:.*]] = spat.channel_receive %[[CH0]] : tensor<2x2xi32>
 // CHECK-NEXT:   %[[E1:.*]] = tensor.empty() : tensor<2x2xi32>
 // CHECK-NEXT:   %[[BIAS:.*]] = pim.load %[[B]][0], %[[E1]] size 4
+// CHECK-NEXT:   %[[R0:.*]] = spat.channel_receive %[[CH0]] : tensor<2x2xi32>
 // CHECK-NEXT:   %[[Y:.*]] = spat.apply_filters %[[R0]] weights [0]
 // CHECK-NEXT:   %[[S:.*]] = spat.vadd %[[Y]], %[[BIAS]]
 // CHECK-NEXT:   spat.channel_send %[[S]] to %[[CH1]] : tensor<2x2xi32>
@@ -77,7 +77,7 @@ func.func @main(%x: tensor<2x2xi32>) -> tensor<2x4xi32> {
 // MERGED-NOT:  spat.channel_new
 // MERGED:      pim.core(%w0, %w1) coreId 0
 // MERGED:      pim.core(%w2) coreId 1 : (tensor<2x2xi32>) {
-// MERGED-NEXT:   %[[R:.*]] = spat.channel_receive
+// MERGED:        %[[R:.*]] = spat.channel_receive
 // MERGED:        %[[S:.*]] = spat.vadd
 // MERGED-NEXT:   %[[RELU:.*]] = spat.vrelu %[[S]]
 // MERGED-NEXT:   pim.store %[[RELU]]
