@@ -17,12 +17,14 @@ body), so the blocking transfers cannot deadlock. With `forward` (the default) a
 skip a stage (a residual's input, sent from an early core to a late one) is relayed through the
 cores of the stages between, so that in a stream of images no core waits on a core more than one
 stage away, and in the layer pipeline each transfer is a step among the inputs of the receiving
-core's first compute after the value is ready, a core receiving the values ready first first: a
-core receives everything an image needs before computing it, and no sender waits for an unrelated
-compute of its receiver. Otherwise (and in the row pipeline, whose wavefront order already follows
-the bands' times) a transfer is a step among its consumer's inputs. Function-level values a compute reads (function inputs, constants) become
-global-memory buffers (`bufferization.to_buffer`) loaded with `pim.load`; compute results the
-host uses are stored with `pim.store` into global buffers (`memref.alloc`) read back with
+core's first compute in the value's stage or later, each core receiving first the values ready
+first: a core receives everything an image needs before computing it, and no sender waits for an
+unrelated compute of its receiver (`transfer_key`). In the row pipeline, whose wavefront order
+already follows the bands' times, a transfer joins the last one between its two cores when the
+value is ready by then; otherwise it is a step among its consumer's inputs. Function-level values
+a compute reads (function inputs, constants) become global-memory buffers
+(`bufferization.to_buffer`) loaded with `pim.load`; compute results the host uses are stored with
+`pim.store` into global buffers (`memref.alloc`) read back with
 `bufferization.to_tensor` after the cores.
 """
 
@@ -129,7 +131,7 @@ Key = tuple
 """Where an op of a core's body lies in the one global order every core follows: the position in
 program order of the compute it serves, 0 for the compute's inputs (transfers, loads) or 1 for its
 body, the key of the op that made a transferred value ready on its sender (so that a core receives
-the values ready first first; `()` otherwise), then the order in which ops were placed; or the key
+first the values ready first; `()` otherwise), then the order in which ops were placed; or the key
 of another op followed by that order (just after that op)."""
 
 
@@ -431,9 +433,9 @@ def transfer_key(state: PimState, sender: CoreBuilder, core: CoreBuilder, ready:
     the compute whose inputs a relayed value came with; after it when `core` is not downstream of
     the sender, so that the replicas of a layer do not wait for one another's results), after
     those of values ready earlier: a sender waits for its receiver's inputs only, never for an
-    unrelated compute; in the row pipeline (its wavefront
-    order already follows the bands' times): right after the last transfer between the two cores
-    when the value is ready by then. Otherwise among the inputs of the compute being placed."""
+    unrelated compute; in the row pipeline (its wavefront order already follows the bands' times):
+    right after the last transfer between the two cores when the value is ready by then. Otherwise
+    among the inputs of the compute being placed."""
     if state.forward and ready is not None:
         if state.pipeline == "layer":
             # the value's stage: its producer's, or the one before the compute it came in with
