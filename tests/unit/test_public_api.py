@@ -60,9 +60,7 @@ def foreign_private_reads(sources: dict[str, str]) -> list[str]:
     """`file:line: name` for each private attribute read in `sources` that none of them defines."""
     names = {path: names_in(text) for path, text in sources.items()}
     ours = set().union(*(defined for defined, _ in names.values()))
-    return [
-        f"{path}:{line}: {name}" for path, (_, reads) in names.items() for line, name in reads if name not in ours
-    ]
+    return [f"{path}:{line}: {name}" for path, (_, reads) in names.items() for line, name in reads if name not in ours]
 
 
 @functools.cache
