@@ -1,7 +1,11 @@
 """lit configuration: runs every .mlir test with the project's tools, without installing it."""
 
+import atexit
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import lit.formats
 
@@ -31,6 +35,33 @@ config.substitutions.append(
     )
 )
 config.substitutions.append(("%python", sys.executable))
+
+
+def tool_server() -> str:
+    """Start `tool_server.py` for this run (each tool command then costs a fork, not an interpreter
+    importing xDSL and the package); its socket's path."""
+    directory = tempfile.mkdtemp(prefix="cimxdsl-tools-")
+    path = os.path.join(directory, "socket")
+    script = os.path.join(config.test_source_root, "tool_server.py")
+    server = subprocess.Popen(
+        [sys.executable, script, "serve", path],
+        env=config.environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    if server.stdout.readline() != b"ready\n":
+        raise RuntimeError("the tool server did not start")
+
+    def stop():
+        server.terminate()
+        server.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(stop)
+    return path
+
+
+client = f"{sys.executable} -I -S {os.path.join(config.test_source_root, 'tool_server.py')} {tool_server()}"
 for tool in ("cim-opt", "cim-run", "cim-compile", "cim-validate", "cim-explore"):
     module = tool.replace("-", "_")
-    config.substitutions.append((tool, f"{sys.executable} -m cimxdsl.tools.{module}"))
+    config.substitutions.append((tool, f"{client} cimxdsl.tools.{module}"))

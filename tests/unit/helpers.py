@@ -1,5 +1,6 @@
 """Shared test helpers: parsing and running pipelines in process."""
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from cimxdsl.api import apply_passes
@@ -8,6 +9,15 @@ from cimxdsl.parsing import parse_module_text
 
 def parse(text: str) -> ModuleOp:
     return parse_module_text(text, "<test>")
+
+
+def dense_hex(array: np.ndarray, element: str) -> str:
+    """`dense<"0x…">` of `array` as `element` ("i32" or "f32"): its little-endian bytes, which
+    parse in milliseconds where the decimal text of 10^5 values takes seconds."""
+    values = np.asarray(array)
+    cast = values.astype({"i32": "<i4", "f32": "<f4"}[element])
+    assert np.array_equal(cast, values), f"values do not fit {element}"
+    return f'dense<"0x{cast.tobytes().hex().upper()}">'
 
 
 def apply(module: ModuleOp, spec: str) -> ModuleOp:

@@ -2,6 +2,7 @@
 private attribute it reads (`x._name`, `getattr(x, "_name")`) is one the package defines itself."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -47,15 +48,22 @@ def read_names(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+@functools.cache
+def names_in(text: str) -> tuple[frozenset[str], tuple[tuple[int, str], ...]]:
+    """The private names a source defines and those it reads (parsed once per text: the tests below
+    each check the whole package)."""
+    tree = ast.parse(text)
+    return frozenset(defined_names(tree)), tuple(read_names(tree))
+
+
 def foreign_private_reads(sources: dict[str, str]) -> list[str]:
     """`file:line: name` for each private attribute read in `sources` that none of them defines."""
-    trees = {path: ast.parse(text) for path, text in sources.items()}
-    ours = set().union(*(defined_names(tree) for tree in trees.values()))
-    return [
-        f"{path}:{line}: {name}" for path, tree in trees.items() for line, name in read_names(tree) if name not in ours
-    ]
+    names = {path: names_in(text) for path, text in sources.items()}
+    ours = set().union(*(defined for defined, _ in names.values()))
+    return [f"{path}:{line}: {name}" for path, (_, reads) in names.items() for line, name in reads if name not in ours]
 
 
+@functools.cache
 def package_sources() -> dict[str, str]:
     return {str(path.relative_to(PACKAGE)): path.read_text() for path in sorted(PACKAGE.rglob("*.py"))}
 

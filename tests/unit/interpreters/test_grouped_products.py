@@ -10,7 +10,7 @@ from cimxdsl.device import Device
 from cimxdsl.dialects import memristor
 from cimxdsl.interpreters import Program
 from cimxdsl.interpreters.layer_products import BookedRun, device_call
-from tests.unit.helpers import apply, parse
+from tests.unit.helpers import apply, dense_hex, parse
 
 SMALL_EXACT = {"preset": "ideal", "rows": 64, "cols": 32, "crossbars": 8}
 EIGHT_BIT = {"preset": "cinnamon", "weight_bits": 8, "input_bits": 8, "adc_bits": 8}
@@ -33,8 +33,7 @@ def grouped_program(x_type: str, element: str, weights: list[np.ndarray], rows: 
     result_type = f"tensor<{rows}x{groups * width}x{element}>"
     lines = []
     for g, w in enumerate(weights):
-        values = np.array2string(w, separator=",", threshold=10**7).replace("\n", "")
-        lines.append(f"  %w{g} = arith.constant dense<{values}> : tensor<{depth}x{width}x{element}>")
+        lines.append(f"  %w{g} = arith.constant {dense_hex(w, element)} : tensor<{depth}x{width}x{element}>")
     body = []
     for g in range(groups):
         body.append(

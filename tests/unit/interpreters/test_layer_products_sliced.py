@@ -10,7 +10,7 @@ from cimxdsl.device import Device
 from cimxdsl.device.device import MVM
 from cimxdsl.interpreters import Program
 from cimxdsl.interpreters.layer_products import BookedRun
-from tests.unit.helpers import apply, parse
+from tests.unit.helpers import apply, dense_hex, parse
 
 EIGHT_BIT = {"preset": "cinnamon", "weight_bits": 8, "input_bits": 8, "adc_bits": 8}
 DEVICES = {
@@ -33,7 +33,7 @@ DEVICES = {
 
 SHARED = """
 func.func @main(%a: tensor<{m}x{k}xi32>, %b: tensor<{m}x{k}xi32>) -> (tensor<{m}x{n}xi32>, tensor<{m}x{n}xi32>) {{
-  %w = arith.constant dense<{w}> : tensor<{k}x{n}xi32>
+  %w = arith.constant {w} : tensor<{k}x{n}xi32>
   %r = cinm.compute -> tensor<{m}x{n}xi32> {{
     %0 = cinm.op.gemm %a, %w : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
     cinm.yield %0 : tensor<{m}x{n}xi32>
@@ -56,7 +56,7 @@ def config_file(name: str, tmp_path_factory) -> str:
 
 def program_text(w: np.ndarray, m: int) -> str:
     k, n = w.shape
-    return SHARED.format(m=m, k=k, n=n, w=np.array2string(w, separator=",", threshold=10**6).replace("\n", ""))
+    return SHARED.format(m=m, k=k, n=n, w=dense_hex(w, "i32"))
 
 
 def inputs(rng, config, m: int, k: int, blocks: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from cimxdsl.interpreters.lifetimes import dying_values
 from cimxdsl.interpreters.prepared import PreparedFunction
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type
-from tests.unit.helpers import apply, parse
+from tests.unit.helpers import apply, dense_hex, parse
 
 DIGITS = "examples/digits_cnn.onnx"
 
@@ -145,7 +145,7 @@ def test_released_slots_are_the_values_lifetimes_finds_dying():
 
 TILED = """
 func.func @main(%a: tensor<6x300x{t}>) -> tensor<6x200x{t}> {{
-  %w = arith.constant dense<{w}> : tensor<300x200x{t}>
+  %w = arith.constant {w} : tensor<300x200x{t}>
   %r = cinm.compute -> tensor<6x200x{t}> {{
     %0 = cinm.op.gemm %a, %w : (tensor<6x300x{t}>, tensor<300x200x{t}>) -> tensor<6x200x{t}>
     cinm.yield %0 : tensor<6x200x{t}>
@@ -158,8 +158,7 @@ func.func @main(%a: tensor<6x300x{t}>) -> tensor<6x200x{t}> {{
 def tiled_program(element: str, weights: np.ndarray):
     """A 6×300 · 300×200 product lowered for 128×128 crossbars: 3 × 2 tiles, partial sums added
     and column blocks inserted."""
-    text = TILED.format(t=element, w=np.array2string(weights, separator=",", threshold=10**6).replace("\n", ""))
-    return apply(parse(text), "memristor{device=ideal crossbars=4}")
+    return apply(parse(TILED.format(t=element, w=dense_hex(weights, element))), "memristor{device=ideal crossbars=4}")
 
 
 @pytest.mark.parametrize(("element", "mode"), [("i32", "int"), ("f32", "float")])
