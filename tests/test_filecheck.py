@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,26 +14,43 @@ LIT_FILES = sorted(
 )
 
 
+LIT: dict[str, object] = {}
+"""The one lit run of this session: its process and the paths of its report and log."""
+
+
+def start_lit() -> None:
+    """Start the one lit run for all files, if not started yet. The suite's conftest starts it when
+    collection ends and runs these tests last, so that lit works beside the unit tests."""
+    if LIT:
+        return
+    directory = Path(tempfile.mkdtemp(prefix="cimxdsl-lit-"))
+    LIT["report"], LIT["log"] = directory / "results.xml", directory / "lit.log"
+    with open(LIT["log"], "w") as log:
+        LIT["process"] = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from lit.main import main; main()",
+                str(SUITE),
+                "-q",
+                "--xunit-xml-output",
+                str(LIT["report"]),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
 @pytest.fixture(scope="session")
-def lit_results(tmp_path_factory) -> dict[str, str | None]:
+def lit_results() -> dict[str, str | None]:
     """Relative path of each lit test -> None if it passed, else lit's output for it."""
-    report = tmp_path_factory.mktemp("lit") / "results.xml"
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from lit.main import main; main()",
-            str(SUITE),
-            "-q",
-            "--xunit-xml-output",
-            str(report),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    start_lit()
+    LIT["process"].wait()
+    if not LIT["report"].exists():
+        pytest.fail(f"lit wrote no report:\n{LIT['log'].read_text()}")
     results: dict[str, str | None] = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
+    for case in ET.parse(LIT["report"]).getroot().iter("testcase"):
         failure = case.find("failure")
         directory = case.get("classname", "").removeprefix("cimxdsl").lstrip(".")
         name = f"{directory}/{case.get('name')}" if directory else case.get("name", "")
