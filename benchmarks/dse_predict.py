@@ -262,17 +262,17 @@ def figure(errors: dict, cases: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def quantized_accuracy(specs: dict[str, dict]) -> None:
-    """Print each workload's accuracy with a lossless ADC (one configuration: the quantized model,
-    whose accuracy no crossbar parameter of the space changes) against its float model's."""
-    print("| workload | inputs | float model | quantized model (lossless ADC) |")
-    print("|---|---|---|---|")
+def quantized_accuracy(specs: dict[str, dict]) -> list[str]:
+    """A Markdown table of each workload's accuracy with a lossless ADC (one configuration: the
+    quantized model, whose accuracy no crossbar parameter of the space changes) against its float
+    model's."""
+    lines = ["| workload | inputs | float model | quantized model (lossless ADC) |", "|---|---|---|---|"]
+    one = {"adc_bits": [0], "rows": [128], "dac_bits": [4], "cell_bits": [4]}
     for name, spec in specs.items():
-        one = {"adc_bits": [0], "rows": [128], "dac_bits": [4], "cell_bits": [4]}
         found = explore({"name": name, **spec, "device": DEVICE, "axes": one, "cost": COST}, None, 1, plots=False)
-        n = found.images
-        kept = found.summary[0]["accuracy_mean"]
-        print(f"| {name} | {n} | {found.float_accuracy:.4f} | {kept:.4f} ({round(kept * n)} of {n}) |")
+        n, kept = found.images, found.summary[0]["accuracy_mean"]
+        lines.append(f"| {name} | {n} | {found.float_accuracy:.4f} | {kept:.4f} ({round(kept * n)} of {n}) |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(options.out)
     specs = workloads(out, options.images, options.max_channels, options.layer_inputs)
     if options.quantized_only:
-        quantized_accuracy(specs)
+        print("\n".join(quantized_accuracy(specs)))
         return
     results = {name: sweep(name, spec, out, options.jobs) for name, spec in specs.items()}
     samples = read_results(list(results.values()))

@@ -15,7 +15,7 @@ LIT_FILES = sorted(
 
 
 LIT: dict[str, object] = {}
-"""The one lit run of this session: its process and the paths of its report and log."""
+"""The one lit run of this pytest run: its process and the paths of its report and log."""
 
 
 def start_lit() -> None:

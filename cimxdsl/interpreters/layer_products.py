@@ -395,10 +395,8 @@ def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tupl
                 each.order = column_order(channels, geometry.positions)
                 reordered = True
         joined = [collapse]
-        empty = graph.producer.get(step.operands[1])
-        if empty is not None and isinstance(graph.steps[empty].op, tensor.EmptyOp):
-            if graph.only_used_by(step.operands[1], {i}):
-                joined.append(empty)
+        if graph.made_by(step.operands[1], tensor.EmptyOp) and graph.only_used_by(step.operands[1], {i}):
+            joined.append(graph.producer[step.operands[1]])
         patched[i] = (Patches(geometry, reordered), joined)
     return patched
 
@@ -667,8 +665,7 @@ def grouped_matmul(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f" or weights.dtype.kind == "f":
         products = np.matmul(groups, weights)
     else:
-        kind = (
-            np.float64 if integer_bound(x, weights, depth) < 2**53 else np.int64
-        )  # (float64 BLAS while every partial sum is exact)
+        exact_in_float = integer_bound(x, weights, depth) < 2**53  # (float64 BLAS while every partial sum is exact)
+        kind = np.float64 if exact_in_float else np.int64
         products = np.matmul(groups.astype(kind), weights.astype(kind)).astype(np.int64)
     return products.transpose(1, 0, 2).reshape(rows, count * width)

@@ -136,13 +136,22 @@ def gather(source: np.ndarray, coefficients: np.ndarray, constants: np.ndarray, 
     return contiguous_copy(strided(source, coefficients, constants, shape))
 
 
-def im2col(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+def im2col(x: np.ndarray, kernel, strides, dilations, channels_last: bool = False) -> np.ndarray:
     """Rows `(n, oy, ox)` of input windows in column order `(c, ky, kx)` (see `cinm.op.im2col`):
-    `[n, oy, ox, c, ky, kx] = x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`, gathered."""
+    `[n, oy, ox, c, ky, kx] = x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`, gathered. With
+    `channels_last`, in column order `(ky, kx, c)`: one copy of runs of C contiguous elements from
+    the images held as NHWC (none for a 1×1 kernel at stride 1 on an NHWC-held image)."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     n, c, h, w = x.shape
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
     coefficients = np.zeros((4, 6), np.int64)
+    if channels_last:  # (n, oy, ox, ky, kx, c) over the NHWC images
+        coefficients[0, 0] = coefficients[3, 5] = 1
+        coefficients[1, [1, 3]] = sh, dh
+        coefficients[2, [2, 4]] = sw, dw
+        image = np.ascontiguousarray(np.asarray(x).transpose(0, 2, 3, 1))
+        view = strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
+        return view.reshape(n * oh * ow, kh * kw * c)  # (a copy unless the view is the image)
     coefficients[0, 0] = coefficients[1, 3] = 1
     coefficients[2, [1, 4]] = sh, dh
     coefficients[3, [2, 5]] = sw, dw

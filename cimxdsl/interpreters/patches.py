@@ -5,11 +5,12 @@ collapsed to the (N·OH·OW) × (C·KH·KW) patch matrix X, column order (c, ky,
 its tiles on column slices of X. The prepared function runs the copy and the collapse as one step
 (`Patches`). Gathering the windows in (c, ky, kx) order reads the image an element at a time; in
 (ky, kx, c) order each window position is one copy of runs of C contiguous elements of the image
-held as NHWC (`windows`), and a 1×1 kernel at stride 1 is the NHWC image itself. Where X feeds
-only the product of one layer (`layer_products`) on an exact device — one gemm over all its
-columns, or one group of KH·KW columns per channel (a depthwise convolution) — the step gives the
-columns in (ky, kx, c) order, X' = X[:, order], and the layer multiplies by its weight rows in the
-same order: X'·W[order] = X·W (`column_order`, `channelwise_product`)."""
+held as NHWC (`numeric.im2col` with `channels_last`), and a 1×1 kernel at stride 1 is the NHWC
+image itself. Where X feeds only the product of one layer (`layer_products`) on an exact device —
+one gemm over all its columns, or one group of KH·KW columns per channel (a depthwise
+convolution) — the step gives the columns in (ky, kx, c) order, X' = X[:, order], and the layer
+multiplies by its weight rows in the same order: X'·W[order] = X·W (`column_order`,
+`channelwise_product`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Operation
 
 from cimxdsl.interpreters.linalg import LinearMap, copied_input
-from cimxdsl.interpreters.numeric import im2col, strided
+from cimxdsl.interpreters.numeric import im2col
 
 
 @dataclass(frozen=True)
@@ -59,22 +60,6 @@ def im2col_geometry(op: Operation) -> Geometry | None:
     return Geometry((kh, kw), (sh, sw), (dh, dw))
 
 
-def windows(x: np.ndarray, geometry: Geometry) -> np.ndarray:
-    """The patch matrix of the NCHW images `x` in column order (ky, kx, c): row `(n, oy, ox)`,
-    column `(ky·KW + kx)·C + c` holds `x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`. One copy from the
-    images as NHWC (none for a 1×1 kernel at stride 1 on an NHWC-held image)."""
-    (kh, kw), (sh, sw), (dh, dw) = geometry.kernel, geometry.strides, geometry.dilations
-    n, c, h, w = x.shape
-    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    image = np.ascontiguousarray(np.asarray(x).transpose(0, 2, 3, 1))
-    coefficients = np.zeros((4, 6), np.int64)  # (n, oy, ox, ky, kx, c) over the NHWC image
-    coefficients[0, 0] = coefficients[3, 5] = 1
-    coefficients[1, [1, 3]] = sh, dh
-    coefficients[2, [2, 4]] = sw, dw
-    view = strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
-    return view.reshape(n * oh * ow, kh * kw * c)  # (a copy unless the view is the image)
-
-
 def column_order(channels: int, positions: int) -> np.ndarray:
     """`order` with X' = X[:, order]: the (c, ky, kx) columns of X in (ky, kx, c) order."""
     return np.arange(channels * positions).reshape(channels, positions).T.ravel()
@@ -89,11 +74,9 @@ class Patches:
     reordered: bool
 
     def __call__(self, interpreter, op, args) -> tuple:
-        x = np.asarray(args[0])
-        if self.reordered or self.geometry.positions == 1:  # (one position: the orders agree)
-            return (windows(x, self.geometry),)
-        patches = im2col(x, *(self.geometry.kernel, self.geometry.strides, self.geometry.dilations))
-        return (patches,)
+        geometry = self.geometry
+        channels_last = self.reordered or geometry.positions == 1  # (one position: the orders agree)
+        return (im2col(np.asarray(args[0]), geometry.kernel, geometry.strides, geometry.dilations, channels_last),)
 
 
 def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:

@@ -268,8 +268,8 @@ def constant_foldable(op: Operation, operands: tuple[int, ...], constants: dict[
 
 def op_kind(op: Operation) -> tuple[bool, bool, bool]:
     """Whether ops of `op`'s type are constants (`ConstantLike`), views (`VIEWS`) and calls."""
-    kind = _KINDS[type(op)] = (op.has_trait(ConstantLike), isinstance(op, VIEWS), isinstance(op, func.CallOp))
-    return kind
+    _KINDS[type(op)] = (op.has_trait(ConstantLike), isinstance(op, VIEWS), isinstance(op, func.CallOp))
+    return _KINDS[type(op)]
 
 
 _KINDS: dict[type, tuple[bool, bool, bool]] = {}

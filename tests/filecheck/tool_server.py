@@ -30,7 +30,8 @@ def serve(path: str) -> None:
     listener.bind(path)
     listener.listen(64)
     listener.settimeout(1)
-    print("ready", flush=True)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     while True:
         reap()
         try:
@@ -61,7 +62,7 @@ def serve(path: str) -> None:
             if stop.code is None or isinstance(stop.code, int):
                 code = stop.code or 0
             else:
-                print(stop.code, file=sys.stderr)
+                sys.stderr.write(f"{stop.code}\n")
                 code = 1
         except BaseException:
             traceback.print_exc()
@@ -97,7 +98,7 @@ def run(path: str, module: str, args: list[str]) -> int:
     while len(reply) < 4 and (chunk := connection.recv(4 - len(reply))):
         reply += chunk
     if len(reply) < 4:
-        print(f"tool server: {module} ended without an exit status", file=sys.stderr)
+        sys.stderr.write(f"tool server: {module} ended without an exit status\n")
         return 1
     return int.from_bytes(reply, "little", signed=True)
 
