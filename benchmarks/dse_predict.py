@@ -1,9 +1,10 @@
 """The learned predictor on models it has not seen (docs/dse.md, "Learning the space").
 
-Workloads: the digits CNN and the digits ViT (360-image test split, first `--images`) and single
-convolution layers of the nine light
-architectures shipped with onnx (their kernel, stride, groups and channels — capped at
-`--max-channels` — on a 6×6 input, then ReLU, global average pooling and a flatten; `--layer-inputs`
+Workloads: the digits CNN and the digits ViT (360-image test split, first `--images`), single
+convolution layers of the nine light architectures shipped with onnx (their kernel, stride, groups
+and channels — capped at `--max-channels` — on a 6×6 input, then ReLU, global average pooling and
+a flatten), and three transformer encoder blocks of random weights around the ViT's shape
+(`ATTENTION_BLOCKS`: the products of two run-time tensors the ViT also has); `--layer-inputs`
 random inputs each, 16 by default: one input is then 6.25 points, and 0.95 and 0.99 of the float
 model's accuracy both ask for every input; `--quantized-only` prints each workload's accuracy with
 a lossless ADC, the quantized model's, without the sweeps). The models
@@ -79,6 +80,14 @@ LIGHT_LAYERS = {
     "densenet121": 2,
     "shufflenet": 3,
 }
+ATTENTION_BLOCKS = {
+    # tokens, width, heads, MLP width: encoder blocks around the digits ViT's (4 tokens, width 32,
+    # 4 heads, MLP 64), so that a predictor holding the ViT out has seen products of two run-time
+    # tensors
+    "attention_t8_d32_h2": (8, 32, 2, 64),
+    "attention_t4_d64_h4": (4, 64, 4, 128),
+    "attention_t16_d16_h2": (16, 16, 2, 32),
+}
 
 
 def light_layer(name: str, index: int, max_channels: int, size: int = 6) -> onnx.ModelProto:
@@ -117,11 +126,69 @@ def light_layer(name: str, index: int, max_channels: int, size: int = 6) -> onnx
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def random_data(model: onnx.ModelProto, count: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random inputs (standard normal, ReLU'd like activations) labelled by the float model."""
+def attention_block(tokens: int, width: int, heads: int, hidden: int, classes: int = 10) -> onnx.ModelProto:
+    """A pre-norm transformer encoder block of random weights (multi-head self-attention, a ReLU
+    MLP, both residual), then the mean over tokens and a linear classifier."""
+    rng = np.random.default_rng(tokens * width * heads)
+
+    def weight(k: int, n: int) -> np.ndarray:
+        return rng.normal(0, 1 / np.sqrt(k), (k, n)).astype(np.float32)
+
+    split, merged = [0, tokens, heads, width // heads], [0, tokens, width]  # 0: the batch as given
+    constants = {
+        **{f"w{p}": weight(width, width) for p in "qkvo"},
+        "w1": weight(width, hidden),
+        "w2": weight(hidden, width),
+        "wc": weight(width, classes),
+        "gamma": np.ones(width, np.float32),
+        "beta": np.zeros(width, np.float32),
+        "split": np.array(split, np.int64),
+        "merged": np.array(merged, np.int64),
+        "scale": np.array(1 / np.sqrt(width // heads), np.float32),
+    }
+    node = helper.make_node
+    nodes = [node("LayerNormalization", ["x", "gamma", "beta"], ["n1"])]
+    for p, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        nodes += [
+            node("MatMul", ["n1", f"w{p}"], [f"{p}_flat"]),
+            node("Reshape", [f"{p}_flat", "split"], [f"{p}_split"]),
+            node("Transpose", [f"{p}_split"], [p], perm=perm),
+        ]
+    nodes += [
+        node("MatMul", ["q", "k"], ["scores"]),
+        node("Mul", ["scores", "scale"], ["scaled"]),
+        node("Softmax", ["scaled"], ["attention"], axis=-1),
+        node("MatMul", ["attention", "v"], ["mixed"]),
+        node("Transpose", ["mixed"], ["mixed_t"], perm=[0, 2, 1, 3]),
+        node("Reshape", ["mixed_t", "merged"], ["joined"]),
+        node("MatMul", ["joined", "wo"], ["projected"]),
+        node("Add", ["x", "projected"], ["r1"]),
+        node("LayerNormalization", ["r1", "gamma", "beta"], ["n2"]),
+        node("MatMul", ["n2", "w1"], ["h1"]),
+        node("Relu", ["h1"], ["h2"]),
+        node("MatMul", ["h2", "w2"], ["h3"]),
+        node("Add", ["r1", "h3"], ["r2"]),
+        node("ReduceMean", ["r2"], ["pooled"], axes=[1], keepdims=0),
+        node("MatMul", ["pooled", "wc"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        f"attention_t{tokens}_d{width}_h{heads}",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, tokens, width])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, classes])],
+        [numpy_helper.from_array(v, k) for k, v in constants.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def random_data(model: onnx.ModelProto, count: int, seed: int = 0, relu: bool = True) -> dict[str, np.ndarray]:
+    """Random inputs (standard normal, ReLU'd like activations unless `relu` is false) labelled by
+    the float model."""
     dims = [d.dim_value or 1 for d in model.graph.input[0].type.tensor_type.shape.dim]
     rng = np.random.default_rng(seed)
-    inputs = np.maximum(rng.standard_normal((count + 64, *dims[1:])), 0).astype(np.float32)
+    inputs = rng.standard_normal((count + 64, *dims[1:])).astype(np.float32)
+    if relu:
+        inputs = np.maximum(inputs, 0)
     labels = float_predictions(model, inputs[:count])
     return {"inputs": inputs[:count], "labels": labels, "calibration": inputs[count:]}
 
@@ -140,13 +207,15 @@ def workloads(out: Path, images: int, max_channels: int, layer_inputs: int) -> d
     generated = {}
     for name, index in LIGHT_LAYERS.items():
         generated[f"{name}_conv{index}"] = light_layer(name, index, max_channels)
+    for name, shape in ATTENTION_BLOCKS.items():
+        generated[name] = attention_block(*shape)
     models = out / "models"
     models.mkdir(parents=True, exist_ok=True)
     for name, model in generated.items():
         path, data = models / f"{name}.onnx", models / f"{name}.npz"
         if not path.is_file():
             onnx.save(model, str(path))
-            np.savez(data, **random_data(model, layer_inputs))
+            np.savez(data, **random_data(model, layer_inputs, relu=name not in ATTENTION_BLOCKS))
         cached = len(np.load(data)["labels"])
         if cached != layer_inputs:
             raise SystemExit(f"{data}: {cached} inputs, but --layer-inputs is {layer_inputs}: use another --out")
@@ -203,7 +272,7 @@ def evaluate(name: str, spec: dict, results: Path, predictor: Predictor) -> list
         for objective in ("latency", "energy"):
             for required in REQUIRED:
                 constraint = Constraint("accuracy", ">=", required * level)
-                order, predicted_feasible = rank(prediction.values, [constraint], objective)
+                order, predicted_feasible = rank(prediction.values, [constraint], objective, prediction.uncapped)
                 feasible = meets([constraint], simulated)
                 case = {
                     "model": name,

@@ -331,14 +331,17 @@ class Predictor:
                     f"{describe(name, value)} (train it on results where it varies)"
                 )
 
-    def predict(self, features: np.ndarray, float_accuracy: float | np.ndarray) -> dict[str, np.ndarray]:
+    def predict(
+        self, features: np.ndarray, float_accuracy: float | np.ndarray, capped: bool = True
+    ) -> dict[str, np.ndarray]:
         """Per objective, its prediction for each row of `features` (accuracy as a fraction, latency
         in ns per input, energy in pJ per input); `float_accuracy`: the float model's accuracy (one,
-        or one per row)."""
+        or one per row). `capped=False` leaves the accuracy above 1 where the regressor predicts a
+        margin there (`rank` breaks ties with it)."""
         x = features[:, self.columns]
         kept = np.clip(self.models["accuracy"].predict(x), 0.0, None)
         return {
-            "accuracy": np.clip(kept * float_accuracy, 0.0, 1.0),
+            "accuracy": np.clip(kept * float_accuracy, 0.0, 1.0 if capped else None),
             **{o: np.exp2(baseline(features, o) + self.models[o].predict(x)) for o in ("latency", "energy")},
         }
 
@@ -582,11 +585,16 @@ def meets(constraints: list[Constraint], values: dict[str, np.ndarray]) -> np.nd
     return met
 
 
-def rank(values: dict[str, np.ndarray], constraints: list[Constraint], objective: str) -> tuple[np.ndarray, np.ndarray]:
+def rank(
+    values: dict[str, np.ndarray], constraints: list[Constraint], objective: str, uncapped: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Row indices, those meeting the constraints first, each part best first by `objective`
-    (ties by the other objectives); and which rows meet every constraint."""
+    (ties by the other objectives, accuracy by its `uncapped` prediction where given: rows all
+    predicted at 100 % differ in how far above it the regressor puts them); and which rows meet
+    every constraint."""
     feasible = meets(constraints, values)
-    keys = [values[o] * (-1 if OBJECTIVES[o] == "max" else 1) for o in OBJECTIVES if o != objective]
+    tied = dict(values) if uncapped is None else {**values, "accuracy": uncapped}
+    keys = [tied[o] * (-1 if OBJECTIVES[o] == "max" else 1) for o in OBJECTIVES if o != objective]
     key = values[objective] * (-1 if OBJECTIVES[objective] == "max" else 1)
     return np.lexsort((*reversed(keys), key, ~feasible)), feasible
 
@@ -600,6 +608,8 @@ class Prediction:
     settings: list[dict]
     """Each candidate's swept settings."""
     values: dict[str, np.ndarray]
+    uncapped: np.ndarray
+    """The predicted accuracy not capped at 1 (`rank`)."""
     float_accuracy: float
     constraints: list[Constraint]
     objective: str
@@ -692,11 +702,13 @@ def predict(
     predictor.check(features, f"model '{sweep.model.stem}'")
     float_accuracy = float((context.reference == context.labels).mean())
     values = predictor.predict(features, float_accuracy)
-    order, feasible = rank(values, list(constraints), objective)
+    uncapped = predictor.predict(features, float_accuracy, capped=False)["accuracy"]
+    order, feasible = rank(values, list(constraints), objective, uncapped)
     return Prediction(
         sweep,
         settings,
         values,
+        uncapped,
         float_accuracy,
         list(constraints),
         objective,

@@ -27,6 +27,7 @@ from cimxdsl.explore.learn import (
     model_space,
     parse_constraint,
     predict,
+    rank,
     read_results,
     verify,
 )
@@ -353,6 +354,21 @@ def test_the_surrogate_proposes_the_largest_predicted_hypervolume_gain():
     assert surrogate().best(simulated, dominated) is None  # nothing to gain: a random draw instead
     strict = surrogate([parse_constraint("accuracy>=0.99")])
     assert strict.best(simulated, predicted) is None  # no candidate predicted to meet it
+
+
+def test_rank_breaks_ties_at_the_accuracy_cap_by_the_uncapped_prediction():
+    """Three configurations of one latency all predicted at 100 %: the one the regressor puts
+    furthest above it ranks first, not the cheapest (which the capped values alone would pick)."""
+    values = {
+        "accuracy": np.array([1.0, 1.0, 1.0, 0.8]),
+        "latency": np.array([5.0, 5.0, 5.0, 1.0]),
+        "energy": np.array([1.0, 3.0, 2.0, 1.0]),
+    }
+    required = [parse_constraint("accuracy>=0.9")]
+    order, feasible = rank(values, required, "latency")
+    assert list(order) == [0, 2, 1, 3] and list(feasible) == [True, True, True, False]
+    order, _ = rank(values, required, "latency", uncapped=np.array([1.01, 1.07, 1.03, 0.8]))
+    assert list(order) == [1, 2, 0, 3]
 
 
 # ---- the surrogate search from a saved predictor ------------------------------------------------------
