@@ -44,8 +44,8 @@ from cimxdsl.transforms.pim.mapping.bands import (
     band_bounds,
     band_cost,
     can_split,
+    dealt_bands,
     peel_tail,
-    row_bands,
     rows_of,
     split_into_bands,
 )
@@ -132,13 +132,14 @@ def apply_mapping(
     split: list[spat.ComputeOp] = []
     for compute, replicas, on in zip(computes, mapping.replicas, mapping.cores, strict=True):
         for part in peel_tail(compute) if pipeline == "row" and replicas == 1 else [compute]:
-            replica_rows = band_bounds(rows_of(part.outputs[0]), replicas) if replicas > 1 else [None]
-            per_replica = [
-                row_bands(part, rows_per_band, rows) if pipeline == "row" else [rows or (0, 1)] for rows in replica_rows
-            ]
             split.append(part)
-            bands.append([band for rows in per_replica for band in rows])
-            cores.append([core for core, rows in zip(on, per_replica, strict=True) for _ in rows])
+            if pipeline == "row":
+                part_bands, part_cores = dealt_bands(part, on, rows_per_band)
+                bands.append(part_bands)
+                cores.append(part_cores)
+            else:
+                bands.append(band_bounds(rows_of(part.outputs[0]), replicas) if replicas > 1 else [(0, 1)])
+                cores.append(list(on))
     split_into_bands(split, bands, cores, CORE, mark=pipeline == "row")
 
 

@@ -13,9 +13,11 @@ the rows (and cut with `spat.extract_rows` when they need fewer).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, TensorType, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -355,13 +357,19 @@ def split_into_bands(
     return result
 
 
+SLACK = 0.5
+"""How much later than the earliest (in median band times) a band may start and still be placed
+first in `wavefront_order` because it comes later in program order."""
+
+
 def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
     """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
-    and its core allow: list scheduling on the computes' times (`compute_cost`), the compute that
-    can start first next (ties: the later in program order, a consumer before its producer moves
-    on). A compute receives its inputs at its place in the order, so it starts when its core and the
-    cores sending to it (each past what it was given before) are free, and those cores wait for the
-    transfer."""
+    and its core allow: list scheduling on the computes' times (`compute_cost`): of the computes
+    that can start within `SLACK` median band times of the earliest, the latest in program order
+    next, so that consumers go before their producers move on. A compute receives its inputs at its
+    place in the order, so it starts when its core and the cores sending to it (each past what it
+    was given before) are free, and those cores wait for the transfer: a producer that ran ahead
+    onto its next band would hold every consumer of its last one."""
     index = {c: i for i, c in enumerate(computes)}
     producers = [sorted({index[v.owner] for v in c.inputs if v.owner in index}) for c in computes]
     consumers: list[list[int]] = [[] for _ in computes]
@@ -371,18 +379,22 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     waiting = [len(ps) for ps in producers]
     free: dict[int, float] = dict.fromkeys(cores, 0.0)
     ready = {i for i, n in enumerate(waiting) if n == 0}
+    costs = [compute_cost(c) for c in computes]
+    slack = SLACK * float(np.median(costs)) if costs else 0.0
 
     def start(i: int) -> float:
         return max([free[cores[i]], *(free[cores[p]] for p in producers[i])])
 
     order = []
     while ready:
-        i = min(ready, key=lambda i: (start(i), -i))
+        starts = {i: start(i) for i in ready}
+        earliest = min(starts.values())
+        i = max(i for i, at in starts.items() if at <= earliest + slack)
         ready.remove(i)
-        at = start(i)
+        at = starts[i]
         for p in producers[i]:
             free[cores[p]] = max(free[cores[p]], at)
-        free[cores[i]] = at + compute_cost(computes[i])
+        free[cores[i]] = at + costs[i]
         order.append(computes[i])
         for c in consumers[i]:
             waiting[c] -= 1
@@ -414,3 +426,15 @@ def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = N
             return bands
         size *= 2
     return [whole]
+
+
+def dealt_bands(compute: spat.ComputeOp, cores: Sequence[int], rows_per_band: int) -> tuple[list[Rows], list[int]]:
+    """The row pipeline's bands of `compute` replicated on `cores` (one replica each), and the core
+    of each: its bands (`row_bands`, at least one per replica) dealt to the replicas in turn, so that
+    the replicas work down the image side by side. With contiguous blocks of rows instead, the
+    first band of a consumer's block would wait for the last band of the producer's block above
+    it (its halo row) and every layer would add a whole block's time to the latency."""
+    bands = row_bands(compute, rows_per_band)
+    if len(bands) < len(cores):
+        bands = band_bounds(rows_of(compute.outputs[0]), len(cores))
+    return bands, [cores[i % len(cores)] for i in range(len(bands))]
