@@ -359,14 +359,15 @@ def split_into_bands(
 
 SLACK = 0.5
 """How much later than the earliest (in median band times) a band may start and still be placed
-first in `wavefront_order` because it comes later in program order."""
+first in `wavefront_order` because it lies deeper in the graph (a consumer)."""
 
 
 def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
     """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
     and its core allow: list scheduling on the computes' times (`compute_cost`): of the computes
-    that can start within `SLACK` median band times of the earliest, the latest in program order
-    next, so that consumers go before their producers move on. A compute receives its inputs at its
+    that can start within `SLACK` median band times of the earliest, the deepest (the longest chain
+    of computes leading to it) next, so that consumers go before their producers move on, and of
+    those the first in program order (a layer's top rows first). A compute receives its inputs at its
     place in the order, so it starts when its core and the cores sending to it (each past what it
     was given before) are free, and those cores wait for the transfer: a producer that ran ahead
     onto its next band would hold every consumer of its last one."""
@@ -379,6 +380,9 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     waiting = [len(ps) for ps in producers]
     free: dict[int, float] = dict.fromkeys(cores, 0.0)
     ready = {i for i, n in enumerate(waiting) if n == 0}
+    level = [0] * len(computes)  # the longest chain of computes leading to each
+    for i, ps in enumerate(producers):
+        level[i] = 1 + max((level[p] for p in ps), default=0)
     costs = [compute_cost(c) for c in computes]
     slack = SLACK * float(np.median(costs)) if costs else 0.0
 
@@ -389,7 +393,7 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     while ready:
         starts = {i: start(i) for i in ready}
         earliest = min(starts.values())
-        i = max(i for i, at in starts.items() if at <= earliest + slack)
+        i = max((i for i, at in starts.items() if at <= earliest + slack), key=lambda i: (level[i], -i))
         ready.remove(i)
         at = starts[i]
         for p in producers[i]:
