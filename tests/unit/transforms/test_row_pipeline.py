@@ -3,7 +3,9 @@ windows need have arrived. The instructions compute exactly what the layer-by-la
 and the estimate's latency drops on a deep CNN."""
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -11,10 +13,15 @@ import pytest
 
 import cimxdsl
 from cimxdsl.api import CompileError, compile_pim
+from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_compile import main as cim_compile
+from cimxdsl.transforms.pim.mapping import bands as bands_module
+from cimxdsl.transforms.pim.mapping.bands import BAND, wavefront_order
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
+from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, resnet_program
 from tests.unit.transforms.test_packing import lower_checked
+from tests.unit.transforms.test_spatial_mapping import two_layers
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 
@@ -141,3 +148,44 @@ def test_last_convolution_before_global_pooling_is_cut_into_bands(mapping, tmp_p
     _, _, _, module = lower_checked(text, x, stages("row", mapping, 12), tmp_path)  # exact at every level
     summary = next(op.attributes["spat.pipeline"].data for op in module.walk() if "spat.pipeline" in op.attributes)
     assert summary.startswith(f"row pipeline: {layers * size} bands of at least 1 row; 1 compute on whole images")
+
+
+def test_replicas_take_a_layers_bands_in_turn():
+    """The replicas of a layer work down the image side by side: its bands go to them in turn, so a
+    consumer's first band needs the first bands of every replica rather than the last band of a
+    replica's block of rows (its halo row), which would come only when that replica is done."""
+    module = parse(two_layers())
+    apply(module, "cinm-to-spatial{xbar-size=16 crossbars-per-compute=9}")
+    apply(module, "spatial-mapping{strategy=greedy cores=3 crossbars-per-core=9 pipeline=row}")
+    bands = [op for op in module.walk() if isinstance(op, spat.ComputeOp) and len(op.weights) == 9]
+    rows = [op.attributes[BAND].data[0].value.data for op in bands]  # pyright: ignore[reportAttributeAccessIssue]
+    cores = [op.attributes["core"].value.data for op in bands]  # pyright: ignore[reportAttributeAccessIssue]
+    assert rows == list(range(1, 9))  # eight bands of one row
+    assert cores == [cores[0], cores[1]] * 4 and cores[0] != cores[1]
+
+
+@dataclass(eq=False)
+class Band:
+    """A stand-in for a band in `wavefront_order`: its inputs' producers and its time."""
+
+    cost: float
+    after: tuple["Band", ...] = ()
+
+    @property
+    def inputs(self):
+        return [SimpleNamespace(owner=p) for p in self.after]
+
+
+def test_wavefront_order_lets_a_consumer_go_before_its_producer_moves_on(monkeypatch):
+    # Core 0 computes p0 then p1; core 1 is busy with x until 1.2, then c0 reads p0. Blocking
+    # transfers sit at the consumer's place: if p1 went first (it can start at 1.0, c0 only at
+    # 1.2), c0 would wait for p1 too and start at 2. Within the slack the consumer goes first.
+    monkeypatch.setattr(bands_module, "compute_cost", lambda band, *_: band.cost * 1e6)
+    p0, p1, x = Band(1.0), Band(1.0), Band(1.2)
+    c0 = Band(1.0, (p0,))
+    c1 = Band(1.0, (p1,))
+    order = wavefront_order([p0, p1, x, c0, c1], [0, 0, 1, 1, 1])  # pyright: ignore[reportArgumentType]
+    assert order.index(c0) < order.index(p1)
+    # Bands of one layer ready together run top rows first.
+    a = [Band(1.0) for _ in range(3)]
+    assert wavefront_order(a, [0, 0, 0]) == a  # pyright: ignore[reportArgumentType]
