@@ -1,6 +1,8 @@
 """NumPy implementations of `arith` (element-wise on arrays as on scalars); they replace xDSL's
 scalar-only ones."""
 
+from collections.abc import Callable
+
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
@@ -44,43 +46,47 @@ def unsigned_remainder(a, b):
     return np.remainder(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
 
 
-@register_impls
+ELEMENTWISE: dict[type, Callable] = {
+    arith.AddiOp: np.add,
+    arith.AddfOp: np.add,
+    arith.SubiOp: np.subtract,
+    arith.SubfOp: np.subtract,
+    arith.MuliOp: np.multiply,
+    arith.MulfOp: np.multiply,
+    arith.DivfOp: np.true_divide,
+    arith.DivSIOp: divide,
+    arith.FloorDivSIOp: np.floor_divide,
+    arith.RemSIOp: np.fmod,
+    arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum,
+    arith.MaximumfOp: np.maximum,
+    arith.MinimumfOp: np.minimum,
+    arith.AndIOp: np.bitwise_and,
+    arith.OrIOp: np.bitwise_or,
+    arith.XOrIOp: np.bitwise_xor,
+    arith.ShLIOp: np.left_shift,
+    arith.ShRSIOp: np.right_shift,
+    arith.NegfOp: np.negative,
+    arith.ExtSIOp: identity,
+    arith.TruncIOp: identity,
+    arith.SIToFPOp: identity,
+    arith.UIToFPOp: identity,
+    arith.ExtUIOp: identity,
+    arith.FPToSIOp: identity,
+    arith.ExtFOp: identity,
+    arith.TruncFOp: identity,
+    arith.IndexCastOp: identity,
+    arith.RemUIOp: unsigned_remainder,
+}
+"""The element-wise ops and the NumPy functions they are (`elementwise`)."""
+
+
 class ArithFunctions(InterpreterFunctions):
-    """The element-wise ops share one implementation (`elementwise`)."""
+    """The element-wise ops share one implementation (`elementwise`, `ELEMENTWISE`)."""
 
     @impl(arith.ConstantOp)
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues):
         return (constant_value(op),)
-
-    run_addi = impl(arith.AddiOp)(elementwise(np.add))
-    run_addf = impl(arith.AddfOp)(elementwise(np.add))
-    run_subi = impl(arith.SubiOp)(elementwise(np.subtract))
-    run_subf = impl(arith.SubfOp)(elementwise(np.subtract))
-    run_muli = impl(arith.MuliOp)(elementwise(np.multiply))
-    run_mulf = impl(arith.MulfOp)(elementwise(np.multiply))
-    run_divf = impl(arith.DivfOp)(elementwise(np.true_divide))
-    run_divsi = impl(arith.DivSIOp)(elementwise(divide))
-    run_floordivsi = impl(arith.FloorDivSIOp)(elementwise(np.floor_divide))
-    run_remsi = impl(arith.RemSIOp)(elementwise(np.fmod))
-    run_maxsi = impl(arith.MaxSIOp)(elementwise(np.maximum))
-    run_minsi = impl(arith.MinSIOp)(elementwise(np.minimum))
-    run_maximumf = impl(arith.MaximumfOp)(elementwise(np.maximum))
-    run_minimumf = impl(arith.MinimumfOp)(elementwise(np.minimum))
-    run_andi = impl(arith.AndIOp)(elementwise(np.bitwise_and))
-    run_ori = impl(arith.OrIOp)(elementwise(np.bitwise_or))
-    run_xori = impl(arith.XOrIOp)(elementwise(np.bitwise_xor))
-    run_shli = impl(arith.ShLIOp)(elementwise(np.left_shift))
-    run_shrsi = impl(arith.ShRSIOp)(elementwise(np.right_shift))
-    run_negf = impl(arith.NegfOp)(elementwise(np.negative))
-    run_extsi = impl(arith.ExtSIOp)(elementwise(identity))
-    run_trunci = impl(arith.TruncIOp)(elementwise(identity))
-    run_sitofp = impl(arith.SIToFPOp)(elementwise(identity))
-    run_uitofp = impl(arith.UIToFPOp)(elementwise(identity))
-    run_extui = impl(arith.ExtUIOp)(elementwise(identity))
-    run_fptosi = impl(arith.FPToSIOp)(elementwise(identity))
-    run_extf = impl(arith.ExtFOp)(elementwise(identity))
-    run_truncf = impl(arith.TruncFOp)(elementwise(identity))
-    run_index_cast = impl(arith.IndexCastOp)(elementwise(identity))
 
     @impl(arith.SelectOp)
     def run_select(self, interpreter: Interpreter, op: arith.SelectOp, args: PythonValues):
@@ -94,4 +100,7 @@ class ArithFunctions(InterpreterFunctions):
     def run_cmpi(self, interpreter: Interpreter, op: arith.CmpiOp, args: PythonValues):
         return result_of(op, compare(CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])(*args))
 
-    run_remui = impl(arith.RemUIOp)(elementwise(unsigned_remainder))
+
+for _kind, _function in ELEMENTWISE.items():
+    setattr(ArithFunctions, f"run_{_kind.__name__}", impl(_kind)(elementwise(_function)))
+ArithFunctions = register_impls(ArithFunctions)

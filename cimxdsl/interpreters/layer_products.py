@@ -36,7 +36,6 @@ from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.memristor import runtime_op
 from cimxdsl.interpreters.patches import Patches, channelwise_product, column_order, im2col_geometry, integer_bound
 from cimxdsl.interpreters.runtime import CrossbarRuntime
-from cimxdsl.interpreters.shaped_steps import shaped_implementation
 from cimxdsl.interpreters.values import VIEWS, as_type, read_only
 
 _SUMS = (arith.AddfOp, arith.AddiOp)
@@ -468,10 +467,6 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     ]
     for slot, i in last.items():
         fused[i] = replace(fused[i], released=(*fused[i].released, slot))
-    for i, step in enumerate(fused):
-        shaped = shaped_implementation(step.op) if step.implementation is None else None
-        if shaped is not None:
-            fused[i] = replace(step, implementation=shaped)
     return booked_in_bulk(fused, constants, {i: tiles for i, (_, _, tiles) in counted.items()}, graph, runtime)
 
 
@@ -656,16 +651,31 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
     return run
 
 
+FEW_GROUPS = 16
+"""The most groups `grouped_matmul` multiplies one at a time (a call each costs less than the
+batched product's pass over strided groups; many small groups, as a depthwise layer's, are the
+other way round)."""
+
+
 def grouped_matmul(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """The G products x[:, g·d:(g+1)·d]·weights[g] side by side (M × G·f), exactly as
-    `exact_matmul` computes each: one batched product over the (G, M, d) stack of x's groups."""
+    `exact_matmul` computes each: a product per group on its columns of x into its columns of the
+    result for `FEW_GROUPS` or fewer, else one batched product over the (G, M, d) stack of x's
+    groups."""
     count, depth, width = weights.shape
     rows = x.shape[0]
-    groups = x.reshape(rows, count, depth).transpose(1, 0, 2)
-    if x.dtype.kind == "f" or weights.dtype.kind == "f":
-        products = np.matmul(groups, weights)
+    integer = x.dtype.kind != "f" and weights.dtype.kind != "f"
+    if not integer:
+        kind = np.result_type(x, weights)
     else:
         exact_in_float = integer_bound(x, weights, depth) < 2**53  # (float64 BLAS while every partial sum is exact)
-        kind = np.float64 if exact_in_float else np.int64
-        products = np.matmul(groups.astype(kind), weights.astype(kind)).astype(np.int64)
-    return products.transpose(1, 0, 2).reshape(rows, count * width)
+        kind = np.dtype(np.float64 if exact_in_float else np.int64)
+        x, weights = x.astype(kind), weights.astype(kind)
+    if count > FEW_GROUPS:
+        products = np.matmul(x.reshape(rows, count, depth).transpose(1, 0, 2), weights).transpose(1, 0, 2)
+    else:
+        products = np.empty((rows, count, width), kind)
+        for g in range(count):
+            np.matmul(x[:, g * depth : (g + 1) * depth], weights[g], out=products[:, g])
+    products = products.reshape(rows, count * width)
+    return products.astype(np.int64, copy=False) if integer else products

@@ -1,5 +1,7 @@
 """NumPy implementations of `math`, element-wise."""
 
+from collections.abc import Callable
+
 import numpy as np
 from xdsl.dialects import math
 from xdsl.interpreter import InterpreterFunctions, impl, register_impls
@@ -7,21 +9,30 @@ from xdsl.interpreter import InterpreterFunctions, impl, register_impls
 from cimxdsl.interpreters.numeric import erf, round_half_away
 from cimxdsl.interpreters.values import elementwise
 
+ELEMENTWISE: dict[type, Callable] = {
+    math.PowFOp: np.power,
+    math.ExpOp: np.exp,
+    math.TanhOp: np.tanh,
+    math.SqrtOp: np.sqrt,
+    math.ErfOp: erf,
+    math.RoundEvenOp: np.rint,
+    math.AbsFOp: np.abs,
+    math.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    math.CosOp: np.cos,
+    math.SinOp: np.sin,
+    math.AbsIOp: np.abs,
+    math.LogOp: np.log,
+    math.CeilOp: np.ceil,
+    math.FloorOp: np.floor,
+    math.RoundOp: round_half_away,
+}
+"""The ops and the NumPy functions they are (`elementwise`)."""
 
-@register_impls
+
 class MathFunctions(InterpreterFunctions):
-    run_powf = impl(math.PowFOp)(elementwise(np.power))
-    run_exp = impl(math.ExpOp)(elementwise(np.exp))
-    run_tanh = impl(math.TanhOp)(elementwise(np.tanh))
-    run_sqrt = impl(math.SqrtOp)(elementwise(np.sqrt))
-    run_erf = impl(math.ErfOp)(elementwise(erf))
-    run_roundeven = impl(math.RoundEvenOp)(elementwise(np.rint))
-    run_absf = impl(math.AbsFOp)(elementwise(np.abs))
-    run_rsqrt = impl(math.RsqrtOp)(elementwise(lambda x: 1 / np.sqrt(x)))
-    run_cos = impl(math.CosOp)(elementwise(np.cos))
-    run_sin = impl(math.SinOp)(elementwise(np.sin))
-    run_absi = impl(math.AbsIOp)(elementwise(np.abs))
-    run_log = impl(math.LogOp)(elementwise(np.log))
-    run_ceil = impl(math.CeilOp)(elementwise(np.ceil))
-    run_floor = impl(math.FloorOp)(elementwise(np.floor))
-    run_round = impl(math.RoundOp)(elementwise(round_half_away))
+    """Each op is `elementwise` of its function in `ELEMENTWISE`."""
+
+
+for _kind, _function in ELEMENTWISE.items():
+    setattr(MathFunctions, f"run_{_kind.__name__}", impl(_kind)(elementwise(_function)))
+MathFunctions = register_impls(MathFunctions)

@@ -26,6 +26,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
+from cimxdsl.interpreters.host_steps import host_runs
 from cimxdsl.interpreters.layer_products import fuse_layer_products
 from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops
 from cimxdsl.interpreters.runtime import CrossbarRuntime
@@ -48,6 +49,9 @@ class Step:
     implementation: Callable[[Interpreter, Operation, tuple], tuple] | None = None
     """What runs instead of the op's registered implementation (a call with its callee looked up
     once, a layer's product, `layer_products`); None: the op runs on the interpreter (`Interpreter.run_op`)."""
+    observed: bool = False
+    """Whether the implementation shows the listeners the ops it runs, and names the op that fails,
+    itself (a run of host steps, `host_steps`)."""
 
 
 class PreparedFunction:
@@ -68,7 +72,8 @@ class PreparedFunction:
         self.runtime = runtime
         self.steps: list[Step] | None = None
         self.fused: list[Step] | None = None
-        """The steps with the tiles of each product run as one (`layer_products`), if any are."""
+        """The steps with the tiles of each product run as one (`layer_products`), if any are, and
+        each run of host steps as one (`host_steps`)."""
         self.constants: list = []
         self.arguments: tuple[int, ...] = ()
         self._callees: dict[str, Callable | None] = {}
@@ -113,6 +118,8 @@ class PreparedFunction:
         observed and reported as the interpreter runs an op."""
         if step.implementation is None:
             return self.interpreter.run_op(step.op, args)
+        if step.observed:
+            return step.implementation(self.interpreter, step.op, args)
         for listener in self.listeners:
             listener.will_interpret_op(step.op, args)
         try:
@@ -182,8 +189,8 @@ class PreparedFunction:
         for key, value in constants.items():
             self.constants[key] = value
         self.steps = steps
-        if self.runtime is not None:
-            self.fused = fuse_layer_products(steps, constants, self.runtime)
+        fused = fuse_layer_products(steps, constants, self.runtime) if self.runtime is not None else None
+        self.fused = host_runs(steps if fused is None else fused, constants, self.listeners)
 
     def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
         """A call with its callee looked up once: a declaration's external function (as

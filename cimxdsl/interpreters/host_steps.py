@@ -1,0 +1,276 @@
+"""Host steps of a prepared function as NumPy calls built once, and runs of them as one step.
+
+Between the products of two layers a network's body is a run of host ops on tensors: bias adds,
+ReLUs, batch normalisations, the transposes and reshapes of layout changes and channel shuffles,
+pads, slices and concatenations. Run on the interpreter, each op costs tens of µs of dispatch (its
+implementation looked up, its attributes read, its result converted to its type), more than the
+NumPy work of most of them. Here each such op is given, when the program is prepared, a function
+of its operands with its attributes and result type read once (`host_step`), and each run of
+consecutive such steps is one step (`HostRun`) that runs them on values of its own: the values
+made and dead inside the run never reach the function's slots, NumPy's floating-point warnings
+are set once for the run (IEEE results, as `values.elementwise`), an op whose operands are all
+constants is computed once, and an element-wise op one of whose operands is an array the run
+made for this op alone writes its result into that array. The listeners see each op with its
+operands and results as the interpreter shows them; an error names the op that failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from xdsl.dialects import arith as arith_dialect
+from xdsl.dialects import tensor, tosa
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.dialects.linalg.ops import BroadcastOp, TransposeOp
+from xdsl.interpreter import Interpreter
+from xdsl.ir import Operation
+
+from cimxdsl.dialects.utils import numpy_dtype
+from cimxdsl.interpreters import arith, math
+from cimxdsl.interpreters.tensor import checked_slices, pad
+from cimxdsl.interpreters.values import constant_value, read_only
+
+ELEMENTWISE = {**arith.ELEMENTWISE, **math.ELEMENTWISE}
+RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ReshapeOp)
+
+
+@dataclass(frozen=True)
+class HostStep:
+    """An op's implementation as a function of its operands' values, with what a run needs to
+    know of it."""
+
+    run: Callable[[tuple], tuple]
+    reads: tuple[int, ...]
+    """The operands whose values it reads (a tensor result's `outs` is not read)."""
+    into: Callable[[tuple, np.ndarray], None] | None = None
+    """For an element-wise op whose operands all have its result's type: writes the result into
+    an array of that type (one of its operands, dead after it)."""
+    fresh: bool = False
+    """Whether its result is always a new array (not a view of an operand or a constant)."""
+
+
+def static_tensor(t) -> tuple[int, ...] | None:
+    """The shape of a tensor type of static shape, else None."""
+    if not isinstance(t, TensorType) or DYNAMIC_INDEX in t.get_shape():
+        return None
+    return tuple(t.get_shape())
+
+
+def host_step(op: Operation, constant: Callable[[object], object]) -> HostStep | None:
+    """`op`'s `HostStep`, or None for an op it does not cover (not a host op on tensors of static
+    shapes, or one whose attributes are not all static). `constant`: the value of a value of the
+    body that is a constant, else None."""
+    if len(op.results) != 1 or any(not isinstance(v.type, TensorType) for v in (*op.operands, *op.results)):
+        return None
+    shape = static_tensor(op.results[0].type)
+    if shape is None:
+        return None
+    dtype = numpy_dtype(op.results[0].type.element_type)
+    operands = tuple(range(len(op.operands)))
+    if type(op) in ELEMENTWISE and not op.regions:
+        return elementwise_step(op, ELEMENTWISE[type(op)], dtype)
+    if isinstance(op, tosa.ClampOp):
+        low, high = op.min_val.value.data, op.max_val.value.data
+        into = (lambda args, out: np.clip(args[0], low, high, out=out)) if same_types(op) else None
+        return HostStep(lambda args: (typed(np.clip(args[0], low, high), dtype),), operands, into, fresh=True)
+    if isinstance(op, tensor.EmptyOp):
+        value = np.broadcast_to(np.zeros((), dtype), shape)  # (read-only, as `tensor.empty` gives)
+        return HostStep(lambda args: (value,), ())
+    if isinstance(op, RESHAPES):
+        return HostStep(lambda args: (np.reshape(args[0], shape),), (0,))
+    if isinstance(op, tensor.CastOp):
+        return HostStep(lambda args: (args[0],), (0,))
+    if isinstance(op, TransposeOp):
+        permutation = tuple(op.permutation.get_values())
+        return HostStep(lambda args: (typed(np.transpose(args[0], permutation), dtype),), (0,))
+    if isinstance(op, BroadcastOp):
+        dimensions = tuple(op.dimensions.get_values())
+        return HostStep(lambda args: (np.broadcast_to(np.expand_dims(args[0], dimensions), shape),), (0,))
+    if isinstance(op, tensor.ConcatOp):
+        axis = op.dim.value.data
+        return HostStep(lambda args: (np.concatenate(args, axis=axis),), operands, fresh=True)
+    if isinstance(op, tensor.ExtractSliceOp | tensor.InsertSliceOp):
+        return slice_step(op, shape)
+    if isinstance(op, tensor.PadOp):
+        return pad_step(op, constant)
+    return None
+
+
+def same_types(op: Operation) -> bool:
+    return all(v.type == op.results[0].type for v in op.operands)
+
+
+def typed(value, dtype: np.dtype) -> np.ndarray:
+    """`value` as an array of `dtype` (`values.as_type` on a shaped type)."""
+    if not isinstance(value, np.ndarray) or value.dtype != dtype:
+        value = np.asarray(value).astype(dtype, copy=False)
+    return value
+
+
+def elementwise_step(op: Operation, function: Callable, dtype: np.dtype) -> HostStep:
+    def run(args):
+        return (typed(function(*args), dtype),)
+
+    ufunc = isinstance(function, np.ufunc)
+    into = (lambda args, out: function(*args, out=out)) if ufunc and function.nout == 1 and same_types(op) else None
+    return HostStep(run, tuple(range(len(op.operands))), into, fresh=ufunc)
+
+
+def slice_step(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, shape: tuple[int, ...]) -> HostStep | None:
+    attributes = (op.static_offsets, op.static_sizes, op.static_strides)
+    offsets, sizes, strides = (tuple(a.get_values()) for a in attributes)
+    extract = isinstance(op, tensor.ExtractSliceOp)
+    whole = static_tensor(op.source.type if extract else op.dest.type)
+    if whole is None or len(op.operands) != (1 if extract else 2) or len(offsets) != len(whole):
+        return None
+    try:
+        index = checked_slices(op, offsets, sizes, strides, whole)
+    except Exception:
+        return None  # (the op fails when it is reached, naming itself)
+    if extract:
+        return HostStep(lambda args: (args[0][index].reshape(shape),), (0,))
+
+    def insert(args):
+        result = np.array(args[1], copy=True)
+        result[index] = np.reshape(args[0], result[index].shape)
+        return (result,)
+
+    return HostStep(insert, (0, 1), fresh=True)
+
+
+def pad_step(op: tensor.PadOp, constant: Callable[[object], object]) -> HostStep | None:
+    """A pad whose region yields a constant (defined in it, or outside it)."""
+    block = op.region.block
+    yielded = block.last_op.operands[0] if block.last_op is not None and len(block.last_op.operands) == 1 else None
+    owner = getattr(yielded, "owner", None)
+    if isinstance(owner, arith_dialect.ConstantOp) and owner.parent is block:
+        value = constant_value(owner)
+    elif yielded is not None and owner is not block and not (isinstance(owner, Operation) and owner.parent is block):
+        value = constant(yielded)
+    else:
+        return None
+    if value is None or np.ndim(value) != 0 or len(op.operands) != 1:
+        return None
+    widths = list(zip(op.static_low.get_values(), op.static_high.get_values(), strict=True))
+    if DYNAMIC_INDEX in (w for pair in widths for w in pair):
+        return None
+    return HostStep(lambda args: (pad(np.asarray(args[0]), widths, value),), (0,), fresh=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One op of a `HostRun`: its step, the run's values it reads and makes, those that die after
+    it, and the operand it writes its result into (-1: none)."""
+
+    op: Operation
+    step: HostStep
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    dead: tuple[int, ...]
+    into: int
+
+
+class HostRun:
+    """The implementation of a run of host steps as one step (module docstring). Its operands
+    are the run's first values, its results those it makes that outlive it."""
+
+    def __init__(self, parts: list[Part], initial: list, outputs: tuple[int, ...], listeners: Sequence):
+        self.parts, self.initial, self.outputs, self.listeners = parts, initial, outputs, tuple(listeners)
+
+    def __call__(self, interpreter: Interpreter, op: Operation, args: tuple) -> tuple:
+        values = list(self.initial)
+        values[: len(args)] = args
+        listeners = self.listeners
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            for part in self.parts:
+                operands = tuple([values[i] for i in part.operands])
+                for listener in listeners:
+                    listener.will_interpret_op(part.op, operands)
+                try:
+                    results = part.step.run(operands) if part.into < 0 else self._into(part, operands)
+                except Exception as e:
+                    part.op.emit_error("Error while interpreting op", e)
+                for listener in listeners:
+                    listener.did_interpret_op(part.op, results)
+                for i, value in zip(part.results, results, strict=True):
+                    values[i] = value
+                for i in part.dead:
+                    values[i] = None
+        return tuple([values[i] for i in self.outputs])
+
+    @staticmethod
+    def _into(part: Part, operands: tuple) -> tuple:
+        out = operands[part.into]
+        if any(a.dtype != out.dtype for a in operands):
+            return part.step.run(operands)
+        part.step.into(operands, out)
+        return (out,)
+
+
+def host_runs(steps: list, constants: dict[int, object], listeners: Sequence) -> list:
+    """`steps` with each run of consecutive host steps (`host_step`) as one `HostRun` step.
+    `constants`: the values of the constant slots; `listeners`: those that see the ops run."""
+    found: list = []
+    run: list[tuple] = []  # (step, host step)
+    for step in steps:
+        host = None
+        if step.implementation is None:
+            captured = dict(step.captured)
+            host = host_step(step.op, lambda v: constants.get(captured.get(v, -1)))
+        if host is not None:
+            run.append((step, host))
+            continue
+        if run:
+            found.append(joined(run, constants, listeners))
+            run = []
+        found.append(step)
+    if run:
+        found.append(joined(run, constants, listeners))
+    return found
+
+
+def joined(run: list[tuple], constants: dict[int, object], listeners: Sequence):
+    """The `HostRun` step of `run` ((step, host step) each)."""
+    made = [slot for step, _ in run for slot in step.results]
+    inputs = list(dict.fromkeys(s for step, _ in run for s in step.operands if s not in constants and s not in made))
+    local = {slot: i for i, slot in enumerate(inputs)}  # a slot's index among the run's values
+    initial: list = [None] * len(inputs)
+    for step, _ in run:
+        for slot in (*step.operands, *step.results):
+            if slot not in local:
+                local[slot] = len(initial)
+                initial.append(constants.get(slot))
+    released = {slot for step, _ in run for slot in step.released}
+    fresh: set[int] = set()  # the run's values that are new arrays it made
+    parts: list[Part] = []
+    for step, host in run:
+        if all(step.operands[i] in constants for i in host.reads):  # (computed once)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                values = host.run(tuple(constants.get(s) for s in step.operands))
+            for slot, value in zip(step.results, values, strict=True):
+                constants[slot] = initial[local[slot]] = read_only(value)
+            continue
+        operands = tuple(local[s] for s in step.operands)
+        dead = tuple(local[s] for s in step.released if s in local and s not in inputs)
+        into = -1
+        if host.into is not None:
+            for k, value in enumerate(step.op.operands):
+                if operands[k] in fresh and operands[k] in dead and value.has_one_use():
+                    into = k
+                    break
+        parts.append(Part(step.op, host, operands, tuple(local[s] for s in step.results), dead, into))
+        if host.fresh:
+            fresh.update(local[s] for s in step.results)
+    outputs = tuple(slot for slot in made if slot not in released)
+    return replace(
+        run[0][0],
+        op=run[-1][0].op,
+        operands=tuple(inputs),
+        results=outputs,
+        released=tuple(s for s in dict.fromkeys(s for step, _ in run for s in step.released) if s in inputs),
+        captured=(),
+        implementation=HostRun(parts, initial, tuple(local[s] for s in outputs), listeners),
+        observed=True,
+    )
