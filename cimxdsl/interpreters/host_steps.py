@@ -2,7 +2,7 @@
 
 Between the products of two layers a network's body is a run of host ops on tensors: bias adds,
 ReLUs, batch normalisations, the transposes and reshapes of layout changes and channel shuffles,
-pads, slices and concatenations. Run on the interpreter, each op costs tens of µs of dispatch (its
+pads, poolings, slices and concatenations. Run on the interpreter, each op costs tens of µs of dispatch (its
 implementation looked up, its attributes read, its result converted to its type), more than the
 NumPy work of most of them. Here each such op is given, when the program is prepared, a function
 of its operands with its attributes and result type read once (`host_step`), and each run of
@@ -30,6 +30,7 @@ from xdsl.ir import Operation
 from cimxdsl.dialects.utils import numpy_dtype
 from cimxdsl.interpreters import arith, math
 from cimxdsl.interpreters.tensor import checked_slices, pad
+from cimxdsl.interpreters.tosa import pooled
 from cimxdsl.interpreters.values import constant_value, read_only
 
 ELEMENTWISE = {**arith.ELEMENTWISE, **math.ELEMENTWISE}
@@ -75,6 +76,8 @@ def host_step(op: Operation, constant: Callable[[object], object]) -> HostStep |
         low, high = op.min_val.value.data, op.max_val.value.data
         into = (lambda args, out: np.clip(args[0], low, high, out=out)) if same_types(op) else None
         return HostStep(lambda args: (typed(np.clip(args[0], low, high), dtype),), operands, into, fresh=True)
+    if isinstance(op, tosa.MaxPool2DOp | tosa.AvgPool2DOp):
+        return HostStep(lambda args: (typed(pooled(op, np.asarray(args[0])), dtype),), (0,), fresh=True)
     if isinstance(op, tensor.EmptyOp):
         value = np.broadcast_to(np.zeros((), dtype), shape)  # (read-only, as `tensor.empty` gives)
         return HostStep(lambda args: (value,), ())

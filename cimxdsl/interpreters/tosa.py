@@ -22,24 +22,50 @@ def reduction(function: Callable):
 def pool(x: np.ndarray, op, combine) -> tuple[np.ndarray, np.ndarray]:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
     offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
-    pixel, how many window elements are real (not padding), shaped to broadcast over the result."""
+    pixel, how many window elements are real (not padding), shaped to broadcast over the result.
+    Each offset combines the outputs whose window has a real element there with those elements, a
+    strided view of `x` (no padded copy)."""
     top, bottom, left, right = op.pad.get_values()
     (kh, kw), (sh, sw) = op.kernel.get_values(), op.stride.get_values()
-    widths = [(0, 0), (top, bottom), (left, right), (0, 0)]
+    n, h, w, c = x.shape
+    oh, ow = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
     if combine is np.maximum:
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-        padded = np.pad(x, widths, constant_values=lowest)
+        result = np.full((n, oh, ow, c), lowest, x.dtype)
     else:
-        padded = np.pad(x.astype(np.float64), widths)
-    oh, ow = (padded.shape[1] - kh) // sh + 1, (padded.shape[2] - kw) // sw + 1
-    result = None
+        x, result = x.astype(np.float64), np.zeros((n, oh, ow, c), np.float64)
     for ky in range(kh):
+        (y0, y1), rows = real_outputs(ky, top, sh, oh, h)
         for kx in range(kw):
-            window = padded[:, ky : ky + sh * (oh - 1) + 1 : sh, kx : kx + sw * (ow - 1) + 1 : sw]
-            result = window.copy() if result is None else combine(result, window, out=result)
-    inside = np.pad(np.ones(x.shape[1:3]), widths[1:3])
-    counts = np.lib.stride_tricks.sliding_window_view(inside, (kh, kw))[::sh, ::sw].sum(axis=(-2, -1))
+            (x0, x1), columns = real_outputs(kx, left, sw, ow, w)
+            if y0 < y1 and x0 < x1:
+                target = result[:, y0:y1, x0:x1]
+                combine(target, x[:, rows, columns], out=target)
+    counts = np.outer(real_counts(kh, top, sh, oh, h), real_counts(kw, left, sw, ow, w))
     return result, counts[None, :, :, None]
+
+
+def real_outputs(k: int, low: int, stride: int, outputs: int, size: int) -> tuple[tuple[int, int], slice]:
+    """Along one axis, the outputs [o0, o1) whose window's offset `k` falls inside the input (not
+    in the padding), and the input elements they read there."""
+    first = max(0, -(-(low - k) // stride))
+    last = min(outputs, (size - 1 + low - k) // stride + 1)
+    start = first * stride + k - low
+    return (first, last), slice(start, start + (last - first - 1) * stride + 1 if last > first else start, stride)
+
+
+def real_counts(k: int, low: int, stride: int, outputs: int, size: int) -> np.ndarray:
+    """Along one axis, how many of each output's window elements are inside the input."""
+    positions = np.arange(outputs)[:, None] * stride + np.arange(k)[None, :] - low
+    return ((positions >= 0) & (positions < size)).sum(axis=1).astype(np.float64)
+
+
+def pooled(op: tosa.MaxPool2DOp | tosa.AvgPool2DOp, x: np.ndarray) -> np.ndarray:
+    """A max or average pooling of the NHWC `x` (before conversion to the result's type)."""
+    if isinstance(op, tosa.MaxPool2DOp):
+        return pool(x, op, np.maximum)[0]
+    sums, counts = pool(x, op, np.add)
+    return sums / counts
 
 
 @register_impls
@@ -56,9 +82,8 @@ class TosaFunctions(InterpreterFunctions):
 
     @impl(tosa.MaxPool2DOp)
     def run_max_pool(self, interpreter: Interpreter, op: tosa.MaxPool2DOp, args: PythonValues):
-        return result_of(op, pool(np.asarray(args[0]), op, np.maximum)[0])
+        return result_of(op, pooled(op, np.asarray(args[0])))
 
     @impl(tosa.AvgPool2DOp)
     def run_avg_pool(self, interpreter: Interpreter, op: tosa.AvgPool2DOp, args: PythonValues):
-        sums, counts = pool(np.asarray(args[0]), op, np.add)
-        return result_of(op, sums / counts)
+        return result_of(op, pooled(op, np.asarray(args[0])))
