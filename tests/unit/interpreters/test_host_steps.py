@@ -3,10 +3,12 @@ the interpreter, bit for bit, with constants computed once, results written into
 dead arrays only, and every op run shown to the listeners."""
 
 import numpy as np
+import pytest
+from xdsl.utils.exceptions import InterpretationError
 
 import cimxdsl
 from cimxdsl.device import Device
-from cimxdsl.interpreters import build_interpreter, entry_function
+from cimxdsl.interpreters import Program, build_interpreter, entry_function
 from cimxdsl.interpreters.host_steps import HostRun, host_runs
 from cimxdsl.interpreters.prepared import PreparedFunction
 from tests.unit.helpers import parse
@@ -114,3 +116,17 @@ def test_a_compiled_network_runs_its_host_ops_in_runs_bit_for_bit():
     program.layer_products = False
     np.testing.assert_array_equal(ours, compiled(images))
     assert report == compiled.last_run.device.report()
+
+
+def test_an_op_failing_in_a_run_is_named():
+    program = Program(parse(PROGRAM), Device("ideal"))
+    (run, _) = program.prepared.fused
+    clamp = next(part for part in run.implementation.parts if part.op.name == "tosa.clamp")
+
+    def failing(args):
+        raise ValueError("no clamp today")
+
+    object.__setattr__(clamp.step, "run", failing)
+    object.__setattr__(clamp.step, "into", lambda args, out: failing(args))
+    with pytest.raises(InterpretationError, match=r"^'tosa\.clamp': no clamp today$"):
+        program(list(inputs()))
