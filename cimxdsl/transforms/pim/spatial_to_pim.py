@@ -12,14 +12,17 @@ Each core (`pim.core`, its weights the concatenation of its computes' weights, `
 indices shifted accordingly) runs the bodies of its computes in program order. Values between
 computes on different cores travel through a fresh channel: a `spat.channel_send` on the producer
 core and the matching `spat.channel_receive` on the consumer core, both at one step of a global
-order that every core's body follows (compute by compute in program order: its inputs, then its
-body), so the blocking transfers cannot deadlock. With `forward` (the default) a value that would
-skip a stage (a residual's input, sent from an early core to a late one) is relayed through the
-cores of the stages between, so that in a stream of images no core waits on a core more than one
-stage away, and in the layer pipeline each transfer is a step among the inputs of the receiving
-core's first compute in the value's stage or later, each core receiving first the values ready
-first: a core receives everything an image needs before computing it, and no sender waits for an
-unrelated compute of its receiver (`transfer_key`). In the row pipeline, whose wavefront order
+order that every core's body follows, so the blocking transfers cannot deadlock: in the layer
+pipeline stage by stage (a compute's stage: the longest chain of computes leading to it), the
+inputs of all the stage's computes before their bodies, so that the replicas of a layer send one
+another the rows their windows share before computing their own; in the row pipeline compute by
+compute (its inputs, then its body). With `forward` (the default) a value that would skip a stage
+(a residual's input, sent from an early core to a late one) is relayed through the cores of the
+stages between the value's and its receiver's, so that in a stream of images no core waits on a
+core more than one stage away, and in the layer pipeline each transfer is a step among the inputs
+of the receiving core's first compute in the value's stage or later, each core receiving first the
+values ready first: a core receives everything an image needs before computing it, and no sender
+waits for an unrelated compute of its receiver (`transfer_key`). In the row pipeline, whose wavefront order
 already follows the bands' times, a transfer joins the last one between its two cores when the
 value is ready by then; otherwise it is a step among its consumer's inputs. Function-level values
 a compute reads (function inputs, constants) become global-memory buffers
@@ -128,11 +131,11 @@ def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: s
 
 
 Key = tuple
-"""Where an op of a core's body lies in the one global order every core follows: the position in
-program order of the compute it serves, 0 for the compute's inputs (transfers, loads) or 1 for its
-body, the key of the op that made a transferred value ready on its sender (so that a core receives
-first the values ready first; `()` otherwise), then the order in which ops were placed; or the key
-of another op followed by that order (just after that op)."""
+"""Where an op of a core's body lies in the one global order every core follows: the step of the
+compute it serves and of its part, 0 for the compute's inputs (transfers, loads) or 1 for its body
+(`PimState.step`), the key of the op that made a transferred value ready on its sender (so that a
+core receives first the values ready first; `()` otherwise), then the order in which ops were
+placed; or the key of another op followed by that order (just after that op)."""
 
 
 @dataclass(eq=False)
@@ -198,12 +201,21 @@ class PimState:
     """The earliest stage of each core's computes (a compute's stage: the longest chain of computes
     leading to it, so that the replicas and tiles of a layer, and parallel branches, share one)."""
 
+    def step(self, position: int, body: bool) -> tuple:
+        """The order of the inputs (`body` false) or the body of the compute at `position`: in the
+        row pipeline (its wavefront order), compute by compute; in the layer pipeline, stage by
+        stage, the inputs of all the stage's computes before their bodies, so that a core sends a
+        value to a compute of the same stage as its own next one (another replica of a layer that
+        needs its rows) before computing that one."""
+        major = (self.levels[position], int(body)) if self.pipeline == "layer" else ()
+        return (major, position, int(body))
+
     def key(self, body: bool, position: int | None = None, ready: tuple = ()) -> Key:
         """The place in the global order of the next ops put into a core: among the inputs
         (`body` false) or the body of the compute at `position` (default: the one being placed),
         for a transfer after those of values ready before `ready`."""
         self.placed += 1
-        return (self.placing if position is None else position, int(body), ready, self.placed)
+        return (*self.step(self.placing if position is None else position, body), ready, self.placed)
 
 
 def schedule_function(
@@ -400,17 +412,17 @@ def local_value(
 def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder]) -> SSAValue:
     """The compute result `value` sent to `core`. With `state.forward`, a value that would skip a
     stage (a residual's input, sent from an early core to a late one) goes through the stages
-    between: it is sent from the core of `near` (or else of those whose results `core` reads) that
-    lies between its producer and `core` and is nearest to `core`, that core receiving it first the
-    same way; each transfer goes where `transfer_key` says."""
+    between: it is sent from the core of `near` (or else of those whose results `core` reads) whose
+    earliest stage lies between the value's and `core`'s and is nearest to `core`, that core
+    receiving it first the same way; each transfer goes where `transfer_key` says."""
     producer, local = state.produced[value]
     holders = state.holders.setdefault(value, {producer: local})
     if core in holders:
         return holders[core]
     sender = producer
     if state.forward:
-        stage = state.stage
-        between = [c for c in [*near, *state.feeders.get(core, ())] if stage[producer] < stage[c] < stage[core]]
+        stage, made = state.stage, state.levels[state.positions[value.owner]]  # pyright: ignore[reportArgumentType]
+        between = [c for c in [*near, *state.feeders.get(core, ())] if made < stage[c] < stage[core]]
         if between:
             sender = max(between, key=lambda c: (stage[c], c.core_id))
             transfer(state, value, sender, ())
@@ -439,11 +451,12 @@ def transfer_key(state: PimState, sender: CoreBuilder, core: CoreBuilder, ready:
     if state.forward and ready is not None:
         if state.pipeline == "layer":
             # the value's stage: its producer's, or the one before the compute it came in with
-            stage = state.levels[ready[0]] + ready[1] - 1
+            _, made, body = ready[:3]
+            stage = state.levels[made] + body - 1
             if state.stage[core] <= state.stage[sender]:  # not downstream: wait for a later stage
                 stage += 1
-            later = core.computes[bisect.bisect_left(core.computes, ready[0]) :]
-            position = next((p for p in later if state.levels[p] >= stage), None)
+            later = [p for p in core.computes if state.step(p, False) > ready[:3] and state.levels[p] >= stage]
+            position = min(later, key=lambda p: state.step(p, False), default=None)
             return state.key(body=False, position=position, ready=ready)
         last = state.links.get((sender, core))
         if last is not None and ready < last:
