@@ -22,7 +22,9 @@ stages between the value's and its receiver's, so that in a stream of images no 
 core more than one stage away, and in the layer pipeline each transfer is a step among the inputs
 of the receiving core's first compute in the value's stage or later, each core receiving first the
 values ready first: a core receives everything an image needs before computing it, and no sender
-waits for an unrelated compute of its receiver (`transfer_key`). In the row pipeline, whose wavefront order
+waits for an unrelated compute of its receiver (`transfer_key`). A compute that reads only some
+rows of a value another core holds (a band of a replicated layer) receives only those rows, cut on
+the sender. In the row pipeline, whose wavefront order
 already follows the bands' times, a transfer joins the last one between its two cores when the
 value is ready by then; otherwise it is a step among its consumer's inputs. Function-level values
 a compute reads (function inputs, constants) become global-memory buffers
@@ -63,6 +65,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     BAND_OVERHEAD,
     DEFAULT_ROWS_PER_BAND,
     Pipeline,
+    Rows,
     peel_tail,
     row_bands,
     split_into_bands,
@@ -183,8 +186,9 @@ class PimState:
     channels: list[Operation] = field(default_factory=list)
     forward: bool = True
     """Relay values that would skip a stage through the stages between (see `transfer`)."""
-    holders: dict[SSAValue, dict[CoreBuilder, SSAValue]] = field(default_factory=dict)
-    """The cores holding each compute result (its producer first), and its value on each."""
+    holders: dict[tuple[SSAValue, Rows | None], dict[CoreBuilder, SSAValue]] = field(default_factory=dict)
+    """The cores holding each compute result or rows of it (its producer first), and its value on
+    each."""
     feeders: dict[CoreBuilder, list[CoreBuilder]] = field(default_factory=dict)
     """The cores whose results each core's computes read."""
     positions: dict[spat.ComputeOp, int] = field(default_factory=dict)
@@ -350,9 +354,10 @@ class ComputeToCore(RewritePattern):
         first_row: dict[SSAValue, int] = {}
         near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            rows = None if operand in state.produced else rows_read(arg)
+            rows = rows_read(arg)
             mapping[arg] = local_value(state, operand, core, rows, near)
-            first_row[arg] = rows[0] if rows is not None else 0
+            sliced = rows is not None and shape_of(mapping[arg])[0] != shape_of(operand)[0]
+            first_row[arg] = rows[0] if sliced else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
         body = []
@@ -382,7 +387,8 @@ def local_value(
     near: Sequence[CoreBuilder] = (),
 ) -> SSAValue:
     """`value` on `core`: local, received from a core holding it, or loaded from global memory
-    (only its rows `rows` when given); `near`: the producers of the consumer's other inputs."""
+    (only its rows `rows` when given, also when received); `near`: the producers of the consumer's
+    other inputs."""
     key = (value, core, rows)
     if key in state.received:
         return state.received[key]
@@ -390,7 +396,7 @@ def local_value(
         producer, local = state.produced[value]
         if producer is core:
             return local
-        state.received[key] = transfer(state, value, core, near)
+        state.received[key] = transfer(state, value, core, near, rows)
     else:
         if not isinstance(value.type, TensorType):
             raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
@@ -409,14 +415,24 @@ def local_value(
     return state.received[key]
 
 
-def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder]) -> SSAValue:
-    """The compute result `value` sent to `core`. With `state.forward`, a value that would skip a
-    stage (a residual's input, sent from an early core to a late one) goes through the stages
-    between: it is sent from the core of `near` (or else of those whose results `core` reads) whose
-    earliest stage lies between the value's and `core`'s and is nearest to `core`, that core
-    receiving it first the same way; each transfer goes where `transfer_key` says."""
+def transfer(
+    state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder], rows: Rows | None = None
+) -> SSAValue:
+    """The compute result `value` sent to `core` (only its rows `rows` when given, cut on its
+    producer: a band of a replicated consumer receives the rows it reads). With `state.forward`, a
+    value that would skip a stage (a residual's input, sent from an early core to a late one) goes
+    through the stages between: it is sent from the core of `near` (or else of those whose results
+    `core` reads) whose earliest stage lies between the value's and `core`'s and is nearest to
+    `core`, that core receiving it first the same way; each transfer goes where `transfer_key`
+    says."""
     producer, local = state.produced[value]
-    holders = state.holders.setdefault(value, {producer: local})
+    holders = state.holders.get((value, rows))
+    if holders is None:
+        if rows is not None:
+            cut = spat.ExtractRowsOp(local, rows[0], rows[1] - rows[0])
+            producer.add([cut], (*producer.placed[local.owner], state.key(body=False)[-1]))  # pyright: ignore
+            local = cut.result
+        holders = state.holders[(value, rows)] = {producer: local}
     if core in holders:
         return holders[core]
     sender = producer
@@ -425,11 +441,11 @@ def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence
         between = [c for c in [*near, *state.feeders.get(core, ())] if made < stage[c] < stage[core]]
         if between:
             sender = max(between, key=lambda c: (stage[c], c.core_id))
-            transfer(state, value, sender, ())
+            transfer(state, value, sender, (), rows)
     channel = spat.ChannelNewOp()
     state.channels.append(channel)
     send = spat.ChannelSendOp(holders[sender], channel)
-    receive = spat.ChannelReceiveOp(channel, local.type)
+    receive = spat.ChannelReceiveOp(channel, holders[sender].type)
     key = transfer_key(state, sender, core, sender.placed.get(holders[sender].owner))  # pyright: ignore
     sender.add([send], key)
     core.add([receive], key)

@@ -259,3 +259,18 @@ def test_replicas_of_a_layer_work_side_by_side(tmp_path):
     performance = report["performance"]
     assert "replicated" in report["mapping"]
     assert performance["throughput"] == pytest.approx(performance["throughput_bound"], rel=1e-3)
+
+
+def test_a_band_receives_only_the_rows_its_windows_read(tmp_path):
+    """An unreplicated layer sends each replica of the next only the rows its band's windows read
+    (cut on the sender), not the whole image, and the results stay exact."""
+    b = ProgramBuilder((1, 4, 8, 8), 3)
+    text = b.text(b.conv(b.relu(b.conv(b.relu(b.conv("%x", 4, 1)), 8, 3, pad=1)), 4, 1))
+    x = np.random.default_rng(4).integers(-128, 128, (1, 4, 8, 8))
+    # 4 cores of 9 crossbars: the 1×1 layers (1 crossbar) alone, the 3×3 one (9) twice.
+    _, artifacts = compile_mapped(text, x, "greedy", 4, 9, 16, tmp_path)
+    assert mvmuls(artifacts)[:2] == [242, 242]
+    sent = [sum(i.size.value.data for i in core.instructions if i.name == "pim.send") for core in artifacts.cores]
+    # The bands' rows 0-3 and 4-7 read input rows 0-4 and 3-7: 10 rows of 8 pixels of 4 int32
+    # channels (the whole image to each: 16 rows).
+    assert sent[0] == 10 * 8 * 4 * 4
