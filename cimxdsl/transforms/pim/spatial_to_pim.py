@@ -18,13 +18,14 @@ inputs of all the stage's computes before their bodies, so that the replicas of 
 another the rows their windows share before computing their own; in the row pipeline compute by
 compute (its inputs, then its body). With `forward` (the default) a value that would skip a stage
 (a residual's input, sent from an early core to a late one) is relayed through the cores of the
-stages between the value's and its receiver's, so that in a stream of images no core waits on a
-core more than one stage away, and in the layer pipeline each transfer is a step among the inputs
+stages between the value's (in the row pipeline: its producer core's) and its receiver's, so that
+in a stream of images no core waits on a core more than one stage away, and in the layer pipeline
+each transfer is a step among the inputs
 of the receiving core's first compute in the value's stage or later, each core receiving first the
 values ready first: a core receives everything an image needs before computing it, and no sender
 waits for an unrelated compute of its receiver (`transfer_key`). A compute that reads only some
-rows of a value another core holds (a band of a replicated layer) receives only those rows, cut on
-the sender. In the row pipeline, whose wavefront order
+rows of a value another core holds (in the layer pipeline, a band of a replicated layer) receives
+only those rows, cut on the sender. In the row pipeline, whose wavefront order
 already follows the bands' times, a transfer joins the last one between its two cores when the
 value is ready by then; otherwise it is a step among its consumer's inputs. Function-level values
 a compute reads (function inputs, constants) become global-memory buffers
@@ -354,7 +355,8 @@ class ComputeToCore(RewritePattern):
         first_row: dict[SSAValue, int] = {}
         near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            rows = rows_read(arg)
+            # the layer pipeline's bands receive the rows they read; the row pipeline's, whole bands
+            rows = rows_read(arg) if state.pipeline == "layer" or operand not in state.produced else None
             mapping[arg] = local_value(state, operand, core, rows, near)
             sliced = rows is not None and shape_of(mapping[arg])[0] != shape_of(operand)[0]
             first_row[arg] = rows[0] if sliced else 0
@@ -437,7 +439,9 @@ def transfer(
         return holders[core]
     sender = producer
     if state.forward:
-        stage, made = state.stage, state.levels[state.positions[value.owner]]  # pyright: ignore[reportArgumentType]
+        stage, made = state.stage, state.stage[producer]
+        if state.pipeline == "layer":  # the value's own stage (its core may hold earlier ones)
+            made = state.levels[state.positions[value.owner]]  # pyright: ignore[reportArgumentType]
         between = [c for c in [*near, *state.feeders.get(core, ())] if made < stage[c] < stage[core]]
         if between:
             sender = max(between, key=lambda c: (stage[c], c.core_id))
