@@ -76,13 +76,11 @@ from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shap
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
-from cimxdsl.transforms.pim.value_bounds import INT8, UNBOUNDED, Bounds, core_value_bounds, within
+from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, core_value_bounds, within
 
 GATHER = -1
 """An im2col crossbar whose rows must be gathered into the patch buffer first."""
 _PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
-NARROW_BITS = 8
-"""The width of a crossbar's inputs when their values fit it (`setbw`'s `ibiw` of those `mvmul`s)."""
 ZERO_RUN = 4096
 """Elements narrowed by one `vvsra` (its shift operand, a run of zeros, is allocated once per core)."""
 GENERAL_REGISTERS = 28

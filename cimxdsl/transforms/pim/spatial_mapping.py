@@ -49,6 +49,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     rows_of,
     split_into_bands,
 )
+from cimxdsl.transforms.pim.value_bounds import compute_value_bounds
 
 CORE = "core"
 """The discardable attribute of a `spat.compute` naming the core `spatial-to-pim` puts it on."""
@@ -84,15 +85,17 @@ def map_function(
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
 
+    bounds = compute_value_bounds(computes)  # which crossbar inputs are read as 8-bit elements
+
     @functools.cache
     def replica_cost(i: int, replicas: int) -> float:
         """The busiest band: the first or last (their padding) or the widest inner one."""
         compute = computes[i]
         if replicas == 1:
-            return compute_cost(compute, latencies=latencies)
+            return compute_cost(compute, latencies=latencies, bounds=bounds)
         bands = band_bounds(rows_of(compute.outputs[0]), replicas)
         widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
-        return max(band_cost(compute, band, latencies) for band in {bands[0], widest, bands[-1]})
+        return max(band_cost(compute, band, latencies, bounds) for band in {bands[0], widest, bands[-1]})
 
     problem = MappingProblem(
         tuple(replica_cost(i, 1) for i in range(len(computes))),

@@ -12,14 +12,20 @@ Each core (`pim.core`, its weights the concatenation of its computes' weights, `
 indices shifted accordingly) runs the bodies of its computes in program order. Values between
 computes on different cores travel through a fresh channel: a `spat.channel_send` on the producer
 core and the matching `spat.channel_receive` on the consumer core, both at one step of a global
-order that every core's body follows (compute by compute in program order: its inputs, then its
-body), so the blocking transfers cannot deadlock. With `forward` (the default) a value that would
-skip a stage (a residual's input, sent from an early core to a late one) is relayed through the
-cores of the stages between, so that in a stream of images no core waits on a core more than one
-stage away, and in the layer pipeline each transfer is a step among the inputs of the receiving
-core's first compute in the value's stage or later, each core receiving first the values ready
-first: a core receives everything an image needs before computing it, and no sender waits for an
-unrelated compute of its receiver (`transfer_key`). In the row pipeline, whose wavefront order
+order that every core's body follows, so the blocking transfers cannot deadlock: in the layer
+pipeline stage by stage (a compute's stage: the longest chain of computes leading to it), the
+inputs of all the stage's computes before their bodies, so that the replicas of a layer send one
+another the rows their windows share before computing their own; in the row pipeline compute by
+compute (its inputs, then its body). With `forward` (the default) a value that would skip a stage
+(a residual's input, sent from an early core to a late one) is relayed through the cores of the
+stages between the value's (in the row pipeline: its producer core's) and its receiver's, so that
+in a stream of images no core waits on a core more than one stage away, and in the layer pipeline
+each transfer is a step among the inputs
+of the receiving core's first compute in the value's stage or later, each core receiving first the
+values ready first: a core receives everything an image needs before computing it, and no sender
+waits for an unrelated compute of its receiver (`transfer_key`). A compute that reads only some
+rows of a value another core holds (in the layer pipeline, a band of a replicated layer) receives
+only those rows, cut on the sender. In the row pipeline, whose wavefront order
 already follows the bands' times, a transfer joins the last one between its two cores when the
 value is ready by then; otherwise it is a step among its consumer's inputs. Function-level values
 a compute reads (function inputs, constants) become global-memory buffers
@@ -60,6 +66,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     BAND_OVERHEAD,
     DEFAULT_ROWS_PER_BAND,
     Pipeline,
+    Rows,
     peel_tail,
     row_bands,
     split_into_bands,
@@ -128,11 +135,11 @@ def assign_cores(weights: list[int], cores: int, per_core: int, largest_layer: s
 
 
 Key = tuple
-"""Where an op of a core's body lies in the one global order every core follows: the position in
-program order of the compute it serves, 0 for the compute's inputs (transfers, loads) or 1 for its
-body, the key of the op that made a transferred value ready on its sender (so that a core receives
-first the values ready first; `()` otherwise), then the order in which ops were placed; or the key
-of another op followed by that order (just after that op)."""
+"""Where an op of a core's body lies in the one global order every core follows: the step of the
+compute it serves and of its part, 0 for the compute's inputs (transfers, loads) or 1 for its body
+(`PimState.step`), the key of the op that made a transferred value ready on its sender (so that a
+core receives first the values ready first; `()` otherwise), then the order in which ops were
+placed; or the key of another op followed by that order (just after that op)."""
 
 
 @dataclass(eq=False)
@@ -180,8 +187,9 @@ class PimState:
     channels: list[Operation] = field(default_factory=list)
     forward: bool = True
     """Relay values that would skip a stage through the stages between (see `transfer`)."""
-    holders: dict[SSAValue, dict[CoreBuilder, SSAValue]] = field(default_factory=dict)
-    """The cores holding each compute result (its producer first), and its value on each."""
+    holders: dict[tuple[SSAValue, Rows | None], dict[CoreBuilder, SSAValue]] = field(default_factory=dict)
+    """The cores holding each compute result or rows of it (its producer first), and its value on
+    each."""
     feeders: dict[CoreBuilder, list[CoreBuilder]] = field(default_factory=dict)
     """The cores whose results each core's computes read."""
     positions: dict[spat.ComputeOp, int] = field(default_factory=dict)
@@ -198,12 +206,21 @@ class PimState:
     """The earliest stage of each core's computes (a compute's stage: the longest chain of computes
     leading to it, so that the replicas and tiles of a layer, and parallel branches, share one)."""
 
+    def step(self, position: int, body: bool) -> tuple:
+        """The order of the inputs (`body` false) or the body of the compute at `position`: in the
+        row pipeline (its wavefront order), compute by compute; in the layer pipeline, stage by
+        stage, the inputs of all the stage's computes before their bodies, so that a core sends a
+        value to a compute of the same stage as its own next one (another replica of a layer that
+        needs its rows) before computing that one."""
+        major = (self.levels[position], int(body)) if self.pipeline == "layer" else ()
+        return (major, position, int(body))
+
     def key(self, body: bool, position: int | None = None, ready: tuple = ()) -> Key:
         """The place in the global order of the next ops put into a core: among the inputs
         (`body` false) or the body of the compute at `position` (default: the one being placed),
         for a transfer after those of values ready before `ready`."""
         self.placed += 1
-        return (self.placing if position is None else position, int(body), ready, self.placed)
+        return (*self.step(self.placing if position is None else position, body), ready, self.placed)
 
 
 def schedule_function(
@@ -338,9 +355,11 @@ class ComputeToCore(RewritePattern):
         first_row: dict[SSAValue, int] = {}
         near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
         for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            rows = None if operand in state.produced else rows_read(arg)
+            # the layer pipeline's bands receive the rows they read; the row pipeline's, whole bands
+            rows = rows_read(arg) if state.pipeline == "layer" or operand not in state.produced else None
             mapping[arg] = local_value(state, operand, core, rows, near)
-            first_row[arg] = rows[0] if rows is not None else 0
+            sliced = rows is not None and shape_of(mapping[arg])[0] != shape_of(operand)[0]
+            first_row[arg] = rows[0] if sliced else 0
         terminator = compute.body.block.last_op
         assert isinstance(terminator, spat.YieldOp)
         body = []
@@ -370,7 +389,8 @@ def local_value(
     near: Sequence[CoreBuilder] = (),
 ) -> SSAValue:
     """`value` on `core`: local, received from a core holding it, or loaded from global memory
-    (only its rows `rows` when given); `near`: the producers of the consumer's other inputs."""
+    (only its rows `rows` when given, also when received); `near`: the producers of the consumer's
+    other inputs."""
     key = (value, core, rows)
     if key in state.received:
         return state.received[key]
@@ -378,7 +398,7 @@ def local_value(
         producer, local = state.produced[value]
         if producer is core:
             return local
-        state.received[key] = transfer(state, value, core, near)
+        state.received[key] = transfer(state, value, core, near, rows)
     else:
         if not isinstance(value.type, TensorType):
             raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
@@ -397,27 +417,39 @@ def local_value(
     return state.received[key]
 
 
-def transfer(state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder]) -> SSAValue:
-    """The compute result `value` sent to `core`. With `state.forward`, a value that would skip a
-    stage (a residual's input, sent from an early core to a late one) goes through the stages
-    between: it is sent from the core of `near` (or else of those whose results `core` reads) that
-    lies between its producer and `core` and is nearest to `core`, that core receiving it first the
-    same way; each transfer goes where `transfer_key` says."""
+def transfer(
+    state: PimState, value: SSAValue, core: CoreBuilder, near: Sequence[CoreBuilder], rows: Rows | None = None
+) -> SSAValue:
+    """The compute result `value` sent to `core` (only its rows `rows` when given, cut on its
+    producer: a band of a replicated consumer receives the rows it reads). With `state.forward`, a
+    value that would skip a stage (a residual's input, sent from an early core to a late one) goes
+    through the stages between: it is sent from the core of `near` (or else of those whose results
+    `core` reads) whose earliest stage lies between the value's and `core`'s and is nearest to
+    `core`, that core receiving it first the same way; each transfer goes where `transfer_key`
+    says."""
     producer, local = state.produced[value]
-    holders = state.holders.setdefault(value, {producer: local})
+    holders = state.holders.get((value, rows))
+    if holders is None:
+        if rows is not None:
+            cut = spat.ExtractRowsOp(local, rows[0], rows[1] - rows[0])
+            producer.add([cut], (*producer.placed[local.owner], state.key(body=False)[-1]))  # pyright: ignore
+            local = cut.result
+        holders = state.holders[(value, rows)] = {producer: local}
     if core in holders:
         return holders[core]
     sender = producer
     if state.forward:
-        stage = state.stage
-        between = [c for c in [*near, *state.feeders.get(core, ())] if stage[producer] < stage[c] < stage[core]]
+        stage, made = state.stage, state.stage[producer]
+        if state.pipeline == "layer":  # the value's own stage (its core may hold earlier ones)
+            made = state.levels[state.positions[value.owner]]  # pyright: ignore[reportArgumentType]
+        between = [c for c in [*near, *state.feeders.get(core, ())] if made < stage[c] < stage[core]]
         if between:
             sender = max(between, key=lambda c: (stage[c], c.core_id))
-            transfer(state, value, sender, ())
+            transfer(state, value, sender, (), rows)
     channel = spat.ChannelNewOp()
     state.channels.append(channel)
     send = spat.ChannelSendOp(holders[sender], channel)
-    receive = spat.ChannelReceiveOp(channel, local.type)
+    receive = spat.ChannelReceiveOp(channel, holders[sender].type)
     key = transfer_key(state, sender, core, sender.placed.get(holders[sender].owner))  # pyright: ignore
     sender.add([send], key)
     core.add([receive], key)
@@ -439,11 +471,12 @@ def transfer_key(state: PimState, sender: CoreBuilder, core: CoreBuilder, ready:
     if state.forward and ready is not None:
         if state.pipeline == "layer":
             # the value's stage: its producer's, or the one before the compute it came in with
-            stage = state.levels[ready[0]] + ready[1] - 1
+            _, made, body = ready[:3]
+            stage = state.levels[made] + body - 1
             if state.stage[core] <= state.stage[sender]:  # not downstream: wait for a later stage
                 stage += 1
-            later = core.computes[bisect.bisect_left(core.computes, ready[0]) :]
-            position = next((p for p in later if state.levels[p] >= stage), None)
+            later = [p for p in core.computes if state.step(p, False) > ready[:3] and state.levels[p] >= stage]
+            position = min(later, key=lambda p: state.step(p, False), default=None)
             return state.key(body=False, position=position, ready=ready)
         last = state.links.get((sender, core))
         if last is not None and ready < last:

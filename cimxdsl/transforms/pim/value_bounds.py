@@ -1,5 +1,7 @@
 """Bounds of the integer values the `pim.core`s compute on, by interval arithmetic over the ops of
-their (bufferized) bodies: what `pim-codegen` needs to know that a crossbar's input fits 8 bits.
+their (bufferized) bodies: what `pim-codegen` needs to know that a crossbar's input fits 8 bits,
+and what the mapping needs to time those crossbars' reads before any core exists (the same over
+`spat.compute` bodies, `compute_value_bounds`).
 
 A value's bounds `(low, high)` come from constants, from clamps (`arith.minsi`/`arith.maxsi`,
 `spat.vmax` against a constant), ReLU, right shifts by constants, and the ops that only move,
@@ -25,6 +27,9 @@ from cimxdsl.dialects.utils import BOUNDS, dense_array
 Bounds = tuple[int, int]
 UNBOUNDED: Bounds = (-(2**31), 2**31 - 1)
 INT8: Bounds = (-128, 127)
+NARROW_BITS = 8
+"""The width of a crossbar's inputs when their values fit it, within `INT8` (`setbw`'s `ibiw` of
+those `mvmul`s)."""
 
 _VIEWS = (
     bufferization.ToTensorOp,
@@ -138,4 +143,20 @@ def core_value_bounds(cores: list[pim.CoreOp]) -> dict[SSAValue, Bounds]:
                     channels[op.channel] = known.get(op.value, UNBOUNDED)
         if channels == before:
             break
+    return known
+
+
+def compute_value_bounds(computes: list[spat.ComputeOp]) -> dict[SSAValue, Bounds]:
+    """The bounds of the values of `spat.compute` bodies (in program order) and of their results: a
+    body's input arguments have their operands' bounds, its results those of the values it yields."""
+    known: dict[SSAValue, Bounds] = {}
+    for compute in computes:
+        for arg, value in zip(compute.input_args, compute.inputs, strict=True):
+            known[arg] = known.get(value) or outside_bounds(value)
+        for op in compute.body.block.ops:
+            bounds = op_bounds(op, known, {})
+            if bounds is not None:
+                known[op.results[0]] = bounds
+        for result, value in zip(compute.outputs, compute.body.block.last_op.operands, strict=True):  # pyright: ignore[reportOptionalMemberAccess]
+            known[result] = known.get(value, UNBOUNDED)
     return known

@@ -2,6 +2,7 @@
 own bands of output rows, keep the result exact, split the work, and stay within the chip."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -14,9 +15,13 @@ from cimxdsl.device.chip import chip_preset
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.dialects.pim import InstructionStream, MvmulOp
+from cimxdsl.dialects.utils import shape_of
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.transforms.pim.mapping import MappingProblem, compute_cost, genetic_mapping, greedy_mapping, place
 from cimxdsl.transforms.pim.mapping.bands import band_bounds, window_input_rows
+from cimxdsl.transforms.pim.mapping.problem import crossbar_reads
+from cimxdsl.transforms.pim.value_bounds import compute_value_bounds
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, resnet_program
@@ -130,7 +135,9 @@ def test_cim_compile_rejects_a_negative_mapping_budget(tmp_path, capsys):
 def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
     model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
     calibration = np.random.default_rng(3).standard_normal((4, 4, 8, 8)).astype(np.float32)
-    compiled = compile_pim(model, calibration=calibration, cores=6, out_dir=tmp_path, packing="im2col", mapping="greedy")
+    compiled = compile_pim(
+        model, calibration=calibration, cores=6, out_dir=tmp_path, packing="im2col", mapping="greedy"
+    )
     x = np.random.default_rng(9).standard_normal((1, 4, 8, 8)).astype(np.float32)
     compiled(x)
     np.testing.assert_array_equal(compiled.last_result.outputs[0], compiled.golden(x)[0])
@@ -142,8 +149,7 @@ def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
 def test_the_mapping_cost_is_the_performance_models_time(packing, tmp_path):
     """The mapping's cost of the computes on each core and the performance model's busy time of the
     cores name the same busiest core (the layer the mapping replicates) and agree on its time (the
-    cost counts every input as a transfer and every kernel position as read, so it errs high on
-    small cores and images)."""
+    cost counts every input as a transfer, so it errs high on small cores and images)."""
     chip = chip_preset("pimcomp")
     module = parse(resnet_program())
     apply(module, f"cinm-to-spatial{{xbar-size=8 crossbars-per-compute=24 packing={packing}}}")
@@ -194,7 +200,6 @@ def test_replicas_are_placed_in_program_order():
     assert place(one_each, [1, 1, 2, 1]) is None  # 5 replicas of one crossbar on 4 cores of 1
 
 
-
 @pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "pim{chip=pimcom}"])
 def test_an_unknown_chip_is_one_line_naming_the_pass(passes, tmp_path, capsys):
     from cimxdsl.tools.cim_opt import main as cim_opt
@@ -207,3 +212,65 @@ def test_an_unknown_chip_is_one_line_naming_the_pass(passes, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     name = passes.split("{")[0]
     assert len(err) == 1 and err[0].startswith(f"{name}: chip: unknown preset 'pimcom' (did you mean 'pimcomp'?)")
+
+
+@pytest.mark.parametrize("packing", ["kernel", "im2col"])
+def test_the_mapping_counts_the_mvmuls_and_input_widths_of_the_code(packing, tmp_path):
+    """The mapping's cost reads each crossbar as `pim-codegen` does: one `mvmul` per output pixel and
+    crossbar whose inputs are not all padding (`crossbar_reads` counts exactly the core's `mvmul`s),
+    and, given the bounds of the values, 8-bit crossbar inputs where they fit (the int8 codes of
+    the integer program), so that on the `pimsim-nn` chip (a crossbar read of 32 input bits takes
+    four times one of 8) each core's cost is its busy time."""
+    chip = chip_preset("pimsim-nn")
+    module = parse(resnet_program(size=16))
+    apply(module, f"cinm-to-spatial{{xbar-size=8 crossbars-per-compute=24 packing={packing}}}")
+    apply(module, "spatial-mapping{strategy=none cores=12 crossbars-per-core=24}")
+    computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+    bounds = compute_value_bounds(computes)
+    placed = [c.attributes["core"].value.data for c in computes]
+    order = sorted(set(placed), key=placed.index)  # spatial-to-pim numbers the cores in this order
+    reads, cost = [0] * len(order), [0.0] * len(order)
+    for compute, core in zip(computes, placed):
+        rows = [shape_of(w)[0] for w in compute.weights]
+        filters = [op for op in compute.body.block.ops if isinstance(op, spat.ApplyFiltersOp)]
+        reads[order.index(core)] += sum(crossbar_reads(op, (0, shape_of(op.result)[0]), rows) for op in filters)
+        cost[order.index(core)] += compute_cost(compute, latencies=Latencies(chip), bounds=bounds)
+    for stage in ("spatial-to-pim{cores=12 crossbars-per-core=24}", "pim-bufferize", "pim-codegen"):
+        apply(module, stage)
+    write_program(module, tmp_path)
+    artifacts = read_artifacts(tmp_path)
+    mvmuls = [
+        int(np.sum(InstructionStream.from_ops(core.instructions).opcodes == MvmulOp.OPCODE)) for core in artifacts.cores
+    ]
+    assert reads == mvmuls and sum(mvmuls) > 0
+    busy = estimate(artifacts, chip).core_busy_ns
+    slowest = int(np.argmax(busy))
+    assert np.argmax(cost) == slowest and cost[slowest] == pytest.approx(busy[slowest], rel=0.1)
+
+
+def test_replicas_of_a_layer_work_side_by_side(tmp_path):
+    """In the layer pipeline the inputs of a stage's computes come before their bodies on every
+    core, so a replica sends the rows its neighbours' windows need before computing its own band,
+    and the replicas of a layer (and a core holding the end of one layer and the start of the next)
+    work side by side: images stream at the busiest core's pace (were the inputs of each compute
+    just before its body, the replicas would wait for one another's bands: 40 % of that pace)."""
+    model = str(Path(__file__).parents[3] / "examples" / "depthwise_cnn.onnx")
+    report = compile_pim(model, out_dir=tmp_path, mapping="greedy").report_data
+    performance = report["performance"]
+    assert "replicated" in report["mapping"]
+    assert performance["throughput"] == pytest.approx(performance["throughput_bound"], rel=1e-3)
+
+
+def test_a_band_receives_only_the_rows_its_windows_read(tmp_path):
+    """An unreplicated layer sends each replica of the next only the rows its band's windows read
+    (cut on the sender), not the whole image, and the results stay exact."""
+    b = ProgramBuilder((1, 4, 8, 8), 3)
+    text = b.text(b.conv(b.relu(b.conv(b.relu(b.conv("%x", 4, 1)), 8, 3, pad=1)), 4, 1))
+    x = np.random.default_rng(4).integers(-128, 128, (1, 4, 8, 8))
+    # 4 cores of 9 crossbars: the 1×1 layers (1 crossbar) alone, the 3×3 one (9) twice.
+    _, artifacts = compile_mapped(text, x, "greedy", 4, 9, 16, tmp_path)
+    assert mvmuls(artifacts)[:2] == [242, 242]
+    sent = [sum(i.size.value.data for i in core.instructions if i.name == "pim.send") for core in artifacts.cores]
+    # The bands' rows 0-3 and 4-7 read input rows 0-4 and 3-7: 10 rows of 8 pixels of 4 int32
+    # channels (the whole image to each: 16 rows).
+    assert sent[0] == 10 * 8 * 4 * 4

@@ -27,6 +27,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
 from cimxdsl.transforms.pim.mapping.problem import compute_cost
+from cimxdsl.transforms.pim.value_bounds import Bounds
 
 Rows = tuple[int, int]
 """Rows `[start, end)` of a value."""
@@ -407,11 +408,17 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     return order
 
 
-def band_cost(compute: spat.ComputeOp, band: Rows, latencies: Latencies | None = None) -> float:
-    """The time of the band `band` of `compute` (the rows its windows need included)."""
+def band_cost(
+    compute: spat.ComputeOp,
+    band: Rows,
+    latencies: Latencies | None = None,
+    bounds: dict[SSAValue, Bounds] | None = None,
+) -> float:
+    """The time of the band `band` of `compute` (the rows its windows need included; `bounds`: as
+    for `compute_cost`)."""
     needed = needed_rows(compute, band)
     assert needed is not None
-    return compute_cost(compute, lambda value: needed[value][1] - needed[value][0] if value in needed else 0, latencies)
+    return compute_cost(compute, lambda value: needed.get(value, (0, 0)), latencies, bounds)
 
 
 def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = None) -> list[Rows]:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
@@ -18,22 +19,35 @@ from cimxdsl.device.chip import PRESETS
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import num_elements, shape_of
+from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, within
 
 
 def compute_cost(
-    compute: spat.ComputeOp, rows: Callable[[SSAValue], int] | None = None, latencies: Latencies | None = None
+    compute: spat.ComputeOp,
+    rows: Callable[[SSAValue], tuple[int, int]] | None = None,
+    latencies: Latencies | None = None,
+    bounds: dict[SSAValue, Bounds] | None = None,
 ) -> float:
     """The time of a compute in ns: the instructions `pim-codegen` emits for it, each at the
     performance model's latency (`latencies`, default the `pimcomp` chip's): per output pixel one
-    `mvmul` per crossbar and a `vvadd` per partial sum (im2col: the patch gathered by `lmv`),
+    `mvmul` per crossbar whose inputs are not all padding (`crossbar_reads`) and a `vvadd` per
+    partial sum (im2col: the patch gathered by `lmv`),
     vector ops over their elements, pooling per window position, and the transfers of its inputs
-    and results. `rows`: how many rows of each value a band computes or reads (all by default)."""
+    and results. `rows`: the rows `[start, end)` of each value a band computes or reads (all by
+    default).
+    With the `bounds` of the compute's values (`compute_value_bounds`), a crossbar input that fits
+    `NARROW_BITS` is read as `pim-codegen` reads it: narrowed once, then gathered and multiplied as
+    8-bit elements; without, every input is read at the model's width."""
     model = latencies or Latencies(PRESETS["pimcomp"])
+    narrow = Latencies(model.chip, NARROW_BITS // 8, model.obytes)
     block = compute.body.block
 
+    def span(value: SSAValue) -> tuple[int, int]:
+        return rows(value) if rows is not None else (0, shape_of(value)[0])
+
     def elements(value: SSAValue) -> int:
-        shape = shape_of(value)
-        return (rows(value) if rows is not None else shape[0]) * num_elements(shape[1:])
+        start, end = span(value)
+        return (end - start) * num_elements(shape_of(value)[1:])
 
     moved = [*compute.input_args, *block.last_op.operands]  # pyright: ignore[reportOptionalMemberAccess]
     cost = sum(float(model.transfer(elements(v) * model.ibytes)) for v in moved)
@@ -45,10 +59,15 @@ def compute_cost(
         channels = shape_of(result)[-1]
         if isinstance(op, spat.ApplyFiltersOp):
             pixels = n // channels
-            matrices = sum(1 for i in op.weight_index_list() if i >= 0)
-            cost += pixels * (matrices * model.mvmul() + (matrices - 1) * float(model.vector(channels)))
+            products = crossbar_reads(op, span(result), [shape_of(w)[0] for w in compute.weights])
+            reads = model
+            if bounds is not None and model.ibytes > narrow.ibytes and within(bounds.get(op.input, UNBOUNDED), INT8):
+                reads = narrow
+                cost += float(Latencies(model.chip, model.ibytes, narrow.ibytes).vector(elements(op.input)))
+            cost += products * float(reads.mvmul()) + max(products - pixels, 0) * float(model.vector(channels))
             if op.packing() is not None:
-                cost += pixels * float(model.move(num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)))
+                patch = num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)
+                cost += pixels * float(model.move(patch))
         elif isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp):
             cost += (n // channels) * math.prod(op.geometry().kernel) * float(model.vector(channels))
         elif isinstance(op, spat.GlobalAvgPoolOp):
@@ -64,6 +83,35 @@ def compute_cost(
         elif isinstance(op, arith.ConstantOp):
             cost += float(model.fill(n))
     return cost
+
+
+def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: list[int]) -> int:
+    """The `mvmul`s of output rows `rows` of `op` (its weights' crossbars have `crossbar_rows`
+    rows each): one per output pixel and crossbar whose inputs are not all padding, which
+    `pim-codegen` skips."""
+    indices = op.weight_index_list()
+    in_shape, out_shape = shape_of(op.input), shape_of(op.results[0])
+    geometry = op.geometry()
+    if len(in_shape) != 3:
+        return (rows[1] - rows[0]) * num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)
+    height, width, channels = in_shape
+    packing = op.packing()
+    if packing is None:  # one crossbar per kernel position
+        positions = [k for k, i in enumerate(indices) if i >= 0]
+        covers = np.eye(len(positions), dtype=bool)
+    else:  # a crossbar covers the kernel positions whose channels meet its patch rows
+        positions = list(packing.positions)
+        ends = packing.offset + np.cumsum([crossbar_rows[i] for i in indices])
+        starts = ends - [crossbar_rows[i] for i in indices]
+        first = np.arange(len(positions)) * channels
+        covers = (first[None, :] < ends[:, None]) & (starts[:, None] < first[None, :] + channels)
+    kernel_w = geometry.kernel[1]
+    ky, kx = np.divmod(np.array(positions, np.int64), kernel_w)
+    oy, ox = np.arange(*rows), np.arange(out_shape[1])
+    iy = oy[:, None] * geometry.strides[0] - geometry.pads[0] + ky[None, :] * geometry.dilations[0]
+    ix = ox[:, None] * geometry.strides[1] - geometry.pads[1] + kx[None, :] * geometry.dilations[1]
+    inside = ((iy >= 0) & (iy < height))[:, None, :] & ((ix >= 0) & (ix < width))[None, :, :]
+    return int(np.count_nonzero(inside.reshape(-1, len(positions)).astype(np.int64) @ covers.T.astype(np.int64)))
 
 
 @dataclass(frozen=True)
