@@ -42,7 +42,7 @@ from cimxdsl.dialects.utils import dense_attr, reassociation, set_argument_bound
 from cimxdsl.frontend.attributes import NodeAttributes, OnnxImportError, defaults, node_error
 from cimxdsl.frontend.builder import IRBuilder, shape_of
 from cimxdsl.frontend.loading import input_shape, load_model
-from cimxdsl.frontend.onnx_importer import OnnxImporter, sanitize
+from cimxdsl.frontend.onnx_importer import OnnxImporter, node_layer_name, sanitize
 from cimxdsl.frontend.ops.nn import conv_pads, pool_geometry
 from cimxdsl.frontend.ops.shape import output_shape
 from cimxdsl.frontend.pooling import pool_window
@@ -179,7 +179,7 @@ class IntegerImporter:
                 continue
             if node.input and node.input[0] in softmax:
                 node = self.before_softmax(node, softmax)
-            self.ir.layer_name = sanitize(node.name or node.output[0])
+            self.ir.layer_name = node_layer_name(node)
             handler = integer_importer.get(node.op_type)
             if handler is None:
                 raise OnnxImportError(
@@ -332,7 +332,7 @@ class IntegerImporter:
         to the tensor a node computes or a graph input (the smallest bits where several layers read it)."""
         narrowed: dict[str, int] = {}
         for node in self.model.graph.node:
-            bits = self.precision.get(sanitize(node.name or node.output[0])) if node.op_type in PRODUCTS else None
+            bits = self.precision.get(node_layer_name(node)) if node.op_type in PRODUCTS else None
             if bits is None or bits[1] >= 8:
                 continue
             name = self.source(node.input[0])
@@ -718,4 +718,4 @@ def import_integer(
 
 def product_layers(model: onnx.ModelProto) -> list[str]:
     """The names of the layers with crossbar products (Conv, Gemm, MatMul), as `precision` names them."""
-    return [sanitize(n.name or n.output[0]) for n in model.graph.node if n.op_type in PRODUCTS]
+    return [node_layer_name(n) for n in model.graph.node if n.op_type in PRODUCTS]

@@ -13,6 +13,7 @@ type's handler is registered in `registry.importer` by the modules of `ops/`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,7 +142,7 @@ class OnnxImporter:
                 f"unsupported ONNX op '{node.op_type}' (node '{node.name or node.output[0]}'); supported: "
                 + ", ".join(importer)
             )
-        self.ir.layer_name = sanitize(node.name or node.output[0])
+        self.ir.layer_name = node_layer_name(node)
         last = self.ir.builder.insertion_point.block.last_op
         results = handler(self, node, NodeAttributes(node))
         self.starts.append((node, last))
@@ -242,6 +243,13 @@ def numpy_element_type(dtype: np.dtype) -> Attribute:
 def sanitize(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c in "_." else "_" for c in name)
     return cleaned if cleaned and not cleaned[0].isdigit() else f"v{cleaned}"
+
+
+def node_layer_name(node: onnx.NodeProto) -> str:
+    """The name of the layer `node` makes: its name (else its first output's), sanitized, with a
+    trailing `_<digits>` written `.<digits>`: an SSA name drops such a suffix (the printer's own
+    numbering), which would give the nodes `MatMul` and `MatMul_1` one layer name."""
+    return re.sub(r"_(\d+)$", r".\1", sanitize(node.name or node.output[0]))
 
 
 def import_onnx(model: onnx.ModelProto | str | Path) -> ModuleOp:

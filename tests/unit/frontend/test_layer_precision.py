@@ -240,3 +240,57 @@ def test_a_qdq_model_whose_weight_codes_take_4_bits_runs_them_at_4_bits(element,
     (layer,) = compiled.report()["layers"]
     assert (layer["weight_bits"], layer["input_bits"]) == (4, 8)
     assert layer["cells_written"] == K * N * 2 * 2  # 4-bit weights in two 2-bit cells, differential
+
+
+def two_runtime_products():
+    """s = a·b, then s·c: two products of run-time tensors (batch × heads × tokens × width, as
+    attention's), named as torch names two MatMuls of one module (`attn/MatMul`, `attn/MatMul_1`)."""
+    nodes = [
+        helper.make_node("MatMul", ["a", "b"], ["s"], name="attn/MatMul"),
+        helper.make_node("MatMul", ["s", "c"], ["y"], name="attn/MatMul_1"),
+    ]
+    shapes = [("a", [1, 2, 4, 8]), ("b", [1, 2, 8, 4]), ("c", [1, 2, 4, 8])]
+    return make_model(nodes, shapes, [("y", [1, 2, 4, 8])], {})
+
+
+def runtime_reference(calibration, inputs, bits):
+    """The two run-time products in NumPy: per-tensor signed codes of both operands (the left at
+    the layer's input bits, the right at its weight bits), an integer product, dequantized."""
+
+    def product(left, right, left_seen, right_seen, w_bits, a_bits):
+        l_scale = max(np.abs(v).max() for v in left_seen) / (2 ** (a_bits - 1) - 1)
+        r_scale = max(np.abs(v).max() for v in right_seen) / (2 ** (w_bits - 1) - 1)
+        top_l, top_r = 2 ** (a_bits - 1) - 1, 2 ** (w_bits - 1) - 1
+        l_codes = np.clip(np.rint(left / np.float32(l_scale)), -top_l, top_l).astype(np.int64)
+        r_codes = np.clip(np.rint(right / np.float32(r_scale)), -top_r, top_r).astype(np.int64)
+        return (l_codes @ r_codes) * (l_scale * r_scale)
+
+    s_seen = [a @ b for a, b, _ in calibration]
+    a, b, c = inputs
+    s = product(a, b, [x[0] for x in calibration], [x[1] for x in calibration], *bits["attn_MatMul"])
+    return product(s, c, s_seen, [x[2] for x in calibration], *bits["attn_MatMul.1"])
+
+
+def test_runtime_products_on_crossbars_take_their_own_bits():
+    """`MatMul` and `MatMul_1` are two layers (an SSA name drops a `_1` suffix: the second is
+    `attn_MatMul.1`), and each product of two run-time tensors placed on crossbars runs at its own
+    bits: fewer DAC passes for fewer input bits, fewer cell slices for fewer weight bits."""
+    rng = np.random.default_rng(3)
+    calibration = [[rng.normal(0, 1, s).astype(np.float32) for s in ((1, 2, 4, 8), (1, 2, 8, 4), (1, 2, 4, 8))] for _ in range(3)]
+    inputs = [rng.normal(0, 1, x.shape).astype(np.float32) for x in calibration[0]]
+    bits = {"attn_MatMul": (8, 8), "attn_MatMul.1": (3, 5)}
+    compiled = cimxdsl.compile(
+        two_runtime_products(), device=sliced_device(2, 2), calibration=calibration, placement="crossbar",
+        precision={"attn_MatMul.1": bits["attn_MatMul.1"]},
+    )  # fmt: skip
+    want = runtime_reference(calibration, inputs, bits)
+    np.testing.assert_allclose(compiled(*inputs), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    layers = {layer["layer"]: layer for layer in compiled.report()["layers"]}
+    assert set(layers) == set(bits)
+    for name, (w_bits, a_bits) in bits.items():
+        layer = layers[name]
+        assert layer["placement"] == "crossbar"
+        assert (layer["weight_bits"], layer["input_bits"]) == (w_bits, a_bits)
+        k, n = (8, 4) if name == "attn_MatMul" else (4, 8)
+        assert layer["cells_written"] == 2 * k * n * -(-w_bits // 2) * 2  # two heads, a differential pair
+        assert layer["input_slices"] == 2 * 4 * -(-a_bits // 2)
