@@ -6,19 +6,25 @@ are given twice: over the run (the first writes of the weights shared by its 240
 search's objective) and with the weights resident (a second run of the same images on the
 programmed crossbars: inference alone, as accelerator papers count it).
 
-    python -m benchmarks.precision_search [--device cinnamon] [--budget 0.5] [--trials 60] [--methods greedy nsga2 tpe]
+    python -m benchmarks.precision_search [--model examples/digits_cnn.onnx] [--device cinnamon] [--budget 0.5]
+        [--trials 60] [--methods greedy nsga2 tpe] [--placement host|crossbar|auto] [--bits 8 6 4 3 2 1]
+        [--uniform 2/2 ...]
+
+`--placement` places attention's products of two run-time tensors (a transformer's); `--uniform`
+measures more uniform configurations beside int8 (the narrowest: the ceiling of any search).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
 import cimxdsl
 from cimxdsl.explore.precision import evaluate_precision
-from cimxdsl.explore.precision_search import search_precision
+from cimxdsl.explore.precision_search import DEFAULT_BITS, search_precision
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 VALIDATION = 120
@@ -32,11 +38,14 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.5)
     parser.add_argument("--trials", type=int, default=60)
     parser.add_argument("--objective", default="latency")
-    parser.add_argument("--methods", nargs="+", default=["greedy", "nsga2", "tpe"])
+    parser.add_argument("--methods", nargs="*", default=["greedy", "nsga2", "tpe"])
+    parser.add_argument("--placement", default="host")
+    parser.add_argument("--bits", nargs="+", type=int, default=list(DEFAULT_BITS))
+    parser.add_argument("--uniform", nargs="*", default=[], help="more uniform configurations, as W/A")
     args = parser.parse_args()
     train, test = np.load(EXAMPLES / "digits_train.npz"), np.load(EXAMPLES / "digits_test.npz")
     x, labels = test["inputs"], test["labels"]
-    common = dict(device=args.device, calibration=train["calibration"])
+    common = dict(device=args.device, calibration=train["calibration"], placement=args.placement)
 
     def held_out(precision) -> dict:
         result = evaluate_precision(
@@ -57,7 +66,8 @@ def main() -> None:
     uniform = held_out({"*": (8, 8)})
     print(
         f"{Path(args.model).name} on '{args.device}': search on images 0-{VALIDATION - 1} of the held-out set, "
-        f"measured on the other {len(labels) - VALIDATION}; budget {args.budget} points, objective {args.objective}"
+        f"measured on the other {len(labels) - VALIDATION}; budget {args.budget} points, objective {args.objective}, "
+        f"placement {args.placement}"
     )
     print(
         "| method | bits (weights/inputs per layer) | validation accuracy | held-out accuracy | latency (ns) | "
@@ -76,11 +86,16 @@ def main() -> None:
         print("| " + " | ".join(cells) + " |")
 
     row("uniform int8", uniform, "8/8 everywhere")
+    for bits in args.uniform:
+        w, a = map(int, bits.split("/"))
+        r = held_out({"*": (w, a)})
+        row(f"uniform {w}/{a}", r, f"{w}/{a} everywhere")
     fronts = []
     for method in args.methods:
         result = search_precision(
             args.model, x[:VALIDATION], labels[:VALIDATION], budget=args.budget, method=method,
-            objective=args.objective, trials=args.trials, seed=0, **common,
+            objective=args.objective, bits=args.bits, trials=args.trials, seed=0,
+            progress=lambda message: print(message, file=sys.stderr, flush=True), **common,
         )  # fmt: skip
         bits = ", ".join(f"{w}/{a}" for w, a in result.precision.values())
         cost = (result.compiles, f"{result.images:,}", f"{result.seconds:.0f}")

@@ -184,7 +184,7 @@ def search_precision(
     else:
         found = global_search(
             model, inputs, labels, calibration, device, layers, bits, method, objective, floor, trials, timeout_s,
-            seed, jobs, scheduler, compile_options.get("mode", "int8"),
+            seed, jobs, scheduler, compile_options.get("mode", "int8"), compile_options.get("placement", "host"),
         )  # fmt: skip
     evaluated = [{k: v for k, v in p.items() if k != "layers"} for p in cache.values()] + found
     candidates = [p for p in evaluated if feasible(p)]
@@ -216,19 +216,30 @@ def greedy(layers, bits, baseline, evaluate, cost, feasible, say) -> None:
     the budget, a refinement tries each of them together with one other setting raised back to a
     wider width of the bit set (the narrower input of one layer paid for by wider weights or inputs
     of another, or of the same layer's weights), and goes on from the best pair within the budget
-    that still saves anything."""
+    that still saves anything. A narrowing that saved nothing (as weight bits, whose slices are read
+    in parallel, against latency) is not compiled again in later steps; before the search stops,
+    every such narrowing is tried once more from where it stands."""
     current = baseline
+    barren: set[tuple[str, int, int, int]] = set()
+    """(layer, setting, from, to): narrowings that saved nothing when last tried."""
+    skipped = rechecked = False
 
     def narrowings(precision):
         """The narrowings that save anything: (layer, bits after the move, point)."""
+        nonlocal skipped
         for name in layers:
             w, a = precision[name]
-            for steps in ([(v, a) for v in bits if v < w], [(w, v) for v in bits if v < a]):
+            for index, steps in enumerate(([(v, a) for v in bits if v < w], [(w, v) for v in bits if v < a])):
                 for step in steps:
+                    move = (name, index, precision[name][index], step[index])
+                    if move in barren:
+                        skipped = True
+                        continue
                     point = evaluate({**precision, name: step})
                     if cost(current) - cost(point) > 0:
                         yield name, step, point
                         break
+                    barren.add(move)
 
     def ranked(point, label):
         saved = cost(current) - cost(point)
@@ -237,6 +248,7 @@ def greedy(layers, bits, baseline, evaluate, cost, feasible, say) -> None:
         return max(current["accuracy"] - point["accuracy"], 0.0) / saved, -saved, label, point
 
     while True:
+        skipped = False
         moves = [
             m
             for name, step, point in narrowings(current["precision"])
@@ -246,8 +258,13 @@ def greedy(layers, bits, baseline, evaluate, cost, feasible, say) -> None:
             moves = [
                 m for pair in pairs(layers, bits, current["precision"], narrowings, evaluate) if (m := ranked(*pair))
             ]
+        if not moves and skipped and not rechecked:
+            barren.clear()  # once more, every narrowing from where the search stands
+            rechecked = True
+            continue
         if not moves:
             return
+        rechecked = False
         _, _, label, current = min(moves, key=lambda m: m[:2])
         say(f"{label}: accuracy {current['accuracy']:.2%}, cost {cost(current):.4g}")
 
@@ -285,6 +302,7 @@ def global_search(
     jobs,
     scheduler,
     mode,
+    placement="host",
 ) -> list[dict]:
     """`cim-explore`'s search (`method`: nsga2 or tpe) over a sweep whose axes are the layers' bits
     (`precision.<layer>.<setting>`), maximising accuracy and minimising the objective and the
@@ -314,7 +332,7 @@ def global_search(
         else:
             table = {"preset": str(device)}
         sweep = {
-            "model": str(Path(model).resolve()), "data": str(data), "device": table, "mode": mode,
+            "model": str(Path(model).resolve()), "data": str(data), "device": table, "mode": mode, "placement": placement,
             "axes": {axis: list(bits) for axis in axes}, "search": method, "trials": trials, "seed": seed,
             "objectives": ["accuracy", *costs[objective]], "constraints": [f"accuracy >= {floor!r}"],
             **({"timeout_s": timeout_s} if timeout_s is not None else {}),

@@ -227,3 +227,52 @@ def test_the_greedy_refines_by_raising_a_layer_back(monkeypatch):
     result = search_precision(MODEL, X, LABELS, budget=0.5, bits=(8, 4, 2, 1))
     assert result.precision == {"a": (8, 2), "b": (8, 4)}
     assert result.chosen["latency_ns"] == 12
+
+
+def test_the_greedy_compiles_a_barren_narrowing_again_only_before_it_stops(monkeypatch):
+    """Narrowing a's weights saves latency only once b's inputs are at 4 bits or fewer, b's weights
+    never: the greedy does not compile b's weight narrowings at every step (only at the start,
+    at the re-check before stopping and after the move the re-check finds), and the re-check finds
+    a's weight narrowing, which saved nothing when first tried."""
+    from cimxdsl.explore import precision_search
+
+    compiled = []
+
+    def fake(model, precision, inputs, labels, **options):
+        bits = {name: precision.get(name, precision.get("*")) for name in ("a", "b")}
+        compiled.append(bits)
+        (a_w, a_in), (_, b_in) = bits["a"], bits["b"]
+        return {
+            "accuracy": 0.9,
+            "latency_ns": 10 * -(-a_in // 2) + -(-b_in // 2) + 0.5 * (a_w > 4 and b_in <= 4),
+            "energy_pj": 1.0,
+            "layers": [{"layer": name} for name in bits],
+        }
+
+    monkeypatch.setattr(precision_search, "evaluate_precision", fake)
+    result = search_precision(MODEL, X, LABELS, budget=0.5, bits=(8, 4, 2))
+    assert result.precision == {"a": (4, 2), "b": (8, 2)}
+    assert result.chosen["latency_ns"] == 11
+    assert sum(bits["b"][0] < 8 for bits in compiled) == 6  # 2 widths × 3 (6 states: 12 without the memo)
+
+
+def test_a_global_search_compiles_at_the_placement_given(monkeypatch):
+    """The placement of attention's products (a compile option) reaches the sweep a global search
+    runs, as it reaches every compile of the greedy: the sweep file's key `placement`."""
+    import cimxdsl.explore as explore_module
+    from cimxdsl.explore import load_sweep, precision_search
+
+    swept = []
+
+    def spy(sweep, **options):
+        swept.append(load_sweep(sweep))  # while its data file exists
+        raise precision_search.PrecisionError("stop here")
+
+    def fake(model, precision, inputs, labels, **options):
+        return {"accuracy": 0.9, "latency_ns": 1.0, "energy_pj": 1.0, "layers": [{"layer": "fc"}]}
+
+    monkeypatch.setattr(explore_module, "explore", spy)
+    monkeypatch.setattr(precision_search, "evaluate_precision", fake)
+    with pytest.raises(PrecisionError, match="stop here"):
+        search_precision(MODEL, X, LABELS, method="nsga2", placement="crossbar", trials=2)
+    assert swept[0].placement == "crossbar"
