@@ -445,7 +445,7 @@ def search_precision_command(options, specs: list[InputSpec]) -> None:
             calibration=options.calibrate or calibration, trials=options.search_trials,
             timeout_s=options.search_time, seed=options.seed, batch_size=options.batch_size,
             jobs=options.jobs, scheduler=options.scheduler, mode=options.mode, crossbars=options.crossbars,
-            strategy=options.strategy, threads=options.threads,
+            strategy=options.strategy, threads=options.threads, placement=options.placement,
         )  # fmt: skip
     except (CompileError, OnnxImportError, DeviceConfigError) as e:
         raise UserError(str(e)) from None

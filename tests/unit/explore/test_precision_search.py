@@ -154,7 +154,7 @@ def test_the_command_line_writes_the_chosen_file(tmp_path, capsys):
     assert set(written) == {"conv1", "conv2", "fc"} and any(a == 2 for _, a in written.values())
 
 
-def test_the_command_line_hands_jobs_and_scheduler_to_the_search(tmp_path, monkeypatch, capsys):
+def test_the_command_line_hands_jobs_scheduler_and_placement_to_the_search(tmp_path, monkeypatch, capsys):
     from cimxdsl.explore import precision_search
 
     given = []
@@ -166,8 +166,11 @@ def test_the_command_line_hands_jobs_and_scheduler_to_the_search(tmp_path, monke
     monkeypatch.setattr(precision_search, "search_precision", spy)
     for parallel in (["--jobs", "3"], ["--scheduler", "tcp://127.0.0.1:8786"]):
         with pytest.raises(SystemExit):
-            cim_compile.main([str(MODEL), "--search-precision", "--search-method", "nsga2", *parallel])
+            cim_compile.main(
+                [str(MODEL), "--search-precision", "--search-method", "nsga2", "--placement", "crossbar", *parallel]
+            )
     assert [(o["jobs"], o["scheduler"]) for o in given] == [(3, None), (1, "tcp://127.0.0.1:8786")]
+    assert all(o["placement"] == "crossbar" for o in given)
     assert capsys.readouterr().err.count("cim-compile: error: stop here\n") == 2
 
 
