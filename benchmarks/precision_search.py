@@ -4,7 +4,8 @@ on the other 240 held-out images, which the search never saw: accuracy, latency 
 image, and what the search cost (compiles, images simulated, seconds). Latency and energy per image
 are given twice: over the run (the first writes of the weights shared by its 240 images, the
 search's objective) and with the weights resident (a second run of the same images on the
-programmed crossbars: inference alone, as accelerator papers count it).
+programmed crossbars: inference alone, as accelerator papers count it; attention's products placed
+on crossbars still write their run-time operands there).
 
     python -m benchmarks.precision_search [--model examples/digits_cnn.onnx] [--device cinnamon] [--budget 0.5]
         [--trials 60] [--methods greedy nsga2 tpe] [--placement host|crossbar|auto] [--bits 8 6 4 3 2 1]
@@ -55,11 +56,16 @@ def main() -> None:
         for _ in range(2):  # the second run finds the weights written
             compiled(x[VALIDATION:])
         resident = compiled.report()
-        assert resident["total"]["cells_written"] == 0
+        # the constant weights are written; products of two run-time tensors placed on crossbars
+        # write their right operand (attention's Kᵀ, V) for every image still
+        runtime = sum(layer["cells_written"] for layer in resident["layers"] if layer.get("placement") == "crossbar")
         images = len(labels) - VALIDATION
         resident = {
             "latency_ns": resident["latency_ns"] / images,
             "energy_pj": resident["total"]["energy_pj"]["total"] / images,
+            # weight cells the second run wrote again: the crossbars cannot hold every weight tile
+            # beside the run-time operands
+            "rewritten": resident["total"]["cells_written"] - runtime,
         }
         return {**result, "resident": resident}
 
@@ -79,9 +85,13 @@ def main() -> None:
     def ratio(r, base, key) -> str:
         return f"{r[key]:,.0f} ({base[key] / r[key]:.2f}×)"
 
+    marked = []
+
     def row(label, r, bits, validation="", cost=("", "", "")) -> None:
         figures = [ratio(r, uniform, "latency_ns"), ratio(r, uniform, "energy_pj")]
-        figures += [ratio(r["resident"], uniform["resident"], key) for key in ("latency_ns", "energy_pj")]
+        mark = " †" if r["resident"]["rewritten"] else ""
+        marked.append(mark)
+        figures += [ratio(r["resident"], uniform["resident"], key) + mark for key in ("latency_ns", "energy_pj")]
         cells = [label, bits, validation, f"{r['accuracy']:.2%}", *figures, *map(str, cost)]
         print("| " + " | ".join(cells) + " |")
 
@@ -104,6 +114,11 @@ def main() -> None:
             f"{p['accuracy']:.1%}/{p['latency_ns']:.0f} ns/{p['energy_pj']:,.0f} pJ" for p in result.front
         )
         fronts.append(f"{method}'s Pareto front on the validation split (accuracy/latency/energy): {front}")
+    if any(marked):
+        print(
+            "\n† the second run wrote weight cells again: the device's crossbars do not hold every weight tile "
+            "beside the run-time operands written on them"
+        )
     print("\n".join(["", *fronts]))
 
 

@@ -276,7 +276,8 @@ def test_runtime_products_on_crossbars_take_their_own_bits():
     `attn_MatMul.1`), and each product of two run-time tensors placed on crossbars runs at its own
     bits: fewer DAC passes for fewer input bits, fewer cell slices for fewer weight bits."""
     rng = np.random.default_rng(3)
-    calibration = [[rng.normal(0, 1, s).astype(np.float32) for s in ((1, 2, 4, 8), (1, 2, 8, 4), (1, 2, 4, 8))] for _ in range(3)]
+    shapes = ((1, 2, 4, 8), (1, 2, 8, 4), (1, 2, 4, 8))
+    calibration = [[rng.normal(0, 1, s).astype(np.float32) for s in shapes] for _ in range(3)]
     inputs = [rng.normal(0, 1, x.shape).astype(np.float32) for x in calibration[0]]
     bits = {"attn_MatMul": (8, 8), "attn_MatMul.1": (3, 5)}
     compiled = cimxdsl.compile(
