@@ -9,10 +9,12 @@ on crossbars still write their run-time operands there).
 
     python -m benchmarks.precision_search [--model examples/digits_cnn.onnx] [--device cinnamon] [--budget 0.5]
         [--trials 60] [--methods greedy nsga2 tpe] [--placement host|crossbar|auto] [--bits 8 6 4 3 2 1]
-        [--uniform 2/2 ...]
+        [--uniform 2/2 ...] [--search-batch 24]
 
 `--placement` places attention's products of two run-time tensors (a transformer's); `--uniform`
-measures more uniform configurations beside int8 (the narrowest: the ceiling of any search).
+measures more uniform configurations beside int8 (the narrowest: the ceiling of any search);
+`--search-batch` compiles the search's programs for that many images, run in chunks (a smaller
+program compiles faster: the digits ViT's at 24 images).
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def main() -> None:
     parser.add_argument("--methods", nargs="*", default=["greedy", "nsga2", "tpe"])
     parser.add_argument("--placement", default="host")
     parser.add_argument("--bits", nargs="+", type=int, default=list(DEFAULT_BITS))
+    parser.add_argument(
+        "--search-batch", type=int, default=None, help="images per compiled program in the search (default: the split)"
+    )
     parser.add_argument("--uniform", nargs="*", default=[], help="more uniform configurations, as W/A")
     args = parser.parse_args()
     train, test = np.load(EXAMPLES / "digits_train.npz"), np.load(EXAMPLES / "digits_test.npz")
@@ -104,7 +109,7 @@ def main() -> None:
     for method in args.methods:
         result = search_precision(
             args.model, x[:VALIDATION], labels[:VALIDATION], budget=args.budget, method=method,
-            objective=args.objective, bits=args.bits, trials=args.trials, seed=0,
+            objective=args.objective, bits=args.bits, trials=args.trials, seed=0, batch_size=args.search_batch,
             progress=lambda message: print(message, file=sys.stderr, flush=True), **common,
         )  # fmt: skip
         bits = ", ".join(f"{w}/{a}" for w, a in result.precision.values())
