@@ -501,6 +501,20 @@ def _weight_range(w: np.ndarray, config: DeviceConfig) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+def inputs_fit(x: np.ndarray, config: DeviceConfig) -> bool:
+    """Whether the integer rows `x` fit `config`'s inputs as a whole (their least and largest
+    value), so that every slice of their columns passes `check_inputs` (which checks row by row
+    only where the whole does not fit); False for float inputs."""
+    if x.dtype.kind not in "biu":
+        return False
+    if x.size == 0:
+        return True
+    bits, low, high = config.input_bits, x.min(), x.max()
+    if config.input_encoding == "bipolar":  # the DAC drives a sign and bits of magnitude
+        return max(-int(low), int(high)) <= 2**bits - 1
+    return bool(low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1))
+
+
 def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
     k = tile.shape[0]
     if x.shape[-1] != k:
@@ -514,17 +528,13 @@ def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         return
     if x.dtype.kind not in "biu":
         raise ValueError(f"crossbar inputs must be numbers, got dtype {x.dtype}")
-    if x.size == 0:
-        return
-    bits = config.input_bits
-    low, high = x.min(), x.max()
-    if config.input_encoding == "bipolar":  # the DAC drives a sign and bits of magnitude
-        if max(-int(low), int(high)) > 2**bits - 1:
-            value = low if -int(low) > int(high) else high
-            raise ValueError(f"input {value} does not fit {bits}-bit bipolar inputs (magnitude at most {2**bits - 1})")
-        return
-    if low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1):
+    if inputs_fit(x, config):
         return  # every row fits, signed or not
+    bits = config.input_bits
+    if config.input_encoding == "bipolar":
+        low, high = x.min(), x.max()
+        value = low if -int(low) > int(high) else high
+        raise ValueError(f"input {value} does not fit {bits}-bit bipolar inputs (magnitude at most {2**bits - 1})")
     row_min, row_max = x.min(axis=1), x.max(axis=1)
     signed = row_min < 0
     high = np.where(signed, 2 ** (bits - 1) - 1, 2**bits - 1)

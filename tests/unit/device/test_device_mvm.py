@@ -372,6 +372,29 @@ def test_two_input_planes_share_one_product_bitwise(input_encoding, dac_bits, mo
     assert crossbar.stack_tiles([[program_tile(w[:128, :32], wide)]], None, wide).pack == 0
 
 
+def test_inputs_that_fit_as_a_whole_fit_every_column_slice():
+    """`inputs_fit` (one check of a layer's operand for all its tile products) holds only where
+    every slice of the columns passes `check_inputs`; where it does not, rows are checked one by one."""
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8)
+    tile = program_tile(np.ones((2, 2), np.int64), config)
+    fitting = np.array([[-128, 127, 0, 3], [0, 1, 2, 127]])
+    per_row = np.array([[-1, 0, 0, 0], [0, 200, 0, 0]])  # a signed row and an unsigned one above 127
+    bad = np.array([[-1, 200, 0, 0]])
+    assert crossbar.inputs_fit(fitting, config)
+    assert not crossbar.inputs_fit(per_row, config) and not crossbar.inputs_fit(bad, config)
+    for x in (fitting, per_row):
+        for k in (0, 2):
+            crossbar.check_inputs(x[:, k : k + 2], tile, config)
+    with pytest.raises(ValueError, match=r"input 200 \(row 0\) does not fit 8-bit inputs"):
+        crossbar.check_inputs(bad[:, :2], tile, config)
+    bipolar = config.replace(input_encoding="bipolar")
+    assert crossbar.inputs_fit(np.array([[-255, 255]]), bipolar)
+    assert not crossbar.inputs_fit(np.array([[-256, 0]]), bipolar)
+    with pytest.raises(ValueError, match="input -256 does not fit 8-bit bipolar inputs"):
+        crossbar.check_inputs(np.array([[-256, 0]]), tile, bipolar)
+    assert not crossbar.inputs_fit(np.zeros((1, 2), np.float32), config)
+
+
 SIGNED_BASES = {
     # 128×128, 2-bit cells and DACs, differential pairs
     "cinnamon-8bit": preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=5),
