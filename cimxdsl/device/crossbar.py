@@ -705,7 +705,8 @@ class TileStack:
     holds rows edges[a]:edges[a+1], and every K-block is split alike along the columns."""
 
     reads: np.ndarray
-    """(blocks, K, C): each K-block's tiles' `Tile.reads` side by side, padded with zero rows."""
+    """(blocks, K, C): each K-block's tiles' `Tile.reads` (their conductances where `pack`) side by
+    side, padded with zero rows."""
     edges: tuple[int, ...]
     col_sums: np.ndarray
     """(blocks, N): Σ_k W[k, n] of each K-block."""
