@@ -6,7 +6,9 @@ in the same process, at batch 1 and 16:
 - `cinnamon` with 8-bit weights and inputs and an 8-bit ADC: int8, bit-sliced; target ≤ 1.5 × input
   slices × cells per weight × arrays per weight × onnxruntime (the work a sliced simulation cannot avoid).
 
-It also prints the crossbar writes of an inference after the first (weights left on the device by
+For a bit-sliced device it also prints the time on one thread (CPU time) against the slice-work
+bound (`benchmarks/slice_bound.py`: the time of the slice products alone at NumPy's float32 GEMM
+rate; target ≤ 1.2×). It prints the crossbar writes of an inference after the first (weights left on the device by
 the previous one are not written again) against the minimum: every weight tile the program writes,
 less the crossbars that can keep one resident; the time on one thread against all cores
 (`threads`), the speed-up; and the time with every tile product on its own (`layer_products`
@@ -37,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cimxdsl
 from benchmarks.crossbar_gemm import best_time
 from benchmarks.model_zoo import MODELS
+from benchmarks.slice_bound import bound_seconds, recorded_products
 from cimxdsl.device import preset
 from cimxdsl.device.threads import cores
 from cimxdsl.frontend.onnx_importer import with_batch
@@ -65,7 +68,7 @@ def main() -> None:
     print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
-        f"  writes (least)  1 thread  speed-up ({cores()} cores)  tile by tile"
+        f"  writes (least)  1 thread  speed-up ({cores()} cores)  tile by tile  slice-work bound  1 thread / bound"
     )
     for name in args.devices:
         config, mode = DEVICES[name]
@@ -83,7 +86,8 @@ def main() -> None:
             ort = best_time(lambda: session.run(None, {"x": x}), args.repeat)
             ours = best_time(lambda: compiled(x), args.repeat)
             compiled.threads = 1
-            alone = best_time(lambda: compiled(x), args.repeat)
+            alone = best_time(lambda: compiled(x), args.repeat, time.process_time)
+            bound = np.nan if config.exact else bound_seconds(recorded_products(compiled, x), args.repeat)
             compiled.threads = None
             program = compiled.program()
             program.layer_products = False
@@ -97,6 +101,7 @@ def main() -> None:
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
                 f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x {tile_by_tile:12.3f}s"
+                f" {bound:16.3f}s {alone / bound:15.2f}x"
             )
 
 

@@ -7,7 +7,9 @@ final LayerNorm, no LM head), random weights, built with `onnx.helper` on int64 
 - simulation on `ideal` in exact mode at batch 1 as a ratio to onnxruntime's float run of the same
   model in the same process (target ≤ 5×), with the max relative error;
 - int8 bit-sliced on `cinnamon` with 8-bit weights and inputs and an 8-bit ADC, against the
-  slice-work bound 1.5 × input slices × cells per weight × arrays per weight × onnxruntime;
+  slice-work bound 1.5 × input slices × cells per weight × arrays per weight × onnxruntime, and its
+  time on one thread (CPU time) against the time of its slice products alone at NumPy's float32
+  GEMM rate (`benchmarks/slice_bound.py`; target ≤ 1.5×);
 - the crossbar writes per inference attention's products cause under `--placement host` and
   `crossbar`, with each run's total writes.
 
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cimxdsl
 from benchmarks.crossbar_gemm import best_time
+from benchmarks.slice_bound import bound_seconds, recorded_products
 from cimxdsl.device import preset
 
 VOCAB = {"bert": 30522, "gpt2": 50257}
@@ -152,9 +155,16 @@ def figures(name: str, model: onnx.ModelProto, device: str, placement: str, repe
     budget = 5.0 if config.exact else 1.5 * config.input_slices * config.cells_per_weight * config.arrays_per_crossbar
     report = compiled.report()
     products = report["runtime_products"]
+    bound = ""
+    if not config.exact:  # one thread against the slice products alone
+        compiled.threads = 1
+        alone = best_time(lambda: compiled(ids), repeat, time.process_time)
+        compiled.threads = None
+        slices = bound_seconds(recorded_products(compiled, ids), repeat)
+        bound = f" {alone:8.3f}s {slices:8.3f}s {alone / slices:6.2f}x"
     return (
         f"{name:>5} {device:>14} {placement:>9} {compile_seconds:8.1f}s {ort:8.3f}s {ours:8.3f}s"
-        f" {ours / ort:6.1f}x {budget:5.0f}x {error:9.1e} {products['writes']:>8} {report['total']['writes']:>8}"
+        f" {ours / ort:6.1f}x {budget:5.0f}x {error:9.1e} {products['writes']:>8} {report['total']['writes']:>8}{bound}"
     )
 
 
@@ -168,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"{'model':>5} {'device':>14} {'placement':>9} {'compile':>9} {'ort':>9} {'ours':>9} {'ratio':>7} {'bound':>6}"
-        f" {'rel err':>9} {'attn wr':>8} {'writes':>8}",
+        f" {'rel err':>9} {'attn wr':>8} {'writes':>8} {'1 thread':>9} {'slices':>9} {'/bound':>7}",
         flush=True,
     )
     for name in args.models:

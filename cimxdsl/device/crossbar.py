@@ -54,6 +54,8 @@ CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM 
 # chunks read noise is drawn in, so their size fixes a noisy product's noise stream
 NOISELESS_CHUNK_BYTES = 1 << 23  # the same for a noiseless sliced product on NumPy: its passes over the
 # sums run faster in fewer, larger chunks (larger BLAS calls, less dispatch) than within an L2 cache
+PACKED_CHUNK_BYTES = 1 << 20  # the same for a packed product (`TileStack.pack`): its buffers are reused
+PACKED_MIN_ROWS = 128  # the fewest rows of a packed product's chunk (the columns then go in blocks)
 _EXACT_FLOAT = 2**53
 _INT64_LIMIT = 2**62
 
@@ -208,15 +210,36 @@ def _programming_error(g: np.ndarray, config: DeviceConfig, rng: np.random.Gener
 
 def _fold_adc(g: np.ndarray, config: DeviceConfig) -> np.ndarray:
     """`g`, or — for a noiseless full-scale ADC with a step above 1 and without analog subtraction —
-    `g` scaled so that the product yields what the ADC rounds: sum ÷ step for `full_pow2` (exact: a
-    power of two), sum · L for `full` (exact while below the mantissa; the ADC then divides by F)."""
+    `g` scaled so that the product yields what the ADC rounds (`_adc_fold`)."""
+    factor = _adc_fold(config, g.dtype)
+    return g if factor is None else g * g.dtype.type(factor)
+
+
+def _adc_fold(config: DeviceConfig, dtype) -> float | None:
+    """The factor a noiseless full-scale ADC with a step above 1 (without analog subtraction) takes
+    into the column sums so that it only divides and rounds: 1 / step for `full_pow2` (exact: a
+    power of two), L for `full` (exact while below the mantissa; the ADC then divides by F); None
+    where there is none."""
     num, den = _full_scale_ratio(config, config.signed_adc)
     full = config.adc_bits and config.adc_range in ("full", "full_pow2")
     if not (config.integral and full and not config.analog_subtraction and den > num):
-        return g
+        return None
     if num == 1:
-        return g * g.dtype.type(1 / den)
-    return g * g.dtype.type(num) if _ties_exact(config, g.dtype, num) else g
+        return 1 / den
+    return float(num) if _ties_exact(config, dtype, num) else None
+
+
+def _pack_bits(config: DeviceConfig, max_sum: float, dtype) -> int:
+    """The bits w of a field that holds one input plane's column sums when two planes share one
+    float product (`TileStack.pack`): 2**w above the largest sum, and both fields exact in `dtype`.
+    0 where the sums are no non-negative integers (noise, HRS current, signed DACs, analog pairs)."""
+    if not config.integral or config.analog_subtraction or config.input_encoding == "bipolar":
+        return 0
+    if not math.isfinite(max_sum) or config.input_slices * (1 + (config.input_encoding == "sign_magnitude")) < 2:
+        return 0
+    top = int(max_sum)
+    bits = top.bit_length()
+    return bits if top * (2**bits + 1) < 2 ** (np.finfo(dtype).nmant + 1) else 0
 
 
 def tile_mvm(
@@ -478,6 +501,20 @@ def _weight_range(w: np.ndarray, config: DeviceConfig) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+def inputs_fit(x: np.ndarray, config: DeviceConfig) -> bool:
+    """Whether the integer rows `x` fit `config`'s inputs as a whole (their least and largest
+    value), so that every slice of their columns passes `check_inputs` (which checks row by row
+    only where the whole does not fit); False for float inputs."""
+    if x.dtype.kind not in "biu":
+        return False
+    if x.size == 0:
+        return True
+    bits, low, high = config.input_bits, x.min(), x.max()
+    if config.input_encoding == "bipolar":  # the DAC drives a sign and bits of magnitude
+        return max(-int(low), int(high)) <= 2**bits - 1
+    return bool(low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1))
+
+
 def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
     k = tile.shape[0]
     if x.shape[-1] != k:
@@ -491,17 +528,13 @@ def check_inputs(x: np.ndarray, tile: Tile, config: DeviceConfig) -> None:
         return
     if x.dtype.kind not in "biu":
         raise ValueError(f"crossbar inputs must be numbers, got dtype {x.dtype}")
-    if x.size == 0:
-        return
-    bits = config.input_bits
-    low, high = x.min(), x.max()
-    if config.input_encoding == "bipolar":  # the DAC drives a sign and bits of magnitude
-        if max(-int(low), int(high)) > 2**bits - 1:
-            value = low if -int(low) > int(high) else high
-            raise ValueError(f"input {value} does not fit {bits}-bit bipolar inputs (magnitude at most {2**bits - 1})")
-        return
-    if low >= -(2 ** (bits - 1)) and high <= (2 ** (bits - 1) - 1 if low < 0 else 2**bits - 1):
+    if inputs_fit(x, config):
         return  # every row fits, signed or not
+    bits = config.input_bits
+    if config.input_encoding == "bipolar":
+        low, high = x.min(), x.max()
+        value = low if -int(low) > int(high) else high
+        raise ValueError(f"input {value} does not fit {bits}-bit bipolar inputs (magnitude at most {2**bits - 1})")
     row_min, row_max = x.min(axis=1), x.max(axis=1)
     signed = row_min < 0
     high = np.where(signed, 2 ** (bits - 1) - 1, 2**bits - 1)
@@ -672,7 +705,8 @@ class TileStack:
     holds rows edges[a]:edges[a+1], and every K-block is split alike along the columns."""
 
     reads: np.ndarray
-    """(blocks, K, C): each K-block's tiles' `Tile.reads` side by side, padded with zero rows."""
+    """(blocks, K, C): each K-block's tiles' `Tile.reads` (their conductances where `pack`) side by
+    side, padded with zero rows."""
     edges: tuple[int, ...]
     col_sums: np.ndarray
     """(blocks, N): Σ_k W[k, n] of each K-block."""
@@ -689,6 +723,12 @@ class TileStack:
     """(blocks, N): each column's drift-compensation factor (`Tile.gain`); None if no tile has one."""
     backend: ArrayBackend = NUMPY
     """Where `reads`, `spans` and `gains` are held and the product runs (`cimxdsl.device.backend`)."""
+    pack: int = 0
+    """On NumPy, for noiseless integer sums: the bits w of a field (`_pack_bits`). Two input planes
+    then share one product — the digits d + d'·2**-w, whose sums s' + s·2**-w give both planes'
+    exact sums back (integer part and fraction) — so the sliced product does half the float
+    work; `reads` are then the tiles' unscaled conductances (the ADC's factor is applied after the
+    split). 0: one product per plane."""
 
     def block(self, a: int) -> TileStack:
         """K-block `a` alone."""
@@ -720,13 +760,16 @@ def stack_tiles(
     if any([t.shape for t in row] != [(k, w) for w in widths] for k, row in zip(heights, grid, strict=True)):
         raise ValueError("the tiles of a stacked product must form a grid")
     first = grid[0][0]
+    max_sum = max(t.max_sum for row in grid for t in row)
+    pack = _pack_bits(config, max_sum, first.reads.dtype) if backend.is_numpy else 0
+    matrix = (lambda t: t.conductance) if pack else (lambda t: t.reads)
     if len(grid) == 1 and len(widths) == 1:
-        reads = first.reads[None]
+        reads = matrix(first)[None]
     else:
         columns = first.reads.shape[1] // widths[0]
         reads = np.zeros((len(grid), max(heights), sum(widths) * columns), first.reads.dtype)
         for a, row in enumerate(grid):
-            reads[a, : heights[a]] = np.hstack([t.reads for t in row])
+            reads[a, : heights[a]] = np.hstack([matrix(t) for t in row])
     resolved = None
     if spans is not None and all(s is not None for row in spans for s in row):
         resolved = np.stack(
@@ -745,10 +788,11 @@ def stack_tiles(
         np.array([np.repeat([t.weight_offset for t in row], widths) for row in grid], np.int64),
         resolved,
         np.cumsum([0, *widths[:-1]]) if len(widths) > 1 else None,
-        max(t.max_sum for row in grid for t in row),
-        first.reads is not first.conductance,
+        max_sum,
+        first.reads is not first.conductance and not pack,
         gains,
         backend,
+        pack,
     )
 
 
@@ -829,12 +873,24 @@ def sliced_product(
     sources = [] if backend.is_numpy else [backend.asarray(source.astype(signed)) for source in planes.sources]
     signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
     total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))
-    per_row = 4 * count * (width + g.shape[2])
-    chunk_bytes = CHUNK_BYTES if rng is not None else backend.chunk_bytes or NOISELESS_CHUNK_BYTES
+    # packed (`TileStack.pack`): planes i and i + h share a product, as the fraction and the integer part
+    h = (count + 1) // 2
+    packed = bool(stack.pack) and rng is None and backend.is_numpy and count > 1 and signs is None
+    packed = packed and out_dtype is np.float64 and blocks * bound * config.adc_full_scale < 2**53
+    per_row = 4 * (h * width + count * g.shape[2]) if packed else 4 * count * (width + g.shape[2])
+    noiseless_bytes = PACKED_CHUNK_BYTES if packed else NOISELESS_CHUNK_BYTES
+    chunk_bytes = CHUNK_BYTES if rng is not None else backend.chunk_bytes or noiseless_bytes
     chunk = max(1, chunk_bytes // per_row)  # rows (bounding the analog intermediates of one block)
+    if packed:  # (enough rows for an efficient BLAS product: the columns then go in blocks)
+        chunk = max(chunk, PACKED_MIN_ROWS)
     if rng is None and backend.is_numpy:  # (at least a chunk per thread)
         chunk = max(1, min(chunk, -(-rows // pool_threads())))
     step = max(1, chunk_bytes // (per_row * min(chunk, max(rows, 1))))  # K-blocks at a time
+    columns, per_column = g.shape[2], arrays * cells
+    block_columns = columns  # a packed product's columns at a time (a full-scale ADC's are independent)
+    if packed and stack.spans is None and config.adc_range != "calibrated":
+        fitting = chunk_bytes // (4 * count * min(chunk, max(rows, 1))) // per_column * per_column
+        block_columns = min(columns, max(per_column, fitting))
 
     def noise(shape: tuple[int, ...], sigma: float):
         return backend.asarray(sigma * rng.standard_normal(shape))
@@ -845,24 +901,55 @@ def sliced_product(
         digits = xp.astype(digits, as_xp[g_dtype.type])
         return digits if signs is None else digits * signs[a0:a1, start : start + b, ...]
 
-    def convert(start: int, b: int, a0: int, a1: int):
+    fold = _adc_fold(config, g_dtype) if packed else None
+    folded = stack.folded if not packed else fold is not None
+    # a packed product's sums leave the split as the ADC takes them: times 2**w for the fractions, and
+    # the ADC's factor (`_adc_fold`) if any
+    factors = np.array([2.0**stack.pack] * h + [1.0] * (count - h)) * (fold or 1.0)
+    factors = factors.astype(g_dtype).reshape(count, 1, 1)
+
+    def packed_digits(start: int, b: int, a0: int, a1: int, digits: np.ndarray, spare: np.ndarray) -> None:
+        """Into `digits` (t, h, b, K): plane i's digits · 2**-w plus plane i + h's (NumPy)."""
+        rows, paired = (slice(a0, a1), slice(start, start + b)), count - h
+        for i in range(count):
+            planes.digits(i, rows, digits[:, i] if i < h else spare[:, i - h])
+        digits *= g_dtype.type(2.0**-stack.pack)
+        digits[:, :paired] += spare
+
+    def packed_sums(digits: np.ndarray, a0: int, c0: int, c1: int, out: np.ndarray) -> np.ndarray:
+        """The column sums (t, count, b, c1 - c0) of packed `digits` on columns [c0, c1), into `out`."""
+        t, _, b, _ = digits.shape
+        sums = out[: t * count * b * (c1 - c0)].reshape(t, count, b, c1 - c0)
+        for a in range(t):
+            np.matmul(digits[a].reshape(h * b, width), g[a0 + a, :, c0:c1], out=sums[a, :h].reshape(h * b, -1))
+        paired = count - h
+        np.floor(sums[:, :paired], out=sums[:, h:])  # (the integer parts: planes h…)
+        sums[:, :paired] -= sums[:, h:]
+        sums *= factors
+        return sums
+
+    def convert(start: int, b: int, a0: int, a1: int, given: np.ndarray | None = None):
         t = a1 - a0
-        if backend.is_numpy:  # (written in place)
+        if given is not None:  # (a packed product's sums)
+            sums = given
+        elif backend.is_numpy:  # (written in place)
             digits = np.empty((t, count, b, width), g_dtype)
             for i in range(count):
                 planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
         else:
             digits = xp.stack([plane_digits(i, a0, a1, start, b) for i in range(count)], axis=1)
-        if config.input_noise:  # the DACs' noise reaches every cell of the row
-            digits += noise(digits.shape, config.input_noise * (2**config.dac_bits - 1))
-        sums = xp.matmul(xp.reshape(digits, (t, count * b, width)), g[a0:a1, ...])
-        if config.hrs_apart and not pair:  # (a pair's HRS currents cancel in the subtraction)
-            sums += config.hrs_level * xp.reshape(xp.sum(digits, axis=-1), (t, count * b, 1))
-        if config.read_noise:
-            squares = xp.reshape(digits * digits, (count * b, width))
-            sigma = config.read_noise * xp.sqrt(xp.matmul(squares, g[0, ...] * g[0, ...]))
-            sums[0, ...] += sigma * noise(sums.shape[1:], 1.0)
-        sums = xp.reshape(sums, (t, count, b, n, arrays, cells))
+        if given is None:
+            if config.input_noise:  # the DACs' noise reaches every cell of the row
+                digits += noise(digits.shape, config.input_noise * (2**config.dac_bits - 1))
+            sums = xp.matmul(xp.reshape(digits, (t, count * b, width)), g[a0:a1, ...])
+            if config.hrs_apart and not pair:  # (a pair's HRS currents cancel in the subtraction)
+                sums += config.hrs_level * xp.reshape(xp.sum(digits, axis=-1), (t, count * b, 1))
+            if config.read_noise:
+                squares = xp.reshape(digits * digits, (count * b, width))
+                sigma = config.read_noise * xp.sqrt(xp.matmul(squares, g[0, ...] * g[0, ...]))
+                sums[0, ...] += sigma * noise(sums.shape[1:], 1.0)
+        n_block = sums.shape[-1] // per_column
+        sums = xp.reshape(sums, (t, count, b, n_block, arrays, cells))
         spans = None if stack.spans is None else stack.spans[a0:a1, None, None, ...]
         if pair:
             differences = sums[..., 0, :] - sums[..., 1, :]
@@ -870,7 +957,7 @@ def sliced_product(
             levels, den, num = _adc_levels(differences, config, True, False, stack.max_sum, spans, stack.tiles)
         else:
             sums = _output_noise(sums, config, rng, backend)
-            levels, den, num = _adc_levels(sums, config, False, stack.folded, stack.max_sum, spans, stack.tiles)
+            levels, den, num = _adc_levels(sums, config, False, folded, stack.max_sum, spans, stack.tiles)
         reads_dtype = dtype
         if not isinstance(den, float):  # a step per read or per column: read-backs that are no integers, in float64
             levels = levels * den / num
@@ -882,7 +969,7 @@ def sliced_product(
             reads[:, -1, ...] = reads[:, -1, ...] * flip
         # per K-block: Σ over the reads of a weight times 2**(j·cell_bits), then Σ_p scale_p · that
         # (the larger contraction first, over the contiguous reads; exact in either order)
-        cells_added = xp.matmul(xp.reshape(reads, (t, count, b * n, -1)), coefficients)
+        cells_added = xp.matmul(xp.reshape(reads, (t, count, b * n_block, -1)), coefficients)
         result = xp.matmul(scale, cells_added)
         if den == num:
             out = result if reads_dtype is not dtype else xp.astype(result, as_xp[out_dtype], copy=False)
@@ -894,14 +981,29 @@ def sliced_product(
             out /= num
         if stack.gains is not None:  # drift compensation of each column's analog part
             out = xp.reshape(out, (t, b, n)) * stack.gains[a0:a1, None, :]
+        if given is not None:  # (rounded per tile, added in float64: integers below 2**53)
+            return np.sum(np.rint(out, out=out), axis=0).reshape(b, n_block)
         if out.dtype != xp.int64:
             out = xp.astype(_rint(out, xp), xp.int64)
         return xp.reshape(xp.sum(out, axis=0), (b, n))
 
     def run(chunk_rows: tuple[int, int]) -> None:
         start, b = chunk_rows
+        if not packed:
+            for a0 in range(0, blocks, step):
+                total[start : start + b, ...] += convert(start, b, a0, min(blocks, a0 + step))
+            return
+        t = min(step, blocks)  # (the buffers, reused by the chunk's K-blocks and column blocks)
+        digits, spare = np.empty((t, h, b, width), g_dtype), np.empty((t, count - h, b, width), g_dtype)
+        buffer, done = np.empty(t * count * b * block_columns, g_dtype), np.zeros((b, n))
         for a0 in range(0, blocks, step):
-            total[start : start + b, ...] += convert(start, b, a0, min(blocks, a0 + step))
+            a1 = min(blocks, a0 + step)
+            packed_digits(start, b, a0, a1, digits[: a1 - a0], spare[: a1 - a0])
+            for c0 in range(0, columns, block_columns):
+                c1 = min(columns, c0 + block_columns)
+                sums = packed_sums(digits[: a1 - a0], a0, c0, c1, buffer)
+                done[:, c0 // per_column : c1 // per_column] += convert(start, b, a0, a1, sums)
+        total[start : start + b] = done
 
     chunks = [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
     if rng is None and backend.is_numpy:  # chunks are independent: on the threads of `using_threads`
@@ -912,7 +1014,11 @@ def sliced_product(
         with backend.running():
             for each in chunks:
                 run(each)
-    k = np.diff(stack.edges)[:, None, None]
-    correction = planes.offsets[..., None] * (stack.col_sums[:, None] + stack.weight_offset[:, None] * k)
-    correction += stack.weight_offset[:, None] * parts.sum(axis=-1, dtype=np.int64)[..., None]
-    return backend.to_numpy(total) - correction.sum(axis=0)
+    # the digital corrections, summed over the K-blocks: o·(Σ_k W + c·K) and c·Σ_k x
+    result = backend.to_numpy(total)
+    if planes.offsets.any():
+        per_block = stack.col_sums + stack.weight_offset * np.diff(stack.edges)[:, None]
+        result -= np.matmul(planes.offsets.T, per_block)
+    if stack.weight_offset.any():
+        result -= np.matmul(parts.sum(axis=-1, dtype=np.int64).T, stack.weight_offset)
+    return result

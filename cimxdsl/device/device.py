@@ -197,10 +197,12 @@ class Device:
             raise ValueError(f"crossbar {xbar}: only an exact device's products can be counted without computing them")
         self.defer_mvm(xbar, x)
 
-    def defer_mvm(self, xbar: int, x: np.ndarray) -> tuple[Tile, np.ndarray | None]:
+    def defer_mvm(self, xbar: int, x: np.ndarray, checked: bool = False) -> tuple[Tile, np.ndarray | None]:
         """Account for x @ W on crossbar `xbar` (checks, metrics, timeline) and return its tile and
         static ADC spans (or None), for a caller that computes the product later as `mvm` would
-        (with `sliced_product`); not for read noise, drawn per MVM, nor while calibrating."""
+        (with `sliced_product`); not for read noise, drawn per MVM, nor while calibrating.
+        `checked`: the caller found rows holding `x` within the inputs (`inputs_fit`), and `x` may
+        be those rows (only their count is read)."""
         i = self._index(xbar)
         tile = self._tiles[i]
         if tile is None:
@@ -209,7 +211,8 @@ class Device:
             raise ValueError(f"crossbar {i}: a product with read noise or calibration cannot be deferred")
         x = np.asarray(x)
         try:
-            check_inputs(x.reshape(-1, x.shape[-1]), tile, self._configs[i])
+            if not checked:
+                check_inputs(x.reshape(-1, x.shape[-1]), tile, self._configs[i])
         except ValueError as err:
             raise ValueError(f"crossbar {i}: {err}") from None
         self._count_mvm(i, tile, x)

@@ -17,6 +17,7 @@ tile-by-tile path."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -28,7 +29,7 @@ from xdsl.ir import Operation
 
 from cimxdsl.device.backend import NUMPY
 from cimxdsl.device.config import DeviceConfig
-from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, sliced_product, stack_tiles
+from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, inputs_fit, sliced_product, stack_tiles
 from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
 from cimxdsl.dialects import memristor
 from cimxdsl.dialects.memristor import call_precision
@@ -582,6 +583,16 @@ class Tiles:
         """Per array backend: the tiles and spans last stacked, and their stack (on its device)."""
         self.backend = NUMPY
         """The array backend of the device the tiles were found on (`cimxdsl.device.backend`)."""
+        self._fits: tuple | None = None
+
+    def fitting(self, x: np.ndarray, config: DeviceConfig) -> bool:
+        """Whether the operand `x` of the tile products fits `config`'s inputs as a whole
+        (`inputs_fit`), found once per operand."""
+        seen = self._fits
+        if seen is None or seen[0]() is not x or seen[1] is not config:
+            fits = config.input_encoding != "sign_magnitude" and inputs_fit(x, config)  # (whose costs need the slices)
+            seen = self._fits = (weakref.ref(x), config, fits)
+        return seen[2]
 
     def stack(self, config: DeviceConfig) -> TileStack:
         found = [self.found[i] for row in self.grid for i in row]
@@ -606,9 +617,13 @@ def count_columns(
 
     def run(interpreter, op, args) -> tuple:
         crossbar = runtime.physical(args[0])
-        tiles.config = runtime.device.config_of(crossbar)
+        config = tiles.config = runtime.device.config_of(crossbar)
         tiles.backend = runtime.device.backend
-        tiles.found[step] = runtime.device.defer_mvm(crossbar, args[1][:, columns])
+        x = args[1]
+        if tiles.fitting(x, config):  # (no copy of the columns for a check of each tile)
+            tiles.found[step] = runtime.device.defer_mvm(crossbar, x, checked=True)
+        else:
+            tiles.found[step] = runtime.device.defer_mvm(crossbar, x[:, columns])
         return ()
 
     return run

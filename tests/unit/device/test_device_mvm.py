@@ -1,5 +1,7 @@
 """Bit-sliced MVM: exactness, ADC effects and seeded noise."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -340,6 +342,57 @@ def test_vectorised_model_matches_the_plain_reference_with_a_lossy_adc(encoding,
     x = np.vstack([rng.integers(-128, 128, (5, 128)), rng.integers(0, 256, (5, 128))])
     w = rng.integers(-127, 128, (128, 16)) if encoding == "differential" else rng.integers(-128, 128, (128, 32))
     np.testing.assert_array_equal(crossbar_matmul(x, w, config), reference_sliced_product(x, w, config))
+
+
+@pytest.mark.parametrize("input_encoding", ["offset", "twos_complement", "sign_magnitude"])
+@pytest.mark.parametrize("dac_bits", [2, 3])
+def test_two_input_planes_share_one_product_bitwise(input_encoding, dac_bits, monkeypatch):
+    """Noiseless sums are integers: two planes' sums in one float32 product (`TileStack.pack`, an odd
+    plane alone), split again, give what one product per plane gives, with the largest column sums
+    (every weight and input at its largest magnitude) at the fields' limit, in one block of columns
+    or one output column at a time; a config whose sums do not fit two fields in the mantissa keeps
+    one product per plane."""
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8, dac_bits=dac_bits)
+    config = config.replace(input_encoding=input_encoding)
+    rng = np.random.default_rng(dac_bits)
+    w = rng.integers(-127, 128, (200, 40))
+    w[:, :3] = [127, -127, 85]  # (column sums at the top: every cell at its top level)
+    x = np.vstack([rng.integers(-128, 128, (6, 200)), rng.integers(0, 256, (6, 200)), np.full((1, 200), 255)])
+    grid = [[program_tile(w[a : a + 128, b : b + 32], config) for b in (0, 32)] for a in (0, 128)]
+    stack = crossbar.stack_tiles(grid, None, config)
+    assert stack.pack == int(stack.max_sum).bit_length() > 0
+    packed = crossbar.sliced_product(x, stack, config)
+    np.testing.assert_array_equal(packed, crossbar.sliced_product(x, dataclasses.replace(stack, pack=0), config))
+    monkeypatch.setattr(crossbar, "PACKED_CHUNK_BYTES", 1)  # (column blocks of one output column)
+    np.testing.assert_array_equal(crossbar.sliced_product(x, stack, config), packed)
+    lossless = config.replace(adc_bits=0)
+    stack = crossbar.stack_tiles([[program_tile(t.weights, lossless) for t in row] for row in grid], None, lossless)
+    np.testing.assert_array_equal(crossbar.sliced_product(x, stack, lossless), x @ w)
+    wide = config.replace(cell_bits=4, dac_bits=4)  # 128 · 15 · 15 needs 15 bits: two fields need 30
+    assert crossbar.stack_tiles([[program_tile(w[:128, :32], wide)]], None, wide).pack == 0
+
+
+def test_inputs_that_fit_as_a_whole_fit_every_column_slice():
+    """`inputs_fit` (one check of a layer's operand for all its tile products) holds only where
+    every slice of the columns passes `check_inputs`; where it does not, rows are checked one by one."""
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8)
+    tile = program_tile(np.ones((2, 2), np.int64), config)
+    fitting = np.array([[-128, 127, 0, 3], [0, 1, 2, 127]])
+    per_row = np.array([[-1, 0, 0, 0], [0, 200, 0, 0]])  # a signed row and an unsigned one above 127
+    bad = np.array([[-1, 200, 0, 0]])
+    assert crossbar.inputs_fit(fitting, config)
+    assert not crossbar.inputs_fit(per_row, config) and not crossbar.inputs_fit(bad, config)
+    for x in (fitting, per_row):
+        for k in (0, 2):
+            crossbar.check_inputs(x[:, k : k + 2], tile, config)
+    with pytest.raises(ValueError, match=r"input 200 \(row 0\) does not fit 8-bit inputs"):
+        crossbar.check_inputs(bad[:, :2], tile, config)
+    bipolar = config.replace(input_encoding="bipolar")
+    assert crossbar.inputs_fit(np.array([[-255, 255]]), bipolar)
+    assert not crossbar.inputs_fit(np.array([[-256, 0]]), bipolar)
+    with pytest.raises(ValueError, match="input -256 does not fit 8-bit bipolar inputs"):
+        crossbar.check_inputs(np.array([[-256, 0]]), tile, bipolar)
+    assert not crossbar.inputs_fit(np.zeros((1, 2), np.float32), config)
 
 
 SIGNED_BASES = {
