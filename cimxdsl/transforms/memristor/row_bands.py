@@ -101,7 +101,9 @@ class RowTracer:
     def extract_slice(self, op: tensor.ExtractSliceOp, axis: int, rows: Rows) -> SSAValue | None:
         offsets, sizes, strides = (_values(a) for a in (op.static_offsets, op.static_sizes, op.static_strides))
         source_shape = _shape(op.source)
-        if op.offsets or op.sizes or op.strides or set(strides) != {1} or len(sizes) != len(source_shape):
+        if op.offsets or op.sizes or op.strides or set(strides) != {1}:
+            return None
+        if not len(sizes) == len(source_shape) == len(_shape(op.result)):  # (a rank-reducing slice)
             return None
         start = offsets[axis] + rows[0]
         source = self.rows(op.source, axis, (start, offsets[axis] + rows[1]))
