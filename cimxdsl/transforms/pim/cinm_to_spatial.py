@@ -153,6 +153,7 @@ class SpatialState:
     tile: int
     crossbars_per_compute: int
     packing: Packing = "kernel"
+    whole_tiles: bool = False
     values: dict[SSAValue, Lowered] = field(default_factory=dict[SSAValue, Lowered])
     nodes: list[Node] = field(default_factory=list[Node])
     prologue: list[Operation] = field(default_factory=list[Operation])
@@ -276,10 +277,9 @@ def lower_filters(
         blocks = im2col_blocks(blocks, state.tile)
     out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
     partial: dict[int, NodeRef] = {}
-    per = state.crossbars_per_compute
-    for start in range(0, len(blocks), per):
+    for group in compute_groups(blocks, state.crossbars_per_compute, state.whole_tiles):
         node = state.new_node()
-        for j, by_output in groupby(blocks[start : start + per], key=lambda b: b.output_tile):
+        for j, by_output in groupby(group, key=lambda b: b.output_tile):
             f0, f1 = out_bounds[j]
             result_type = TensorType(element, out_layout.tile_shape(f1 - f0))
             total = None
@@ -302,6 +302,41 @@ def lower_filters(
             partial[j] = state.zero_tile(out.tile_type(j))
         out.tiles.append(partial[j])
     return out
+
+
+def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> list[list[WeightBlock]]:
+    """`blocks` (ordered by output tile) cut into the crossbars of computes of at most `per` each:
+    in runs of `per`, each compute adding the previous one's partial sums of an output tile they
+    share; with `whole_tiles`, in computes of whole output tiles, as few as hold them and as even
+    as the tiles allow (a tile of over `per` blocks cut in runs of `per`), so that the computes of
+    a layer work side by side rather than one after another through its partial sums."""
+    if not whole_tiles:
+        return [blocks[start : start + per] for start in range(0, len(blocks), per)]
+    groups: list[list[WeightBlock]] = []
+    for large, run in groupby(
+        (list(t) for _, t in groupby(blocks, key=lambda b: b.output_tile)), key=lambda t: len(t) > per
+    ):
+        tiles = list(run)
+        if large:
+            groups += [tile[start : start + per] for tile in tiles for start in range(0, len(tile), per)]
+            continue
+        fewest = len(pack_tiles(tiles, per))
+        limit = max(map(len, tiles))
+        while len(pack_tiles(tiles, limit)) > fewest:  # the evenest packing into as few computes
+            limit += 1
+        groups += pack_tiles(tiles, limit)
+    return groups
+
+
+def pack_tiles(tiles: list[list[WeightBlock]], limit: int) -> list[list[WeightBlock]]:
+    """Consecutive `tiles` packed in order into groups of at most `limit` blocks."""
+    groups: list[list[WeightBlock]] = []
+    for tile in tiles:
+        if groups and len(groups[-1]) + len(tile) <= limit:
+            groups[-1] += tile
+        else:
+            groups.append(list(tile))
+    return groups
 
 
 def apply_filters(
@@ -963,7 +998,8 @@ class CinmToSpatialPass(ChoicePass):
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
     ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
     `packing`: `kernel` (a matrix per kernel position) or `im2col` (kernel positions × channels
-    unrolled into the crossbar rows)."""
+    unrolled into the crossbar rows). `whole-tiles`: a compute holds whole output-channel tiles
+    where they fit (`compute_groups`), so that no compute waits for another's partial sums."""
 
     name = "cinm-to-spatial"
 
@@ -971,10 +1007,13 @@ class CinmToSpatialPass(ChoicePass):
     crossbars_per_compute: int | None = None
     device: str = DEFAULT_DEVICE
     packing: Packing = "kernel"
+    whole_tiles: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
-        states = {f: SpatialState(f, size, per, self.packing) for f in functions_holding(op, cinm.ComputeOp)}
+        states = {
+            f: SpatialState(f, size, per, self.packing, self.whole_tiles) for f in functions_holding(op, cinm.ComputeOp)
+        }
         patterns = [
             ConstantToSpatial(states),
             InitToSpatial(states),

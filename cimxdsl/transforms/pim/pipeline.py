@@ -96,7 +96,11 @@ class PimPipelinePass(ChoicePass, PipelinePass):
                 else holding(SpatialMappingPass(**options, chip=chip.name), "chip_config", chip)
             )
         spatial = CinmToSpatialPass(
-            xbar_size=size, crossbars_per_compute=per_core, device=self.device or DEFAULT_DEVICE, packing=self.packing
+            xbar_size=size,
+            crossbars_per_compute=per_core,
+            device=self.device or DEFAULT_DEVICE,
+            packing=self.packing,
+            whole_tiles=self.pipelining == "row",
         )
         return [
             LinalgToCinmPass(),

@@ -13,10 +13,14 @@ import pytest
 
 import cimxdsl
 from cimxdsl.api import CompileError, compile_pim
+from cimxdsl.backend.performance import estimate
+from cimxdsl.device.chip import chip_preset
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.tools.cim_compile import main as cim_compile
+from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.mapping import bands as bands_module
 from cimxdsl.transforms.pim.mapping.bands import BAND, wavefront_order
+from cimxdsl.transforms.pim.pipeline import PimPipelinePass
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, resnet_program
@@ -188,3 +192,37 @@ def test_wavefront_order_lets_a_consumer_go_before_its_producer_moves_on(monkeyp
     # Bands of one layer ready together run top rows first.
     a = [Band(1.0) for _ in range(3)]
     assert wavefront_order(a, [0, 0, 0]) == a  # pyright: ignore[reportArgumentType]
+
+
+def test_a_wide_layers_computes_hold_whole_output_tiles_and_work_side_by_side(tmp_path):
+    """Two layers over one compute's crossbars each (16 → 16 channels in tiles of 8: 18 crossbars
+    per output tile, 24 per compute). Cut in runs of 24 crossbars, a layer's second compute adds the
+    first one's partial sums, so a band goes through four computes one after another; in whole
+    output tiles (`whole-tiles`, the `row` pipeline's cut) a layer's computes read its input alone
+    and work side by side: two computes deep, and a lower latency."""
+    b = ProgramBuilder((1, 16, 8, 8), 2)
+    text = b.text(b.relu(b.requantize(b.conv(b.relu(b.requantize(b.conv("%x", 16, 3, pad=1), 4)), 16, 3, pad=1), 4)))
+    x = np.random.default_rng(5).integers(-128, 128, (1, 16, 8, 8))
+    latency = {}
+    for whole in (False, True):
+        first = (
+            f"cinm-to-spatial{{xbar-size=8 crossbars-per-compute=24 packing=im2col whole-tiles={str(whole).lower()}}}"
+        )
+        module = parse(text)
+        apply(module, first)
+        computes = [op for op in module.walk() if isinstance(op, spat.ComputeOp)]
+        assert sorted(len(c.weights) for c in computes) == ([18] * 4 if whole else [12, 12, 24, 24])
+        depth: dict[spat.ComputeOp, int] = {}
+        for c in computes:
+            depth[c] = 1 + max((depth[v.owner] for v in c.inputs if v.owner in depth), default=0)
+        assert max(depth.values()) == (2 if whole else 4)
+        _, _, artifacts, _ = lower_checked(text, x, [first, *stages("row", "none", 8)[1:]], tmp_path / str(whole))
+        latency[whole] = estimate(artifacts, chip_preset("pimcomp")).latency_ns
+    assert latency[True] < 0.8 * latency[False]
+
+
+def test_the_row_pipeline_cuts_layers_in_whole_output_tiles():
+    for pipelining, whole in (("layer", False), ("row", True)):
+        steps = PimPipelinePass(pipelining=pipelining, mapping="greedy", cores=4, crossbars_per_core=8).steps()
+        (cut,) = [s for s in steps if isinstance(s, CinmToSpatialPass)]
+        assert cut.whole_tiles is whole
