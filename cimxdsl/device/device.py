@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import operator
 import weakref
 from collections.abc import Sequence
@@ -62,6 +63,9 @@ from cimxdsl.device.metrics import (
 
 _STUCK, _PROGRAM, _READ = 0, 1, 2
 _WRITE, _MVM, _DIGITAL = 0, 1, 2
+
+_CONTENTS = itertools.count(1)
+"""Identifiers of what a crossbar holds (`Device._contents`), unique across devices."""
 
 PROGRAMMED_TILES_BYTES = 1 << 30
 """How much a noiseless device keeps of the tiles it programmed from read-only weights (the
@@ -97,6 +101,8 @@ class Device:
         self._free_at = [0.0] * count
         self._costs: dict[tuple, tuple[int, float]] = {}
         self._sources: list[np.ndarray | None] = [None] * count
+        self._contents = np.zeros(count, np.int64)
+        """An identifier of what each crossbar holds (its tile, device and source; 0: nothing)."""
         self._stacks: dict[int, tuple[Tile, object, TileStack]] = {}
         """The tile of each crossbar on the array backend's device, with the spans it was stacked with."""
         self.now_ns = 0.0
@@ -113,6 +119,7 @@ class Device:
         count = self.config.crossbars
         other._tiles, other._configs, other._keys = list(self._tiles), list(self._configs), list(self._keys)
         other._sources, other._stuck, other._stacks = list(self._sources), dict(self._stuck), {}
+        other._contents = self._contents.copy()
         other._ops_seen, other._programmed = self._ops_seen.copy(), dict(self._programmed)
         other._precisions, other._costs = dict(self._precisions), {}
         other._metrics, other._free_at, other.now_ns = Metrics(count), [0.0] * count, 0.0
@@ -126,6 +133,7 @@ class Device:
         config = self._configs[i] = self.config_for(precision)
         self._tiles[i], self._keys[i] = self._program(i, weights, config)
         self._sources[i] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        self._contents[i] = next(_CONTENTS)
         self._ops_seen[i, 0] += 1
         self._run(i, self._cost(_WRITE, config, *self._tiles[i].shape))
 
@@ -233,11 +241,47 @@ class Device:
         exact, noiseless device; the device of each MVM of `report`. None, with nothing done, where
         they must run one by one: a device that is not exact, static ADC ranges, sign-magnitude
         inputs (whose cost depends on the values), a tile that does not fit, or an MVM on a
-        crossbar never written."""
+        crossbar never written. A run that finds what it found when it was last booked (the
+        same contents on the crossbars it reads, the same batches) books what it booked then."""
         config = self.config
         if not self._noiseless or self._static_adc or self.calibrating or config.input_encoding == "sign_magnitude":
             return None
-        plan = ops.plan(config.crossbars)
+        booked = ops.booked
+        if booked is None or not booked.repeats(self, batches):
+            booked = self._rebook(ops, batches)
+            if booked is None:
+                return None
+        free, now = np.array(self._free_at), self.now_ns
+        for crossbars, durations, touched, barrier in booked.segments:
+            if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
+                free[touched] = np.maximum(free[touched], now)
+                np.add.at(free, crossbars, durations)
+            if barrier is not None:
+                now = max(now, float(free[barrier].max()))
+        self.now_ns, self._free_at = now, free.tolist()
+        self._metrics.add_many(*booked.operations)
+        self._ops_seen += booked.seen
+        held = booked.held
+        if held is None:  # (weights that may change: programmed again)
+            held = [self._hold(c, ops.weights[j], device) for c, j, device in booked.last_writes]
+            if all(source is not None for *_, source in held):
+                booked.held = held
+        for c, device, tile, key, contents, source in held:
+            self._configs[c], self._tiles[c], self._keys[c], self._sources[c] = device, tile, key, source
+            self._contents[c] = contents
+        return booked.devices(report)
+
+    def _hold(self, c: int, weights, device: DeviceConfig) -> tuple:
+        """What crossbar `c` holds once written with `weights` as `device`: (crossbar, device,
+        tile, static-ADC key, contents identifier, read-only source or None)."""
+        tile, key = self._program(c, weights, device)
+        source = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        return c, device, tile, key, next(_CONTENTS), source
+
+    def _rebook(self, ops: Bookings, batches: np.ndarray) -> Booked | None:
+        """The `Booked` of `ops` for what the crossbars hold now (`ops.booked` where it fits), or
+        None where they must run one by one."""
+        plan = ops.plan(self.config.crossbars)
         xb, kinds = plan.crossbars, ops.kinds
         keys = [(kind, self.config_for(precision), shape) for kind, precision, shape in plan.keys]
         key = plan.key.copy()
@@ -255,29 +299,14 @@ class Device:
             for _, device, (k, n) in keys:
                 if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
                     return None
-            for j in plan.writes if config.encoding == "reference" else plan.integer_writes:
+            for j in plan.writes if self.config.encoding == "reference" else plan.integer_writes:
                 weights, device = ops.weights[j], keys[key[j]][1]  # (float weights on an exact device need only fit)
                 if (j, device) not in ops.valid:
                     self._program(int(xb[j]), weights, device)
                     ops.valid.add((j, device))
             booked = ops.booked = self._booked(plan, kinds, keys, key, needed, batches)
-        free, now = np.array(self._free_at), self.now_ns
-        for crossbars, durations, touched, barrier in booked.segments:
-            if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
-                free[touched] = np.maximum(free[touched], now)
-                np.add.at(free, crossbars, durations)
-            if barrier is not None:
-                now = max(now, float(free[barrier].max()))
-        self.now_ns, self._free_at = now, free.tolist()
-        self._metrics.add_many(booked.crossbars, booked.rows, booked.durations)
-        np.add.at(self._ops_seen[:, 0], booked.written, 1)
-        np.add.at(self._ops_seen[:, 1], xb[plan.mvms], 1)
-        for c, j in booked.last_writes:
-            weights, device = ops.weights[j], keys[key[j]][1]
-            self._configs[c] = device
-            self._tiles[c], self._keys[c] = self._program(c, weights, device)
-            self._sources[c] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
-        return [keys[key[j]][1] for j in report]
+        booked.found = self._contents[booked.reads].tobytes() + batches.tobytes()
+        return booked
 
     def _booked(
         self, plan: Plan, kinds: np.ndarray, keys: list, key: np.ndarray, needed: np.ndarray, batches: np.ndarray
@@ -304,10 +333,15 @@ class Device:
         segments.append((crossbars[start:], durations[start:], np.unique(crossbars[start:]), None))
         written = np.flatnonzero(needed)
         last = len(written) - 1 - np.unique(xb[written][::-1], return_index=True)[1]  # (each crossbar's last write)
-        last_writes = list(zip(xb[written[last]].tolist(), written[last].tolist(), strict=True))
-        return Booked(
-            weakref.ref(self), keys, needed, batches, crossbars, rows, durations, segments, xb[written], last_writes
-        )
+        last_writes = [
+            (c, j, keys[key[j]][1]) for c, j in zip(xb[written[last]].tolist(), written[last].tolist(), strict=True)
+        ]
+        count = self.config.crossbars
+        seen = np.stack([np.bincount(xb[written], minlength=count), np.bincount(xb[plan.mvms], minlength=count)], 1)
+        reads = np.unique(xb[plan.firsts + plan.dynamic])
+        configs = [keys[k][1] if k >= 0 else None for k in key.tolist()]
+        operations = (crossbars.tolist(), rows.tolist(), durations.tolist())
+        return Booked(weakref.ref(self), keys, needed, batches, reads, segments, operations, seen, last_writes, configs)
 
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
@@ -483,21 +517,27 @@ class Plan:
 @dataclass
 class Booked:
     """What booking a run adds on one device for given writes needed and MVM batches: the
-    operations' crossbars, metric rows and durations, the segments between barriers (their
-    operations, the crossbars they touch, the barriers' crossbars after them), the crossbars
-    written and each crossbar's last write (crossbar, operation). Kept by the `Bookings` while
-    the next run needs the same."""
+    segments between barriers (their operations' crossbars and durations, the crossbars they
+    touch, the barriers' crossbars after them), the operations' crossbars, metric rows and
+    durations, the writes and MVMs per crossbar, each crossbar's last write (crossbar,
+    operation, device) and each operation's device. Kept by the `Bookings` while the next run
+    needs the same; `found` (the contents of the crossbars whose state the booking depends on,
+    `reads`, and the batches) and `held` (what the last writes leave, once programmed) let a run that finds what
+    the previous one found book it again without looking at the weights."""
 
     device: weakref.ref
     keys: list
     needed: np.ndarray
     batches: np.ndarray
-    crossbars: np.ndarray
-    rows: np.ndarray
-    durations: np.ndarray
+    reads: np.ndarray
     segments: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
-    written: np.ndarray
-    last_writes: list[tuple[int, int]]
+    operations: tuple[list[int], list[int], list[float]]
+    seen: np.ndarray
+    last_writes: list[tuple[int, int, DeviceConfig]]
+    configs: list[DeviceConfig | None]
+    found: bytes = b""
+    held: list[tuple] | None = None
+    reported: tuple[list[int], list[DeviceConfig]] = ([], [])
 
     def fits(self, device: Device, keys: list, needed: np.ndarray, batches: np.ndarray) -> bool:
         return (
@@ -507,6 +547,17 @@ class Booked:
             and np.array_equal(needed, self.needed)
             and np.array_equal(batches, self.batches)
         )
+
+    def repeats(self, device: Device, batches: np.ndarray) -> bool:
+        """Whether `device` holds what it held when this booking was last made or repeated, and
+        the MVMs have the same `batches`."""
+        return self.device() is device and device._contents[self.reads].tobytes() + batches.tobytes() == self.found
+
+    def devices(self, report: Sequence[int]) -> list[DeviceConfig]:
+        """The device of each operation of `report`."""
+        if list(report) != self.reported[0]:
+            self.reported = (list(report), [self.configs[j] for j in report])
+        return self.reported[1]
 
 
 class Bookings:

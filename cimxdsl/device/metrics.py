@@ -112,12 +112,12 @@ class Metrics:
         costs.append(cost)
         busy.append(busy_ns)
 
-    def add_many(self, xbars: np.ndarray, costs: np.ndarray, busy_ns: np.ndarray) -> None:
+    def add_many(self, xbars: list[int], costs: list[int], busy_ns: list[float]) -> None:
         """Record operations as `add` does one at a time, in their order."""
         pending = self._pending
-        pending[0].extend(xbars.tolist())
-        pending[1].extend(costs.tolist())
-        pending[2].extend(busy_ns.tolist())
+        pending[0].extend(xbars)
+        pending[1].extend(costs)
+        pending[2].extend(busy_ns)
 
     def _flush(self) -> None:
         xbars, costs, busy = self._pending

@@ -89,3 +89,42 @@ def test_runs_that_cannot_be_booked_leave_the_device_alone():
     assert device.book(large, np.array([0])) is None
     assert device.crossbars_used() == 0 and device.tile(0) is None and device.latency_ns == 0
     assert device.book(run, np.array([0, 2, 0])) == [] and device.crossbars_used() == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_runs_booked_again_as_inferences(seed, monkeypatch):
+    """Runs booked in turn, again and again as the layers of repeated inferences: a run that
+    finds on its crossbars what it found when last booked books without comparing weights
+    (`Device.holds`); a write between inferences changes what it finds, and it is booked anew.
+    Each run leaves the state writing, counting and waiting one operation at a time leaves."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(130, 70)).astype(np.float32)
+    base.flags.writeable = False
+    weights = [base[:128, :64], base[:64, :70], base[2:130, :64], base[:9, :1]]
+    precisions = [None] * len(weights)
+    config = preset("ideal").replace(crossbars=4)
+    booked, reference = Device(config), Device(config)
+    runs = []
+    for length in (12, 30, 20):
+        kinds, ids, chosen, chosen_precisions = random_run(rng, 8, length, weights, precisions)
+        runs.append((Bookings(kinds, ids, chosen, chosen_precisions), rng.integers(1, 50, length)))
+    compared = []
+    original = Device.holds
+    monkeypatch.setattr(Device, "holds", lambda *args: compared.append(args[0]) or original(*args))
+    for inference in range(4):
+        if inference == 3:  # (other weights on every crossbar: the first run must compare what it finds)
+            for device in (booked, reference):
+                for xbar in range(4):
+                    device.write(xbar, base[:3, :5])
+        compared.clear()
+        for ops, batches in runs:
+            assert booked.book(ops, batches) is not None
+            one_by_one(reference, ops.kinds.tolist(), ops.tiles.tolist(), ops.weights, ops.precisions, batches)
+            assert state(booked) == state(reference)
+        firsts = [len(ops.plan(4).firsts) for ops, _ in runs]
+        if inference == 0:
+            assert compared.count(booked) == sum(firsts)
+        elif inference == 2:  # (the third finds what the second left)
+            assert compared.count(booked) == 0
+        elif inference == 3:
+            assert compared.count(booked) >= firsts[0] > 0
