@@ -46,6 +46,7 @@ from cimxdsl.device.crossbar import (
     TileStack,
     check_inputs,
     draw_stuck_cells,
+    inputs_fit,
     observed_spans,
     program_tile,
     stack_tiles,
@@ -234,15 +235,19 @@ class Device:
             negative = int(np.count_nonzero((x.reshape(batch, -1) < 0).any(axis=1)))
         self._run(i, self._cost(_MVM, self._configs[i], *tile.shape, batch, negative))
 
-    def book(self, ops: Bookings, batches: np.ndarray, report: Sequence[int] = ()) -> list[DeviceConfig] | None:
+    def book(
+        self, ops: Bookings, batches: np.ndarray, report: Sequence[int] = (), inputs: Sequence[np.ndarray] = ()
+    ) -> list[DeviceConfig] | None:
         """Run `ops` as their writes (of weights not already held), MVMs of `batches` rows each
-        (the products computed by the caller, exactly) and barriers would run one by one: the same
-        metrics, timeline, counters and crossbar contents, booked in a few vectorised updates on an
-        exact, noiseless device; the device of each MVM of `report`. None, with nothing done, where
-        they must run one by one: a device that is not exact, static ADC ranges, sign-magnitude
-        inputs (whose cost depends on the values), a tile that does not fit, or an MVM on a
-        crossbar never written. A run that finds what it found when it was last booked (the
-        same contents on the crossbars it reads, the same batches) books what it booked then."""
+        (the products computed by the caller: exactly, or sliced on the tiles the crossbars hold)
+        and barriers would run one by one: the same metrics, timeline, counters and crossbar
+        contents, booked in a few vectorised updates on a noiseless device; the device of each MVM
+        of `report`. `inputs`: the arrays the MVMs read their rows from, which must fit a bit-sliced
+        device's inputs as a whole (`inputs_fit`). None, with nothing done, where they must run one
+        by one: noise, static ADC ranges, sign-magnitude inputs (whose cost depends on the values),
+        a tile that does not fit, weights the device cannot hold, inputs that do not fit as a whole, or an MVM on a crossbar never
+        written. A run that finds what it found when it was last booked (the same contents on the
+        crossbars it reads, the same batches) books what it booked then."""
         config = self.config
         if not self._noiseless or self._static_adc or self.calibrating or config.input_encoding == "sign_magnitude":
             return None
@@ -251,6 +256,13 @@ class Device:
             booked = self._rebook(ops, batches)
             if booked is None:
                 return None
+        if not all(inputs_fit(x, device) for device in booked.sliced for x in inputs):
+            return None
+        read = booked.read
+        if booked.sliced and read is None:  # (before the run's writes change what the crossbars hold)
+            read = self._read_tiles(ops, booked)
+            if all(w is None or _read_only(w) for w in ops.weights):
+                booked.read = read
         free, now = np.array(self._free_at), self.now_ns
         for crossbars, durations, touched, barrier in booked.segments:
             if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
@@ -259,6 +271,7 @@ class Device:
             if barrier is not None:
                 now = max(now, float(free[barrier].max()))
         self.now_ns, self._free_at = now, free.tolist()
+        booked.last_read = read
         self._metrics.add_many(*booked.operations)
         self._ops_seen += booked.seen
         held = booked.held
@@ -270,6 +283,15 @@ class Device:
             self._configs[c], self._tiles[c], self._keys[c], self._sources[c] = device, tile, key, source
             self._contents[c] = contents
         return booked.devices(report)
+
+    def _read_tiles(self, ops: Bookings, booked: Booked) -> dict[int, Tile]:
+        """The tile each MVM of `ops` reads: its crossbar's last write before it in the run, or
+        what the crossbar holds now."""
+        plan = ops.plan(self.config.crossbars)
+        read = {}
+        for j, c, source in zip(plan.mvms.tolist(), plan.crossbars[plan.mvms].tolist(), plan.content[plan.mvms].tolist()):
+            read[j] = self._tiles[c] if source < 0 else self._program(c, ops.weights[source], booked.configs[j])[0]
+        return read
 
     def _hold(self, c: int, weights, device: DeviceConfig) -> tuple:
         """What crossbar `c` holds once written with `weights` as `device`: (crossbar, device,
@@ -297,15 +319,20 @@ class Device:
         booked = ops.booked
         if booked is None or not booked.fits(self, keys, needed, batches):
             for _, device, (k, n) in keys:
-                if not device.exact or not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
+                if not (0 < k <= device.tile_shape[0] and 0 < n <= device.tile_shape[1]):
                     return None
-            for j in plan.writes if self.config.encoding == "reference" else plan.integer_writes:
+            exact = all(device.exact for _, device, _ in keys)
+            for j in plan.integer_writes if exact and self.config.encoding != "reference" else plan.writes:
                 weights, device = ops.weights[j], keys[key[j]][1]  # (float weights on an exact device need only fit)
                 if (j, device) not in ops.valid:
-                    self._program(int(xb[j]), weights, device)
+                    try:
+                        self._program(int(xb[j]), weights, device)
+                    except ValueError:
+                        return None  # (the write run on its own reports it)
                     ops.valid.add((j, device))
             booked = ops.booked = self._booked(plan, kinds, keys, key, needed, batches)
         booked.found = self._contents[booked.reads].tobytes() + batches.tobytes()
+        booked.read = None  # (the MVMs on what an earlier run left may read other tiles)
         return booked
 
     def _booked(
@@ -341,7 +368,10 @@ class Device:
         reads = np.unique(xb[plan.firsts + plan.dynamic])
         configs = [keys[k][1] if k >= 0 else None for k in key.tolist()]
         operations = (crossbars.tolist(), rows.tolist(), durations.tolist())
-        return Booked(weakref.ref(self), keys, needed, batches, reads, segments, operations, seen, last_writes, configs)
+        sliced = list({id(d): d for kind, d, _ in keys if kind == _MVM and not d.exact}.values())
+        return Booked(
+            weakref.ref(self), keys, needed, batches, reads, segments, operations, seen, last_writes, configs, sliced
+        )
 
     def digital(self, m: int, k: int, n: int) -> None:
         """Count an M×K by K×N product on the digital unit (the caller computes it exactly); the
@@ -535,8 +565,14 @@ class Booked:
     seen: np.ndarray
     last_writes: list[tuple[int, int, DeviceConfig]]
     configs: list[DeviceConfig | None]
+    sliced: list[DeviceConfig]
+    """The bit-sliced devices of the MVMs (whose inputs must fit)."""
     found: bytes = b""
     held: list[tuple] | None = None
+    read: dict[int, Tile] | None = None
+    """Per MVM on a bit-sliced device, the tile it reads, kept where every weight is read-only."""
+    last_read: dict[int, Tile] | None = None
+    """Per MVM on a bit-sliced device, the tile it read when last booked (what its product reads)."""
     reported: tuple[list[int], list[DeviceConfig]] = ([], [])
 
     def fits(self, device: Device, keys: list, needed: np.ndarray, batches: np.ndarray) -> bool:
@@ -631,6 +667,10 @@ class Bookings:
         if self.precisions[a] != self.precisions[b] or np.shape(held) != np.shape(weights):
             return False
         return held is weights or equal_values(np.asarray(held), np.asarray(weights))
+
+
+def _read_only(weights) -> bool:
+    return isinstance(weights, np.ndarray) and not weights.flags.writeable
 
 
 def equal_values(held: np.ndarray, weights: np.ndarray) -> bool:

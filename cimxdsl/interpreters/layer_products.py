@@ -513,14 +513,15 @@ def collapsed(run: list, constants: dict[int, object], counting: dict, index: di
     ops = Bookings([k for k, _ in run], [int(constants[step.operands[0]]) for _, step in run], weights, precisions)
     mvms = np.array([j for j, (kind, _) in enumerate(run) if kind == MVM], np.int64)
     reads = np.array([sources.index(run[j][1].operands[1]) for j in mvms.tolist()], np.int64)
-    fed = [(j, counting[index[id(step.op)]]) for j, (kind, step) in enumerate(run) if kind == MVM]
-    kept = {id(tiles): (j, tiles) for j, tiles in fed}
+    fed = [(j, counting[index[id(step.op)]], index[id(step.op)]) for j, (kind, step) in enumerate(run) if kind == MVM]
+    kept = {id(tiles): (j, tiles) for j, tiles, _ in fed}
     recorded = [j for j, w in enumerate(weights) if w is not None and (precisions[j] or w.dtype.kind == "f")]
     precision = (precisions[recorded[-1]] or ("float", "float")) if recorded else None  # (`ensure_written`)
     where = [tuple((s not in sources, constants.get(s, s)) for s in step.operands) for _, step in run]
 
     steps = [step for _, step in run]
-    booked = BookedRun(ops, steps, sources, where, mvms, reads, list(kept.values()), precision, runtime)
+    found = [(tiles, i, j) for j, tiles, i in fed]
+    booked = BookedRun(ops, steps, sources, where, mvms, reads, list(kept.values()), found, precision, runtime)
     released = tuple(slot for step in steps for slot in step.released)
     return [replace(steps[0], operands=tuple(sources), results=(), released=released, implementation=booked)]
 
@@ -540,6 +541,8 @@ class BookedRun:
     """Per MVM, the operand it reads."""
     tiles: list[tuple[int, Tiles]]
     """The `Tiles` the MVMs feed, each with one of its MVMs."""
+    found: list[tuple[Tiles, int, int]]
+    """Per MVM, the `Tiles` it feeds, its step there and its operation in `ops`."""
     precision: tuple | None
     """The precision the run's last write records for the layer, if any."""
     runtime: CrossbarRuntime
@@ -547,7 +550,8 @@ class BookedRun:
     def __call__(self, interpreter, op, args) -> tuple:
         batches = np.zeros(len(self.steps), np.int64)
         batches[self.mvms] = np.array([len(a) for a in args], np.int64)[self.reads]
-        configs = self.runtime.device.book(self.ops, batches, [j for j, _ in self.tiles])
+        device = self.runtime.device
+        configs = device.book(self.ops, batches, [j for j, _ in self.tiles], args)
         if configs is None:  # one by one
             for step, operands in zip(self.steps, self.where, strict=True):
                 values = tuple(value if constant else args[self.sources.index(value)] for constant, value in operands)
@@ -557,7 +561,11 @@ class BookedRun:
                     step.implementation(interpreter, step.op, values)
             return ()
         for (_, tiles), config in zip(self.tiles, configs, strict=True):
-            tiles.config, tiles.backend = config, self.runtime.device.backend
+            tiles.config, tiles.backend = config, device.backend
+        read = self.ops.booked.last_read
+        if read is not None:  # (the tiles the sliced products read)
+            for tiles, step, j in self.found:
+                tiles.found[step] = (read[j], None)
         if self.precision is not None:
             self.runtime.note_precision(self.precision)
         return ()
