@@ -245,9 +245,10 @@ class Device:
         of `report`. `inputs`: the arrays the MVMs read their rows from, which must fit a bit-sliced
         device's inputs as a whole (`inputs_fit`). None, with nothing done, where they must run one
         by one: noise, static ADC ranges, sign-magnitude inputs (whose cost depends on the values),
-        a tile that does not fit, weights the device cannot hold, inputs that do not fit as a whole, or an MVM on a crossbar never
-        written. A run that finds what it found when it was last booked (the same contents on the
-        crossbars it reads, the same batches) books what it booked then."""
+        a tile that does not fit, weights the device cannot hold, inputs that do not fit as a
+        whole, or an MVM on a crossbar never written. A run that finds what it found when it was
+        last booked (the same contents on the crossbars it reads, the same batches) books what it
+        booked then."""
         config = self.config
         if not self._noiseless or self._static_adc or self.calibrating or config.input_encoding == "sign_magnitude":
             return None
@@ -288,8 +289,8 @@ class Device:
         """The tile each MVM of `ops` reads: its crossbar's last write before it in the run, or
         what the crossbar holds now."""
         plan = ops.plan(self.config.crossbars)
-        read = {}
-        for j, c, source in zip(plan.mvms.tolist(), plan.crossbars[plan.mvms].tolist(), plan.content[plan.mvms].tolist()):
+        mvms, read = plan.mvms, {}
+        for j, c, source in zip(mvms.tolist(), plan.crossbars[mvms].tolist(), plan.content[mvms].tolist(), strict=True):
             read[j] = self._tiles[c] if source < 0 else self._program(c, ops.weights[source], booked.configs[j])[0]
         return read
 

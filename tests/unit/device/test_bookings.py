@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from cimxdsl.device import Device, preset
+from cimxdsl.device.crossbar import sliced_product, stack_tiles
 from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
 
 
@@ -76,8 +77,8 @@ def test_booked_run_equals_one_by_one(seed, crossbars):
 
 
 def test_runs_that_cannot_be_booked_leave_the_device_alone():
-    """A device that is not exact, an MVM on a crossbar never written, a tile too large: None,
-    and nothing booked."""
+    """Float weights on a device that is not exact, an MVM on a crossbar never written, a tile
+    too large: None, and nothing booked."""
     w = np.ones((4, 4), np.float32)
     run = Bookings([WRITE, MVM, BARRIER], [0, 0, 0], [w, None, None], [None, None, None])
     lossy = Device(preset("isaac"))
@@ -128,3 +129,43 @@ def test_runs_booked_again_as_inferences(seed, monkeypatch):
             assert compared.count(booked) == 0
         elif inference == 3:
             assert compared.count(booked) >= firsts[0] > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_booked_bit_sliced_run_equals_one_by_one(seed):
+    """On a noiseless bit-sliced device (int8 weights in 2-bit cells, 8-bit ADC), a run booked
+    at once leaves the state running it one operation at a time leaves, and each MVM's sliced
+    product on the tile booking gives it equals the MVM run on its own; inputs that do not fit the
+    DACs as a whole are not booked."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(-127, 128, size=(130, 70)).astype(np.int8)
+    base.flags.writeable = False
+    weights = [base[:128, :32], base[:64, :20], base[2:130, :32], base[:9, :1], base[:128, :32].copy()]
+    precisions = [None] * len(weights)
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8, crossbars=3)
+    assert config.noiseless and not config.exact
+    booked, reference = Device(config), Device(config)
+    x = rng.integers(-128, 128, size=(5, 128)).astype(np.int64)
+    for length in (7, 40, 40):
+        kinds, ids, chosen, chosen_precisions = random_run(rng, 6, length, weights, precisions)
+        batches = np.where(np.array(kinds) == MVM, len(x), 0)
+        ops = Bookings(kinds, ids, chosen, chosen_precisions)
+        mvms = [j for j, kind in enumerate(kinds) if kind == MVM]
+        for _ in range(2):
+            assert booked.book(ops, batches, mvms, [np.full((1, 4), 256)]) is None
+            configs = booked.book(ops, batches, mvms, [x])
+            assert configs is not None and all(not c.exact for c in configs)
+            read = ops.booked.last_read
+            for j, (kind, tile) in enumerate(zip(kinds, ids, strict=True)):  # (one by one, as `one_by_one`)
+                xbar = tile % config.crossbars
+                if kind == WRITE and not reference.holds(xbar, chosen[j]):
+                    reference.write(xbar, chosen[j])
+                elif kind == MVM:
+                    rows = x[:, : reference.tile(xbar).shape[0]]
+                    expected = reference.mvm(xbar, rows)
+                    assert read[j].weights.tobytes() == reference.tile(xbar).weights.tobytes()
+                    stack = stack_tiles([[read[j]]], None, configs[mvms.index(j)])
+                    assert np.array_equal(sliced_product(rows, stack, configs[mvms.index(j)]), expected)
+                elif kind == BARRIER:
+                    reference.barrier(xbar)
+            assert state(booked) == state(reference)
