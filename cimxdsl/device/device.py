@@ -133,7 +133,7 @@ class Device:
         i = self._index(xbar)
         config = self._configs[i] = self.config_for(precision)
         self._tiles[i], self._keys[i] = self._program(i, weights, config)
-        self._sources[i] = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        self._sources[i] = weights if _read_only(weights) else None
         self._contents[i] = next(_CONTENTS)
         self._ops_seen[i, 0] += 1
         self._run(i, self._cost(_WRITE, config, *self._tiles[i].shape))
@@ -178,7 +178,7 @@ class Device:
         key = tile_key(tile.weights, None if config is self.config else config) if self.config.static_adc else b""
         arrays = {id(a): a for a in (tile.weights, tile.conductance, tile.reads) if a is not None}
         size = sum(a.nbytes for a in arrays.values())
-        kept = isinstance(weights, np.ndarray) and not weights.flags.writeable
+        kept = _read_only(weights)
         if noiseless and kept and self._programmed_bytes + size <= PROGRAMMED_TILES_BYTES:
             self._programmed[(id(weights), config)] = (weights, tile, key)
             self._programmed_bytes += size
@@ -298,7 +298,7 @@ class Device:
         """What crossbar `c` holds once written with `weights` as `device`: (crossbar, device,
         tile, static-ADC key, contents identifier, read-only source or None)."""
         tile, key = self._program(c, weights, device)
-        source = weights if isinstance(weights, np.ndarray) and not weights.flags.writeable else None
+        source = weights if _read_only(weights) else None
         return c, device, tile, key, next(_CONTENTS), source
 
     def _rebook(self, ops: Bookings, batches: np.ndarray) -> Booked | None:
@@ -332,7 +332,7 @@ class Device:
                         return None  # (the write run on its own reports it)
                     ops.valid.add((j, device))
             booked = ops.booked = self._booked(plan, kinds, keys, key, needed, batches)
-        booked.found = self._contents[booked.reads].tobytes() + batches.tobytes()
+        booked.found = booked.state(self, batches)
         booked.read = None  # (the MVMs on what an earlier run left may read other tiles)
         return booked
 
@@ -588,7 +588,11 @@ class Booked:
     def repeats(self, device: Device, batches: np.ndarray) -> bool:
         """Whether `device` holds what it held when this booking was last made or repeated, and
         the MVMs have the same `batches`."""
-        return self.device() is device and device._contents[self.reads].tobytes() + batches.tobytes() == self.found
+        return self.device() is device and self.state(device, batches) == self.found
+
+    def state(self, device: Device, batches: np.ndarray) -> bytes:
+        """What the booking depends on: the contents of the crossbars it reads and the batches."""
+        return device._contents[self.reads].tobytes() + batches.tobytes()
 
     def devices(self, report: Sequence[int]) -> list[DeviceConfig]:
         """The device of each operation of `report`."""
@@ -671,6 +675,7 @@ class Bookings:
 
 
 def _read_only(weights) -> bool:
+    """Whether `weights` is a read-only array (a constant of a prepared program: it cannot change)."""
     return isinstance(weights, np.ndarray) and not weights.flags.writeable
 
 
