@@ -201,6 +201,35 @@ def compiled(model: onnx.ModelProto, calibration, batch: int | None, backend: Ar
     return result
 
 
+def profiles(model, inputs: list[np.ndarray], backend: ArrayBackend, folder: Path) -> None:
+    """One call under cProfile (the host's Python, top functions by own and by cumulative time) and,
+    on PyTorch, one under its profiler (the device's kernels by total time) into `folder`."""
+    import cProfile
+    import io
+    import pstats
+
+    folder.mkdir(parents=True, exist_ok=True)
+    device = Device(model.device, backend=backend)
+    model.run(*inputs, device=device)  # programs the tiles
+    profile = cProfile.Profile()
+    profile.runcall(model.run, *inputs, device=device)
+    text = io.StringIO()
+    for key in ("tottime", "cumulative"):
+        pstats.Stats(profile, stream=text).sort_stats(key).print_stats(40)
+    (folder / "host_profile.txt").write_text(text.getvalue())
+    if backend.name == "torch":
+        import torch
+
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if not backend.on_host:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as kernels:
+            model.run(*inputs, device=device)
+            synchronizer(backend)()
+        sort = "self_cuda_time_total" if not backend.on_host else "self_cpu_time_total"
+        (folder / "kernel_profile.txt").write_text(kernels.key_averages().table(sort_by=sort, row_limit=40))
+
+
 def resnet50_figures(backend: ArrayBackend, args) -> list[dict]:
     size = 64 if args.quick else 224
     model = MODELS["resnet50"](size=size, width=16 if args.quick else 64)
@@ -210,6 +239,12 @@ def resnet50_figures(backend: ArrayBackend, args) -> list[dict]:
     for batch in args.batches:
         program = compiled(model, calibration, batch, backend)
         x = rng.normal(size=(batch, 3, size, size)).astype(np.float32)
+        if args.profile:  # (the first batch's)
+            profiles(program, [x], backend, Path(args.profile))
+            print(f"  profiles of ResNet-50 at batch {batch} in {args.profile}", flush=True)
+            args.profile = None
+            if args.profile_only:
+                continue
         rows.append(figure(f"ResNet-50 {size}x{size} bit-sliced, ms/image", program, [x], batch, backend, args))
         print(format_row(rows[-1]), flush=True)
     return rows
@@ -233,29 +268,43 @@ def bert_figure(backend: ArrayBackend, args) -> list[dict]:
 
 # ---- 3. CPU threads --------------------------------------------------------------------------------
 def thread_scaling(args) -> dict:
+    """Seconds of a bit-sliced ResNet-18-shaped call per thread count (and per packed chunk size,
+    `--chunk-mib`), with the share of the one-thread call spent in the pool's chunks
+    (`map_chunks`): what threads can divide."""
     size, batch = (64, 4) if args.quick else (224, 16)
     model = MODELS["resnet18"](size=size, width=16 if args.quick else 64)
     rng = np.random.default_rng(3)
     x = rng.normal(size=(batch, 3, size, size)).astype(np.float32)
     program = compiled(model, x[:1], batch, array_backend("numpy"))
     device = Device(program.device)
-    program.run(x, device=device)  # warm-up: programs the tiles
-    seconds = {}
-    for threads in args.threads:
-        with using_threads(threads):
-            start = time.perf_counter()
-            program.run(x, device=device)
-            seconds[threads] = time.perf_counter() - start
-        print(
-            f"  ResNet-18 {size}x{size} batch {batch} bit-sliced on NumPy, {threads:>2} threads: "
-            f"{seconds[threads]:8.2f} s",
-            flush=True,
-        )
-    first = seconds[args.threads[0]]
-    return {
-        "size": size, "batch": batch, "cores": cores(),
-        "seconds": seconds, "speedup": {t: first / s for t, s in seconds.items()},
-    }  # fmt: skip
+    expected = program.run(x, device=device).outputs  # warm-up: programs the tiles
+    default, mapped, pooled = crossbar.PACKED_CHUNK_BYTES, crossbar.map_chunks, [0.0]
+
+    def timed_map(work, chunks):
+        start = time.perf_counter()
+        mapped(work, chunks)
+        pooled[0] += time.perf_counter() - start
+
+    runs = []
+    crossbar.map_chunks = timed_map
+    try:
+        for mib in args.chunk_mib or [default >> 20]:
+            crossbar.PACKED_CHUNK_BYTES = mib << 20
+            for threads in args.threads:
+                with using_threads(threads):
+                    pooled[0], start = 0.0, time.perf_counter()
+                    outputs = program.run(x, device=device).outputs
+                    seconds = time.perf_counter() - start
+                same = all(np.array_equal(a, b) for a, b in zip(outputs, expected, strict=True))
+                runs.append({"chunk_mib": mib, "threads": threads, "seconds": seconds, "pooled": pooled[0], "equal": same})
+                print(
+                    f"  ResNet-18 {size}x{size} batch {batch} bit-sliced on NumPy, {mib:>3} MiB chunks, "
+                    f"{threads:>2} threads: {seconds:8.2f} s ({pooled[0] / seconds:.0%} in the pool); equal: {same}",
+                    flush=True,
+                )
+    finally:
+        crossbar.PACKED_CHUNK_BYTES, crossbar.map_chunks = default, mapped
+    return {"size": size, "batch": batch, "cores": cores(), "runs": runs}
 
 
 # ---- the report ------------------------------------------------------------------------------------
@@ -307,6 +356,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="timed calls on the backend (the best counts)")
     parser.add_argument("--no-numpy", action="store_true", help="leave out the NumPy runs of the figures")
     parser.add_argument("--json", default="gpu_check.json", metavar="FILE")
+    parser.add_argument("--profile", metavar="DIR", help="profiles of the first ResNet-50 batch into DIR")
+    parser.add_argument("--profile-only", action="store_true", help="with --profile: no ResNet-50 figures")
+    parser.add_argument(
+        "--chunk-mib", type=int, nargs="+", default=None,
+        help="packed chunk sizes (MiB) the thread scaling runs at (default: the model's)",
+    )  # fmt: skip
     args = parser.parse_args()
     args.batches = args.batches or ([4, 1] if args.quick else [32, 1])
     args.threads = args.threads or ([1, 2] if args.quick else [1, 2, 4, 8, 16])
@@ -314,6 +369,11 @@ def main() -> None:
     report = {"machine": machine(backend), "quick": args.quick, "config": CONFIG.name}
     print(f"gpu check: {report['machine']}", flush=True)
     start = time.perf_counter()
+
+    def save() -> None:  # after each part, so that a run cut short keeps what it measured
+        report["seconds"] = time.perf_counter() - start
+        Path(args.json).write_text(json.dumps(report, indent=2, default=float))
+
     if "equality" not in args.skip:
         report["equality"] = equality(backend, 8 if args.quick else 64, 224)
         e = report["equality"]
@@ -322,16 +382,17 @@ def main() -> None:
             f"({e['seconds']:.0f} s)",
             flush=True,
         )
-    figures = []
+        save()
+    figures = report["figures"] = []
     if "resnet50" not in args.skip:
         figures += resnet50_figures(backend, args)
+        save()
     if "bert" not in args.skip:
         figures += bert_figure(backend, args)
-    report["figures"] = figures
+        save()
     if "threads" not in args.skip:
         report["threads"] = thread_scaling(args)
-    report["seconds"] = time.perf_counter() - start
-    Path(args.json).write_text(json.dumps(report, indent=2, default=float))
+    save()
     print(f"done in {report['seconds']:.0f} s; JSON in {args.json}")
     if any(not f.get("equal_to_numpy", True) or not f["repeatable"] for f in figures):
         raise SystemExit("FAIL: a figure's outputs differ from NumPy's or between calls")
