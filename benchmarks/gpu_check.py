@@ -296,7 +296,9 @@ def thread_scaling(args) -> dict:
                     outputs = program.run(x, device=device).outputs
                     seconds = time.perf_counter() - start
                 same = all(np.array_equal(a, b) for a, b in zip(outputs, expected, strict=True))
-                runs.append({"chunk_mib": mib, "threads": threads, "seconds": seconds, "pooled": pooled[0], "equal": same})
+                runs.append(
+                    {"chunk_mib": mib, "threads": threads, "seconds": seconds, "pooled": pooled[0], "equal": same}
+                )
                 print(
                     f"  ResNet-18 {size}x{size} batch {batch} bit-sliced on NumPy, {mib:>3} MiB chunks, "
                     f"{threads:>2} threads: {seconds:8.2f} s ({pooled[0] / seconds:.0%} in the pool); equal: {same}",

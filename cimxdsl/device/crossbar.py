@@ -48,7 +48,7 @@ from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
 from cimxdsl.device.parasitics import effective_conductance
-from cimxdsl.device.threads import map_chunks, matmul, pool_threads
+from cimxdsl.device.threads import map_chunks, map_rows, matmul, pool_threads
 
 CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM (about an L2 cache); the
 # chunks read noise is drawn in, so their size fixes a noisy product's noise stream
@@ -612,7 +612,16 @@ class InputPlanes:
 def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     """The digits `input_encoding` sends for integer rows `x` (module docstring), shaped (…, K)."""
     bits, dac = config.input_bits, config.dac_bits
-    negative = (x < 0).any(axis=-1) if x.size and x.min() < 0 else np.zeros(x.shape[:-1], bool)
+
+    def rows_of(work) -> None:  # `work(rows, row entries)` on slices of the rows (axis -2 of x)
+        if x.ndim < 2:
+            work((...,), (...,))
+        else:
+            map_rows(lambda r: work((..., r), (..., r, slice(None))), x.shape[-2])
+
+    negative = np.zeros(x.shape[:-1], bool)
+    if x.size:  # (element-wise passes over the rows: on the threads of `using_threads`)
+        rows_of(lambda r, e: np.any(x[e] < 0, axis=-1, out=negative[r]))
     utype = np.min_scalar_type(2**bits)
     none = np.zeros(x.shape[:-1], np.int64)
     signs = None
@@ -622,11 +631,12 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
 
     if config.input_encoding == "offset":
         offsets = np.where(negative, 2 ** (bits - 1), 0)
-        u = x.astype(utype)  # u = x + o (modulo the dtype: exact, as u fits it)
-        u += offsets.astype(utype)[..., None]
+        u = np.empty(x.shape, utype)  # u = x + o (in 0 … 2**bits - 1: u holds it)
+        rows_of(lambda r, e: np.add(x[e], offsets[r][..., None], out=u[e], casting="unsafe"))
         planes, sources, flip = digits(0, bits), (u,), False
     elif config.input_encoding == "twos_complement":
-        u = x.astype(utype)  # the two's complement pattern of a signed row, the value of an unsigned one
+        u = np.empty(x.shape, utype)  # the two's complement pattern of a signed row, the value of an unsigned one
+        rows_of(lambda _, e: np.copyto(u[e], x[e], casting="unsafe"))
         p = (bits - 1) % dac  # the sign bit's place within its digit
         sign_bit = ((0, bits - 1 - p, 2**p), 2.0 ** (bits - 1 - p))
         planes, sources, flip, offsets = [*digits(0, bits - 1), sign_bit], (u,), True, none
@@ -635,10 +645,13 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
         planes, sources, flip, offsets = digits(0, bits), (magnitudes,), False, none
         signs = np.sign(x).astype(np.int8) if negative.any() else None
     else:
-        positive = np.maximum(x, 0).astype(utype)
+        positive = np.empty(x.shape, utype)
+        rows_of(lambda _, e: np.maximum(x[e], 0, out=positive[e], casting="unsafe"))
         planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
         if negative.any():
-            sources = (positive, np.maximum(-x.astype(np.int64), 0).astype(utype))  # -(-128) overflows int8
+            magnitudes = np.empty(x.shape, utype)  # (-x in a wider type: -(-128) overflows int8)
+            rows_of(lambda _, e: np.maximum(-x[e].astype(np.int64), 0, out=magnitudes[e], casting="unsafe"))
+            sources = (positive, magnitudes)
             planes += digits(1, bits, -1.0)
     return InputPlanes(
         sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip, signs
@@ -839,8 +852,12 @@ def sliced_product(
         parts = x.reshape(rows, blocks, width).transpose(1, 0, 2)
     else:
         parts = np.zeros((blocks, rows, width), x.dtype)
-        for a, (a0, a1) in enumerate(pairwise(stack.edges)):
-            parts[a, :, : a1 - a0] = x[:, a0:a1]
+
+        def copy(r: slice) -> None:
+            for a, (a0, a1) in enumerate(pairwise(stack.edges)):
+                parts[a, r, : a1 - a0] = x[r, a0:a1]
+
+        map_rows(copy, rows)
     n = stack.col_sums.shape[1]
     cells, arrays = config.cells_per_weight, config.read_arrays
     planes = input_planes(parts, config)

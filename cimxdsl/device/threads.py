@@ -127,6 +127,16 @@ def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
         pass
 
 
+def map_rows(work: Callable[[slice], None], rows: int, least: int = 256) -> None:
+    """`work` on consecutive slices of `range(rows)`, one per thread of the pool (of at least
+    `least` rows): for element-wise host passes, whose results do not depend on the split."""
+    if rows <= 0:
+        return
+    parts = max(1, min(_state["threads"], rows // max(least, 1)))
+    size = -(-rows // parts)
+    map_chunks(work, [slice(start, min(start + size, rows)) for start in range(0, rows, size)])
+
+
 MATMUL_ROWS = 512
 """Rows of a chunk of `matmul`."""
 

@@ -6,6 +6,8 @@ import math as pymath
 
 import numpy as np
 
+from cimxdsl.device.threads import map_chunks, map_rows
+
 COPY_BLOCK_BYTES = 1 << 19
 """The bytes `contiguous_copy` writes a block at a time (about an L2 cache)."""
 
@@ -94,23 +96,32 @@ def contiguous_copy(view: np.ndarray) -> np.ndarray:
     shape = view.shape
     if view.ndim < 2 or not view.size:
         return np.ascontiguousarray(view)
+    result = np.empty(shape, view.dtype)
     inner = int(np.argmin([abs(s) if n > 1 else np.inf for n, s in zip(shape, view.strides, strict=True)]))
     later = shape[inner + 1 :]
     if not later or shape[inner] < pymath.prod(later):
-        return np.ascontiguousarray(view)
-    result = np.empty(shape, view.dtype)
+
+        def rows(r: slice) -> None:
+            result[r] = view[r]
+
+        map_rows(rows, shape[0], 1)
+        return result
     # a block: one index of the axes before `axis` and a run of `rows` along it (all if the whole fits)
     fits = next((a for a in range(inner + 1) if result[(0,) * a].nbytes <= COPY_BLOCK_BYTES), inner)
     axis = max(fits - 1, 0)
     rows = max(1, COPY_BLOCK_BYTES // result[(0,) * (axis + 1)].nbytes) if fits else shape[0]
     whole = (slice(None),) * (inner - axis)
     positions = list(itertools.product(*map(range, later)))
-    for outer in itertools.product(*map(range, shape[:axis])):
-        for top in range(0, shape[axis], rows):
-            block = (*outer, slice(top, top + rows), *whole)
-            for position in positions:
-                index = block + position
-                result[index] = view[index]
+
+    def copy(block: tuple) -> None:
+        for position in positions:
+            index = block + position
+            result[index] = view[index]
+
+    outers = itertools.product(*map(range, shape[:axis]))
+    map_chunks(
+        copy, [(*outer, slice(top, top + rows), *whole) for outer in outers for top in range(0, shape[axis], rows)]
+    )
     return result
 
 
