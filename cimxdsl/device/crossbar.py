@@ -54,7 +54,9 @@ CHUNK_BYTES = 1 << 20  # bound on the per-chunk analog intermediates of one MVM 
 # chunks read noise is drawn in, so their size fixes a noisy product's noise stream
 NOISELESS_CHUNK_BYTES = 1 << 23  # the same for a noiseless sliced product on NumPy: its passes over the
 # sums run faster in fewer, larger chunks (larger BLAS calls, less dispatch) than within an L2 cache
-PACKED_CHUNK_BYTES = 1 << 20  # the same for a packed product (`TileStack.pack`): its buffers are reused
+PACKED_CHUNK_BYTES = 1 << 20  # the same for a packed product (`TileStack.pack`), per thread of the pool: its
+# buffers are reused; with more threads larger chunks keep the Python between NumPy calls (which holds
+# the interpreter lock) from serialising them
 PACKED_MIN_ROWS = 128  # the fewest rows of a packed product's chunk (the columns then go in blocks)
 _EXACT_FLOAT = 2**53
 _INT64_LIMIT = 2**62
@@ -895,7 +897,7 @@ def sliced_product(
     packed = bool(stack.pack) and rng is None and backend.is_numpy and count > 1 and signs is None
     packed = packed and out_dtype is np.float64 and blocks * bound * config.adc_full_scale < 2**53
     per_row = 4 * (h * width + count * g.shape[2]) if packed else 4 * count * (width + g.shape[2])
-    noiseless_bytes = PACKED_CHUNK_BYTES if packed else NOISELESS_CHUNK_BYTES
+    noiseless_bytes = PACKED_CHUNK_BYTES * pool_threads() if packed else NOISELESS_CHUNK_BYTES
     chunk_bytes = CHUNK_BYTES if rng is not None else backend.chunk_bytes or noiseless_bytes
     chunk = max(1, chunk_bytes // per_row)  # rows (bounding the analog intermediates of one block)
     if packed:  # (enough rows for an efficient BLAS product: the columns then go in blocks)

@@ -1,5 +1,6 @@
 """Runtime values of the interpreter: tensors and memrefs are NumPy arrays, scalars Python numbers."""
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -17,6 +18,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from cimxdsl.device.threads import map_rows, pool_threads
 from cimxdsl.dialects import upstream
 from cimxdsl.dialects.utils import dense_array, location_prefix, numpy_dtype
 
@@ -71,15 +73,47 @@ def interpretation_error(op: Operation, message: str) -> InterpretationError:
     return InterpretationError(op_context(op) + message)
 
 
+PARALLEL_ELEMENTS = 1 << 16
+"""The fewest elements of an element-wise op's result that run in parts on several threads."""
+
+
 def elementwise(function: Callable):
     """The implementation of an op whose one result is `function` of its operands, converted to
-    the result's type; IEEE results (∞ − ∞ = NaN, x / 0 = ±∞) come without NumPy's warnings."""
+    the result's type; IEEE results (∞ − ∞ = NaN, x / 0 = ±∞) come without NumPy's warnings. A
+    large result is computed in slices on the threads of `using_threads` (`in_parts`)."""
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        t = op.results[0].type
+        if pool_threads() > 1 and any(np.ndim(a) for a in args):  # (a shaped value, or a body's arrays)
+            return (in_parts(function, args, numpy_dtype(element_type(t))),)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return (as_type(function(*args), op.results[0].type),)
+            return (as_type(function(*args), t),)
 
     return run
+
+
+def in_parts(function: Callable, args, dtype: np.dtype) -> np.ndarray:
+    """`function(*args)` as `dtype` (element-wise `function`, NumPy broadcasting), computed in slices
+    along one axis of the result on the pool's threads: the same elements as in one call."""
+    arrays = [np.asarray(a) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    size = math.prod(shape)
+    if size < PARALLEL_ELEMENTS:
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            return np.asarray(function(*args)).astype(dtype, copy=False)
+    arrays = [a.reshape((1,) * (len(shape) - a.ndim) + a.shape) for a in arrays]
+    axis = next((k for k, n in enumerate(shape) if n >= pool_threads()), int(np.argmax(shape)))
+    out = np.empty(shape, dtype)
+    lead = (slice(None),) * axis
+
+    def part(r: slice) -> None:
+        index = (*lead, r)
+        sliced = [a[index] if a.shape[axis] > 1 else a for a in arrays]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # (per thread)
+            np.copyto(out[index], function(*sliced), casting="unsafe")
+
+    map_rows(part, shape[axis], -(-PARALLEL_ELEMENTS // (size // shape[axis])))
+    return out
 
 
 def result_of(op: Operation, value, out=None) -> tuple:

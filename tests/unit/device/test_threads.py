@@ -2,12 +2,15 @@
 thread; a product of some rows gives those rows of the whole product, bitwise for integer values and
 within float rounding otherwise; the BLAS thread count is restored after a run."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from cimxdsl.device import Device, preset
 from cimxdsl.device.crossbar import exact_matmul
 from cimxdsl.device.threads import blas_threads, check_threads, using_threads
+from cimxdsl.interpreters.values import in_parts
 
 
 @pytest.mark.parametrize(
@@ -80,3 +83,46 @@ def test_blas_keeps_one_thread_in_a_run_and_is_restored():
     for bad in (0, -2, 1.5):
         with pytest.raises(ValueError, match="threads must be a positive integer"):
             check_threads(bad)
+
+
+@pytest.mark.parametrize(
+    ("function", "shapes", "dtype"),
+    [
+        (np.add, [(64, 48, 40), (1, 1, 40)], np.float32),  # a per-channel bias, broadcast
+        (lambda x, y, z: x * y - z, [(3, 70, 400), (400,), ()], np.float32),  # lower rank and a scalar
+        (lambda x: x, [(300, 300)], np.int8),  # arith.trunci: wraps modulo 2**8
+        (np.rint, [(5, 40000)], np.int32),  # arith.fptosi of large values, ±inf and NaN
+    ],
+)
+def test_element_wise_ops_in_parts_equal_one_call(function, shapes, dtype):
+    rng = np.random.default_rng(1)
+    args = [rng.normal(scale=1e3, size=shape) for shape in shapes]
+    if dtype == np.int32:
+        args[0].flat[::997] = [np.inf, -np.inf, np.nan, 3e12][0]
+        args[0].flat[1::997], args[0].flat[2::997] = np.nan, -3e12
+    with np.errstate(invalid="ignore"):  # (NaN and ±inf to integers: the cast of one call)
+        expected = np.asarray(function(*args)).astype(dtype)
+    for threads in (2, 3):
+        with using_threads(threads):
+            got = in_parts(function, args, np.dtype(dtype))
+        assert got.dtype == dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_a_bit_sliced_cnn_on_threads_equals_one_thread(monkeypatch):
+    """The host passes on the pool (element-wise ops, im2col's copy, the input planes) and the
+    products' chunks: a convolutional network gives bitwise the same outputs on 1 and 3 threads."""
+    import cimxdsl
+    from cimxdsl.interpreters import values
+
+    monkeypatch.setattr(values, "PARALLEL_ELEMENTS", 64)  # (the small network's ops in parts too)
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8)
+    x = np.random.default_rng(2).normal(size=(32, 1, 8, 8)).astype(np.float32)
+    model = Path(__file__).resolve().parents[3] / "examples" / "digits_cnn.onnx"
+    program = cimxdsl.compile(model, device=config, calibration=x[:1], batch=32)
+    outputs = []
+    for threads in (1, 3):
+        with using_threads(threads):
+            outputs.append(program.run(x).outputs[0])
+    np.testing.assert_array_equal(outputs[1], outputs[0])
+    assert np.abs(outputs[0]).max() > 0
