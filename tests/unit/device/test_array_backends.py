@@ -76,6 +76,19 @@ def test_sliced_kernels_match_numpy_bitwise(name, backend):
 
 
 @pytest.mark.parametrize("backend", other_backends())
+def test_sums_beyond_32_bits_come_back_exact(backend):
+    """A product's result moves to the host in 32 bits only where every value fits them."""
+    config = BASE.replace(weight_bits=16, input_bits=16, adc_bits=0)
+    rng = np.random.default_rng(7)
+    w, x = rng.integers(-32767, 32768, (300, 20)), rng.integers(-32768, 32768, (6, 300))
+    x[0], w[:, 0] = 32767, 32767  # (a sum of 300 × 2**30)
+    for rows in (x, x // 1024):  # beyond 2**31, and within it
+        exact = rows.astype(np.int64) @ w
+        np.testing.assert_array_equal(sliced_product(rows, tiled(w, config, array_backend(backend)), config), exact)
+    assert np.abs(x.astype(np.int64) @ w).max() >= 2**31
+
+
+@pytest.mark.parametrize("backend", other_backends())
 def test_static_adc_spans_match_numpy_bitwise(backend):
     config = BASE.replace(adc_range="static_column", adc_bits=6)
     rng = np.random.default_rng(5)
