@@ -900,15 +900,8 @@ def sliced_product(
     scale, coefficients = backend.asarray(planes.scale.astype(dtype)), backend.asarray(coefficients.astype(dtype))
     # the digits' sources as bytes, or in a signed type (libraries other than NumPy shift few wider
     # unsigned types)
-    signed = (
-        np.uint8
-        if config.input_bits <= 8
-        else np.int16
-        if config.input_bits < 15
-        else np.int32
-        if config.input_bits < 31
-        else np.int64
-    )
+    widths = ((np.uint8, 8), (np.int16, 14), (np.int32, 30), (np.int64, 63))
+    signed = next(t for t, bits in widths if config.input_bits <= bits)
     sources = [] if backend.is_numpy else [backend.asarray(source.astype(signed)) for source in planes.sources]
     signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
     total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))

@@ -1011,6 +1011,7 @@ class InstructionStream(Sequence[InstructionOp]):
         return ",\n".join(templates[self.opcodes].tolist()) % tuple(self.fields[used].tolist())
 
 
+
 @dataclass
 class CoreCode:
     """A core's code in packed form: its instructions and the local memory they use. `pim-codegen`
