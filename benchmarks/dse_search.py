@@ -1,6 +1,6 @@
-"""How many simulated points a random, TPE and NSGA-II search need to find an energy/accuracy front
-within 1 % of the grid's hypervolume, on the bundled digits CNN over ADC bits × ADC range × rows ×
-DAC bits × cell bits (648 points).
+"""How many simulated points a random, TPE, NSGA-II and surrogate-assisted search need to find an
+energy/accuracy front within 1 % of the grid's hypervolume, on the bundled digits CNN over ADC bits
+× ADC range × rows × DAC bits × cell bits (648 points).
 
 The grid runs through the same engine (`search = "grid"`), so every point is simulated once, and
 each search's trials are the grid's points (the devices are noiseless, so a point's values do not
@@ -39,7 +39,7 @@ SPACE = {
     "objectives": ["accuracy", "energy"],
     "prune": False,
 }
-METHODS = ("random", "tpe", "nsga2")
+METHODS = ("random", "tpe", "nsga2", "surrogate")
 GOAL = 0.99
 """A front is within 1 % of the grid's when its hypervolume is at least this fraction of the grid's."""
 
@@ -119,6 +119,7 @@ def plot(report: dict, grid: dict, figure_path: Path) -> None:
             left.step(xs, ys, where="post", color=f"C{c}", alpha=0.8, lw=1.2, label=method if n == 0 else None)
     left.axhline(GOAL, color="0.3", ls="--", lw=1, label="99 % of the grid's hypervolume")
     left.axvline(0.1 * points, color="0.5", ls=":", lw=1, label=f"10 % of the grid ({points // 10} points)")
+    left.axvline(0.03 * points, color="0.5", ls="-.", lw=1, label=f"3 % of the grid ({int(0.03 * points)} points)")
     left.set_xlabel("simulated points")
     left.set_ylabel("hypervolume / grid's")
     left.set_ylim(0.8, 1.005)

@@ -1,7 +1,9 @@
 """How many cores a simulation uses.
 
 `using_threads(n)` runs a block with n threads: products run their chunks of rows (`map_chunks`,
-`matmul`) on a pool of n threads while NumPy's BLAS keeps to one thread, so that the two never
+`matmul`), and the host's element-wise passes their slices of rows (`map_rows`: element-wise ops,
+im2col's copy, a product's input digits), on a pool of n threads while NumPy's BLAS keeps to one
+thread, so that the two never
 multiply (no oversubscription; a busy-waiting BLAS thread on a shared core costs far more than it
 gives). The BLAS is the OpenBLAS NumPy loads; its thread count is set once per block through its
 `openblas_set_num_threads` entry point (under the symbol prefix and suffix NumPy's build gives it).

@@ -1,5 +1,5 @@
-"""Threads: products (sliced, and exact in float) give bitwise the same results on a pool as on one
-thread; a product of some rows gives those rows of the whole product, bitwise for integer values and
+"""Threads: products (sliced, and exact in float) and the host's element-wise passes give bitwise
+the same results on a pool as on one thread; a product of some rows gives those rows of the whole product, bitwise for integer values and
 within float rounding otherwise; the BLAS thread count is restored after a run."""
 
 from pathlib import Path
