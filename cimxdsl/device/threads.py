@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from functools import cache
 import numpy as np
 
 _state: dict[str, int | None] = {"threads": 1, "default": None, "active": 0}
+POOL_PREFIX = "cimxdsl-pool"
 _pool: dict[int, ThreadPoolExecutor] = {}
 
 
@@ -115,16 +117,17 @@ def pool_threads() -> int:
 
 def map_chunks(work: Callable[[tuple], None], chunks: Iterable[tuple]) -> None:
     """`work` on every chunk (chunks must be independent): on the pool of the current thread
-    count, or in order on one thread."""
+    count, or in order on one thread (also when called from the pool's own threads, which would
+    otherwise wait for themselves)."""
     chunks = list(chunks)
     threads = min(_state["threads"], len(chunks))
-    if threads <= 1:
+    if threads <= 1 or threading.current_thread().name.startswith(POOL_PREFIX):
         for chunk in chunks:
             work(chunk)
         return
     pool = _pool.get(threads)
     if pool is None:
-        pool = _pool[threads] = ThreadPoolExecutor(threads, thread_name_prefix="cimxdsl")
+        pool = _pool[threads] = ThreadPoolExecutor(threads, thread_name_prefix=POOL_PREFIX)
     for _ in pool.map(work, chunks):
         pass
 

@@ -126,3 +126,23 @@ def test_a_bit_sliced_cnn_on_threads_equals_one_thread(monkeypatch):
             outputs.append(program.run(x).outputs[0])
     np.testing.assert_array_equal(outputs[1], outputs[0])
     assert np.abs(outputs[0]).max() > 0
+
+
+def test_chunks_mapped_from_the_pools_own_threads_run_there():
+    """Work on the pool that maps chunks itself (a host pass inside a product's chunk) runs them in
+    place rather than waiting for threads that are all busy waiting."""
+    from cimxdsl.device.threads import map_chunks
+
+    import threading
+
+    done = []
+
+    def nested() -> None:
+        with using_threads(2):
+            map_chunks(lambda outer: map_chunks(lambda inner: done.append((outer, inner)), [(0,), (1,)]), [0, 1])
+
+    runner = threading.Thread(target=nested, daemon=True)  # (a deadlock fails the test, not the suite)
+    runner.start()
+    runner.join(timeout=30)
+    assert not runner.is_alive(), "map_chunks from the pool's own threads waited for itself"
+    assert sorted(done) == [(o, (i,)) for o in (0, 1) for i in range(2)]
