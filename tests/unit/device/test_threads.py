@@ -131,9 +131,9 @@ def test_a_bit_sliced_cnn_on_threads_equals_one_thread(monkeypatch):
 def test_chunks_mapped_from_the_pools_own_threads_run_there():
     """Work on the pool that maps chunks itself (a host pass inside a product's chunk) runs them in
     place rather than waiting for threads that are all busy waiting."""
-    from cimxdsl.device.threads import map_chunks
-
     import threading
+
+    from cimxdsl.device.threads import map_chunks
 
     done = []
 
