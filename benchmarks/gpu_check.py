@@ -268,8 +268,8 @@ def bert_figure(backend: ArrayBackend, args) -> list[dict]:
 
 # ---- 3. CPU threads --------------------------------------------------------------------------------
 def thread_scaling(args) -> dict:
-    """Seconds of a bit-sliced ResNet-18-shaped call per thread count (and per packed chunk size,
-    `--chunk-mib`), with the share of the one-thread call spent in the pool's chunks
+    """Seconds of a bit-sliced ResNet-18-shaped call per thread count (and per packed chunk size per
+    thread, `--chunk-mib`), with the share of the one-thread call spent in the pool's chunks
     (`map_chunks`): what threads can divide."""
     size, batch = (64, 4) if args.quick else (224, 16)
     model = MODELS["resnet18"](size=size, width=16 if args.quick else 64)
@@ -362,7 +362,7 @@ def main() -> None:
     parser.add_argument("--profile-only", action="store_true", help="with --profile: no ResNet-50 figures")
     parser.add_argument(
         "--chunk-mib", type=int, nargs="+", default=None,
-        help="packed chunk sizes (MiB) the thread scaling runs at (default: the model's)",
+        help="packed chunk sizes (MiB per thread of the pool) the thread scaling runs at (default: the model's)",
     )  # fmt: skip
     args = parser.parse_args()
     args.batches = args.batches or ([4, 1] if args.quick else [32, 1])
