@@ -37,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cimxdsl
 import cimxdsl.device.crossbar as crossbar
+import cimxdsl.device.threads as threads_module
 import cimxdsl.interpreters.layer_products as layer_products
+import cimxdsl.interpreters.numeric as numeric
 from benchmarks.model_zoo import MODELS
 from cimxdsl.device import Device, preset
 from cimxdsl.device.backend import ArrayBackend, array_backend
@@ -269,8 +271,8 @@ def bert_figure(backend: ArrayBackend, args) -> list[dict]:
 # ---- 3. CPU threads --------------------------------------------------------------------------------
 def thread_scaling(args) -> dict:
     """Seconds of a bit-sliced ResNet-18-shaped call per thread count (and per packed chunk size per
-    thread, `--chunk-mib`), with the share of the one-thread call spent in the pool's chunks
-    (`map_chunks`): what threads can divide."""
+    thread, `--chunk-mib`), with the share of the call spent in the pool's chunks (`map_chunks`:
+    the products' and the host's element-wise passes): what threads can divide."""
     size, batch = (64, 4) if args.quick else (224, 16)
     model = MODELS["resnet18"](size=size, width=16 if args.quick else 64)
     rng = np.random.default_rng(3)
@@ -278,7 +280,8 @@ def thread_scaling(args) -> dict:
     program = compiled(model, x[:1], batch, array_backend("numpy"))
     device = Device(program.device)
     expected = program.run(x, device=device).outputs  # warm-up: programs the tiles
-    default, mapped, pooled = crossbar.PACKED_CHUNK_BYTES, crossbar.map_chunks, [0.0]
+    default, mapped, pooled = crossbar.PACKED_CHUNK_BYTES, threads_module.map_chunks, [0.0]
+    users = (crossbar, threads_module, numeric)  # (the products' chunks and the host's passes)
 
     def timed_map(work, chunks):
         start = time.perf_counter()
@@ -286,7 +289,8 @@ def thread_scaling(args) -> dict:
         pooled[0] += time.perf_counter() - start
 
     runs = []
-    crossbar.map_chunks = timed_map
+    for module in users:
+        module.map_chunks = timed_map
     try:
         for mib in args.chunk_mib or [default >> 20]:
             crossbar.PACKED_CHUNK_BYTES = mib << 20
@@ -305,7 +309,9 @@ def thread_scaling(args) -> dict:
                     flush=True,
                 )
     finally:
-        crossbar.PACKED_CHUNK_BYTES, crossbar.map_chunks = default, mapped
+        crossbar.PACKED_CHUNK_BYTES = default
+        for module in users:
+            module.map_chunks = mapped
     return {"size": size, "batch": batch, "cores": cores(), "runs": runs}
 
 

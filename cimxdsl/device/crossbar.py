@@ -901,8 +901,8 @@ def sliced_product(
     # the digits' sources as bytes, or in a signed type (libraries other than NumPy shift few wider
     # unsigned types)
     widths = ((np.uint8, 8), (np.int16, 14), (np.int32, 30), (np.int64, 63))
-    signed = next(t for t, bits in widths if config.input_bits <= bits)
-    sources = [] if backend.is_numpy else [backend.asarray(source.astype(signed)) for source in planes.sources]
+    source_type = next(t for t, bits in widths if config.input_bits <= bits)
+    sources = [] if backend.is_numpy else [backend.asarray(s.astype(source_type)) for s in planes.sources]
     signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
     total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))
     # packed (`TileStack.pack`): planes i and i + h share a product, as the fraction and the integer part

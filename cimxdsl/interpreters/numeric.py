@@ -104,7 +104,7 @@ def contiguous_copy(view: np.ndarray) -> np.ndarray:
         def rows(r: slice) -> None:
             result[r] = view[r]
 
-        map_rows(rows, shape[0], 1)
+        map_rows(rows, shape[0], max(1, COPY_BLOCK_BYTES // max(result[0].nbytes, 1)))  # (a block a part at least)
         return result
     # a block: one index of the axes before `axis` and a run of `rows` along it (all if the whole fits)
     fits = next((a for a in range(inner + 1) if result[(0,) * a].nbytes <= COPY_BLOCK_BYTES), inner)

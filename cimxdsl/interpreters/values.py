@@ -84,24 +84,22 @@ def elementwise(function: Callable):
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         t = op.results[0].type
-        if pool_threads() > 1 and any(np.ndim(a) for a in args):  # (a shaped value, or a body's arrays)
-            return (in_parts(function, args, numpy_dtype(element_type(t))),)
+        if pool_threads() > 1:  # (a shaped value, or a body's arrays, large enough to split)
+            shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+            if math.prod(shape) >= PARALLEL_ELEMENTS:
+                return (in_parts(function, args, shape, numpy_dtype(element_type(t))),)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             return (as_type(function(*args), t),)
 
     return run
 
 
-def in_parts(function: Callable, args, dtype: np.dtype) -> np.ndarray:
-    """`function(*args)` as `dtype` (element-wise `function`, NumPy broadcasting), computed in slices
-    along one axis of the result on the pool's threads: the same elements as in one call."""
+def in_parts(function: Callable, args, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """`function(*args)` (element-wise `function`, NumPy broadcasting to `shape`) as `dtype`, computed
+    in slices along one axis of the result on the pool's threads: the same elements as in one call."""
     arrays = [np.asarray(a) for a in args]
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    size = math.prod(shape)
-    if size < PARALLEL_ELEMENTS:
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            return np.asarray(function(*args)).astype(dtype, copy=False)
     arrays = [a.reshape((1,) * (len(shape) - a.ndim) + a.shape) for a in arrays]
+    size = math.prod(shape)
     axis = next((k for k, n in enumerate(shape) if n >= pool_threads()), int(np.argmax(shape)))
     out = np.empty(shape, dtype)
     lead = (slice(None),) * axis

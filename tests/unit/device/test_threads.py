@@ -104,7 +104,7 @@ def test_element_wise_ops_in_parts_equal_one_call(function, shapes, dtype):
         expected = np.asarray(function(*args)).astype(dtype)
     for threads in (2, 3):
         with using_threads(threads):
-            got = in_parts(function, args, np.dtype(dtype))
+            got = in_parts(function, args, expected.shape, np.dtype(dtype))
         assert got.dtype == dtype and got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
 
