@@ -9,12 +9,14 @@ on crossbars still write their run-time operands there).
 
     python -m benchmarks.precision_search [--model examples/digits_cnn.onnx] [--device cinnamon] [--budget 0.5]
         [--trials 60] [--methods greedy nsga2 tpe] [--placement host|crossbar|auto] [--bits 8 6 4 3 2 1]
-        [--uniform 2/2 ...] [--search-batch 24]
+        [--uniform 2/2 ...] [--search-batch 24] [--precision FILE.toml ...] [--baseline MODEL]
 
 `--placement` places attention's products of two run-time tensors (a transformer's); `--uniform`
 measures more uniform configurations beside int8 (the narrowest: the ceiling of any search);
 `--search-batch` compiles the search's programs for that many images, run in chunks (a smaller
-program compiles faster: the digits ViT's at 24 images).
+program compiles faster: the digits ViT's at 24 images); `--precision` measures given precision
+files (a model trained for its precision, `examples/qat_digits_vit.py`), and `--baseline` takes
+the uniform int8 row, which the ratios divide, from another model (the one trained in float).
 """
 
 from __future__ import annotations
@@ -48,16 +50,16 @@ def main() -> None:
         "--search-batch", type=int, default=None, help="images per compiled program in the search (default: the split)"
     )
     parser.add_argument("--uniform", nargs="*", default=[], help="more uniform configurations, as W/A")
+    parser.add_argument("--precision", nargs="*", default=[], help="precision files to measure")
+    parser.add_argument("--baseline", help="the model of the uniform int8 row (default: --model)")
     args = parser.parse_args()
     train, test = np.load(EXAMPLES / "digits_train.npz"), np.load(EXAMPLES / "digits_test.npz")
     x, labels = test["inputs"], test["labels"]
     common = dict(device=args.device, calibration=train["calibration"], placement=args.placement)
 
-    def held_out(precision) -> dict:
-        result = evaluate_precision(
-            args.model, precision, x[VALIDATION:], labels[VALIDATION:], batch_size=120, **common
-        )
-        compiled = cimxdsl.compile(args.model, batch=len(labels) - VALIDATION, precision=precision, **common)
+    def held_out(precision, model=args.model) -> dict:
+        result = evaluate_precision(model, precision, x[VALIDATION:], labels[VALIDATION:], batch_size=120, **common)
+        compiled = cimxdsl.compile(model, batch=len(labels) - VALIDATION, precision=precision, **common)
         for _ in range(2):  # the second run finds the weights written
             compiled(x[VALIDATION:])
         resident = compiled.report()
@@ -74,7 +76,7 @@ def main() -> None:
         }
         return {**result, "resident": resident}
 
-    uniform = held_out({"*": (8, 8)})
+    uniform = held_out({"*": (8, 8)}, args.baseline or args.model)
     print(
         f"{Path(args.model).name} on '{args.device}': search on images 0-{VALIDATION - 1} of the held-out set, "
         f"measured on the other {len(labels) - VALIDATION}; budget {args.budget} points, objective {args.objective}, "
@@ -100,7 +102,10 @@ def main() -> None:
         cells = [label, bits, validation, f"{r['accuracy']:.2%}", *figures, *map(str, cost)]
         print("| " + " | ".join(cells) + " |")
 
-    row("uniform int8", uniform, "8/8 everywhere")
+    row(f"uniform int8{f' ({Path(args.baseline).name})' if args.baseline else ''}", uniform, "8/8 everywhere")
+    for path in args.precision:
+        r = held_out(path)
+        row(Path(path).name, r, ", ".join(f"{layer['weight_bits']}/{layer['input_bits']}" for layer in r["layers"]))
     for bits in args.uniform:
         w, a = map(int, bits.split("/"))
         r = held_out({"*": (w, a)})

@@ -17,7 +17,7 @@ from xdsl.interpreter import (
 
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod, ScanMethod, SimilarityMetric
-from cimxdsl.dialects.utils import dense_array
+from cimxdsl.dialects.utils import dense_array, precision_of
 from cimxdsl.interpreters.numeric import divide, erf, im2col, round_half_away
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import as_type, elementwise, interpretation_error, numpy_dtype
@@ -88,7 +88,7 @@ def product(functions: "CinmFunctions", interpreter: Interpreter, op: cinm.GemmO
     dtype = numpy_dtype(op.target.type.element_type)
     result = np.matmul(args[0].astype(dtype), args[1].astype(dtype))
     if functions.runtime is not None and cinm.on_host(op):  # a product placed on the digital unit
-        functions.runtime.digital_product(np.shape(args[0]), np.shape(args[1]))
+        functions.runtime.digital_product(np.shape(args[0]), np.shape(args[1]), precision_of(op))
     if op.bias is not None:
         result = result + args[2]
     if op.out is None:

@@ -58,6 +58,7 @@ from xdsl.ir.affine import (
 )
 
 from cimxdsl.dialects import cinm
+from cimxdsl.dialects.utils import precision_of
 from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw, gather, strided
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import interpretation_error, result_of
@@ -221,7 +222,7 @@ def count_on_host(runtime: CrossbarRuntime, op: Operation, left, right) -> None:
     named = isinstance(layer, StringAttr)
     if named and index == 0:
         runtime.begin_layer(layer.data, "host")
-    runtime.digital_product(np.shape(left), np.shape(right))
+    runtime.digital_product(np.shape(left), np.shape(right), precision_of(op))
     if named and index == count - 1:
         runtime.end_layer()
 

@@ -65,9 +65,13 @@ class CrossbarRuntime:
         self.layers.append({"layer": name, **({"placement": placement} if placement else {}), **precision, **metrics})
         self._layer_start = None
 
-    def digital_product(self, left_shape: tuple[int, ...], right_shape: tuple[int, ...]) -> None:
+    def digital_product(
+        self, left_shape: tuple[int, ...], right_shape: tuple[int, ...], precision: tuple[int, int] | None = None
+    ) -> None:
         """Count a product placed on the host, an M×K matrix times a K×N matrix or a K vector, on
-        the device's digital unit."""
+        the device's digital unit; `precision`: the bits its operands were quantized at, if its own."""
+        if precision is not None:
+            self.note_precision(precision)
         m, k = left_shape
         self.device.digital(m, k, 1 if len(right_shape) == 1 else right_shape[-1])
 

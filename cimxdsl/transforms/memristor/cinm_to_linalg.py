@@ -58,7 +58,7 @@ from xdsl.rewriter import InsertPoint
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.cinm import ElementwiseKind, ReduceMethod
 from cimxdsl.dialects.upstream import MapOp
-from cimxdsl.dialects.utils import dense_array, dense_attr, element_type, reassociation, shape_of
+from cimxdsl.dialects.utils import carry_precision, dense_array, dense_attr, element_type, reassociation, shape_of
 
 ScalarBody = Callable[[list[SSAValue]], list[Operation]]
 """The scalar ops computing one element from one element of each operand (the result is the last op's)."""
@@ -251,6 +251,7 @@ class HostComputeToLinalg(RewritePattern):
                 cinm.LAYER_PRODUCT: DenseArrayBase.from_list(i64, [index, len(gemms)]),
             }
             matmul = MatmulOp([gemm.left, gemm.right], [init], attributes=attributes)
+            carry_precision(gemm, matmul)
             replace_with(rewriter, gemm, setup, [matmul])
         yield_op = op.body.block.last_op
         assert isinstance(yield_op, cinm.YieldOp)

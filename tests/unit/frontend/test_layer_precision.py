@@ -253,6 +253,13 @@ def two_runtime_products():
     return make_model(nodes, shapes, [("y", [1, 2, 4, 8])], {})
 
 
+def runtime_operands(rng: np.random.Generator) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
+    """Three calibration samples and the inputs of `two_runtime_products`."""
+    shapes = ((1, 2, 4, 8), (1, 2, 8, 4), (1, 2, 4, 8))
+    calibration = [[rng.normal(0, 1, s).astype(np.float32) for s in shapes] for _ in range(3)]
+    return calibration, [rng.normal(0, 1, x.shape).astype(np.float32) for x in calibration[0]]
+
+
 def runtime_reference(calibration, inputs, bits):
     """The two run-time products in NumPy: per-tensor signed codes of both operands (the left at
     the layer's input bits, the right at its weight bits), an integer product, dequantized."""
@@ -271,14 +278,28 @@ def runtime_reference(calibration, inputs, bits):
     return product(s, c, s_seen, [x[2] for x in calibration], *bits["attn_MatMul.1"])
 
 
+def test_runtime_products_on_the_host_take_and_report_their_own_bits():
+    """Placed on the host, each product of two run-time tensors still quantizes its operands at its
+    own bits, and its layer row reports those bits (not the device's)."""
+    calibration, inputs = runtime_operands(np.random.default_rng(4))
+    bits = {"attn_MatMul": (8, 8), "attn_MatMul.1": (3, 5)}
+    compiled = cimxdsl.compile(
+        two_runtime_products(), device=sliced_device(2, 2).replace(weight_bits=6, input_bits=6),
+        calibration=calibration, placement="host", precision=bits,
+    )  # fmt: skip
+    want = runtime_reference(calibration, inputs, bits)
+    np.testing.assert_allclose(compiled(*inputs), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    layers = {layer["layer"]: layer for layer in compiled.report()["layers"]}
+    for name, layer_bits in bits.items():
+        assert layers[name]["placement"] == "host"
+        assert (layers[name]["weight_bits"], layers[name]["input_bits"]) == layer_bits
+
+
 def test_runtime_products_on_crossbars_take_their_own_bits():
     """`MatMul` and `MatMul_1` are two layers (an SSA name drops a `_1` suffix: the second is
     `attn_MatMul.1`), and each product of two run-time tensors placed on crossbars runs at its own
     bits: fewer DAC passes for fewer input bits, fewer cell slices for fewer weight bits."""
-    rng = np.random.default_rng(3)
-    shapes = ((1, 2, 4, 8), (1, 2, 8, 4), (1, 2, 4, 8))
-    calibration = [[rng.normal(0, 1, s).astype(np.float32) for s in shapes] for _ in range(3)]
-    inputs = [rng.normal(0, 1, x.shape).astype(np.float32) for x in calibration[0]]
+    calibration, inputs = runtime_operands(np.random.default_rng(3))
     bits = {"attn_MatMul": (8, 8), "attn_MatMul.1": (3, 5)}
     compiled = cimxdsl.compile(
         two_runtime_products(), device=sliced_device(2, 2), calibration=calibration, placement="crossbar",
