@@ -78,6 +78,8 @@ def map_function(
     latencies = Latencies(chip)
     block = function.body.block
     computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
+    if pipeline == "row":  # a global pooling after a last convolution apart, so that the convolution can be replicated
+        computes = [part for compute in computes for part in peel_tail(compute)]
     crossbars = tuple(len(c.weights) for c in computes)
     if cores == 0:  # as many as the program needs (placed): no room for replicas
         cores = -(-sum(crossbars) // per_core)
@@ -104,6 +106,7 @@ def map_function(
         cores,
         per_core,
         replica_cost,
+        spread=pipeline == "row",
     )
     try:
         mapping = map_computes(problem, strategy, budget_s)
@@ -128,22 +131,18 @@ def apply_mapping(
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
 ) -> None:
     """Split the replicated computes into bands, rewire their consumers, set every compute's core;
-    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows
-    (a global pooling after a compute's last convolution peeled off first, `peel_tail`)."""
+    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows."""
     bands: list[list[Rows]] = []
     cores: list[list[int]] = []
-    split: list[spat.ComputeOp] = []
     for compute, replicas, on in zip(computes, mapping.replicas, mapping.cores, strict=True):
-        for part in peel_tail(compute) if pipeline == "row" and replicas == 1 else [compute]:
-            split.append(part)
-            if pipeline == "row":
-                part_bands, part_cores = dealt_bands(part, on, rows_per_band)
-                bands.append(part_bands)
-                cores.append(part_cores)
-            else:
-                bands.append(band_bounds(rows_of(part.outputs[0]), replicas) if replicas > 1 else [(0, 1)])
-                cores.append(list(on))
-    split_into_bands(split, bands, cores, CORE, mark=pipeline == "row")
+        if pipeline == "row":
+            compute_bands, compute_cores = dealt_bands(compute, on, rows_per_band)
+            bands.append(compute_bands)
+            cores.append(compute_cores)
+        else:
+            bands.append(band_bounds(rows_of(compute.outputs[0]), replicas) if replicas > 1 else [(0, 1)])
+            cores.append(list(on))
+    split_into_bands(computes, bands, cores, CORE, mark=pipeline == "row")
 
 
 def mapping_summaries(module: ModuleOp) -> list[str]:

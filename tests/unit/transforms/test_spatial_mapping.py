@@ -200,6 +200,18 @@ def test_replicas_are_placed_in_program_order():
     assert place(one_each, [1, 1, 2, 1]) is None  # 5 replicas of one crossbar on 4 cores of 1
 
 
+def test_spread_placement_uses_the_idle_cores_for_consecutive_layers():
+    # Packed up to the busiest replica's load (10), computes 1-4 share one core and a row pipeline
+    # could not overlap them; spread, each takes a core of its own (the chip has five), in program
+    # order, and the busiest core is still the largest replica's.
+    costs, crossbars, splits = (10, 2, 2, 2, 2), (1,) * 5, (1,) * 5
+    packed = place(MappingProblem(costs, crossbars, splits, cores=5, per_core=8), [1] * 5)
+    spread = place(MappingProblem(costs, crossbars, splits, cores=5, per_core=8, spread=True), [1] * 5)
+    assert packed is not None and spread is not None
+    assert packed.cores == [[0], [1], [1], [1], [1]]
+    assert spread.cores == [[0], [1], [2], [3], [4]] and spread.bottleneck == packed.bottleneck == 10.0
+
+
 @pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "pim{chip=pimcom}"])
 def test_an_unknown_chip_is_one_line_naming_the_pass(passes, tmp_path, capsys):
     from cimxdsl.tools.cim_opt import main as cim_opt
