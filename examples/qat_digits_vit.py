@@ -23,7 +23,7 @@ it was trained for, `examples/digits_vit_qat.toml`; prints the held-out accuracy
 checks onnxruntime's predictions against it, then cimxdsl's on `cinnamon` for the float-trained ViT
 at int8 and for this one at its precision. About 2.5 minutes on one core.
 
-    python examples/qat_digits_vit.py [--input-bits 2] [--weight-bits 8] [--epochs 2000] [-o FILE]
+    python examples/qat_digits_vit.py [--input-bits 2] [--weight-bits 8] [--epochs 2000] [--seed 0] [-o FILE]
     python -m benchmarks.precision_search --model examples/digits_vit_qat.onnx \
         --baseline examples/digits_vit.onnx --precision examples/digits_vit_qat.toml --methods
 
@@ -124,12 +124,15 @@ def clipped(net: DigitsViT, x: torch.Tensor, input_bits: int, weight_bits: int) 
         setattr(parent, child, layer)
 
 
-def fine_tune(net: nn.Module, teacher: nn.Module, x: torch.Tensor, epochs: int, lr: float = 2e-3) -> nn.Module:
+def fine_tune(
+    net: nn.Module, teacher: nn.Module, x: torch.Tensor, epochs: int, seed: int, lr: float = 2e-3
+) -> nn.Module:
     """Distil `teacher` into `net` on mixed-up, shifted training images (mixup: Zhang et al., "mixup:
     Beyond Empirical Risk Minimization", ICLR 2018; distillation at temperature 4: Hinton et al.,
     "Distilling the Knowledge in a Neural Network", 2015) and return the exponential moving average
     of its weights."""
-    generator = torch.Generator().manual_seed(SEED + 3)
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
     matrices = [p for p in net.parameters() if p.dim() >= 2]
     others = [p for p in net.parameters() if p.dim() < 2]  # biases, norms, clipping ranges: no decay
     optimiser = torch.optim.AdamW(
@@ -169,6 +172,7 @@ def main() -> None:
     parser.add_argument("--input-bits", type=int, default=2)
     parser.add_argument("--weight-bits", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0, help="of the fine-tuning (the float ViT is always seed 0's)")
     parser.add_argument("-o", "--output", default=str(EXAMPLES / "digits_vit_qat.onnx"))
     args = parser.parse_args()
     torch.manual_seed(SEED)
@@ -181,7 +185,7 @@ def main() -> None:
     print(f"float: held-out accuracy {accuracy(net, x_test, y_test):.4f}")
     clipped(net, x_train, args.input_bits, args.weight_bits)
     print(f"fake-quantized before fine-tuning: {accuracy(net, x_test, y_test):.4f}")
-    net = fine_tune(net, teacher, x_train, args.epochs)
+    net = fine_tune(net, teacher, x_train, args.epochs, args.seed)
     print(f"fake-quantized after fine-tuning: {accuracy(net, x_test, y_test):.4f}")
     for layer in net.modules():
         if isinstance(layer, ClippedLinear):
