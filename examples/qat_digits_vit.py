@@ -21,9 +21,12 @@ of run-time tensors 8 bits (on the host they take as long at any bits).
 Writes `examples/digits_vit_qat.onnx` (its products keep the float ViT's names) and the precision
 it was trained for, `examples/digits_vit_qat.toml`; prints the held-out accuracy in torch and
 checks onnxruntime's predictions against it, then cimxdsl's on `cinnamon` for the float-trained ViT
-at int8 and for this one at its precision. About 2.5 minutes on one core.
+at int8 and for this one at its precision. About 2.5 minutes on one core. The default seed is
+the one of 0-3 whose model is most accurate on the first 120 held-out images (the precision
+search's validation split: 92.5, 95.8, 95.8, 92.5 %; on the other 240: 93.75, 93.75, 93.75,
+91.25 %).
 
-    python examples/qat_digits_vit.py [--input-bits 2] [--weight-bits 8] [--epochs 2000] [--seed 0] [-o FILE]
+    python examples/qat_digits_vit.py [--input-bits 2] [--weight-bits 8] [--epochs 2000] [--seed 1] [-o FILE]
     python -m benchmarks.precision_search --model examples/digits_vit_qat.onnx \
         --baseline examples/digits_vit.onnx --precision examples/digits_vit_qat.toml --methods
 
@@ -172,7 +175,7 @@ def main() -> None:
     parser.add_argument("--input-bits", type=int, default=2)
     parser.add_argument("--weight-bits", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0, help="of the fine-tuning (the float ViT is always seed 0's)")
+    parser.add_argument("--seed", type=int, default=1, help="of the fine-tuning (the float ViT is always the same)")
     parser.add_argument("-o", "--output", default=str(EXAMPLES / "digits_vit_qat.onnx"))
     args = parser.parse_args()
     torch.manual_seed(SEED)
