@@ -106,7 +106,6 @@ def map_function(
         cores,
         per_core,
         replica_cost,
-        spread=pipeline == "row",
     )
     try:
         mapping = map_computes(problem, strategy, budget_s)

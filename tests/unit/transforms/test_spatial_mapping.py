@@ -200,16 +200,17 @@ def test_replicas_are_placed_in_program_order():
     assert place(one_each, [1, 1, 2, 1]) is None  # 5 replicas of one crossbar on 4 cores of 1
 
 
-def test_spread_placement_uses_the_idle_cores_for_consecutive_layers():
-    # Packed up to the busiest replica's load (10), computes 1-4 share one core and a row pipeline
-    # could not overlap them; spread, each takes a core of its own (the chip has five), in program
-    # order, and the busiest core is still the largest replica's.
+def test_placement_spreads_consecutive_layers_over_the_idle_cores():
+    # Packed up to the busiest replica's load (10), computes 1-4 would share one core, which runs
+    # them one after another (a row pipeline could not overlap them, and a layer pipeline's stage
+    # would hold four layers); spread, each takes a core of its own (the chip has five), in program
+    # order, and the busiest core is still the largest replica's. On two cores they must share.
     costs, crossbars, splits = (10, 2, 2, 2, 2), (1,) * 5, (1,) * 5
-    packed = place(MappingProblem(costs, crossbars, splits, cores=5, per_core=8), [1] * 5)
-    spread = place(MappingProblem(costs, crossbars, splits, cores=5, per_core=8, spread=True), [1] * 5)
-    assert packed is not None and spread is not None
-    assert packed.cores == [[0], [1], [1], [1], [1]]
-    assert spread.cores == [[0], [1], [2], [3], [4]] and spread.bottleneck == packed.bottleneck == 10.0
+    spread = place(MappingProblem(costs, crossbars, splits, cores=5, per_core=8), [1] * 5)
+    assert spread is not None
+    assert spread.cores == [[0], [1], [2], [3], [4]] and spread.bottleneck == 10.0
+    tight = place(MappingProblem(costs, crossbars, splits, cores=2, per_core=8), [1] * 5)
+    assert tight is not None and tight.cores == [[0], [1], [1], [1], [1]] and tight.bottleneck == 10.0
 
 
 @pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "pim{chip=pimcom}"])

@@ -127,10 +127,6 @@ class MappingProblem:
     replica_cost: Callable[[int, int], float] | None = None
     """The work of the busiest of `r` replicas of compute `i` (default: its cost ÷ r); replicas
     recompute the rows their windows share."""
-    spread: bool = False
-    """Place the replicas over every core the chip has rather than packing each core up to the
-    busiest one's load: fewer consecutive layers per core, which row pipelining overlaps only
-    across cores."""
 
     def cost(self, i: int, replicas: int) -> float:
         if self.replica_cost is not None:
@@ -154,15 +150,16 @@ class Mapping:
 def place(problem: MappingProblem, replicas: list[int]) -> Mapping | None:
     """Replicas onto cores in program order, each core a run of consecutive computes (a pipeline
     stage: a core holding an early and a late layer could start the next image only after the
-    late layer of this one), the least stage time whose runs fit the cores (with `spread`, a stage
-    time below the largest replica's, which then takes a core alone). None when the replicas do
-    not fit so."""
+    late layer of this one), the least stage time whose runs fit the cores — below the largest
+    replica's where the cores allow, which then takes a core alone: the replicas spread over every
+    core rather than filling each up to the busiest one's load (fewer consecutive layers a core runs
+    one after another). None when the replicas do not fit so."""
     replicas = [int(r) for r in replicas]
     if not problem.fits(replicas):
         return None
     items = [(problem.cost(i, r), i) for i, r in enumerate(replicas) for _ in range(r)]
     loads = [load for load, _ in items]
-    low, high = (min if problem.spread else max)(loads, default=0.0), sum(loads)
+    low, high = min(loads, default=0.0), sum(loads)
     best = stages_in_order(problem, items, high)
     if best is None:
         return None
