@@ -65,6 +65,36 @@ def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -
     return unreplicated(problem)
 
 
+def solve(
+    computes: list[spat.ComputeOp], strategy: Strategy, cores: int, per_core: int, budget_s: float, latencies: Latencies
+) -> tuple[MappingProblem, Mapping]:
+    """The mapping problem of `computes` (their times on the chip) and its `strategy`'s mapping."""
+    bounds = compute_value_bounds(computes)  # which crossbar inputs are read as 8-bit elements
+
+    @functools.cache
+    def replica_cost(i: int, replicas: int) -> float:
+        """The busiest band: the first or last (their padding) or the widest inner one."""
+        compute = computes[i]
+        if replicas == 1:
+            return compute_cost(compute, latencies=latencies, bounds=bounds)
+        bands = band_bounds(rows_of(compute.outputs[0]), replicas)
+        widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
+        return max(band_cost(compute, band, latencies, bounds) for band in {bands[0], widest, bands[-1]})
+
+    problem = MappingProblem(
+        tuple(replica_cost(i, 1) for i in range(len(computes))),
+        tuple(len(c.weights) for c in computes),
+        tuple(can_split(c) for c in computes),
+        cores,
+        per_core,
+        replica_cost,
+    )
+    try:
+        return problem, map_computes(problem, strategy, budget_s)
+    except ValueError as e:
+        raise pass_error("spatial-mapping", str(e)) from None
+
+
 def map_function(
     function: func.FuncOp,
     strategy: Strategy,
@@ -80,43 +110,34 @@ def map_function(
     computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
     if pipeline == "row":  # a global pooling after a last convolution apart, so that the convolution can be replicated
         computes = [part for compute in computes for part in peel_tail(compute)]
-    crossbars = tuple(len(c.weights) for c in computes)
-    if cores == 0:  # as many as the program needs (placed): no room for replicas
+    spare = cores > 0  # room for replicas
+    if not spare:  # as many as the program needs (placed)
+        crossbars = tuple(len(c.weights) for c in computes)
         cores = -(-sum(crossbars) // per_core)
         ones = (1,) * len(crossbars)
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
-
-    bounds = compute_value_bounds(computes)  # which crossbar inputs are read as 8-bit elements
-
-    @functools.cache
-    def replica_cost(i: int, replicas: int) -> float:
-        """The busiest band: the first or last (their padding) or the widest inner one."""
-        compute = computes[i]
-        if replicas == 1:
-            return compute_cost(compute, latencies=latencies, bounds=bounds)
-        bands = band_bounds(rows_of(compute.outputs[0]), replicas)
-        widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
-        return max(band_cost(compute, band, latencies, bounds) for band in {bands[0], widest, bands[-1]})
-
-    problem = MappingProblem(
-        tuple(replica_cost(i, 1) for i in range(len(computes))),
-        crossbars,
-        tuple(can_split(c) for c in computes),
-        cores,
-        per_core,
-        replica_cost,
-    )
-    try:
-        mapping = map_computes(problem, strategy, budget_s)
-    except ValueError as e:
-        raise pass_error("spatial-mapping", str(e)) from None
+    problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
+    slowest = max(range(len(computes)), key=lambda i: problem.cost(i, mapping.replicas[i]), default=None)
+    if (
+        spare
+        and slowest is not None
+        and problem.max_replicas[slowest] == 1
+        and problem.cost(slowest, 1) >= mapping.bottleneck
+    ):
+        # the stream is bound by a compute that cannot be replicated: if a global
+        # pooling after its last convolution is what keeps it whole, set the pooling apart and map again
+        parts = peel_tail(computes[slowest])
+        if len(parts) > 1:
+            computes = [*computes[:slowest], *parts, *computes[slowest + 1 :]]
+            problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
     apply_mapping(computes, mapping, pipeline, rows_per_band)
     before = unreplicated(problem).bottleneck
     replicated = [r for r in mapping.replicas if r > 1]
+    crossbars = sum(w * r for w, r in zip(problem.crossbars, mapping.replicas, strict=True))
     summary = (
         f"{strategy} mapping on {cores} cores of {per_core} crossbars: {len(replicated)} computes replicated "
-        f"(up to {max(replicated, default=1)}x), {sum(w * r for w, r in zip(crossbars, mapping.replicas))} crossbars, "
+        f"(up to {max(replicated, default=1)}x), {crossbars} crossbars, "
         f"busiest core {mapping.bottleneck / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
         f"{before / 1e6:.3g} ms)"
     )

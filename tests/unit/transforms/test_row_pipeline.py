@@ -153,22 +153,25 @@ def test_last_convolution_before_global_pooling_is_cut_into_bands(mapping, tmp_p
     assert summary.startswith(f"row pipeline: {layers * size} bands of at least 1 row; 1 compute on whole images")
 
 
-def test_last_convolution_before_global_pooling_is_replicated(tmp_path):
-    """With the global pooling apart before the mapping, the convolution before it is a compute
-    like any other: the greedy mapping gives the costliest one replicas, and the pooling receives
-    its bands from several cores; the program stays exact at every level."""
+@pytest.mark.parametrize("pipeline", ["layer", "row"])
+def test_last_convolution_before_global_pooling_is_replicated(pipeline, tmp_path):
+    """With the global pooling apart, the convolution before it is a compute like any other: the
+    greedy mapping gives the costliest one replicas, and the pooling receives its bands from several
+    cores; the program stays exact at every level. (The row pipeline sets every such pooling apart;
+    the layer pipeline the one after a convolution that, kept whole, bounds the stream.)"""
     size = 12
     b = ProgramBuilder((1, 4, size, size), 5)
     x = b.relu(b.requantize(b.conv("%x", 4, 3, pad=1), 3))
     x = b.relu(b.requantize(b.conv(x, 16, 3, pad=1), 3))  # the costliest layer, right before the pooling
     text = b.text(b.global_avg_pool(x))
     x = np.random.default_rng(12).integers(-128, 128, (1, 4, size, size))
-    lower_checked(text, x, stages("row", "greedy", 12), tmp_path)  # exact at every level
+    lower_checked(text, x, stages(pipeline, "greedy", 12), tmp_path)  # exact at every level
     module = parse(text)
-    for stage in stages("row", "greedy", 12)[:2]:  # up to the mapping
+    for stage in stages(pipeline, "greedy", 12)[:2]:  # up to the mapping
         apply(module, stage)
     (pooling,) = [c for c in module.walk() if isinstance(c, spat.ComputeOp) and any(
         isinstance(op, spat.GlobalAvgPoolOp) for op in c.body.walk())]  # fmt: skip
+    assert not pooling.weights  # the convolution is not in it
     senders = {operand.owner.attributes["core"].value.data for operand in pooling.inputs}
     assert len(senders) >= 2
 
