@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +50,11 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from train_digits_vit import BATCH, EXAMPLES, SEED, DigitsViT, export, load, shifted, train
 
 from cimxdsl.explore.precision import evaluate_precision
+from cimxdsl.explore.precision_search import write_precision
+from cimxdsl.frontend.integer import product_layers
+from cimxdsl.precision import resolve_precision
+
+log = logging.getLogger("qat_digits_vit")
 
 MIXUP, TEMPERATURE = 1.0, 4.0
 HEAD_INPUT_BITS = 4
@@ -91,7 +96,8 @@ class ClippedLinear(nn.Linear):
 
 
 def precision(weight_bits: int, input_bits: int) -> dict[str, tuple[int, int]]:
-    """The bits the model is trained for, by cimxdsl's layer names: attention's products at 8."""
+    """The bits the model is trained for, as rules on cimxdsl's layer names (globs, later rules
+    overriding earlier ones): attention's products at 8."""
     return {
         "*": (weight_bits, input_bits),
         "_head_Gemm": (weight_bits, max(input_bits, HEAD_INPUT_BITS)),
@@ -161,7 +167,7 @@ def fine_tune(
             schedule.step()
             average.update_parameters(net)
         if epoch % 250 == 249:
-            print(f"fine-tuning epoch {epoch + 1}: distillation loss {loss.item():.3f}")
+            log.info("fine-tuning epoch %d: distillation loss %.3f", epoch + 1, loss.item())
     return average.module.eval()
 
 
@@ -171,6 +177,7 @@ def accuracy(net: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input-bits", type=int, default=2)
     parser.add_argument("--weight-bits", type=int, default=8)
@@ -185,11 +192,11 @@ def main() -> None:
     net = DigitsViT()
     train(net, x_train, y_train)
     teacher = copy.deepcopy(net.eval())
-    print(f"float: held-out accuracy {accuracy(net, x_test, y_test):.4f}")
+    log.info("float: held-out accuracy %.4f", accuracy(net, x_test, y_test))
     clipped(net, x_train, args.input_bits, args.weight_bits)
-    print(f"fake-quantized before fine-tuning: {accuracy(net, x_test, y_test):.4f}")
+    log.info("fake-quantized before fine-tuning: %.4f", accuracy(net, x_test, y_test))
     net = fine_tune(net, teacher, x_train, args.epochs, args.seed)
-    print(f"fake-quantized after fine-tuning: {accuracy(net, x_test, y_test):.4f}")
+    log.info("fake-quantized after fine-tuning: %.4f", accuracy(net, x_test, y_test))
     for layer in net.modules():
         if isinstance(layer, ClippedLinear):
             layer.quantize = False
@@ -201,11 +208,9 @@ def main() -> None:
     assert np.array_equal(onnx_predicted, predicted), "onnxruntime predictions differ from torch's"
     output = Path(args.output)
     onnx.save(model, output)
-    bits = precision(args.weight_bits, args.input_bits)
-    output.with_suffix(".toml").write_text(
-        "".join(f"[{json.dumps(key)}]\nweight_bits = {w}\ninput_bits = {a}\n\n" for key, (w, a) in bits.items())
-    )
-    print(f"wrote {output} and its precision {output.with_suffix('.toml').name}")
+    bits = resolve_precision(precision(args.weight_bits, args.input_bits), product_layers(model), (8, 8))
+    write_precision(bits, output.with_suffix(".toml"))  # one table per layer
+    log.info("wrote %s and its precision %s", output, output.with_suffix(".toml").name)
     calibration = np.load(EXAMPLES / "digits_train.npz")["calibration"]
     for label, path, layers in (
         ("float-trained ViT, int8", EXAMPLES / "digits_vit.onnx", {"*": (8, 8)}),
@@ -215,7 +220,7 @@ def main() -> None:
             path, layers, x_test.numpy(), y_test.numpy(), device="cinnamon", calibration=calibration, batch_size=120,
             placement="host",
         )  # fmt: skip
-        print(f"cimxdsl on 'cinnamon', {label}: held-out accuracy {result['accuracy']:.2%}")
+        log.info("cimxdsl on 'cinnamon', %s: held-out accuracy %.2f %%", label, 100 * result["accuracy"])
 
 
 if __name__ == "__main__":

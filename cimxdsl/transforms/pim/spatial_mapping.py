@@ -118,16 +118,13 @@ def map_function(
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
     problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
-    slowest = max(range(len(computes)), key=lambda i: problem.cost(i, mapping.replicas[i]), default=None)
-    if (
-        spare
-        and slowest is not None
-        and problem.max_replicas[slowest] == 1
-        and problem.cost(slowest, 1) >= mapping.bottleneck
-    ):
-        # the stream is bound by a compute that cannot be replicated: if a global
-        # pooling after its last convolution is what keeps it whole, set the pooling apart and map again
-        parts = peel_tail(computes[slowest])
+    if spare and computes:
+        # a stream bound by one compute alone: if it stays whole only for a global pooling after its
+        # last convolution (`peel_tail` leaves any other compute as it is), set the pooling apart so
+        # that the convolution can be replicated, and map again
+        cost = [problem.cost(i, r) for i, r in enumerate(mapping.replicas)]
+        slowest = max(range(len(cost)), key=cost.__getitem__)
+        parts = peel_tail(computes[slowest]) if cost[slowest] >= mapping.bottleneck else []
         if len(parts) > 1:
             computes = [*computes[:slowest], *parts, *computes[slowest + 1 :]]
             problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)

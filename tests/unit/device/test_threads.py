@@ -1,6 +1,7 @@
 """Threads: products (sliced, and exact in float) and the host's element-wise passes give bitwise
-the same results on a pool as on one thread; a product of some rows gives those rows of the whole product, bitwise for integer values and
-within float rounding otherwise; the BLAS thread count is restored after a run."""
+the same results on a pool as on one thread; a product of some rows gives those rows of the whole
+product, bitwise for integer values and within float rounding otherwise; the BLAS thread count is
+restored after a run."""
 
 from pathlib import Path
 
@@ -98,8 +99,8 @@ def test_element_wise_ops_in_parts_equal_one_call(function, shapes, dtype):
     rng = np.random.default_rng(1)
     args = [rng.normal(scale=1e3, size=shape) for shape in shapes]
     if dtype == np.int32:
-        args[0].flat[::997] = [np.inf, -np.inf, np.nan, 3e12][0]
-        args[0].flat[1::997], args[0].flat[2::997] = np.nan, -3e12
+        for offset, value in enumerate((np.inf, -np.inf, np.nan, 3e12, -3e12)):
+            args[0].flat[offset::997] = value
     with np.errstate(invalid="ignore"):  # (NaN and ±inf to integers: the cast of one call)
         expected = np.asarray(function(*args)).astype(dtype)
     for threads in (2, 3):
