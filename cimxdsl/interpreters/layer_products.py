@@ -421,6 +421,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
         for row in tiles.grid
         for i in row
     }
+    inverses = {id(each): None if each.order is None else np.argsort(each.order) for each in found}
     fused, deferred = [], []
     for i, step in enumerate(steps):
         if i in removed:
@@ -441,8 +442,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
             )
         elif i in counted:
             tile, each, tiles = counted[i]
-            inverse = None if each.order is None else np.argsort(each.order)
-            implementation = count_columns(*tile.columns, tiles, i, runtime, inverse)
+            implementation = count_columns(*tile.columns, tiles, i, runtime, inverses[id(each)])
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
         elif i in replaced:
             each, groups = replaced[i]
