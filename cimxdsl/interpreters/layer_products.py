@@ -386,18 +386,18 @@ def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tupl
         channels = step.op.results[0].type.get_shape()[3]
         width = channels * geometry.positions
         readers = by_source.get(x, [])
-        reordered = False
+        reordered = windows = False
         if exact and geometry.positions > 1 and len(readers) == 1:
             each = readers[0]
             count, depth, _ = each.weights.shape
             whole = each.start == 0 and count * depth == width and (count == 1 or depth == geometry.positions)
             if whole and graph.only_used_by(x, each.removed | {each.at} | {t.step for t in each.counted}):
                 each.order = column_order(channels, geometry.positions)
-                reordered = True
+                reordered, windows = True, count > 1  # (a depthwise layer reads the image's views)
         joined = [collapse]
         if graph.made_by(step.operands[1], tensor.EmptyOp) and graph.only_used_by(step.operands[1], {i}):
             joined.append(graph.producer[step.operands[1]])
-        patched[i] = (Patches(geometry, reordered), joined)
+        patched[i] = (Patches(geometry, reordered, windows), joined)
     return patched
 
 
@@ -627,7 +627,7 @@ def count_columns(
         crossbar = runtime.physical(args[0])
         config = tiles.config = runtime.device.config_of(crossbar)
         tiles.backend = runtime.device.backend
-        x = args[1]
+        x = np.asarray(args[1])  # (`Windows` gathered: run one by one, a depthwise layer's tiles read X')
         if tiles.fitting(x, config):  # (no copy of the columns for a check of each tile)
             tiles.found[step] = runtime.device.defer_mvm(crossbar, x, checked=True)
         else:
@@ -655,7 +655,7 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
                 return (as_type(exact_matmul(x, reordered, backend=groups[0].backend), result_type),)
             if config.exact:
                 return (as_type(channelwise_product(x, reordered), result_type),)
-            x = x[:, inverse]  # (X in (c, ky, kx) order, as the tiles hold their rows)
+            x = np.asarray(x)[:, inverse]  # (X in (c, ky, kx) order, as the tiles hold their rows)
         if config.exact:
             backend = groups[0].backend
             if count == 1:

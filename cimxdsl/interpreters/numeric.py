@@ -156,18 +156,28 @@ def im2col(x: np.ndarray, kernel, strides, dilations, channels_last: bool = Fals
     n, c, h, w = x.shape
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
     coefficients = np.zeros((4, 6), np.int64)
-    if channels_last:  # (n, oy, ox, ky, kx, c) over the NHWC images
-        coefficients[0, 0] = coefficients[3, 5] = 1
-        coefficients[1, [1, 3]] = sh, dh
-        coefficients[2, [2, 4]] = sw, dw
+    if channels_last:
         image = np.ascontiguousarray(np.asarray(x).transpose(0, 2, 3, 1))
-        view = strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
+        view = nhwc_windows(image, kernel, strides, dilations)
         return view.reshape(n * oh * ow, kh * kw * c)  # (a copy unless the view is the image)
     coefficients[0, 0] = coefficients[1, 3] = 1
     coefficients[2, [1, 4]] = sh, dh
     coefficients[3, [2, 5]] = sw, dw
     patches = gather(np.asarray(x), coefficients, np.zeros(4, np.int64), (n, oh, ow, c, kh, kw))
     return patches.reshape(n * oh * ow, c * kh * kw)
+
+
+def nhwc_windows(image: np.ndarray, kernel, strides, dilations) -> np.ndarray:
+    """The read-only view (n, oy, ox, ky, kx, c) of the windows of NHWC images:
+    `[n, oy, ox, ky, kx, c] = image[n, oy·sh + ky·dh, ox·sw + kx·dw, c]`."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    n, h, w, c = image.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    coefficients = np.zeros((4, 6), np.int64)
+    coefficients[0, 0] = coefficients[3, 5] = 1
+    coefficients[1, [1, 3]] = sh, dh
+    coefficients[2, [2, 4]] = sw, dw
+    return strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
 
 
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:

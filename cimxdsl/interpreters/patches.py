@@ -10,7 +10,8 @@ image itself. Where X feeds only the product of one layer (`layer_products`) on 
 one gemm over all its columns, or one group of KH·KW columns per channel (a depthwise
 convolution) — the step gives the columns in (ky, kx, c) order, X' = X[:, order], and the layer
 multiplies by its weight rows in the same order: X'·W[order] = X·W (`column_order`,
-`channelwise_product`)."""
+`channelwise_product`). A depthwise layer's X' is not gathered at all: the step gives the image
+held as NHWC (`Windows`), and the layer multiplies each kernel position's shifted view of it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Operation
 
 from cimxdsl.interpreters.linalg import LinearMap, copied_input
-from cimxdsl.interpreters.numeric import im2col
+from cimxdsl.interpreters.numeric import im2col, nhwc_windows
 
 
 @dataclass(frozen=True)
@@ -65,16 +66,54 @@ def column_order(channels: int, positions: int) -> np.ndarray:
     return np.arange(channels * positions).reshape(channels, positions).T.ravel()
 
 
+@dataclass(frozen=True, eq=False)
+class Windows:
+    """The patch matrix X' of NHWC-held images in (ky, kx, c) column order, not gathered: a
+    depthwise layer reads each kernel position as a shifted view of the images
+    (`channelwise_product`); `np.asarray` gathers X'."""
+
+    image: np.ndarray
+    """(n, h, w, c)"""
+    geometry: Geometry
+
+    def views(self) -> np.ndarray:
+        """(n, oy, ox, ky, kx, c): the windows, a view of `image`."""
+        geometry = self.geometry
+        return nhwc_windows(self.image, geometry.kernel, geometry.strides, geometry.dilations)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        n, oh, ow, kh, kw, c = self.views().shape
+        return n * oh * ow, kh * kw * c
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.image.dtype
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("windows are gathered by a copy")
+        gathered = self.views().reshape(self.shape)
+        return gathered if dtype is None else gathered.astype(dtype, copy=False)
+
+
 @dataclass(frozen=True)
 class Patches:
     """The implementation of an im2col copy and its collapse as one step: the patch matrix of the
-    image, in (ky, kx, c) order if `reordered`, else in (c, ky, kx) order (as the copy's)."""
+    image, in (ky, kx, c) order if `reordered` (as `Windows` if `windows`), else in (c, ky, kx)
+    order (as the copy's)."""
 
     geometry: Geometry
     reordered: bool
+    windows: bool = False
 
     def __call__(self, interpreter, op, args) -> tuple:
         geometry = self.geometry
+        if self.windows:
+            return (Windows(np.ascontiguousarray(np.asarray(args[0]).transpose(0, 2, 3, 1)), geometry),)
         channels_last = self.reordered or geometry.positions == 1  # (one position: the orders agree)
         return (im2col(np.asarray(args[0]), geometry.kernel, geometry.strides, geometry.dilations, channels_last),)
 
@@ -88,22 +127,30 @@ def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:
     return bound
 
 
-def channelwise_product(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def channelwise_product(x: np.ndarray | Windows, weights: np.ndarray) -> np.ndarray:
     """The products of a depthwise layer from its patches in (ky, kx, c) order: `x` (M × P·G, P
-    kernel positions of G channels), `weights` (G, P, f): result column `g·f + j` is
-    Σ_p x[:, p·G + g]·weights[g, p, j], exact on integers (int64)."""
+    kernel positions of G channels; or their `Windows`), `weights` (G, P, f): result column
+    `g·f + j` is Σ_p x[:, p·G + g]·weights[g, p, j] (added in order of p), exact on integers (int64)."""
     count, positions, width = weights.shape
     rows = x.shape[0]
-    patches = x.reshape(rows, positions, count)
-    if x.dtype.kind == "f" or weights.dtype.kind == "f":
-        dtype = np.result_type(x, weights)
+    if isinstance(x, Windows):  # each position (n, oy, ox, G) a view of the images
+        views, kw = x.views(), x.geometry.kernel[1]
+        at = [views[:, :, :, p // kw, p % kw] for p in range(positions)]
+        values = x.image
     else:
-        integer_bound(x, weights, positions)  # (int64 then holds every partial sum)
+        patches = x.reshape(rows, positions, count)
+        at = [patches[:, p] for p in range(positions)]
+        values = x
+    if x.dtype.kind == "f" or weights.dtype.kind == "f":
+        dtype = np.result_type(x.dtype, weights)
+    else:
+        integer_bound(values, weights, positions)  # (int64 then holds every partial sum)
         dtype = np.dtype(np.int64)
     by_position = np.ascontiguousarray(weights.transpose(1, 0, 2), dtype)
-    result, term = np.empty((rows, count, width), dtype), np.empty((rows, count, width), dtype)
-    np.multiply(patches[:, 0, :, None], by_position[0], out=result)
+    shape = (*at[0].shape[:-1], count, width)
+    result, term = np.empty(shape, dtype), np.empty(shape, dtype)
+    np.multiply(at[0][..., None], by_position[0], out=result)
     for p in range(1, positions):
-        np.multiply(patches[:, p, :, None], by_position[p], out=term)
+        np.multiply(at[p][..., None], by_position[p], out=term)
         result += term
     return result.reshape(rows, count * width)

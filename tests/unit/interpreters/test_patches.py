@@ -11,7 +11,7 @@ import cimxdsl
 from cimxdsl.device import Device
 from cimxdsl.interpreters import Program
 from cimxdsl.interpreters.numeric import im2col
-from cimxdsl.interpreters.patches import Geometry, Patches, channelwise_product, column_order
+from cimxdsl.interpreters.patches import Geometry, Patches, Windows, channelwise_product, column_order
 
 
 def naive_patches(x: np.ndarray, geometry: Geometry) -> np.ndarray:
@@ -64,6 +64,26 @@ def test_channelwise_product_is_each_channels_product(width):
     np.testing.assert_allclose(floats, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES[2:])
+def test_windows_of_a_depthwise_layer_are_its_patches(n, c, h, w, kernel, strides, dilations):
+    """A depthwise layer reading the image's shifted views (`Windows`) gives its product from the
+    gathered patches bit for bit (integers, one width per channel and two), and the windows gather
+    to those patches."""
+    rng = np.random.default_rng(c + h)
+    x = rng.integers(-128, 128, (n, c, h, w))
+    geometry = Geometry(kernel, strides, dilations)
+    windows = Windows(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), geometry)
+    expected = naive_patches(x, geometry)
+    assert windows.shape == expected.shape and len(windows) == expected.shape[0]
+    np.testing.assert_array_equal(np.asarray(windows), expected[:, column_order(c, geometry.positions)])
+    for width in (1, 2):
+        weights = rng.integers(-127, 128, (c, geometry.positions, width))
+        products = np.hstack(
+            [expected[:, g * geometry.positions : (g + 1) * geometry.positions] @ weights[g] for g in range(c)]
+        )
+        np.testing.assert_array_equal(channelwise_product(windows, weights), products)
+
+
 def convolutions(seed: int = 0) -> onnx.ModelProto:
     """A 3×3 convolution over 20 channels (180 weight rows: two 128-row tiles and their sum), a
     depthwise 3×3 at stride 2 and a 1×1 convolution."""
@@ -100,6 +120,7 @@ def test_reordered_layers_equal_the_tiles(mode):
     )
     patches = [s.implementation for s in fused.prepared.fused if isinstance(s.implementation, Patches)]
     assert [p.reordered for p in patches] == [True, True, False]  # the 3×3 and the depthwise; 1×1: orders agree
+    assert [p.windows for p in patches] == [False, True, False]  # (the depthwise layer reads the image's views)
     for x in xs[1:]:
         ours, theirs = fused([x]), tiled([x])
         if mode == "int8":
@@ -108,3 +129,18 @@ def test_reordered_layers_equal_the_tiles(mode):
             np.testing.assert_allclose(ours.outputs[0], theirs.outputs[0], rtol=1e-5, atol=1e-5)
         assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
         fused.device.reset_metrics(), tiled.device.reset_metrics()
+
+
+def test_a_depthwise_layer_run_one_by_one_gathers_its_windows(monkeypatch):
+    """Where a run of crossbar operations cannot be booked at once, its tile products count their
+    inputs one by one: a depthwise layer's `Windows` are then gathered, with the same outputs and
+    metrics as the tile-by-tile run."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(1, 20, 9, 9)).astype(np.float32)
+    compiled = cimxdsl.compile(convolutions(), device="ideal", mode="exact", crossbars=4)
+    module = compiled.module()
+    tiled = Program(module, Device(compiled.device), layer_products=False)([x])
+    monkeypatch.setattr(Device, "book", lambda *args, **kwargs: None)
+    fused = Program(module, Device(compiled.device))([x])
+    np.testing.assert_allclose(fused.outputs[0], tiled.outputs[0], rtol=1e-5, atol=1e-5)
+    assert fused.device.report() == tiled.device.report() and fused.layers == tiled.layers
