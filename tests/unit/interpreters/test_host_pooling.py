@@ -28,7 +28,17 @@ def reference(x, kernel, stride, pad, reduce):
     return out
 
 
-@pytest.mark.parametrize("kernel, stride, pad", [((3, 3), (2, 2), (1, 1, 1, 1)), ((3, 2), (1, 2), (2, 0, 0, 1))])
+GEOMETRIES = [  # (kernel, stride, pad): padded on every side, on some, as a ceil mode extends, none
+    ((3, 3), (2, 2), (1, 1, 1, 1)),
+    ((3, 2), (1, 2), (2, 0, 0, 1)),
+    ((3, 3), (1, 1), (0, 0, 0, 0)),
+    ((3, 3), (2, 2), (0, 1, 0, 1)),
+    ((1, 3), (1, 1), (0, 0, 1, 1)),
+    ((2, 2), (2, 2), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("kernel, stride, pad", GEOMETRIES)
 def test_max_pool_keeps_integers_and_ignores_padding(kernel, stride, pad):
     x = np.random.default_rng(0).integers(-100, -1, (2, 7, 6, 3)).astype(np.int32)  # all below a zero pad
     result, _ = pool(x, pooling_op(kernel, stride, pad), np.maximum)
@@ -36,7 +46,7 @@ def test_max_pool_keeps_integers_and_ignores_padding(kernel, stride, pad):
     np.testing.assert_array_equal(result, reference(x, kernel, stride, pad, np.max))
 
 
-@pytest.mark.parametrize("kernel, stride, pad", [((3, 3), (2, 2), (1, 1, 1, 1)), ((3, 2), (1, 2), (2, 0, 0, 1))])
+@pytest.mark.parametrize("kernel, stride, pad", GEOMETRIES)
 def test_average_pool_divides_by_the_real_elements(kernel, stride, pad):
     x = np.random.default_rng(1).normal(size=(2, 7, 6, 3)).astype(np.float32)
     sums, counts = pool(x, pooling_op(kernel, stride, pad), np.add)
