@@ -145,6 +145,18 @@ def slice_step(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, shape: tuple[in
 
 def pad_step(op: tensor.PadOp, constant: Callable[[object], object]) -> HostStep | None:
     """A pad whose region yields a constant (defined in it, or outside it)."""
+    found = pad_parameters(op, constant)
+    if found is None:
+        return None
+    widths, value = found
+    return HostStep(lambda args: (pad(np.asarray(args[0]), widths, value),), (0,), fresh=True)
+
+
+def pad_parameters(
+    op: tensor.PadOp, constant: Callable[[object], object]
+) -> tuple[list[tuple[int, int]], object] | None:
+    """The (low, high) widths per axis and the value of a pad of static widths whose region yields a
+    constant (defined in it, or outside it: `constant` gives its value); None for any other pad."""
     block = op.region.block
     yielded = block.last_op.operands[0] if block.last_op is not None and len(block.last_op.operands) == 1 else None
     owner = getattr(yielded, "owner", None)
@@ -159,7 +171,7 @@ def pad_step(op: tensor.PadOp, constant: Callable[[object], object]) -> HostStep
     widths = list(zip(op.static_low.get_values(), op.static_high.get_values(), strict=True))
     if DYNAMIC_INDEX in (w for pair in widths for w in pair):
         return None
-    return HostStep(lambda args: (pad(np.asarray(args[0]), widths, value),), (0,), fresh=True)
+    return widths, value
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
 from cimxdsl.dialects import memristor
 from cimxdsl.dialects.memristor import call_precision
 from cimxdsl.dialects.utils import precision_of
+from cimxdsl.interpreters.host_steps import RESHAPES, pad_parameters
 from cimxdsl.interpreters.memristor import runtime_op
 from cimxdsl.interpreters.patches import Patches, channelwise_product, column_order, im2col_geometry, integer_bound
 from cimxdsl.interpreters.runtime import CrossbarRuntime
@@ -366,12 +367,13 @@ def root(array: np.ndarray):
     return array
 
 
-def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tuple[Patches, list[int]]]:
+def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tuple[Patches, list[int], int]]:
     """The im2col copies whose one user is a collapse to the patch matrix X, by step: the step
-    that computes X instead (`patches.Patches`) and the steps it runs with the copy's (the
-    collapse, and the copy's empty tensor if it feeds nothing else). On an `exact` device, a layer
-    whose one source is X, read by nothing else, over all its columns as one product or one group
-    per channel, reads X in (ky, kx, c) order (its `order` set)."""
+    that computes X instead (`patches.Patches`), the steps it runs with the copy's (the collapse,
+    the copy's empty tensor if it feeds nothing else, and the pad of the image before the copy if
+    it feeds nothing else: `pad_of`) and the slot of the image it reads. On an `exact` device, a
+    layer whose one source is X, read by nothing else, over all its columns as one product or one
+    group per channel, reads X in (ky, kx, c) order (its `order` set)."""
     by_source: dict[int, list[Layer]] = {}
     for each in found:
         by_source.setdefault(each.source, []).append(each)
@@ -397,8 +399,38 @@ def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tupl
         joined = [collapse]
         if graph.made_by(step.operands[1], tensor.EmptyOp) and graph.only_used_by(step.operands[1], {i}):
             joined.append(graph.producer[step.operands[1]])
-        patched[i] = (Patches(geometry, reordered, windows), joined)
+        image, padding = step.operands[0], pad_of(graph, step.operands[0], i)
+        if padding is not None:
+            joined += [graph.producer[image], *dead_reshapes(graph, image)]
+            image = graph.steps[graph.producer[image]].operands[0]
+        patched[i] = (Patches(geometry, reordered, windows, padding), joined, image)
     return patched
+
+
+def dead_reshapes(graph: Graph, slot: int) -> list[int]:
+    """The steps that reshape `slot` into a value nothing reads."""
+    return [
+        j
+        for j in graph.users.get(slot, ())
+        if is_a(graph.steps[j].op, RESHAPES) and not any(graph.users.get(r) for r in graph.steps[j].results)
+    ]
+
+
+def pad_of(graph: Graph, image: int, step: int) -> tuple | None:
+    """((top, bottom), (left, right), value) of the pad that makes the NCHW `image` if it pads
+    only H and W with a constant and only `step` reads its result (reshapes nothing reads aside);
+    else None."""
+    op = graph.made_by(image, tensor.PadOp)
+    if op is None or not graph.only_used_by(image, {step, *dead_reshapes(graph, image)}):
+        return None
+    captured = dict(graph.steps[graph.producer[image]].captured)
+    found = pad_parameters(op, lambda v: graph.constants.get(captured.get(v, -1)))
+    if found is None or len(found[0]) != 4:
+        return None
+    widths, value = found
+    if any(w for pair in widths[:2] for w in pair) or min(w for pair in widths for w in pair) < 0:
+        return None
+    return widths[2], widths[3], value
 
 
 def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:
@@ -411,7 +443,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
         return None
     patched = patch_steps(graph, found, runtime.device.config.exact)
     removed = {i for each in found for i in each.removed}
-    merged = {j: i for i, (_, joined_steps) in patched.items() for j in joined_steps}
+    merged = {j: i for i, (_, joined_steps, _) in patched.items() for j in joined_steps}
     replaced = {each.at: (each, [Tiles(grid) for grid in each.grids]) for each in found}
     by_step = {t.step: (t, each) for each in found for t in each.counted}
     counted = {
@@ -430,12 +462,12 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
         if i in merged:  # (run by the patches' step)
             continue
         if i in patched:
-            patches, joined_steps = patched[i]
+            patches, joined_steps, image = patched[i]
             collapse = steps[joined_steps[0]]
             released = dict.fromkeys([*step.released, *(s for j in joined_steps for s in steps[j].released)])
             step = replace(
                 step,
-                operands=step.operands[:1],
+                operands=(image,),
                 results=collapse.results,
                 released=tuple(s for s in released if s not in collapse.results),
                 implementation=patches,

@@ -11,7 +11,9 @@ one gemm over all its columns, or one group of KH·KW columns per channel (a dep
 convolution) — the step gives the columns in (ky, kx, c) order, X' = X[:, order], and the layer
 multiplies by its weight rows in the same order: X'·W[order] = X·W (`column_order`,
 `channelwise_product`). A depthwise layer's X' is not gathered at all: the step gives the image
-held as NHWC (`Windows`), and the layer multiplies each kernel position's shifted view of it."""
+held as NHWC (`Windows`), and the layer multiplies each kernel position's shifted view of it. A
+constant pad of H and W before the copy, read by nothing else, runs in the same step: the image
+is padded as it is laid out as NHWC, in one copy instead of two."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from xdsl.ir import Operation
 
 from cimxdsl.interpreters.linalg import LinearMap, copied_input
 from cimxdsl.interpreters.numeric import im2col, nhwc_windows
+from cimxdsl.interpreters.tensor import pad
 
 
 @dataclass(frozen=True)
@@ -104,18 +107,47 @@ class Windows:
 class Patches:
     """The implementation of an im2col copy and its collapse as one step: the patch matrix of the
     image, in (ky, kx, c) order if `reordered` (as `Windows` if `windows`), else in (c, ky, kx)
-    order (as the copy's)."""
+    order (as the copy's). With `padding` ((top, bottom), (left, right), value), the step is also
+    the pad before the copy: it pads the image as it lays it out as NHWC, in one copy."""
 
     geometry: Geometry
     reordered: bool
     windows: bool = False
+    padding: tuple[tuple[int, int], tuple[int, int], object] | None = None
 
     def __call__(self, interpreter, op, args) -> tuple:
-        geometry = self.geometry
-        if self.windows:
-            return (Windows(np.ascontiguousarray(np.asarray(args[0]).transpose(0, 2, 3, 1)), geometry),)
+        geometry, x = self.geometry, np.asarray(args[0])
         channels_last = self.reordered or geometry.positions == 1  # (one position: the orders agree)
-        return (im2col(np.asarray(args[0]), geometry.kernel, geometry.strides, geometry.dilations, channels_last),)
+        if channels_last:
+            image = nhwc(x, self.padding)
+            if self.windows:
+                return (Windows(image, geometry),)
+            x = image.transpose(0, 3, 1, 2)  # (a view: `im2col` finds the NHWC layout)
+        elif self.padding is not None:  # (as the pad would, in the image's order in memory)
+            (top, bottom), (left, right), value = self.padding
+            x = pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], value)
+        return (im2col(x, geometry.kernel, geometry.strides, geometry.dilations, channels_last),)
+
+
+def nhwc(x: np.ndarray, padding: tuple | None) -> np.ndarray:
+    """The NCHW images `x` as a C-contiguous NHWC array (no copy if `x` is one seen as NCHW), padded
+    by `padding` ((top, bottom), (left, right), value) if given: the borders filled, the images
+    copied in between."""
+    if padding is None:
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    (top, bottom), (left, right), value = padding
+    n, c, h, w = x.shape
+    image = np.empty((n, top + h + bottom, left + w + right, c), x.dtype)
+    fill = np.asarray(value).astype(x.dtype)
+    for border in (
+        image[:, :top],
+        image[:, top + h :],
+        image[:, top : top + h, :left],
+        image[:, top : top + h, left + w :],
+    ):
+        border[...] = fill
+    image[:, top : top + h, left : left + w] = x.transpose(0, 2, 3, 1)
+    return image
 
 
 def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:

@@ -4,6 +4,7 @@ give the tile-by-tile run's outputs (bit for bit on integers) and metrics."""
 
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -64,6 +65,22 @@ def test_channelwise_product_is_each_channels_product(width):
     np.testing.assert_allclose(floats, expected, rtol=1e-6)
 
 
+@pytest.mark.parametrize("nhwc", [False, True])
+@pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES)
+def test_patches_that_pad_give_the_padded_images_patches(n, c, h, w, kernel, strides, dilations, nhwc):
+    """A patches step that also pads (uneven widths, a value of -3) gives the patches of the image
+    padded first, in both column orders, from NCHW- and NHWC-held images."""
+    rng = np.random.default_rng(c * w + h)
+    x = rng.integers(-100, 100, (n, h, w, c)).transpose(0, 3, 1, 2) if nhwc else rng.integers(-100, 100, (n, c, h, w))
+    geometry, padding = Geometry(kernel, strides, dilations), ((2, 1), (0, 3), -3)
+    padded = np.pad(x, [(0, 0), (0, 0), (2, 1), (0, 3)], constant_values=-3)
+    expected = naive_patches(padded, geometry)
+    for reordered in (False, True):
+        (result,) = Patches(geometry, reordered, padding=padding)(None, None, (x,))
+        order = column_order(c, geometry.positions) if reordered or geometry.positions == 1 else slice(None)
+        np.testing.assert_array_equal(result, expected[:, order])
+
+
 @pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES[2:])
 def test_windows_of_a_depthwise_layer_are_its_patches(n, c, h, w, kernel, strides, dilations):
     """A depthwise layer reading the image's shifted views (`Windows`) gives its product from the
@@ -121,6 +138,8 @@ def test_reordered_layers_equal_the_tiles(mode):
     patches = [s.implementation for s in fused.prepared.fused if isinstance(s.implementation, Patches)]
     assert [p.reordered for p in patches] == [True, True, False]  # the 3×3 and the depthwise; 1×1: orders agree
     assert [p.windows for p in patches] == [False, True, False]  # (the depthwise layer reads the image's views)
+    if mode == "exact":  # (the pads before both 3×3 layers, run by their patches steps)
+        assert [p.padding for p in patches] == [((1, 1), (1, 1), 0.0), ((1, 1), (1, 1), 0.0), None]
     for x in xs[1:]:
         ours, theirs = fused([x]), tiled([x])
         if mode == "int8":
@@ -144,3 +163,41 @@ def test_a_depthwise_layer_run_one_by_one_gathers_its_windows(monkeypatch):
     fused = Program(module, Device(compiled.device))([x])
     np.testing.assert_allclose(fused.outputs[0], tiled.outputs[0], rtol=1e-5, atol=1e-5)
     assert fused.device.report() == tiled.device.report() and fused.layers == tiled.layers
+
+
+def test_a_pad_of_any_constant_runs_with_the_patches_it_feeds():
+    """An ONNX Pad with an uneven border of 2.5 before a 3×3 convolution: the patches step pads the
+    image as it lays it out (the pad's widths and value), with onnxruntime's outputs and the
+    tile-by-tile run's metrics."""
+    rng = np.random.default_rng(4)
+    pads = np.array([0, 0, 2, 1, 0, 0, 0, 3], np.int64)  # (top 2, left 1, bottom 0, right 3)
+    initializers = [
+        numpy_helper.from_array(rng.normal(0, 0.3, (6, 20, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(pads, "pads"),
+        numpy_helper.from_array(np.array(2.5, np.float32), "value"),
+    ]
+    nodes = [
+        helper.make_node("Pad", ["x", "pads", "value"], ["p"], mode="constant"),
+        helper.make_node("Conv", ["p", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "padded",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 20, 7, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = rng.normal(size=(1, 20, 7, 6)).astype(np.float32)
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x})
+    compiled = cimxdsl.compile(model, device="ideal", mode="exact")
+    module = compiled.module()
+    fused = Program(module, Device(compiled.device))
+    patches = [s.implementation for s in fused.prepared.fused if isinstance(s.implementation, Patches)]
+    assert [p.padding for p in patches] == [((2, 0), (1, 3), 2.5)]
+    ours, theirs = fused([x]), Program(module, Device(compiled.device), layer_products=False)([x])
+    # float32 sums of 180 products of |x| ≲ 4.5 and |w| ≲ 1.2, in another order than onnxruntime's
+    np.testing.assert_allclose(ours.outputs[0], expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(ours.outputs[0], theirs.outputs[0], rtol=1e-5, atol=1e-4)
+    assert ours.device.report() == theirs.device.report()
