@@ -155,11 +155,11 @@ def im2col(x: np.ndarray, kernel, strides, dilations, channels_last: bool = Fals
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
     n, c, h, w = x.shape
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    coefficients = np.zeros((4, 6), np.int64)
     if channels_last:
         image = np.ascontiguousarray(np.asarray(x).transpose(0, 2, 3, 1))
         view = nhwc_windows(image, kernel, strides, dilations)
         return view.reshape(n * oh * ow, kh * kw * c)  # (a copy unless the view is the image)
+    coefficients = np.zeros((4, 6), np.int64)
     coefficients[0, 0] = coefficients[1, 3] = 1
     coefficients[2, [1, 4]] = sh, dh
     coefficients[3, [2, 5]] = sw, dw
