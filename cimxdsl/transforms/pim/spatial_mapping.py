@@ -46,6 +46,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     can_split,
     dealt_bands,
     peel_tail,
+    peeled,
     rows_of,
     split_into_bands,
 )
@@ -108,8 +109,8 @@ def map_function(
     latencies = Latencies(chip)
     block = function.body.block
     computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
-    if pipeline == "row":  # a global pooling after a last convolution apart, so that the convolution can be replicated
-        computes = [part for compute in computes for part in peel_tail(compute)]
+    if pipeline == "row":  # poolings apart where they keep the layer before them whole or in thick bands
+        computes = peeled(computes, rows_per_band)
     spare = cores > 0  # room for replicas
     if not spare:  # as many as the program needs (placed)
         crossbars = tuple(len(c.weights) for c in computes)

@@ -176,6 +176,45 @@ def test_last_convolution_before_global_pooling_is_replicated(pipeline, tmp_path
     assert len(senders) >= 2
 
 
+def pooled_stem(size: int = 16) -> str:
+    """A stem: a 3×3 convolution with a 3×3 max pooling at stride 2 fused after it, then a 3×3
+    convolution."""
+    b = ProgramBuilder((1, 4, size, size), 5)
+    x = b.max_pool(b.relu(b.requantize(b.conv("%x", 8, 3, pad=1), 3)), 3, 2, 1)
+    return b.text(b.relu(b.requantize(b.conv(x, 8, 3, pad=1), 3)))
+
+
+@pytest.mark.parametrize("chip", ["pimcomp", "pimsim-nn"])
+def test_a_pooling_that_thickens_the_bands_before_it_is_set_apart(chip, tmp_path, monkeypatch):
+    """A band of pooled rows needs the convolution rows its neighbours' windows share (a 3×3 pooling
+    at stride 2 reads 3 rows for every 2), so the convolution fused with its pooling runs whole or
+    in thick bands. The mapping sets the pooling apart, a compute of its own with no weights, and
+    the convolution runs in one-row bands: more bands, exact at every level and through the
+    validator, and a lower estimated latency than with the pooling left in."""
+    x = np.random.default_rng(13).integers(-128, 128, (1, 4, 16, 16))
+    found = {}
+    for peeled in (False, True):
+        with monkeypatch.context() as patched:
+            if not peeled:
+                patched.setattr(bands_module, "peel_pooling", lambda compute, rows: [compute])
+            mapped = [
+                s.replace("{", f"{{chip={chip} ", 1) if "mapping" in s else s for s in stages("row", "greedy", 12)
+            ]
+            _, _, artifacts, module = lower_checked(pooled_stem(), x, mapped, tmp_path / str(peeled))
+        summary = next(op.attributes["spat.pipeline"].data for op in module.walk() if "spat.pipeline" in op.attributes)
+        bands = re.match(r"row pipeline: (\d+) bands", summary)
+        assert bands
+        found[peeled] = (int(bands.group(1)), estimate(artifacts, chip_preset(chip)).latency_ns)
+    assert found[True][0] >= found[False][0] + 8  # (the convolution's 16 rows in bands)
+    assert found[True][1] < found[False][1]
+    module = parse(pooled_stem())
+    for stage in stages("row", "greedy", 12)[:2]:
+        apply(module, stage)
+    pools = [c for c in module.walk() if isinstance(c, spat.ComputeOp) and any(
+        isinstance(op, spat.MaxPoolOp) for op in c.body.walk())]  # fmt: skip
+    assert pools and not any(c.weights for c in pools)
+
+
 def test_replicas_take_a_layers_bands_in_turn():
     """The replicas of a layer work down the image side by side: its bands go to them in turn, so a
     consumer's first band needs the first bands of every replica rather than the last band of a

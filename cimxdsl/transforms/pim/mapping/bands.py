@@ -132,31 +132,60 @@ def can_split(compute: spat.ComputeOp) -> int:
     return count
 
 
+def peeled(computes: list[spat.ComputeOp], rows_per_band: int) -> list[spat.ComputeOp]:
+    """The row pipeline's computes: each with a global pooling after its last convolution set
+    apart (`peel_tail`), and a pooling that makes its bands thicker set apart (`peel_pooling`)."""
+    return [part for c in computes for tail in peel_tail(c) for part in peel_pooling(tail, rows_per_band)]
+
+
 def peel_tail(compute: spat.ComputeOp) -> list[spat.ComputeOp]:
     """`compute`, or (when its only ops without a row-wise form are global reductions of values it
     yields, e.g. a global average pooling fused after a last convolution) two computes: the body
     without those ops, which can be cut into bands, yielding their operands, and those ops on the
     whole image after it. Both keep `compute`'s attributes (its core) and replace it in its block."""
+    tail = yielded_ops(compute, lambda op: operand_rows(op, (0, 1)) is None)
+    parts = split_tail(compute, tail) if tail and can_split(compute) == 1 else None
+    return replaced(compute, parts, parts is not None and can_split(parts[0]) > 1)
+
+
+def peel_pooling(compute: spat.ComputeOp, rows_per_band: int) -> list[spat.ComputeOp]:
+    """`compute`, or (when a pooling whose result it yields makes its row-pipeline bands thicker:
+    a band of pooled rows recomputes the rows of the layer before that its neighbours' windows
+    share, e.g. a stem convolution with its max pooling) two computes: the body without the
+    pooling, yielding its operand, cut into the thinner bands `row_bands` finds for it, and the
+    pooling after it. Both keep `compute`'s attributes and replace it in its block."""
+    tail = yielded_ops(compute, lambda op: isinstance(op, spat.PoolOp))
+    parts = split_tail(compute, tail) if tail else None
+    thinner = parts is not None and len(row_bands(parts[0], rows_per_band)) > len(row_bands(compute, rows_per_band))
+    return replaced(compute, parts, thinner)
+
+
+def yielded_ops(compute: spat.ComputeOp, chosen) -> list[Operation]:
+    """The ops of `compute`'s body that `chosen` accepts whose results only its yield reads."""
+    terminator = compute.body.block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    return [
+        op
+        for op in list(compute.body.block.ops)[:-1]
+        if op.results and chosen(op) and all(u.operation is terminator for r in op.results for u in r.uses)
+    ]
+
+
+def split_tail(compute: spat.ComputeOp, tail: list[Operation]) -> tuple[spat.ComputeOp, spat.ComputeOp, list] | None:
+    """`compute` as two computes, not yet in its block — its body without the ops `tail`, yielding
+    what it yields apart from theirs and their operands, and `tail` on those operands — with the
+    value that stands for each of `compute`'s results; None where a tail op reads another one or
+    an argument of the body."""
     block = compute.body.block
     terminator = block.last_op
     assert isinstance(terminator, spat.YieldOp)
-    ops = list(block.ops)[:-1]
-    tail = [
-        op
-        for op in ops
-        if op.results
-        and operand_rows(op, (0, 1)) is None
-        and all(u.operation is terminator for r in op.results for u in r.uses)
-    ]
-    if not tail or can_split(compute) > 1:
-        return [compute]
     kept = [v for v in terminator.values if v.owner not in tail]
     moved = list(dict.fromkeys(v for op in tail for v in op.operands))
     if any(v.owner in tail or not isinstance(v.owner, Operation) for v in moved):
-        return [compute]
+        return None
     head_block = Block(arg_types=[a.type for a in block.args])
     mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, head_block.args, strict=True))
-    for op in ops:
+    for op in list(block.ops)[:-1]:
         if op not in tail:
             head_block.add_op(op.clone(value_mapper=mapping))
     head_block.add_op(spat.YieldOp(*(mapping[v] for v in (*kept, *moved))))
@@ -170,18 +199,25 @@ def peel_tail(compute: spat.ComputeOp) -> list[spat.ComputeOp]:
     tail_values = [v for v in terminator.values if v.owner in tail]
     tail_block.add_op(spat.YieldOp(*(mapping[v] for v in tail_values)))
     rest = spat.ComputeOp([], head.outputs[len(kept) :], [v.type for v in tail_values], Region(tail_block))
-    if can_split(head) == 1:
+    new = {v: r for v, r in zip(kept, head.outputs, strict=False)} | dict(zip(tail_values, rest.outputs, strict=True))
+    return head, rest, [new[v] for v in terminator.values]
+
+
+def replaced(compute: spat.ComputeOp, parts: tuple | None, take: bool) -> list[spat.ComputeOp]:
+    """`compute` replaced in its block by the two computes of `split_tail` (`parts`, with its
+    attributes) if `take`, else `compute` (the parts erased)."""
+    if parts is None:
+        return [compute]
+    head, rest, outputs = parts
+    if not take:
         rest.erase(safe_erase=False)
         head.erase(safe_erase=False)
         return [compute]
     for new in (head, rest):
         new.attributes.update(compute.attributes)
     compute.parent_block().insert_ops_before([head, rest], compute)  # pyright: ignore[reportOptionalMemberAccess]
-    results = {v: r for v, r in zip(kept, head.outputs, strict=False)} | dict(
-        zip(tail_values, rest.outputs, strict=True)
-    )
-    for value, old in zip(terminator.values, compute.outputs, strict=True):
-        old.replace_all_uses_with(results[value])
+    for old, value in zip(compute.outputs, outputs, strict=True):
+        old.replace_all_uses_with(value)
     compute.detach()
     compute.erase(safe_erase=False)
     return [head, rest]
