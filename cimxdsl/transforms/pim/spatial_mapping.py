@@ -8,7 +8,9 @@ with `r` replicas is split into `r` computes on `r` bands of its output rows (`m
 each holding a copy of its weights; its consumers receive the bands they need. Every compute gets its core as the `core` attribute, which
 `spatial-to-pim` follows. Since the replicas of a layer run on different cores, and every core runs
 its computes in program order with blocking transfers, layers on different cores work concurrently
-on successive bands. The function gets a `spat.mapping` attribute summing up the mapping.
+on successive bands. With the `row` pipeline, poolings are set apart first where they would keep
+the layer before them whole or in thick bands (`mapping/bands.py`: `peeled`). The function gets a
+`spat.mapping` attribute summing up the mapping.
 """
 
 from __future__ import annotations
