@@ -133,8 +133,9 @@ def can_split(compute: spat.ComputeOp) -> int:
 
 
 def peeled(computes: list[spat.ComputeOp], rows_per_band: int) -> list[spat.ComputeOp]:
-    """The row pipeline's computes: each with a global pooling after its last convolution set
-    apart (`peel_tail`), and a pooling that makes its bands thicker set apart (`peel_pooling`)."""
+    """The computes the row pipeline's mapping places: each with a global pooling after its last
+    convolution set apart (`peel_tail`), and a pooling that makes its bands thicker set apart
+    (`peel_pooling`)."""
     return [part for c in computes for tail in peel_tail(c) for part in peel_pooling(tail, rows_per_band)]
 
 
