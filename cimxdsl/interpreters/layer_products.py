@@ -399,29 +399,30 @@ def patch_steps(graph: Graph, found: list[Layer], exact: bool) -> dict[int, tupl
         joined = [collapse]
         if graph.made_by(step.operands[1], tensor.EmptyOp) and graph.only_used_by(step.operands[1], {i}):
             joined.append(graph.producer[step.operands[1]])
-        image, padding = step.operands[0], pad_of(graph, step.operands[0], i)
-        if padding is not None:
-            joined += [graph.producer[image], *dead_reshapes(graph, image)]
-            image = graph.steps[graph.producer[image]].operands[0]
+        image, padding = step.operands[0], None
+        found = pad_of(graph, image, i)
+        if found is not None:
+            padding, pad_steps = found
+            joined += pad_steps
+            image = graph.steps[pad_steps[0]].operands[0]
         patched[i] = (Patches(geometry, reordered, windows, padding), joined, image)
     return patched
 
 
-def dead_reshapes(graph: Graph, slot: int) -> list[int]:
-    """The steps that reshape `slot` into a value nothing reads."""
-    return [
-        j
-        for j in graph.users.get(slot, ())
-        if is_a(graph.steps[j].op, RESHAPES) and not any(graph.users.get(r) for r in graph.steps[j].results)
-    ]
-
-
-def pad_of(graph: Graph, image: int, step: int) -> tuple | None:
+def pad_of(graph: Graph, image: int, step: int) -> tuple[tuple, list[int]] | None:
     """((top, bottom), (left, right), value) of the pad that makes the NCHW `image` if it pads
-    only H and W with a constant and only `step` reads its result (reshapes nothing reads aside);
+    only H and W with a constant and only `step` reads its result (aside from reshapes into values
+    nothing reads), with the steps the patches step then runs too (the pad's, then those reshapes');
     else None."""
     op = graph.made_by(image, tensor.PadOp)
-    if op is None or not graph.only_used_by(image, {step, *dead_reshapes(graph, image)}):
+    if op is None:
+        return None
+    dead = [
+        j
+        for j in graph.users.get(image, ())
+        if is_a(graph.steps[j].op, RESHAPES) and not any(graph.users.get(r) for r in graph.steps[j].results)
+    ]
+    if not graph.only_used_by(image, {step, *dead}):
         return None
     captured = dict(graph.steps[graph.producer[image]].captured)
     found = pad_parameters(op, lambda v: graph.constants.get(captured.get(v, -1)))
@@ -430,7 +431,7 @@ def pad_of(graph: Graph, image: int, step: int) -> tuple | None:
     widths, value = found
     if any(w for pair in widths[:2] for w in pair) or min(w for pair in widths for w in pair) < 0:
         return None
-    return widths[2], widths[3], value
+    return (widths[2], widths[3], value), [graph.producer[image], *dead]
 
 
 def fuse_layer_products(steps: list, constants: dict[int, object], runtime: CrossbarRuntime) -> list | None:

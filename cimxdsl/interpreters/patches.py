@@ -131,23 +131,11 @@ class Patches:
 
 def nhwc(x: np.ndarray, padding: tuple | None) -> np.ndarray:
     """The NCHW images `x` as a C-contiguous NHWC array (no copy if `x` is one seen as NCHW), padded
-    by `padding` ((top, bottom), (left, right), value) if given: the borders filled, the images
-    copied in between."""
+    by `padding` ((top, bottom), (left, right), value) in the same copy if given."""
     if padding is None:
         return np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     (top, bottom), (left, right), value = padding
-    n, c, h, w = x.shape
-    image = np.empty((n, top + h + bottom, left + w + right, c), x.dtype)
-    fill = np.asarray(value).astype(x.dtype)
-    for border in (
-        image[:, :top],
-        image[:, top + h :],
-        image[:, top : top + h, :left],
-        image[:, top : top + h, left + w :],
-    ):
-        border[...] = fill
-    image[:, top : top + h, left : left + w] = x.transpose(0, 2, 3, 1)
-    return image
+    return pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], value, order=(0, 2, 3, 1)).transpose(0, 2, 3, 1)
 
 
 def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:

@@ -55,10 +55,12 @@ def slices(offsets, sizes, strides, rank: int) -> tuple[slice, ...]:
     return tuple(slice(o, o + s * st, st) for o, s, st in zip(offsets, sizes, strides, strict=True))
 
 
-def pad(x: np.ndarray, widths: list[tuple[int, int]], value) -> np.ndarray:
-    """`x` padded by `widths` (low, high per axis) with `value`, in `x`'s order of axes in memory
-    (an NHWC array seen as NCHW stays NHWC in memory, as the `im2col` after it reads it)."""
-    order = sorted(range(x.ndim), key=lambda a: -x.strides[a])  # outermost axis first
+def pad(x: np.ndarray, widths: list[tuple[int, int]], value, order: Sequence[int] | None = None) -> np.ndarray:
+    """`x` padded by `widths` (low, high per axis) with `value`, laid out in memory with its axes in
+    `order` (outermost first), by default `x`'s own (an NHWC array seen as NCHW stays NHWC in
+    memory, as the `im2col` after it reads it)."""
+    if order is None:
+        order = sorted(range(x.ndim), key=lambda a: -x.strides[a])
     shape = [n + low + high for n, (low, high) in zip(x.shape, widths, strict=True)]
     result = np.empty([shape[a] for a in order], x.dtype).transpose(np.argsort(order))
     result.fill(value)
