@@ -70,8 +70,9 @@ class ArrayBackend:
         if self.name == "cupy":
             with self.handle:
                 return self.xp.asarray(np.asarray(a))
-        if self.name == "torch":
-            return self.xp.asarray(np.ascontiguousarray(a), device=self.handle)
+        if self.name == "torch":  # (from a writable copy of a read-only array: PyTorch warns of the other)
+            a = np.ascontiguousarray(a)
+            return self.xp.asarray(a if a.flags.writeable else a.copy(), device=self.handle)
         return self.xp.asarray(np.asarray(a))
 
     def to_numpy(self, a) -> np.ndarray:
@@ -118,6 +119,33 @@ class ArrayBackend:
                 f"device {self.device} ({self.name}) is too small for the model's resident weights: "
                 f"{self.resident_bytes + nbytes} bytes needed ({nbytes} more), {free} bytes free"
             )
+
+    def dtype(self, dtype):
+        """The namespace's dtype of NumPy dtype `dtype`."""
+        return getattr(self.xp, np.dtype(dtype).name)
+
+    def full(self, shape: tuple[int, ...], value, dtype):
+        """An array of `shape` filled with `value`, of NumPy dtype `dtype`, on the device."""
+        if self.name == "torch":
+            return self.xp.full(shape, value, dtype=self.dtype(dtype), device=self.handle)
+        if self.name == "cupy":
+            with self.handle:
+                return self.xp.full(shape, value, dtype=self.dtype(dtype))
+        return self.xp.full(shape, value, dtype=self.dtype(dtype))
+
+    def moved(self, a):
+        """An operand of an operation on this backend: an array of another backend or NumPy moved
+        here (a read-only NumPy array, as a constant of a program, once: `resident`); a Python
+        scalar as it is."""
+        if isinstance(a, int | float | bool):
+            return a
+        if isinstance(a, np.ndarray | np.generic):
+            if self.is_numpy:
+                return a
+            a = np.asarray(a)
+            return self.resident(a) if not a.flags.writeable and a.ndim else self.asarray(a)
+        other = backend_of(a)
+        return a if other is self else self.asarray(other.to_numpy(a))
 
     @property
     def on_host(self) -> bool:
@@ -175,6 +203,15 @@ def array_backend(name: str | ArrayBackend | None = "numpy", device: str | None 
 
 @cache
 def _backend(name: str, device: str | None) -> ArrayBackend:
+    """One object per backend and resolved device ("cuda" and "cuda:0" are the same device)."""
+    found = _resolved(name, device)
+    return _BY_DEVICE.setdefault((found.name, found.device), found)
+
+
+_BY_DEVICE: dict[tuple[str, str], ArrayBackend] = {}
+
+
+def _resolved(name: str, device: str | None) -> ArrayBackend:
     if name not in BACKENDS:
         raise ArrayBackendError(f"unknown backend '{name}' (backends: {', '.join(BACKENDS)})")
     kind, index = _device_string(name, device)
@@ -240,6 +277,44 @@ def _module(name: str, missing: str | None = None):
         return importlib.import_module(name)
     except ImportError:
         raise ArrayBackendError(missing or f"backend '{name}' needs {name} installed") from None
+
+
+def backend_of(a) -> ArrayBackend:
+    """The backend array `a` lives on: NumPy for NumPy arrays and scalars."""
+    library = _LIBRARIES.get(type(a))
+    if library is None:
+        library = _LIBRARIES[type(a)] = type(a).__module__.partition(".")[0]
+    if library == "torch":
+        return array_backend("torch", str(a.device))
+    if library == "cupy":
+        return array_backend("cupy", f"cuda:{a.device.id}")
+    if library == "array_api_strict":
+        return array_backend("array_api_strict")
+    return NUMPY
+
+
+_LIBRARIES: dict[type, str] = {}
+"""The library of each array type met (its module's first part)."""
+
+
+def on_backend(value) -> ArrayBackend | None:
+    """The backend of an array of another library than NumPy; None for NumPy's and for scalars."""
+    if type(value) is np.ndarray or isinstance(value, int | float | bool | np.generic):
+        return None
+    backend = backend_of(value)
+    return None if backend is NUMPY else backend
+
+
+def to_host(value):
+    """`value` on the host: an array of another backend moved to NumPy, anything else as it is."""
+    backend = on_backend(value)
+    return value if backend is None else backend.to_numpy(value)
+
+
+def numpy_dtype_of(a) -> np.dtype:
+    """The NumPy dtype of the elements of array `a` of any backend."""
+    dtype = a.dtype
+    return dtype if isinstance(dtype, np.dtype) else np.dtype(str(dtype).rpartition(".")[2])
 
 
 def namespace_of(a) -> object:

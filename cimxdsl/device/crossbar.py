@@ -44,7 +44,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of
+from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of, numpy_dtype_of, on_backend
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
 from cimxdsl.device.parasitics import effective_conductance
@@ -507,6 +507,13 @@ def inputs_fit(x: np.ndarray, config: DeviceConfig) -> bool:
     """Whether the integer rows `x` fit `config`'s inputs as a whole (their least and largest
     value), so that every slice of their columns passes `check_inputs` (which checks row by row
     only where the whole does not fit); False for float inputs."""
+    backend = on_backend(x)
+    if backend is not None:  # (its least and largest value brought to the host)
+        if numpy_dtype_of(x).kind not in "biu":
+            return False
+        if math.prod(x.shape) == 0:
+            return True
+        x = np.array([int(backend.xp.min(x)), int(backend.xp.max(x))])
     if x.dtype.kind not in "biu":
         return False
     if x.size == 0:
@@ -842,26 +849,32 @@ def _column_spans(spans: np.ndarray, tile: Tile, config: DeviceConfig) -> np.nda
 
 
 def sliced_product(
-    x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None
-) -> np.ndarray:
+    x: np.ndarray, stack: TileStack, config: DeviceConfig, rng: np.random.Generator | None = None, kept: bool = False
+):
     """x @ W (int64) for integer rows x (B, K) on the tiles of `stack`, each tile's product through
     the DACs and ADCs as on its own crossbar (module docstring) and the tiles' results added. `rng`:
     the read noise of a stack of one tile.
 
     The per-pass products, the noise, the ADCs and the shift-and-add run on the stack's array
     backend (`TileStack.backend`), written against the array API standard: the input digits move
-    there once per product, noise is drawn from `rng` on the host and moved, and the result comes
-    back to NumPy for the digital offset correction."""
+    there once per product (or are made there from rows `x` held there, with offset inputs), noise
+    is drawn from `rng` on the host and moved, and the result comes back to NumPy (with `kept`, it
+    stays on the backend) with the digital offset correction."""
     blocks = len(stack.edges) - 1
     if blocks > 1 and config.input_encoding == "sign_magnitude" and not config.noiseless:
         # a K-block without negative rows sends fewer planes: its own sums, in its own precision
-        return sum(
+        total = sum(
             sliced_product(x[:, a0:a1], stack.block(a), config) for a, (a0, a1) in enumerate(pairwise(stack.edges))
         )
+        return stack.backend.moved(total) if kept else total
     backend = stack.backend
     xp = backend.xp
     rows, width = x.shape[0], stack.reads.shape[1]
-    if stack.edges[-1] == blocks * width:
+    if on_backend(x) is not None and (config.input_encoding != "offset" or backend.is_numpy):
+        x = on_backend(x).to_numpy(x)  # (digits made on the host)
+    if on_backend(x) is not None:
+        parts = _blocks_on(x, stack.edges, width, backend)
+    elif stack.edges[-1] == blocks * width:
         parts = x.reshape(rows, blocks, width).transpose(1, 0, 2)
     else:
         parts = np.zeros((blocks, rows, width), x.dtype)
@@ -873,7 +886,7 @@ def sliced_product(
         map_rows(copy, rows)
     n = stack.col_sums.shape[1]
     cells, arrays = config.cells_per_weight, config.read_arrays
-    planes = input_planes(parts, config)
+    planes = input_planes(parts, config) if on_backend(parts) is None else _offset_planes(parts, config, backend)
     count = len(planes.planes)
     integral = config.integral  # analog sums are exact integers
     span = config.adc_full_scale.bit_length() + 2 + config.input_slices * config.dac_bits + cells * config.cell_bits
@@ -902,9 +915,11 @@ def sliced_product(
     # unsigned types)
     widths = ((np.uint8, 8), (np.int16, 14), (np.int32, 30), (np.int64, 63))
     source_type = next(t for t, bits in widths if config.input_bits <= bits)
-    sources = [] if backend.is_numpy else [backend.asarray(s.astype(source_type)) for s in planes.sources]
+    sources = (
+        [] if backend.is_numpy else [xp.astype(backend.moved(s), backend.dtype(source_type)) for s in planes.sources]
+    )
     signs = None if planes.signs is None else backend.asarray(planes.signs.astype(g_dtype))
-    total = xp.zeros((rows, n), dtype=xp.int64) if backend.is_numpy else backend.asarray(np.zeros((rows, n), np.int64))
+    total = backend.full((rows, n), 0, np.int64)
     # packed (`TileStack.pack`): planes i and i + h share a product, as the fraction and the integer part
     h = (count + 1) // 2
     packed = bool(stack.pack) and rng is None and backend.is_numpy and count > 1 and signs is None
@@ -1047,10 +1062,59 @@ def sliced_product(
             for each in chunks:
                 run(each)
     # the digital corrections, summed over the K-blocks: o·(Σ_k W + c·K) and c·Σ_k x
+    if on_backend(parts) is not None:
+        return _corrected_on(total, planes, parts, stack, config, kept)
     result = _integers_to_numpy(total, backend)
     if planes.offsets.any():
         per_block = stack.col_sums + stack.weight_offset * np.diff(stack.edges)[:, None]
         result -= np.matmul(planes.offsets.T, per_block)
     if stack.weight_offset.any():
         result -= np.matmul(parts.sum(axis=-1, dtype=np.int64).T, stack.weight_offset)
-    return result
+    return backend.moved(result) if kept else result
+
+
+def _blocks_on(x, edges: np.ndarray, width: int, backend: ArrayBackend):
+    """The K-blocks of rows `x` held on `backend`, (blocks, B, width), zero past a block's edge."""
+    xp, rows = backend.xp, x.shape[0]
+    if edges[-1] == (len(edges) - 1) * width:
+        return xp.permute_dims(xp.reshape(x, (rows, len(edges) - 1, width)), (1, 0, 2))
+    parts = backend.full((len(edges) - 1, rows, width), 0, numpy_dtype_of(x))
+    for a, (a0, a1) in enumerate(pairwise(edges)):
+        parts[a, :, : a1 - a0] = x[:, int(a0) : int(a1)]
+    return parts
+
+
+def _offset_planes(x, config: DeviceConfig, backend: ArrayBackend) -> InputPlanes:
+    """`input_planes` of rows `x` held on `backend`, for offset inputs: there, the source digits
+    u = x + o (in the narrowest type that holds them) and the offsets o; the planes' scales on the host."""
+    xp, bits, dac = backend.xp, config.input_bits, config.dac_bits
+    negative = xp.any(x < 0, axis=-1)
+    offsets = xp.astype(negative, xp.int64) * 2 ** (bits - 1)
+    utype = np.min_scalar_type(2**bits - 1)
+    u = xp.astype(xp.astype(x, xp.int64) + offsets[..., None], backend.dtype(utype))
+    shifts = list(range(0, bits, dac))
+    planes = tuple((0, s, 2 ** min(dac, bits - s) - 1) for s in shifts)
+    return InputPlanes((u,), planes, np.array([2.0**s for s in shifts]), negative, offsets)
+
+
+def _corrected_on(total, planes: InputPlanes, parts, stack: TileStack, config: DeviceConfig, kept: bool):
+    """`total` less the digital corrections o·(Σ_k W + c·K) and c·Σ_k x on the stack's backend, for
+    rows `parts` held there: in float64, exact while every partial sum stays below 2**53 (else in
+    int64 on the host)."""
+    backend = stack.backend
+    xp = backend.xp
+    per_block = stack.col_sums + stack.weight_offset * np.diff(stack.edges)[:, None]
+    columns = parts.shape[0] * parts.shape[2]
+    terms = np.abs(per_block).sum(axis=0).max(initial=0) + columns * np.abs(stack.weight_offset).max(initial=0)
+    if 2**config.input_bits * terms >= 2**53:  # (|x| and o below 2**input_bits: the rows fit the inputs)
+        host = _integers_to_numpy(total, backend)
+        host -= np.matmul(backend.to_numpy(planes.offsets).T, per_block)
+        host -= np.matmul(backend.to_numpy(xp.sum(parts, axis=-1, dtype=xp.int64)).T, stack.weight_offset)
+        return backend.moved(host) if kept else host
+    offsets = xp.permute_dims(xp.astype(planes.offsets, xp.float64), (1, 0))
+    correction = xp.matmul(offsets, backend.asarray(per_block.astype(np.float64)))
+    if stack.weight_offset.any():
+        sums = xp.permute_dims(xp.astype(xp.sum(parts, axis=-1, dtype=xp.int64), xp.float64), (1, 0))
+        correction = correction + xp.matmul(sums, backend.asarray(stack.weight_offset.astype(np.float64)))
+    result = total - xp.astype(correction, xp.int64)
+    return result if kept else _integers_to_numpy(result, backend)

@@ -218,7 +218,8 @@ class Device:
             raise ValueError(f"crossbar {i} has not been written")
         if self.config.read_noisy or self.calibrating:
             raise ValueError(f"crossbar {i}: a product with read noise or calibration cannot be deferred")
-        x = np.asarray(x)
+        if not checked:  # (else only the rows of `x` are counted: they may be held on an array backend)
+            x = np.asarray(x)
         try:
             if not checked:
                 check_inputs(x.reshape(-1, x.shape[-1]), tile, self._configs[i])

@@ -9,11 +9,7 @@ from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPER
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from cimxdsl.interpreters.numeric import divide
-from cimxdsl.interpreters.values import constant_value, elementwise, result_of
-
-
-def identity(x):
-    return x
+from cimxdsl.interpreters.values import constant_value, elementwise, identity, result_of
 
 
 def compare(predicate: str):

@@ -12,6 +12,10 @@ are set once for the run (IEEE results, as `values.elementwise`), an op whose op
 constants is computed once, and an element-wise op one of whose operands is an array the run
 made for this op alone writes its result into that array. The listeners see each op with its
 operands and results as the interpreter shows them; an error names the op that failed.
+
+The steps run on values of another array backend too (`values`), there: the layouts, slices,
+pads, poolings and the element-wise ops of `values.ON_BACKEND`; a run with any other op is
+`host_only` (its operands are brought to the host).
 """
 
 from __future__ import annotations
@@ -31,10 +35,24 @@ from cimxdsl.dialects.utils import numpy_dtype
 from cimxdsl.interpreters import arith, math
 from cimxdsl.interpreters.tensor import checked_slices, pad
 from cimxdsl.interpreters.tosa import pooled
-from cimxdsl.interpreters.values import constant_value, read_only
+from cimxdsl.interpreters.values import (
+    ON_BACKEND,
+    applied,
+    common_backend,
+    constant_value,
+    identity,
+    on_backend,
+    read_only,
+)
 
 ELEMENTWISE = {**arith.ELEMENTWISE, **math.ELEMENTWISE}
 RESHAPES = (tensor.ExpandShapeOp, tensor.CollapseShapeOp, tensor.ReshapeOp)
+
+
+def on_backend_op(op: Operation) -> bool:
+    """Whether `op` is an element-wise op that runs on another array backend (`values.ON_BACKEND`)."""
+    function = ELEMENTWISE.get(type(op))
+    return function is not None and (function is identity or function in ON_BACKEND)
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,8 @@ class HostStep:
     an array of that type (one of its operands, dead after it)."""
     fresh: bool = False
     """Whether its result is always a new array (not a view of an operand or a constant)."""
+    host_only: bool = False
+    """Whether it runs on NumPy arrays only (module docstring)."""
 
 
 def static_tensor(t) -> tuple[int, ...] | None:
@@ -75,25 +95,35 @@ def host_step(op: Operation, constant: Callable[[object], object]) -> HostStep |
     if isinstance(op, tosa.ClampOp):
         low, high = op.min_val.value.data, op.max_val.value.data
         into = (lambda args, out: np.clip(args[0], low, high, out=out)) if same_types(op) else None
-        return HostStep(lambda args: (typed(np.clip(args[0], low, high), dtype),), operands, into, fresh=True)
+        return HostStep(
+            lambda args: (typed(applied(np.clip, (args[0], low, high)), dtype),), operands, into, fresh=True
+        )
     if isinstance(op, tosa.MaxPool2DOp | tosa.AvgPool2DOp):
-        return HostStep(lambda args: (typed(pooled(op, np.asarray(args[0])), dtype),), (0,), fresh=True)
+        return HostStep(lambda args: (typed(pooled(op, args[0]), dtype),), (0,), fresh=True)
     if isinstance(op, tensor.EmptyOp):
         value = np.broadcast_to(np.zeros((), dtype), shape)  # (read-only, as `tensor.empty` gives)
         return HostStep(lambda args: (value,), ())
     if isinstance(op, RESHAPES):
-        return HostStep(lambda args: (np.reshape(args[0], shape),), (0,))
+        return HostStep(lambda args: (namespace(args).reshape(args[0], shape),), (0,))
     if isinstance(op, tensor.CastOp):
         return HostStep(lambda args: (args[0],), (0,))
     if isinstance(op, TransposeOp):
         permutation = tuple(op.permutation.get_values())
-        return HostStep(lambda args: (typed(np.transpose(args[0], permutation), dtype),), (0,))
+        return HostStep(lambda args: (typed(namespace(args).permute_dims(args[0], permutation), dtype),), (0,))
     if isinstance(op, BroadcastOp):
         dimensions = tuple(op.dimensions.get_values())
-        return HostStep(lambda args: (np.broadcast_to(np.expand_dims(args[0], dimensions), shape),), (0,))
+        kept = tuple(n if d not in dimensions else 1 for d, n in enumerate(shape))
+        return HostStep(
+            lambda args: (namespace(args).broadcast_to(namespace(args).reshape(args[0], kept), shape),), (0,)
+        )
     if isinstance(op, tensor.ConcatOp):
         axis = op.dim.value.data
-        return HostStep(lambda args: (np.concatenate(args, axis=axis),), operands, fresh=True)
+
+        def concat(args):
+            backend = common_backend(args)
+            return (backend.xp.concat([backend.moved(a) for a in args], axis=axis),)
+
+        return HostStep(concat, operands, fresh=True)
     if isinstance(op, tensor.ExtractSliceOp | tensor.InsertSliceOp):
         return slice_step(op, shape)
     if isinstance(op, tensor.PadOp):
@@ -107,18 +137,26 @@ def same_types(op: Operation) -> bool:
 
 def typed(value, dtype: np.dtype) -> np.ndarray:
     """`value` as an array of `dtype` (`values.as_type` on a shaped type)."""
+    backend = on_backend(value)
+    if backend is not None:
+        return backend.xp.astype(value, backend.dtype(dtype), copy=False)
     if not isinstance(value, np.ndarray) or value.dtype != dtype:
         value = np.asarray(value).astype(dtype, copy=False)
     return value
 
 
+def namespace(args: tuple):
+    """The array namespace of the first operand of another backend than NumPy, else NumPy's."""
+    return common_backend(args).xp
+
+
 def elementwise_step(op: Operation, function: Callable, dtype: np.dtype) -> HostStep:
     def run(args):
-        return (typed(function(*args), dtype),)
+        return (typed(applied(function, args), dtype),)
 
     ufunc = isinstance(function, np.ufunc)
     into = (lambda args, out: function(*args, out=out)) if ufunc and function.nout == 1 and same_types(op) else None
-    return HostStep(run, tuple(range(len(op.operands))), into, fresh=ufunc)
+    return HostStep(run, tuple(range(len(op.operands))), into, fresh=ufunc, host_only=not on_backend_op(op))
 
 
 def slice_step(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, shape: tuple[int, ...]) -> HostStep | None:
@@ -133,11 +171,13 @@ def slice_step(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, shape: tuple[in
     except Exception:
         return None  # (the op fails when it is reached, naming itself)
     if extract:
-        return HostStep(lambda args: (args[0][index].reshape(shape),), (0,))
+        return HostStep(lambda args: (namespace(args).reshape(args[0][index], shape),), (0,))
 
     def insert(args):
-        result = np.array(args[1], copy=True)
-        result[index] = np.reshape(args[0], result[index].shape)
+        backend = common_backend(args)
+        xp, (source, dest) = backend.xp, (backend.moved(a) for a in args)
+        result = np.array(dest, copy=True) if backend.is_numpy else xp.asarray(dest, copy=True)
+        result[index] = xp.reshape(source, result[index].shape)
         return (result,)
 
     return HostStep(insert, (0, 1), fresh=True)
@@ -149,7 +189,7 @@ def pad_step(op: tensor.PadOp, constant: Callable[[object], object]) -> HostStep
     if found is None:
         return None
     widths, value = found
-    return HostStep(lambda args: (pad(np.asarray(args[0]), widths, value),), (0,), fresh=True)
+    return HostStep(lambda args: (pad(args[0], widths, value),), (0,), fresh=True)
 
 
 def pad_parameters(
@@ -193,6 +233,8 @@ class HostRun:
 
     def __init__(self, parts: list[Part], initial: list, outputs: tuple[int, ...], listeners: Sequence):
         self.parts, self.initial, self.outputs, self.listeners = parts, initial, outputs, tuple(listeners)
+        self.on_backend = not any(part.step.host_only for part in parts)
+        """Whether it takes values held on another array backend (`prepared.Step.on_backend`)."""
 
     def __call__(self, interpreter: Interpreter, op: Operation, args: tuple) -> tuple:
         values = list(self.initial)
@@ -218,7 +260,7 @@ class HostRun:
     @staticmethod
     def _into(part: Part, operands: tuple) -> tuple:
         out = operands[part.into]
-        if any(a.dtype != out.dtype for a in operands):
+        if type(out) is not np.ndarray or any(type(a) is not np.ndarray or a.dtype != out.dtype for a in operands):
             return part.step.run(operands)
         part.step.into(operands, out)
         return (out,)

@@ -27,14 +27,14 @@ from xdsl.dialects import arith, bufferization, func, tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation
 
-from cimxdsl.device.backend import NUMPY
+from cimxdsl.device.backend import NUMPY, on_backend, to_host
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.crossbar import Tile, TileStack, exact_matmul, inputs_fit, sliced_product, stack_tiles
 from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
 from cimxdsl.dialects import memristor
 from cimxdsl.dialects.memristor import call_precision
 from cimxdsl.dialects.utils import precision_of
-from cimxdsl.interpreters.host_steps import RESHAPES, pad_parameters
+from cimxdsl.interpreters.host_steps import RESHAPES, pad_parameters, static_tensor
 from cimxdsl.interpreters.memristor import runtime_op
 from cimxdsl.interpreters.patches import Patches, channelwise_product, column_order, im2col_geometry, integer_bound
 from cimxdsl.interpreters.runtime import CrossbarRuntime
@@ -124,7 +124,7 @@ class Graph:
 
     def columns(self, slot: int) -> tuple[int, int, int, int] | None:
         """(X's slot, k0, k1, X's width) of a value that is the columns [k0, k1) of a 2-D X (all its
-        rows); read once per slot (the tiles of a K-block share their input)."""
+        rows), or a whole 2-D X itself; read once per slot (the tiles of a K-block share their input)."""
         if slot not in self._columns:
             self._columns[slot] = self._read_columns(slot)
         return self._columns[slot]
@@ -132,7 +132,13 @@ class Graph:
     def _read_columns(self, slot: int) -> tuple[int, int, int, int] | None:
         op = self.made_by(slot, tensor.ExtractSliceOp)
         if op is None:
-            return None
+            i = self.producer.get(slot)
+            shape = (
+                static_tensor(self.steps[i].op.results[0].type)
+                if i is not None and len(self.steps[i].op.results) == 1
+                else None
+            )
+            return None if shape is None or len(shape) != 2 else (slot, 0, shape[1], shape[1])
         offsets, sizes, strides = (a.get_values() for a in (op.static_offsets, op.static_sizes, op.static_strides))
         shape = op.source.type.get_shape()
         if len(shape) != 2 or DYNAMIC_INDEX in (*offsets, *sizes, *strides) or set(strides) != {1}:
@@ -167,7 +173,9 @@ def tile_products(graph: Graph) -> dict[int, TileProduct]:
             source, k0, k1, width = columns
             if weights.shape[0] != k1 - k0:
                 continue
-            feeds = (*in_chain, *out_chain, graph.producer[output], graph.producer[inputs])
+            feeds = (*in_chain, *out_chain, graph.producer[output])
+            if inputs != source:  # (the slice of X)
+                feeds += (graph.producer[inputs],)
             tiles[output] = TileProduct(i, source, (k0, k1), width, weights, output, feeds)
     return tiles
 
@@ -231,6 +239,9 @@ class Layer:
     stacks their tiles: `sliced_product`)."""
     order: np.ndarray | None = None
     """With X's columns read in (ky, kx, c) order (`patches`): X' = X[:, order]."""
+    before: int | None = None
+    """For a product of one tile, whose result is the output buffer it writes (made before the
+    tile product, at `at`): the step before which the product runs (the first that reads it)."""
 
 
 @dataclass
@@ -285,8 +296,7 @@ def layers(graph: Graph) -> list[Layer]:
         chain = [j for p in groups for j in p.chain]
         result.append(layer(graph, groups, step.results[0], chain))
     for p in parts.values():
-        if p.chain or p.blocks[0].sums:
-            result.append(layer(graph, [p], p.slot, p.chain))
+        result.append(layer(graph, [p], p.slot, p.chain))
     return [each for each in result if each is not None]
 
 
@@ -334,7 +344,14 @@ def layer(graph: Graph, parts: list[Part], result: int, chain: list[int]) -> Lay
             return None  # (the tiling splits every column block alike)
         grids.append([list(steps) for steps in zip(*([t.step for t in b.tiles] for b in p.blocks))])
     weights = parts[0].weights[None] if len(parts) == 1 else np.stack([p.weights for p in parts])
-    return Layer(tiles[0].source, read_only(weights), parts[0].span[0], result, at, removed, tiles, grids)
+    found = Layer(tiles[0].source, read_only(weights), parts[0].span[0], result, at, removed, tiles, grids)
+    if len(tiles) == 1 and not chain:  # (its buffer, made before the tile product)
+        readers = graph.users.get(result, set()) - allowed
+        if not readers or min(readers) < tiles[0].step:
+            return None
+        found.before = min(readers)
+        found.removed.add(at)
+    return found
 
 
 def joined(grid: list[list[np.ndarray]]) -> np.ndarray:
@@ -445,7 +462,9 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     patched = patch_steps(graph, found, runtime.device.config.exact)
     removed = {i for each in found for i in each.removed}
     merged = {j: i for i, (_, joined_steps, _) in patched.items() for j in joined_steps}
-    replaced = {each.at: (each, [Tiles(grid) for grid in each.grids]) for each in found}
+    replaced = {
+        each.at if each.before is None else each.before: (each, [Tiles(grid) for grid in each.grids]) for each in found
+    }
     by_step = {t.step: (t, each) for each in found for t in each.counted}
     counted = {
         i: (*by_step[i], tiles)
@@ -457,6 +476,13 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     inverses = {id(each): None if each.order is None else np.argsort(each.order) for each in found}
     fused, deferred = [], []
     for i, step in enumerate(steps):
+        if i in replaced and replaced[i][0].before is not None:  # (the product of one tile, before its reader)
+            each, groups = replaced[i]
+            at = steps[each.at]
+            implementation = whole_product(each, at.op.results[0].type, groups)
+            product = replace(at, operands=(each.source,), released=tuple(deferred), implementation=implementation)
+            fused.append(product)
+            deferred = []
         if i in removed:
             deferred.extend(step.released)  # (its values die no later than the product)
             continue
@@ -477,7 +503,7 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
             tile, each, tiles = counted[i]
             implementation = count_columns(*tile.columns, tiles, i, runtime, inverses[id(each)])
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
-        elif i in replaced:
+        elif i in replaced and replaced[i][0].before is None:
             each, groups = replaced[i]
             step = replace(
                 step,
@@ -579,10 +605,12 @@ class BookedRun:
     precision: tuple | None
     """The precision the run's last write records for the layer, if any."""
     runtime: CrossbarRuntime
+    on_backend = True
+    """Its MVMs' inputs may be held on another array backend (`prepared.Step.on_backend`)."""
 
     def __call__(self, interpreter, op, args) -> tuple:
         batches = np.zeros(len(self.steps), np.int64)
-        batches[self.mvms] = np.array([len(a) for a in args], np.int64)[self.reads]
+        batches[self.mvms] = np.array([a.shape[0] for a in args], np.int64)[self.reads]
         device = self.runtime.device
         configs = device.book(self.ops, batches, [j for j, _ in self.tiles], args)
         if configs is None:  # one by one
@@ -660,13 +688,17 @@ def count_columns(
         crossbar = runtime.physical(args[0])
         config = tiles.config = runtime.device.config_of(crossbar)
         tiles.backend = runtime.device.backend
-        x = np.asarray(args[1])  # (`Windows` gathered: run one by one, a depthwise layer's tiles read X')
+        x = args[1]
+        if on_backend(x) is None:
+            x = np.asarray(x)  # (`Windows` gathered: run one by one, a depthwise layer's tiles read X')
         if tiles.fitting(x, config):  # (no copy of the columns for a check of each tile)
             tiles.found[step] = runtime.device.defer_mvm(crossbar, x, checked=True)
         else:
+            x = to_host(x)
             tiles.found[step] = runtime.device.defer_mvm(crossbar, x[:, columns])
         return ()
 
+    run.on_backend = True
     return run
 
 
@@ -683,6 +715,9 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
     def run(interpreter, op, args) -> tuple:
         x = args[0]
         config = groups[0].config
+        if not config.exact and not groups[0].backend.is_numpy:  # (its values stay there)
+            return (as_type(sliced_on_backend(x, each, groups), result_type),)
+        x = to_host(x)
         if order is not None:
             if config.exact and count == 1:
                 return (as_type(exact_matmul(x, reordered, backend=groups[0].backend), result_type),)
@@ -704,7 +739,23 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
         ]
         return (as_type(products[0] if count == 1 else np.hstack(products), result_type),)
 
+    run.on_backend = True
     return run
+
+
+def sliced_on_backend(x, each: Layer, groups: list[Tiles]):
+    """A bit-sliced layer's product on the array backend of its tiles, with rows `x` moved there
+    and the result kept there."""
+    backend, (count, depth, _) = groups[0].backend, each.weights.shape
+    xp, config, x = backend.xp, groups[0].config, backend.moved(x)
+    if each.order is not None:  # (X in (c, ky, kx) order, as the tiles hold their rows)
+        x = xp.take(x, backend.asarray(np.argsort(each.order)), axis=1)
+    start = each.start
+    products = [
+        sliced_product(x[:, start + g * depth : start + (g + 1) * depth], tiles.stack(config), config, kept=True)
+        for g, tiles in enumerate(groups)
+    ]
+    return products[0] if count == 1 else xp.concat(products, axis=1)
 
 
 FEW_GROUPS = 16

@@ -17,12 +17,13 @@ is padded as it is laid out as NHWC, in one copy instead of two."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.ir import Operation
 
+from cimxdsl.device.backend import on_backend
 from cimxdsl.interpreters.linalg import LinearMap, copied_input
 from cimxdsl.interpreters.numeric import im2col, nhwc_windows
 from cimxdsl.interpreters.tensor import pad
@@ -114,8 +115,12 @@ class Patches:
     reordered: bool
     windows: bool = False
     padding: tuple[tuple[int, int], tuple[int, int], object] | None = None
+    on_backend = True
+    """It takes images held on another array backend (`prepared.Step.on_backend`)."""
 
     def __call__(self, interpreter, op, args) -> tuple:
+        if on_backend(args[0]) is not None:
+            return (self.held(args[0]),)
         geometry, x = self.geometry, np.asarray(args[0])
         channels_last = self.reordered or geometry.positions == 1  # (one position: the orders agree)
         if channels_last:
@@ -127,6 +132,26 @@ class Patches:
             (top, bottom), (left, right), value = self.padding
             x = pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], value)
         return (im2col(x, geometry.kernel, geometry.strides, geometry.dilations, channels_last),)
+
+    def held(self, x):
+        """The patch matrix of images `x` held on an array backend, made there from the KH·KW
+        strided slices of the (padded) images (gathered: `Windows` are for the host's products)."""
+        backend = on_backend(x)
+        xp, (kh, kw), (sh, sw), (dh, dw) = backend.xp, *astuple(self.geometry)
+        if self.padding is not None:
+            (top, bottom), (left, right), value = self.padding
+            x = pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], value)
+        n, c, h, w = x.shape
+        oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+        views = [
+            x[:, :, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh, kx * dw : kx * dw + sw * (ow - 1) + 1 : sw]
+            for ky in range(kh)
+            for kx in range(kw)
+        ]
+        stacked = xp.stack(views, axis=-1)  # (n, c, oh, ow, ky·kx)
+        if self.reordered or self.geometry.positions == 1:
+            return xp.reshape(xp.permute_dims(stacked, (0, 2, 3, 4, 1)), (n * oh * ow, kh * kw * c))
+        return xp.reshape(xp.permute_dims(stacked, (0, 2, 3, 1, 4)), (n * oh * ow, c * kh * kw))
 
 
 def nhwc(x: np.ndarray, padding: tuple | None) -> np.ndarray:

@@ -8,6 +8,12 @@ last use as in `lifetimes`. Ops with regions run their regions on the interprete
 they capture from the body put in its scope. The products of whole layers may replace the tile
 products of the body (`layer_products`).
 
+On a device whose products run on another array backend (`cimxdsl.device.backend`), values stay
+there from the layer product that makes them on, through the steps that take such values
+(`Step.on_backend`: layer products, patches, views, element-wise ops and runs of host steps made
+of such ops); any other step gets its operands moved to the host (once: its slots then hold them),
+and the function's results are NumPy arrays.
+
 A function whose body has several blocks, or uses ops that read the interpreter's environment
 beyond their operands (the concurrent cores of `pim` and `spat`), runs on the interpreter.
 """
@@ -17,17 +23,20 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from xdsl.dialects import func
+from xdsl.dialects import bufferization, func
+from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.dialects.builtin import MemRefType, TensorType
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
 from cimxdsl.dialects import pim, spatial
+from cimxdsl.device.backend import on_backend, to_host
 from cimxdsl.interpreters.host_steps import host_runs
 from cimxdsl.interpreters.layer_products import fuse_layer_products
+from cimxdsl.interpreters.linalg import runs_on_backend
 from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
@@ -52,6 +61,8 @@ class Step:
     observed: bool = False
     """Whether the implementation shows the listeners the ops it runs, and names the op that fails,
     itself (a run of host steps, `host_steps`)."""
+    on_backend: bool = False
+    """Whether it takes operands held on another array backend than NumPy (module docstring)."""
 
 
 class PreparedFunction:
@@ -91,11 +102,14 @@ class PreparedFunction:
         for slot, value in zip(self.arguments, arguments, strict=True):
             slots[slot] = value
         returned = self.function.body.block.last_op  # (`func.return`: the function's results are its operands)
+        device = self.runtime is not None and not self.runtime.device.backend.is_numpy
         for step in self.fused if layer_products and self.fused else self.steps:
             args = tuple([slots[i] for i in step.operands])
+            if device and not step.on_backend:
+                args = on_host(args, step.operands, slots)
             values = self._run(step, args, slots)
             if step.op is returned:
-                return args
+                return tuple(to_host(a) for a in args) if device else args
             for slot, value in zip(step.results, values, strict=True):
                 slots[slot] = value
             for slot in step.released:
@@ -190,7 +204,10 @@ class PreparedFunction:
             self.constants[key] = value
         self.steps = steps
         fused = fuse_layer_products(steps, constants, self.runtime) if self.runtime is not None else None
-        self.fused = host_runs(steps if fused is None else fused, constants, self.listeners)
+        self.fused = [
+            replace(step, on_backend=takes_backend_values(step))
+            for step in host_runs(steps if fused is None else fused, constants, self.listeners)
+        ]
 
     def _call(self, op: func.CallOp) -> Callable[[Interpreter, Operation, tuple], tuple] | None:
         """A call with its callee looked up once: a declaration's external function (as
@@ -234,6 +251,27 @@ def cyclic_collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def on_host(args: tuple, operands: tuple[int, ...], slots: list) -> tuple:
+    """`args` with the values held on another array backend moved to the host, and their slots
+    `operands` holding them there from now on."""
+    if all(on_backend(a) is None for a in args):
+        return args
+    moved = tuple(to_host(a) for a in args)
+    for slot, value in zip(operands, moved, strict=True):
+        slots[slot] = value
+    return moved
+
+
+def takes_backend_values(step: Step) -> bool:
+    """Whether `step` runs on operands held on another array backend (`Step.on_backend`)."""
+    if step.implementation is not None:
+        return getattr(step.implementation, "on_backend", False)
+    op = step.op
+    return isinstance(op, (*VIEWS, bufferization.AllocTensorOp, func.ReturnOp)) or (
+        isinstance(op, GenericOp) and runs_on_backend(op)
+    )
 
 
 def captured_values(op: Operation) -> list[SSAValue]:

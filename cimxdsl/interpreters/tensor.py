@@ -18,7 +18,8 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
-from cimxdsl.interpreters.values import interpretation_error, numpy_dtype
+from cimxdsl.device.backend import numpy_dtype_of
+from cimxdsl.interpreters.values import common_backend, interpretation_error, numpy_dtype
 
 _STATIC_SLICES: weakref.WeakKeyDictionary[Operation, tuple] = weakref.WeakKeyDictionary()
 """Per slice op: its static offset/size/stride attributes and their values (read once, not per run)."""
@@ -59,6 +60,14 @@ def pad(x: np.ndarray, widths: list[tuple[int, int]], value, order: Sequence[int
     """`x` padded by `widths` (low, high per axis) with `value`, laid out in memory with its axes in
     `order` (outermost first), by default `x`'s own (an NHWC array seen as NCHW stays NHWC in
     memory, as the `im2col` after it reads it)."""
+    backend = common_backend((x,))
+    if not backend.is_numpy:  # (the layout in memory is the library's)
+        padded = backend.full(
+            tuple(n + low + high for n, (low, high) in zip(x.shape, widths, strict=True)), value, numpy_dtype_of(x)
+        )
+        padded[tuple(slice(low, low + n) for n, (low, _) in zip(x.shape, widths, strict=True))] = x
+        return padded
+    x = np.asarray(x)
     if order is None:
         order = sorted(range(x.ndim), key=lambda a: -x.strides[a])
     shape = [n + low + high for n, (low, high) in zip(x.shape, widths, strict=True)]

@@ -7,7 +7,8 @@ from xdsl.dialects import tosa
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 
-from cimxdsl.interpreters.values import elementwise, result_of
+from cimxdsl.device.backend import numpy_dtype_of
+from cimxdsl.interpreters.values import applied, common_backend, elementwise, result_of
 
 
 def reduction(function: Callable):
@@ -19,28 +20,33 @@ def reduction(function: Callable):
     return run
 
 
-def pool(x: np.ndarray, op, combine) -> tuple[np.ndarray, np.ndarray]:
+def pool(x, op, combine) -> tuple:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
     offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
     pixel, how many window elements are real (not padding), shaped to broadcast over the result.
     Each offset combines the outputs whose window has a real element there with those elements, a
-    strided view of `x` (no padded copy)."""
+    strided view of `x` (no padded copy). On `x`'s array backend."""
     top, bottom, left, right = op.pad.get_values()
     (kh, kw), (sh, sw) = op.kernel.get_values(), op.stride.get_values()
     n, h, w, c = x.shape
     oh, ow = (h + top + bottom - kh) // sh + 1, (w + left + right - kw) // sw + 1
+    backend = common_backend((x,))
+    xp, dtype = backend.xp, numpy_dtype_of(x)
     if combine is np.maximum:
-        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-        result = np.full((n, oh, ow, c), lowest, x.dtype)
+        lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+        result = backend.full((n, oh, ow, c), lowest, dtype)
     else:
-        x, result = x.astype(np.float64), np.zeros((n, oh, ow, c), np.float64)
+        x, result = xp.astype(x, xp.float64), backend.full((n, oh, ow, c), 0.0, np.float64)
     for ky in range(kh):
         (y0, y1), rows = real_outputs(ky, top, sh, oh, h)
         for kx in range(kw):
             (x0, x1), columns = real_outputs(kx, left, sw, ow, w)
             if y0 < y1 and x0 < x1:
-                target = result[:, y0:y1, x0:x1]
-                combine(target, x[:, rows, columns], out=target)
+                target = result[:, y0:y1, x0:x1, :]
+                if backend.is_numpy:
+                    combine(target, x[:, rows, columns, :], out=target)
+                else:  # (no `out=` in the array API)
+                    result[:, y0:y1, x0:x1, :] = applied(combine, (target, x[:, rows, columns, :]))
     counts = np.outer(real_counts(kh, top, sh, oh, h), real_counts(kw, left, sw, ow, w))
     return result, counts[None, :, :, None]
 
@@ -65,7 +71,7 @@ def pooled(op: tosa.MaxPool2DOp | tosa.AvgPool2DOp, x: np.ndarray) -> np.ndarray
     if isinstance(op, tosa.MaxPool2DOp):
         return pool(x, op, np.maximum)[0]
     sums, counts = pool(x, op, np.add)
-    return sums / counts
+    return applied(np.true_divide, (sums, counts))
 
 
 @register_impls

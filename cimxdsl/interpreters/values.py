@@ -1,4 +1,9 @@
-"""Runtime values of the interpreter: tensors and memrefs are NumPy arrays, scalars Python numbers."""
+"""Runtime values of the interpreter: tensors and memrefs are NumPy arrays, scalars Python numbers.
+
+Where a device runs its products on another array backend (`cimxdsl.device.backend`), the values
+a layer's product makes stay there, and the element-wise operations that are exactly rounded in
+IEEE arithmetic (`ON_BACKEND`: the same bits in every library) run there on them; other
+operations get their operands on the host (`prepared`)."""
 
 import math
 from collections.abc import Callable
@@ -18,6 +23,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from cimxdsl.device.backend import NUMPY, on_backend
 from cimxdsl.device.threads import map_rows, pool_threads
 from cimxdsl.dialects import upstream
 from cimxdsl.dialects.utils import dense_array, location_prefix, numpy_dtype
@@ -38,8 +44,11 @@ def as_type(value, t: Attribute):
     """`value` converted to the runtime representation of type `t` (array or Python scalar).
 
     An array given for a scalar type stays an array of that dtype: the body of a `linalg.map` or
-    `tensor.generate` computes all its elements at once."""
+    `tensor.generate` computes all its elements at once. An array of another backend stays there."""
     dtype = numpy_dtype(element_type(t))
+    backend = on_backend(value)
+    if backend is not None:
+        return backend.xp.astype(value, backend.dtype(dtype), copy=False)
     if is_shaped(t) or np.ndim(value) > 0:
         return np.asarray(value).astype(dtype, copy=False)
     scalar = np.asarray(value).astype(dtype).item()
@@ -73,6 +82,55 @@ def interpretation_error(op: Operation, message: str) -> InterpretationError:
     return InterpretationError(op_context(op) + message)
 
 
+def identity(x):
+    """A conversion's function: the conversion is to the result's type (`as_type`)."""
+    return x
+
+
+def common_backend(values):
+    """The backend of the first of `values` on another library than NumPy, else NumPy's."""
+    return next((b for b in map(on_backend, values) if b is not None), NUMPY)
+
+
+ON_BACKEND: dict[Callable, str] = {
+    np.add: "add",
+    np.subtract: "subtract",
+    np.multiply: "multiply",
+    np.true_divide: "divide",
+    np.maximum: "maximum",
+    np.minimum: "minimum",
+    np.negative: "negative",
+    np.abs: "abs",
+    np.sqrt: "sqrt",
+    np.rint: "round",
+    np.floor: "floor",
+    np.ceil: "ceil",
+    np.floor_divide: "floor_divide",
+    np.bitwise_and: "bitwise_and",
+    np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor",
+    np.left_shift: "bitwise_left_shift",
+    np.right_shift: "bitwise_right_shift",
+    np.where: "where",
+    np.clip: "clip",
+}
+"""The NumPy functions whose results are exactly rounded (the same bits in every library that
+follows IEEE 754), by their name in the array API standard: they run on the operands' backend."""
+
+
+def applied(function: Callable, args):
+    """`function(*args)`: on the backend of the first operand of another library than NumPy, its
+    `ON_BACKEND` function with the other operands moved there; else `function` itself. A function
+    without a name there (a transcendental one) runs on the operands brought to the host."""
+    backend = common_backend(args)
+    if backend is NUMPY or function is identity:
+        return function(*args)
+    name = ON_BACKEND.get(function)
+    if name is None:
+        return function(*(backend.to_numpy(a) if on_backend(a) is not None else a for a in args))
+    return getattr(backend.xp, name)(*(backend.moved(a) for a in args))
+
+
 PARALLEL_ELEMENTS = 1 << 16
 """The fewest elements of an element-wise op's result that run in parts on several threads."""
 
@@ -84,6 +142,8 @@ def elementwise(function: Callable):
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         t = op.results[0].type
+        if any(on_backend(a) is not None for a in args):
+            return (as_type(applied(function, args), t),)
         if pool_threads() > 1:  # (a shaped value, or a body's arrays, large enough to split)
             shape = np.broadcast_shapes(*(np.shape(a) for a in args))
             if math.prod(shape) >= PARALLEL_ELEMENTS:

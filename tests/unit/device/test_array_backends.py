@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cimxdsl
+from benchmarks.model_zoo import MODELS
 from cimxdsl.api import CompileError
 from cimxdsl.data import DIGITS_MODEL, DIGITS_TEST
 from cimxdsl.device import Device, preset
@@ -161,6 +162,31 @@ def test_compiled_cnn_outputs_and_metrics_match_numpy(digits, name, backend):
     assert other.report()["total"] == reference.report()["total"]
 
 
+ZOO = {
+    "ResNet-18 (pads, max pooling, residual adds, global average pooling)": "resnet18",
+    "MobileNetV2 (depthwise layers, clamps, layers of one tile)": "mobilenetv2",
+}
+
+
+@pytest.mark.parametrize("backend", other_backends())
+@pytest.mark.parametrize("name", ZOO)
+def test_values_stay_on_the_backend_from_layer_to_layer(name, backend, monkeypatch):
+    """The values a layer's product makes stay on the backend through the host's operations between
+    layers (layouts, pads, poolings, residual adds, clamps, requantization) up to the next product:
+    a steady call brings back only the global pooling's input (its float sum runs on the host) and
+    the outputs, bitwise those of NumPy."""
+    model = MODELS[ZOO[name]](size=32, width=8, classes=10)
+    x = np.random.default_rng(4).normal(size=(2, 3, 32, 32)).astype(np.float32)
+    reference = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2)
+    other = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2, backend=backend)
+    expected = reference(x)
+    other(x)  # (programs the tiles)
+    back, original = [], ArrayBackend.to_numpy
+    monkeypatch.setattr(ArrayBackend, "to_numpy", lambda self, a: (back.append(tuple(a.shape)), original(self, a))[1])
+    np.testing.assert_array_equal(other(x), expected)
+    assert back == [(2, back[0][1], 1, 1), expected.shape]
+
+
 def test_programmed_tiles_stay_resident_across_inferences(digits, monkeypatch):
     """After the first call, later calls (and other batches of the same program) move no weights."""
     model = cimxdsl.compile(
@@ -181,8 +207,10 @@ def test_programmed_tiles_stay_resident_across_inferences(digits, monkeypatch):
 @pytest.fixture
 def fresh_backends():
     backends._backend.cache_clear()
+    backends._BY_DEVICE.clear()
     yield
     backends._backend.cache_clear()
+    backends._BY_DEVICE.clear()
 
 
 def test_unknown_backend_and_device_strings(fresh_backends):

@@ -32,10 +32,12 @@ def test_exact_mode_matches_onnxruntime_through_the_whole_flow():
         np.testing.assert_allclose(
             compiled.run(x, stage=stage).outputs[0], reference(model, x)[0], rtol=1e-4, atol=1e-6
         )
-    # the last stage is upstream MLIR and runtime calls (im2col a linalg.generic), with the same floats
+    # the last stage is upstream MLIR and runtime calls (im2col a linalg.generic); its layers' products
+    # sum their K ≤ 54 float32 terms in another order: within K·u per layer, three layers (Higham 2002, §3.1)
     assert not [op.name for op in compiled.module("func").walk() if op.name.startswith("cinm.")]
     assert any(op.name == "cinm.op.im2col" for op in compiled.module("memristor").walk())
-    np.testing.assert_array_equal(compiled(x), compiled.run(x, stage="memristor").outputs[0])
+    final, memristor = compiled(x), compiled.run(x, stage="memristor").outputs[0]
+    np.testing.assert_allclose(final, memristor, rtol=3 * 54 * np.finfo(np.float32).eps, atol=1e-7)
 
 
 def test_int8_digits_demo_stays_within_one_point_of_float_on_an_ideal_device():

@@ -106,7 +106,9 @@ def test_listeners_see_each_op_run_with_its_results():
 
 
 def test_a_compiled_network_runs_its_host_ops_in_runs_bit_for_bit():
-    compiled = cimxdsl.compile("examples/digits_cnn.onnx", device="ideal", mode="exact", batch=2)
+    """Integer products (int8 mode): the layers' products are those of their tiles bit for bit (in
+    float, a layer reading its patches in (ky, kx, c) order sums in another order)."""
+    compiled = cimxdsl.compile("examples/digits_cnn.onnx", device="ideal", mode="int8", batch=2)
     images = np.load("examples/digits_test.npz")["inputs"][:2].astype(np.float32)
     compiled(images)  # (the weights written: the runs below find them resident)
     ours = compiled(images)

@@ -23,11 +23,20 @@ DEVICES = {
     "sign-magnitude": {**EIGHT_BIT, "input_encoding": "sign_magnitude", "adc_bits": 6},
     "bipolar-static-slice": {**EIGHT_BIT, "input_encoding": "bipolar", "adc_range": "static_slice", "adc_bits": 5},
     "bipolar-analog-noise": {
-        **EIGHT_BIT, "input_encoding": "bipolar", "subtraction": "analog", "prog_noise": 0.05,
-        "prog_noise_model": "independent", "prog_noise_clip": "zero", "seed": 7,
+        **EIGHT_BIT,
+        "input_encoding": "bipolar",
+        "subtraction": "analog",
+        "prog_noise": 0.05,
+        "prog_noise_model": "independent",
+        "prog_noise_clip": "zero",
+        "seed": 7,
     },
     "sign-magnitude-analog": {
-        **EIGHT_BIT, "input_encoding": "sign_magnitude", "subtraction": "analog", "prog_noise": 0.05, "seed": 5,
+        **EIGHT_BIT,
+        "input_encoding": "sign_magnitude",
+        "subtraction": "analog",
+        "prog_noise": 0.05,
+        "seed": 5,
     },
 }
 
@@ -101,7 +110,7 @@ def test_stacked_products_equal_tile_by_tile(device, data, m, k_tiles, n_tiles):
     stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
     tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
     tiles = -(-k // rows) * -(-n // cols)
-    fused = stacked.prepared.fused or []  # (a K that fits one tile leaves X whole: not recognised yet)
+    fused = stacked.prepared.fused or []  # (X whole, an argument of the function: not recognised)
     assert counted_tiles(fused) == (2 * tiles if k > rows else 0)
     for _ in range(2):
         x = [inputs(rng, config, m, k, -(-k // rows)) for _ in range(2)]
@@ -109,6 +118,48 @@ def test_stacked_products_equal_tile_by_tile(device, data, m, k_tiles, n_tiles):
         for a, b in zip(ours.outputs, theirs.outputs, strict=True):
             np.testing.assert_array_equal(a, b)
             assert a.dtype == b.dtype
+        assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
+        stacked.device.reset_metrics(), tiled.device.reset_metrics()
+
+
+MADE = """
+func.func @main(%a: tensor<{m}x{k}xi32>) -> tensor<{m}x{n}xi32> {{
+  %w = arith.constant {w} : tensor<{k}x{n}xi32>
+  %x = arith.subi %a, %a : tensor<{m}x{k}xi32>
+  %y = arith.addi %x, %a : tensor<{m}x{k}xi32>
+  %r = cinm.compute -> tensor<{m}x{n}xi32> {{
+    %0 = cinm.op.gemm %y, %w : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
+    cinm.yield %0 : tensor<{m}x{n}xi32>
+  }}
+  func.return %r : tensor<{m}x{n}xi32>
+}}
+"""
+
+
+@pytest.mark.parametrize("n_tiles", [(1, 0), (1, -3), (2, 5)])
+def test_a_layer_whose_rows_fit_one_tile_runs_as_one_product(device, n_tiles):
+    """X made by the program (not an argument) and read whole by the tiles of one K-block: one tile
+    (its output buffer made before the tile product) or a row of them, as one product."""
+    path, config = device
+    rows, cols = config.tile_shape
+    k, n, m = rows - 1, n_tiles[0] * cols + n_tiles[1], 3
+    rng = np.random.default_rng(n)
+    high = 2 ** (config.weight_bits - 1) - 1
+    w = rng.integers(-high, high + 1, (k, n))
+    text = MADE.format(m=m, k=k, n=n, w=dense_hex(w, "i32"))
+    module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
+    spans = None
+    if config.static_adc:
+        calibrating = Device(config, calibrating=True)
+        Program(module, calibrating)([inputs(rng, config, m, k, 1)])
+        spans = calibrating.adc_spans
+    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
+    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    assert counted_tiles(stacked.prepared.fused or []) == -(-n // cols)  # (every tile product counted, not run)
+    for _ in range(2):
+        x = [inputs(rng, config, m, k, 1)]
+        ours, theirs = stacked(x), tiled(x)
+        np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
         assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
         stacked.device.reset_metrics(), tiled.device.reset_metrics()
 

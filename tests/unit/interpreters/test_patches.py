@@ -10,6 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import cimxdsl
 from cimxdsl.device import Device
+from cimxdsl.device.backend import array_backend, on_backend
 from cimxdsl.interpreters import Program
 from cimxdsl.interpreters.numeric import im2col
 from cimxdsl.interpreters.patches import Geometry, Patches, Windows, channelwise_product, column_order
@@ -79,6 +80,22 @@ def test_patches_that_pad_give_the_padded_images_patches(n, c, h, w, kernel, str
         (result,) = Patches(geometry, reordered, padding=padding)(None, None, (x,))
         order = column_order(c, geometry.positions) if reordered or geometry.positions == 1 else slice(None)
         np.testing.assert_array_equal(result, expected[:, order])
+
+
+@pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES)
+def test_patches_of_images_held_on_another_backend_are_made_there(n, c, h, w, kernel, strides, dilations):
+    """Images held on another array backend (the standard's reference namespace): the patches, with
+    and without a pad, in both column orders, made there and equal to the host's."""
+    strict = array_backend("array_api_strict")
+    x = np.random.default_rng(h * w + c).integers(-100, 100, (n, c, h, w)).astype(np.int32)
+    geometry = Geometry(kernel, strides, dilations)
+    for padding in (None, ((2, 1), (0, 3), -3)):
+        for reordered in (False, True):
+            patches = Patches(geometry, reordered, padding=padding)
+            (expected,) = patches(None, None, (x,))
+            (held,) = patches(None, None, (strict.asarray(x),))
+            assert on_backend(held) is strict
+            np.testing.assert_array_equal(strict.to_numpy(held), np.asarray(expected))
 
 
 @pytest.mark.parametrize(("n", "c", "h", "w", "kernel", "strides", "dilations"), GEOMETRIES[2:])
