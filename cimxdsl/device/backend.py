@@ -55,6 +55,7 @@ class ArrayBackend:
     _resident: dict[tuple, tuple[weakref.ref, object]] = field(default_factory=dict, repr=False)
     resident_bytes: int = 0
     """The bytes of the arrays `resident` holds on the device."""
+    _dtypes: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_numpy(self) -> bool:
@@ -122,7 +123,10 @@ class ArrayBackend:
 
     def dtype(self, dtype):
         """The namespace's dtype of NumPy dtype `dtype`."""
-        return getattr(self.xp, np.dtype(dtype).name)
+        found = self._dtypes.get(dtype)
+        if found is None:
+            found = self._dtypes[dtype] = getattr(self.xp, np.dtype(dtype).name)
+        return found
 
     def full(self, shape: tuple[int, ...], value, dtype):
         """An array of `shape` filled with `value`, of NumPy dtype `dtype`, on the device."""
@@ -143,7 +147,7 @@ class ArrayBackend:
             if self.is_numpy:
                 return a
             a = np.asarray(a)
-            return self.resident(a) if not a.flags.writeable and a.ndim else self.asarray(a)
+            return self.asarray(a) if a.flags.writeable else self.resident(a)
         other = backend_of(a)
         return a if other is self else self.asarray(other.to_numpy(a))
 

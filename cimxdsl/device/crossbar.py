@@ -39,7 +39,7 @@ drawn exactly as N(0, read_noise² Σ_k d_k² g_k²).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 import numpy as np
@@ -508,12 +508,12 @@ def inputs_fit(x: np.ndarray, config: DeviceConfig) -> bool:
     value), so that every slice of their columns passes `check_inputs` (which checks row by row
     only where the whole does not fit); False for float inputs."""
     backend = on_backend(x)
-    if backend is not None:  # (its least and largest value brought to the host)
+    if backend is not None:  # (its least and largest value brought to the host, in one move)
         if numpy_dtype_of(x).kind not in "biu":
             return False
         if math.prod(x.shape) == 0:
             return True
-        x = np.array([int(backend.xp.min(x)), int(backend.xp.max(x))])
+        x = backend.to_numpy(backend.xp.stack([backend.xp.min(x), backend.xp.max(x)]))
     if x.dtype.kind not in "biu":
         return False
     if x.size == 0:
@@ -751,6 +751,16 @@ class TileStack:
     exact sums back (integer part and fraction) — so the sliced product does half the float
     work; `reads` are then the tiles' unscaled conductances (the ADC's factor is applied after the
     split). 0: one product per plane."""
+    moved: dict = field(default_factory=dict, init=False, repr=False)
+    """The small host arrays a product reads (its shift-and-add weights, its digital corrections)
+    on `backend`, by name: moved once (a move from host memory waits for the kernels queued)."""
+
+    def held(self, name: tuple, make) -> object:
+        """The array `make()` on the stack's backend, moved once per `name`."""
+        found = self.moved.get(name)
+        if found is None:
+            found = self.moved[name] = self.backend.asarray(make())
+        return found
 
     def block(self, a: int) -> TileStack:
         """K-block `a` alone."""
@@ -910,7 +920,10 @@ def sliced_product(
     dtype = np.int64 if integral and bound >= 2**53 else exact_in
     out_dtype = np.int64 if dtype is np.int64 else np.float64
     as_xp = {t: getattr(xp, np.dtype(t).name) for t in (dtype, out_dtype, np.float64, np.int64, g_dtype.type)}
-    scale, coefficients = backend.asarray(planes.scale.astype(dtype)), backend.asarray(coefficients.astype(dtype))
+    scale = stack.held(("scale", np.dtype(dtype).str, planes.scale.tobytes()), lambda: planes.scale.astype(dtype))
+    coefficients = stack.held(
+        ("coefficients", np.dtype(dtype).str, coefficients.tobytes()), lambda: coefficients.astype(dtype)
+    )
     # the digits' sources as bytes, or in a signed type (libraries other than NumPy shift few wider
     # unsigned types)
     widths = ((np.uint8, 8), (np.int16, 14), (np.int32, 30), (np.int64, 63))
@@ -983,6 +996,19 @@ def sliced_product(
             digits = np.empty((t, count, b, width), g_dtype)
             for i in range(count):
                 planes.digits(i, (slice(a0, a1), slice(start, start + b)), digits[:, i])
+        elif len(sources) == 1 and signs is None:  # (every plane at once: shifts and masks per plane)
+            shifts = stack.held(
+                ("shifts", source_type.__name__),
+                lambda: np.array([p[1] for p in planes.planes], source_type).reshape(1, -1, 1, 1),
+            )
+            masks = stack.held(
+                ("masks", source_type.__name__),
+                lambda: np.array([p[2] for p in planes.planes], source_type).reshape(1, -1, 1, 1),
+            )
+            digits = xp.bitwise_and(
+                xp.bitwise_right_shift(sources[0][a0:a1, None, start : start + b, ...], shifts), masks
+            )
+            digits = xp.astype(digits, as_xp[g_dtype.type])
         else:
             digits = xp.stack([plane_digits(i, a0, a1, start, b) for i in range(count)], axis=1)
         if given is None:
@@ -1112,9 +1138,10 @@ def _corrected_on(total, planes: InputPlanes, parts, stack: TileStack, config: D
         host -= np.matmul(backend.to_numpy(xp.sum(parts, axis=-1, dtype=xp.int64)).T, stack.weight_offset)
         return backend.moved(host) if kept else host
     offsets = xp.permute_dims(xp.astype(planes.offsets, xp.float64), (1, 0))
-    correction = xp.matmul(offsets, backend.asarray(per_block.astype(np.float64)))
+    correction = xp.matmul(offsets, stack.held(("per_block",), lambda: per_block.astype(np.float64)))
     if stack.weight_offset.any():
         sums = xp.permute_dims(xp.astype(xp.sum(parts, axis=-1, dtype=xp.int64), xp.float64), (1, 0))
-        correction = correction + xp.matmul(sums, backend.asarray(stack.weight_offset.astype(np.float64)))
+        offset = stack.held(("weight_offset",), lambda: stack.weight_offset.astype(np.float64))
+        correction = correction + xp.matmul(sums, offset)
     result = total - xp.astype(correction, xp.int64)
     return result if kept else _integers_to_numpy(result, backend)

@@ -99,7 +99,8 @@ class Device:
         self._stuck: dict[int, np.ndarray | None] = {}
         self._ops_seen = np.zeros((count, 2), np.int64)  # writes, MVMs: keys of the noise streams
         self._metrics = Metrics(count)
-        self._free_at = [0.0] * count
+        self._free_at = np.zeros(count)
+        """The time each crossbar's last operation ends (ns)."""
         self._costs: dict[tuple, tuple[int, float]] = {}
         self._sources: list[np.ndarray | None] = [None] * count
         self._contents = np.zeros(count, np.int64)
@@ -123,7 +124,7 @@ class Device:
         other._contents = self._contents.copy()
         other._ops_seen, other._programmed = self._ops_seen.copy(), dict(self._programmed)
         other._precisions, other._costs = dict(self._precisions), {}
-        other._metrics, other._free_at, other.now_ns = Metrics(count), [0.0] * count, 0.0
+        other._metrics, other._free_at, other.now_ns = Metrics(count), np.zeros(count), 0.0
         return other
 
     # ---- operations ---------------------------------------------------------------------------
@@ -265,14 +266,14 @@ class Device:
             read = self._read_tiles(ops, booked)
             if all(w is None or _read_only(w) for w in ops.weights):
                 booked.read = read
-        free, now = np.array(self._free_at), self.now_ns
+        free, now = self._free_at, self.now_ns
         for crossbars, durations, touched, barrier in booked.segments:
             if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
                 free[touched] = np.maximum(free[touched], now)
                 np.add.at(free, crossbars, durations)
             if barrier is not None:
                 now = max(now, float(free[barrier].max()))
-        self.now_ns, self._free_at = now, free.tolist()
+        self.now_ns = now
         booked.last_read = read
         self._metrics.add_many(*booked.operations)
         self._ops_seen += booked.seen
@@ -411,7 +412,7 @@ class Device:
 
     def barrier(self, xbar: int) -> float:
         """Wait for crossbar `xbar`'s last operation; returns the new host time."""
-        self.now_ns = max(self.now_ns, self._free_at[self._index(xbar)])
+        self.now_ns = max(self.now_ns, float(self._free_at[self._index(xbar)]))
         return self.now_ns
 
     def sync(self) -> float:
@@ -422,7 +423,7 @@ class Device:
     def reset_metrics(self) -> None:
         """Zero the counters and the timeline; programmed weights stay."""
         self._metrics.reset()
-        self._free_at = [0.0] * self.config.crossbars
+        self._free_at = np.zeros(self.config.crossbars)
         self.now_ns = 0.0
 
     def start_chunk(self, index: int) -> None:
@@ -439,12 +440,12 @@ class Device:
 
     def busy_until(self, xbar: int) -> float:
         """The time crossbar `xbar`'s last operation ends."""
-        return self._free_at[self._index(xbar)]
+        return float(self._free_at[self._index(xbar)])
 
     @property
     def latency_ns(self) -> float:
         """The time the last operation ends."""
-        return max(self.now_ns, *self._free_at)
+        return max(self.now_ns, float(self._free_at.max(initial=0.0)))
 
     @property
     def metrics(self) -> dict:
@@ -510,7 +511,7 @@ class Device:
 
     def _run(self, xbar: int, cost: tuple[int, float]) -> None:
         row, duration_ns = cost
-        start = max(self.now_ns, self._free_at[xbar])
+        start = max(self.now_ns, float(self._free_at[xbar]))
         self._free_at[xbar] = start + duration_ns
         self._metrics.add(xbar, row, duration_ns)
 

@@ -8,8 +8,8 @@ last use as in `lifetimes`. Ops with regions run their regions on the interprete
 they capture from the body put in its scope. The products of whole layers may replace the tile
 products of the body (`layer_products`).
 
-On a device whose products run on another array backend (`cimxdsl.device.backend`), values stay
-there from the layer product that makes them on, through the steps that take such values
+On a device whose products run on another array backend (`cimxdsl.device.backend`), the
+function's arguments move there and values stay there through the steps that take such values
 (`Step.on_backend`: layer products, patches, views, element-wise ops and runs of host steps made
 of such ops); any other step gets its operands moved to the host (once: its slots then hold them),
 and the function's results are NumPy arrays.
@@ -25,19 +25,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+import numpy as np
 from xdsl.dialects import bufferization, func
-from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
 
+from cimxdsl.device.backend import NUMPY, on_backend, to_host
 from cimxdsl.dialects import pim, spatial
-from cimxdsl.device.backend import on_backend, to_host
 from cimxdsl.interpreters.host_steps import host_runs
 from cimxdsl.interpreters.layer_products import fuse_layer_products
-from cimxdsl.interpreters.linalg import runs_on_backend
 from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops
+from cimxdsl.interpreters.linalg import runs_on_backend
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
 
@@ -99,10 +100,11 @@ class PreparedFunction:
         if self.steps is None:
             return self.interpreter.call_op(self.function, tuple(arguments))
         slots = list(self.constants)
+        backend = self.runtime.device.backend if self.runtime is not None else NUMPY
+        device = layer_products and not backend.is_numpy  # (the arguments moved there)
         for slot, value in zip(self.arguments, arguments, strict=True):
-            slots[slot] = value
+            slots[slot] = backend.moved(value) if device and isinstance(value, np.ndarray) else value
         returned = self.function.body.block.last_op  # (`func.return`: the function's results are its operands)
-        device = self.runtime is not None and not self.runtime.device.backend.is_numpy
         for step in self.fused if layer_products and self.fused else self.steps:
             args = tuple([slots[i] for i in step.operands])
             if device and not step.on_backend:

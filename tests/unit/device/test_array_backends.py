@@ -173,8 +173,8 @@ ZOO = {
 def test_values_stay_on_the_backend_from_layer_to_layer(name, backend, monkeypatch):
     """The values a layer's product makes stay on the backend through the host's operations between
     layers (layouts, pads, poolings, residual adds, clamps, requantization) up to the next product:
-    a steady call brings back only the global pooling's input (its float sum runs on the host) and
-    the outputs, bitwise those of NumPy."""
+    a steady call brings back only the global pooling's input (its float sum runs on the host), the
+    outputs, bitwise those of NumPy, and the least and largest of each product's inputs (their check)."""
     model = MODELS[ZOO[name]](size=32, width=8, classes=10)
     x = np.random.default_rng(4).normal(size=(2, 3, 32, 32)).astype(np.float32)
     reference = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2)
@@ -184,7 +184,8 @@ def test_values_stay_on_the_backend_from_layer_to_layer(name, backend, monkeypat
     back, original = [], ArrayBackend.to_numpy
     monkeypatch.setattr(ArrayBackend, "to_numpy", lambda self, a: (back.append(tuple(a.shape)), original(self, a))[1])
     np.testing.assert_array_equal(other(x), expected)
-    assert back == [(2, back[0][1], 1, 1), expected.shape]
+    values = [shape for shape in back if shape != (2,)]
+    assert values == [(2, values[0][1], 1, 1), expected.shape] and len(back) > len(values)
 
 
 def test_programmed_tiles_stay_resident_across_inferences(digits, monkeypatch):
