@@ -56,6 +56,7 @@ class ArrayBackend:
     resident_bytes: int = 0
     """The bytes of the arrays `resident` holds on the device."""
     _dtypes: dict = field(default_factory=dict, repr=False)
+    _scalars: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_numpy(self) -> bool:
@@ -136,6 +137,17 @@ class ArrayBackend:
             with self.handle:
                 return self.xp.full(shape, value, dtype=self.dtype(dtype))
         return self.xp.full(shape, value, dtype=self.dtype(dtype))
+
+    def scalar(self, value: int | float | bool, like: np.dtype):
+        """Python scalar `value` as a 0-d array on the device, of the dtype NumPy gives `value` beside
+        an array of dtype `like` (made once per value and dtype: a library may otherwise move it
+        from host memory at each operation)."""
+        dtype = np.result_type(like, value)
+        key = (type(value), value, dtype)
+        found = self._scalars.get(key)
+        if found is None:
+            found = self._scalars[key] = self.asarray(np.asarray(value, dtype))
+        return found
 
     def moved(self, a):
         """An operand of an operation on this backend: an array of another backend or NumPy moved

@@ -23,7 +23,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from cimxdsl.device.backend import NUMPY, on_backend
+from cimxdsl.device.backend import NUMPY, numpy_dtype_of, on_backend
 from cimxdsl.device.threads import map_rows, pool_threads
 from cimxdsl.dialects import upstream
 from cimxdsl.dialects.utils import dense_array, location_prefix, numpy_dtype
@@ -128,7 +128,9 @@ def applied(function: Callable, args):
     name = ON_BACKEND.get(function)
     if name is None:
         return function(*(backend.to_numpy(a) if on_backend(a) is not None else a for a in args))
-    return getattr(backend.xp, name)(*(backend.moved(a) for a in args))
+    like = numpy_dtype_of(next(a for a in args if on_backend(a) is not None))
+    operands = [backend.scalar(a, like) if isinstance(a, int | float | bool) else backend.moved(a) for a in args]
+    return getattr(backend.xp, name)(*operands)
 
 
 PARALLEL_ELEMENTS = 1 << 16
