@@ -462,26 +462,23 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
     patched = patch_steps(graph, found, runtime.device.config.exact)
     removed = {i for each in found for i in each.removed}
     merged = {j: i for i, (_, joined_steps, _) in patched.items() for j in joined_steps}
-    replaced = {
-        each.at if each.before is None else each.before: (each, [Tiles(grid) for grid in each.grids]) for each in found
-    }
+    tiles_of = {id(each): [Tiles(grid) for grid in each.grids] for each in found}
+    replaced = {each.at: each for each in found if each.before is None}
+    ahead: dict[int, list[Layer]] = {}  # products of one tile, by the step they run before
+    for each in found:
+        if each.before is not None:
+            ahead.setdefault(each.before, []).append(each)
     by_step = {t.step: (t, each) for each in found for t in each.counted}
     counted = {
-        i: (*by_step[i], tiles)
-        for _, groups in replaced.values()
-        for tiles in groups
-        for row in tiles.grid
-        for i in row
+        i: (*by_step[i], tiles) for groups in tiles_of.values() for tiles in groups for row in tiles.grid for i in row
     }
     inverses = {id(each): None if each.order is None else np.argsort(each.order) for each in found}
     fused, deferred = [], []
     for i, step in enumerate(steps):
-        if i in replaced and replaced[i][0].before is not None:  # (the product of one tile, before its reader)
-            each, groups = replaced[i]
+        for each in ahead.get(i, ()):  # (a product of one tile, before its first reader)
             at = steps[each.at]
-            implementation = whole_product(each, at.op.results[0].type, groups)
-            product = replace(at, operands=(each.source,), released=tuple(deferred), implementation=implementation)
-            fused.append(product)
+            implementation = whole_product(each, at.op.results[0].type, tiles_of[id(each)])
+            fused.append(replace(at, operands=(each.source,), released=tuple(deferred), implementation=implementation))
             deferred = []
         if i in removed:
             deferred.extend(step.released)  # (its values die no later than the product)
@@ -503,8 +500,8 @@ def fuse_layer_products(steps: list, constants: dict[int, object], runtime: Cros
             tile, each, tiles = counted[i]
             implementation = count_columns(*tile.columns, tiles, i, runtime, inverses[id(each)])
             step = replace(step, implementation=implementation, operands=(step.operands[0], tile.source))
-        elif i in replaced and replaced[i][0].before is None:
-            each, groups = replaced[i]
+        elif i in replaced:
+            each, groups = replaced[i], tiles_of[id(replaced[i])]
             step = replace(
                 step,
                 implementation=whole_product(each, step.op.results[0].type, groups),

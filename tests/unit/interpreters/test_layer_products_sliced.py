@@ -164,6 +164,51 @@ def test_a_layer_whose_rows_fit_one_tile_runs_as_one_product(device, n_tiles):
         stacked.device.reset_metrics(), tiled.device.reset_metrics()
 
 
+TWO = """
+func.func @main(%a: tensor<{m}x{k}xi32>) -> tensor<{m}x{n}xi32> {{
+  %w = arith.constant {w} : tensor<{k}x{n}xi32>
+  %v = arith.constant {v} : tensor<{k}x{n}xi32>
+  %x = arith.subi %a, %a : tensor<{m}x{k}xi32>
+  %y = arith.addi %x, %a : tensor<{m}x{k}xi32>
+  %r = cinm.compute -> tensor<{m}x{n}xi32> {{
+    %0 = cinm.op.gemm %y, %w : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
+    cinm.yield %0 : tensor<{m}x{n}xi32>
+  }}
+  %s = cinm.compute -> tensor<{m}x{n}xi32> {{
+    %1 = cinm.op.gemm %y, %v : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
+    cinm.yield %1 : tensor<{m}x{n}xi32>
+  }}
+  %t = arith.muli %r, %s : tensor<{m}x{n}xi32>
+  func.return %t : tensor<{m}x{n}xi32>
+}}
+"""
+
+
+def test_two_products_of_one_tile_read_first_by_one_op(device):
+    """Two layers of one tile each (a shared X, two weight matrices) whose results one op reads
+    first: both run, as one product each, before it."""
+    path, config = device
+    rows, cols = config.tile_shape
+    k, n, m = rows // 2, cols // (2 * config.cells_per_weight) or 1, 4
+    rng = np.random.default_rng(k + n)
+    high = 2 ** (config.weight_bits - 1) - 1
+    w, v = rng.integers(-high, high + 1, (k, n)), rng.integers(-high, high + 1, (k, n))
+    text = TWO.format(m=m, k=k, n=n, w=dense_hex(w, "i32"), v=dense_hex(v, "i32"))
+    module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
+    spans = None
+    if config.static_adc:
+        calibrating = Device(config, calibrating=True)
+        Program(module, calibrating)([inputs(rng, config, m, k, 1)])
+        spans = calibrating.adc_spans
+    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
+    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    assert counted_tiles(stacked.prepared.fused or []) == 2
+    x = [inputs(rng, config, m, k, 1)]
+    ours, theirs = stacked(x), tiled(x)
+    np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
+    assert ours.device.report() == theirs.device.report()
+
+
 def counted_tiles(steps) -> int:
     """The tile products that prepared `steps` count without computing: on their own, or in a run
     of crossbar operations booked at once."""
