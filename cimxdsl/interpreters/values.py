@@ -105,7 +105,6 @@ ON_BACKEND: dict[Callable, str] = {
     np.rint: "round",
     np.floor: "floor",
     np.ceil: "ceil",
-    np.floor_divide: "floor_divide",
     np.bitwise_and: "bitwise_and",
     np.bitwise_or: "bitwise_or",
     np.bitwise_xor: "bitwise_xor",
