@@ -70,6 +70,8 @@ class HostStep:
     """Whether its result is always a new array (not a view of an operand or a constant)."""
     host_only: bool = False
     """Whether it runs on NumPy arrays only (module docstring)."""
+    view: bool = False
+    """Whether its result is its operand's array seen in another shape or order (or a copy of it)."""
 
 
 def static_tensor(t) -> tuple[int, ...] | None:
@@ -104,12 +106,14 @@ def host_step(op: Operation, constant: Callable[[object], object]) -> HostStep |
         value = np.broadcast_to(np.zeros((), dtype), shape)  # (read-only, as `tensor.empty` gives)
         return HostStep(lambda args: (value,), ())
     if isinstance(op, RESHAPES):
-        return HostStep(lambda args: (namespace(args).reshape(args[0], shape),), (0,))
+        return HostStep(lambda args: (namespace(args).reshape(args[0], shape),), (0,), view=True)
     if isinstance(op, tensor.CastOp):
         return HostStep(lambda args: (args[0],), (0,))
     if isinstance(op, TransposeOp):
         permutation = tuple(op.permutation.get_values())
-        return HostStep(lambda args: (typed(namespace(args).permute_dims(args[0], permutation), dtype),), (0,))
+        return HostStep(
+            lambda args: (typed(namespace(args).permute_dims(args[0], permutation), dtype),), (0,), view=True
+        )
     if isinstance(op, BroadcastOp):
         dimensions = tuple(op.dimensions.get_values())
         kept = tuple(n if d not in dimensions else 1 for d, n in enumerate(shape))
@@ -271,6 +275,17 @@ def host_runs(steps: list, constants: dict[int, object], listeners: Sequence) ->
     `constants`: the values of the constant slots; `listeners`: those that see the ops run."""
     found: list = []
     run: list[tuple] = []  # (step, host step)
+    readers: dict[int, int] = {}
+    for step in steps:
+        for slot in {*step.operands, *(s for _, s in step.captured)}:
+            readers[slot] = readers.get(slot, 0) + 1
+    given = {  # (new arrays only one step reads: a run may write into them)
+        slot
+        for step in steps
+        if getattr(step.implementation, "fresh", False)
+        for slot in step.results
+        if readers.get(slot) == 1
+    }
     for step in steps:
         host = None
         if step.implementation is None:
@@ -280,16 +295,18 @@ def host_runs(steps: list, constants: dict[int, object], listeners: Sequence) ->
             run.append((step, host))
             continue
         if run:
-            found.append(joined(run, constants, listeners))
+            found.append(joined(run, constants, listeners, given))
             run = []
         found.append(step)
     if run:
-        found.append(joined(run, constants, listeners))
+        found.append(joined(run, constants, listeners, given))
     return found
 
 
-def joined(run: list[tuple], constants: dict[int, object], listeners: Sequence):
-    """The `HostRun` step of `run` ((step, host step) each)."""
+def joined(run: list[tuple], constants: dict[int, object], listeners: Sequence, given: set[int] = frozenset()):
+    """The `HostRun` step of `run` ((step, host step) each). `given`: the slots whose values are new
+    arrays of the step that made them (a layer's product), which an op that reads one last may
+    write its result into, as into the arrays the run makes."""
     made = [slot for step, _ in run for slot in step.results]
     inputs = list(dict.fromkeys(s for step, _ in run for s in step.operands if s not in constants and s not in made))
     local = {slot: i for i, slot in enumerate(inputs)}  # a slot's index among the run's values
@@ -300,7 +317,11 @@ def joined(run: list[tuple], constants: dict[int, object], listeners: Sequence):
                 local[slot] = len(initial)
                 initial.append(constants.get(slot))
     released = {slot for step, _ in run for slot in step.released}
-    fresh: set[int] = set()  # the run's values that are new arrays it made
+    fresh = {local[s] for s in inputs if s in given}  # the run's values that are new arrays no one else holds
+    reads: dict[int, int] = {}  # how many operands of the run's ops each of its values is
+    for step, _ in run:
+        for i in (local[s] for s in step.operands):
+            reads[i] = reads.get(i, 0) + 1
     parts: list[Part] = []
     for step, host in run:
         if all(step.operands[i] in constants for i in host.reads):  # (computed once)
@@ -313,13 +334,19 @@ def joined(run: list[tuple], constants: dict[int, object], listeners: Sequence):
         dead = tuple(local[s] for s in step.released if s in local and s not in inputs)
         into = -1
         if host.into is not None:
-            for k, value in enumerate(step.op.operands):
-                if operands[k] in fresh and operands[k] in dead and value.has_one_use():
+            for k in range(len(operands)):
+                if (
+                    operands[k] in fresh
+                    and (operands[k] in dead or operands[k] < len(inputs))
+                    and reads[operands[k]] == 1
+                ):
                     into = k
                     break
         parts.append(Part(step.op, host, operands, tuple(local[s] for s in step.results), dead, into))
         if host.fresh:
             fresh.update(local[s] for s in step.results)
+        elif host.view and operands[0] in fresh and reads[operands[0]] == 1:  # (the array's one handle)
+            fresh.update(local[s] for s in step.results if s in released)
     outputs = tuple(slot for slot in made if slot not in released)
     return replace(
         run[0][0],

@@ -736,7 +736,7 @@ def whole_product(each: Layer, result_type, groups: list[Tiles]):
         ]
         return (as_type(products[0] if count == 1 else np.hstack(products), result_type),)
 
-    run.on_backend = True
+    run.on_backend = run.fresh = True  # (a new array each call: the host steps after it may write into it)
     return run
 
 

@@ -2,6 +2,8 @@
 the interpreter, bit for bit, with constants computed once, results written into the run's own
 dead arrays only, and every op run shown to the listeners."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from xdsl.utils.exceptions import InterpretationError
@@ -118,6 +120,31 @@ def test_a_compiled_network_runs_its_host_ops_in_runs_bit_for_bit():
     program.layer_products = False
     np.testing.assert_array_equal(ours, compiled(images))
     assert report == compiled.last_run.device.report()
+
+
+def test_a_bias_add_writes_into_the_layer_product_it_reads_last():
+    """A layer's product is a new array each call: the bias add after it (through the views of the
+    layout change) writes into it; the outputs are bitwise those of the same runs allocating their
+    results, call after call (no constant written)."""
+    compiled = cimxdsl.compile("examples/digits_cnn.onnx", device="ideal", mode="exact", batch=2)
+    images = np.load("examples/digits_test.npz")["inputs"][:2].astype(np.float32)
+    first = compiled(images)
+    steps = [s for s in compiled.program().prepared.fused if isinstance(s.implementation, HostRun)]
+    writing = []  # (run, part index) of the parts writing into an array the run was given
+    for step in steps:
+        made = {r: part for part in step.implementation.parts for r in part.results}
+        for k, part in enumerate(step.implementation.parts):
+            value = part.operands[part.into] if part.into >= 0 else -1
+            while value in made and made[value].step.view:
+                value = made[value].operands[0]
+            if 0 <= value < len(step.operands):
+                writing.append((step.implementation, k))
+    assert any(run.parts[k].op.name == "arith.addf" for run, k in writing)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(images), first)
+    for run, k in writing:  # (the same runs, allocating)
+        run.parts[k] = replace(run.parts[k], into=-1)
+    np.testing.assert_array_equal(compiled(images), first)
 
 
 def test_an_op_failing_in_a_run_is_named():
