@@ -1,8 +1,9 @@
 """Host steps of a prepared function as NumPy calls built once, and runs of them as one step.
 
 Between the products of two layers a network's body is a run of host ops on tensors: bias adds,
-ReLUs, batch normalisations, the transposes and reshapes of layout changes and channel shuffles,
-pads, poolings, slices and concatenations. Run on the interpreter, each op costs tens of µs of dispatch (its
+ReLUs, batch normalisations, requantizations (element-wise `linalg.generic`s, their bodies run
+without the interpreter's dispatch per op), the transposes and reshapes of layout changes and
+channel shuffles, pads, poolings, slices and concatenations. Run on the interpreter, each op costs tens of µs of dispatch (its
 implementation looked up, its attributes read, its result converted to its type), more than the
 NumPy work of most of them. Here each such op is given, when the program is prepared, a function
 of its operands with its attributes and result type read once (`host_step`), and each run of
@@ -20,6 +21,7 @@ pads, poolings and the element-wise ops of `values.ON_BACKEND`; a run with any o
 
 from __future__ import annotations
 
+import math as pymath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -27,20 +29,27 @@ import numpy as np
 from xdsl.dialects import arith as arith_dialect
 from xdsl.dialects import tensor, tosa
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
-from xdsl.dialects.linalg.ops import BroadcastOp, TransposeOp
+from xdsl.dialects.linalg.attrs import IteratorType
+from xdsl.dialects.linalg.ops import BroadcastOp, GenericOp, TransposeOp
+from xdsl.dialects.linalg.ops import YieldOp as LinalgYieldOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation
 
+from cimxdsl.device.threads import pool_threads
 from cimxdsl.dialects.utils import numpy_dtype
 from cimxdsl.interpreters import arith, math
+from cimxdsl.interpreters.linalg import LinearMap, copied_input, loop_sizes
 from cimxdsl.interpreters.tensor import checked_slices, pad
 from cimxdsl.interpreters.tosa import pooled
 from cimxdsl.interpreters.values import (
     ON_BACKEND,
+    PARALLEL_ELEMENTS,
     applied,
+    as_type,
     common_backend,
     constant_value,
     identity,
+    in_parts,
     on_backend,
     read_only,
 )
@@ -132,6 +141,8 @@ def host_step(op: Operation, constant: Callable[[object], object]) -> HostStep |
         return slice_step(op, shape)
     if isinstance(op, tensor.PadOp):
         return pad_step(op, constant)
+    if isinstance(op, GenericOp):
+        return generic_step(op, shape, dtype)
     return None
 
 
@@ -161,6 +172,84 @@ def elementwise_step(op: Operation, function: Callable, dtype: np.dtype) -> Host
     ufunc = isinstance(function, np.ufunc)
     into = (lambda args, out: function(*args, out=out)) if ufunc and function.nout == 1 and same_types(op) else None
     return HostStep(run, tuple(range(len(op.operands))), into, fresh=ufunc, host_only=not on_backend_op(op))
+
+
+def generic_step(op: GenericOp, shape: tuple[int, ...], dtype: np.dtype) -> HostStep | None:
+    """An element-wise `linalg.generic` (no reduction loops, maps that pick loops, a body of
+    constants and element-wise ops): its body as a function of its inputs over the loops, run once
+    over whole arrays — in slices on the threads of `using_threads` when large, as the ops of the
+    body run on the interpreter — without the interpreter's dispatch per op of the body."""
+    maps = [LinearMap.of(m.data) for m in op.indexing_maps]
+    if len(op.outputs) != 1 or any(m is None or not m.picks_loops or len(set(m.loops)) < len(m.loops) for m in maps):
+        return None
+    if any(t.data == IteratorType.REDUCTION for t in op.iterator_types) or copied_input(op.body) is not None:
+        return None
+    block = op.body.block
+    index = {arg: i for i, arg in enumerate(block.args)}
+    program: list[tuple[Callable, tuple[int, ...], object]] = []  # (function, operands, result type)
+    for inner in block.ops:
+        if isinstance(inner, LinalgYieldOp):
+            break
+        if isinstance(inner, arith_dialect.ConstantOp):
+            value = constant_value(inner)
+            program.append((lambda value=value: value, (), None))
+        elif (
+            type(inner) in ELEMENTWISE
+            and not inner.regions
+            and len(inner.results) == 1
+            and all(v in index for v in inner.operands)  # (no value captured from outside the body)
+        ):
+            program.append((ELEMENTWISE[type(inner)], tuple(index[v] for v in inner.operands), inner.results[0].type))
+        else:
+            return None
+        index[inner.results[0]] = len(block.args) + len(program) - 1
+    if block.last_op.operands[0] not in index:
+        return None
+    yielded = index[block.last_op.operands[0]]
+    out_used = bool(block.args[-1].uses)
+    loops = maps[-1].loops
+    on_host = not all(on_backend_op(inner) for inner in block.ops if type(inner) in ELEMENTWISE)
+
+    def body(*inputs):
+        values = list(inputs) if out_used else [*inputs, None]
+        for function, operands, t in program:
+            values.append(function() if t is None else as_type(applied(function, [values[i] for i in operands]), t))
+        return values[yielded]
+
+    def run(args):
+        backend = common_backend(args)
+        sizes = loop_sizes(op, maps, args)
+        read = args if out_used else args[:-1]
+        if backend.is_numpy:
+            inputs = [m.view(op, v, sizes) for v, m in zip(read, maps, strict=False)]
+            if pool_threads() > 1 and pymath.prod(sizes) >= PARALLEL_ELEMENTS:
+                value = in_parts(body, inputs, sizes, dtype)
+            else:
+                value = np.broadcast_to(np.asarray(body(*inputs)), sizes)
+            return (typed(np.transpose(value, loops), dtype),)
+        xp = backend.xp
+        inputs = [loop_view(xp, backend.moved(v), m, sizes) for v, m in zip(read, maps, strict=False)]
+        value = body(*inputs)
+        if on_backend(value) is None:  # (a constant)
+            value = backend.moved(np.asarray(value))
+        value = xp.broadcast_to(value, sizes)
+        return (typed(value if list(loops) == sorted(loops) else xp.permute_dims(value, loops), dtype),)
+
+    return HostStep(run, tuple(range(len(op.operands) if out_used else len(op.inputs))), host_only=on_host)
+
+
+def loop_view(xp, value, linear_map: LinearMap, sizes: tuple[int, ...]):
+    """`value` of another backend than NumPy over the loops of `sizes` (size 1 along the loops the
+    map does not use), for a map that picks loops (each operand axis one loop, from its constant on)."""
+    index = tuple(
+        slice(int(c), int(c) + sizes[loop]) for c, loop in zip(linear_map.constants, linear_map.loops, strict=True)
+    )
+    value = value[index] if index else value
+    order = sorted(range(len(linear_map.loops)), key=lambda axis: linear_map.loops[axis])
+    if order != sorted(order):
+        value = xp.permute_dims(value, tuple(order))
+    used = sorted(linear_map.loops)
+    return xp.reshape(value, tuple(sizes[d] if d in used else 1 for d in range(len(sizes))))
 
 
 def slice_step(op: tensor.ExtractSliceOp | tensor.InsertSliceOp, shape: tuple[int, ...]) -> HostStep | None:

@@ -57,13 +57,11 @@ from xdsl.ir.affine import (
     AffineMap,
 )
 
-from cimxdsl.device.backend import NUMPY, ArrayBackend
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.utils import precision_of
-from cimxdsl.interpreters.host_steps import on_backend_op
 from cimxdsl.interpreters.numeric import conv2d_nchw_fchw, conv2d_ngchw_gfchw, gather, strided
 from cimxdsl.interpreters.runtime import CrossbarRuntime
-from cimxdsl.interpreters.values import common_backend, interpretation_error, on_backend, result_of
+from cimxdsl.interpreters.values import interpretation_error, result_of
 
 REDUCTIONS: dict[type, np.ufunc] = {
     arith.AddfOp: np.add,
@@ -138,48 +136,6 @@ class LinearMap:
         if self.picks_loops:
             return strided(array, self.coefficients, self.constants, shape)
         return gather(array, self.coefficients, self.constants, shape)
-
-
-def runs_on_backend(op: GenericOp) -> bool:
-    """Whether `op` runs on values of another array backend (`generic_on_backend`): no reduction
-    loops, maps that pick loops, a body of constants and element-wise ops of `values.ON_BACKEND`."""
-    maps = [LinearMap.of(m.data) for m in op.indexing_maps]
-    if len(op.outputs) != 1 or any(m is None or not m.picks_loops or len(set(m.loops)) < len(m.loops) for m in maps):
-        return False
-    if any(t.data == IteratorType.REDUCTION for t in op.iterator_types):
-        return False
-    return all(isinstance(inner, arith.ConstantOp | LinalgYieldOp) or on_backend_op(inner) for inner in op.body.ops)
-
-
-def generic_on_backend(interpreter: Interpreter, op: GenericOp, args: PythonValues, backend: ArrayBackend):
-    """The value of a `linalg.generic` that `runs_on_backend`, its inputs on `backend` (its output
-    read only if the body reads it)."""
-    maps = [LinearMap.of(m.data) for m in op.indexing_maps]
-    sizes = loop_sizes(op, maps, args)
-    xp = backend.xp
-    out = op.body.block.args[-1]
-    inputs = [loop_view(xp, backend.moved(v), m, sizes) for v, m in zip(args[:-1], maps[:-1], strict=True)]
-    init = loop_view(xp, backend.moved(args[-1]), maps[-1], sizes) if out.uses else None
-    (value,) = interpreter.run_ssacfg_region(op.body, (*inputs, init), "linalg.generic")
-    if on_backend(value) is None:  # (a constant)
-        value = backend.moved(np.asarray(value))
-    value = xp.broadcast_to(value, sizes)
-    loops = maps[-1].loops
-    return value if list(loops) == sorted(loops) else xp.permute_dims(value, loops)
-
-
-def loop_view(xp, value, linear_map: LinearMap, sizes: tuple[int, ...]):
-    """`value` over the loops of `sizes` (size 1 along the loops the map does not use), for a map
-    that picks loops (each operand axis one loop, from its constant on)."""
-    index = tuple(
-        slice(int(c), int(c) + sizes[loop]) for c, loop in zip(linear_map.constants, linear_map.loops, strict=True)
-    )
-    value = value[index] if index else value
-    order = sorted(range(len(linear_map.loops)), key=lambda axis: linear_map.loops[axis])
-    if order != sorted(order):
-        value = xp.permute_dims(value, tuple(order))
-    used = sorted(linear_map.loops)
-    return xp.reshape(value, tuple(sizes[d] if d in used else 1 for d in range(len(sizes))))
 
 
 def linear(expr: AffineExpr) -> bool:
@@ -325,9 +281,6 @@ class LinalgFunctions(InterpreterFunctions):
 
     @impl(GenericOp)
     def run_generic(self, interpreter: Interpreter, op: GenericOp, args: PythonValues):
-        backend = common_backend(args)
-        if backend is not NUMPY:
-            return result_of(op, generic_on_backend(interpreter, op, args, backend))
         found = [LinearMap.of(m.data) for m in op.indexing_maps]
         maps = [m for m in found if m is not None]
         if len(op.outputs) != 1 or len(maps) != len(found) or not maps[-1].picks_loops:

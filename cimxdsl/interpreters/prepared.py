@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from xdsl.dialects import bufferization, func
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.dialects.linalg.ops import GenericOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import ConstantLike, SymbolTable, is_side_effect_free
@@ -38,7 +37,6 @@ from cimxdsl.dialects import pim, spatial
 from cimxdsl.interpreters.host_steps import host_runs
 from cimxdsl.interpreters.layer_products import fuse_layer_products
 from cimxdsl.interpreters.lifetimes import ValueReleaser, block_ops
-from cimxdsl.interpreters.linalg import runs_on_backend
 from cimxdsl.interpreters.runtime import CrossbarRuntime
 from cimxdsl.interpreters.values import VIEWS, read_only
 
@@ -270,10 +268,7 @@ def takes_backend_values(step: Step) -> bool:
     """Whether `step` runs on operands held on another array backend (`Step.on_backend`)."""
     if step.implementation is not None:
         return getattr(step.implementation, "on_backend", False)
-    op = step.op
-    return isinstance(op, (*VIEWS, bufferization.AllocTensorOp, func.ReturnOp)) or (
-        isinstance(op, GenericOp) and runs_on_backend(op)
-    )
+    return isinstance(step.op, (*VIEWS, bufferization.AllocTensorOp, func.ReturnOp))
 
 
 def captured_values(op: Operation) -> list[SSAValue]:
