@@ -10,6 +10,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 import cimxdsl
 from cimxdsl.device import Device
+from cimxdsl.device.threads import using_threads
 from cimxdsl.interpreters import Program, build_interpreter, entry_function
 from cimxdsl.interpreters.host_steps import HostRun, host_runs
 from cimxdsl.interpreters.prepared import PreparedFunction
@@ -145,6 +146,54 @@ def test_a_bias_add_writes_into_the_layer_product_it_reads_last():
     for run, k in writing:  # (the same runs, allocating)
         run.parts[k] = replace(run.parts[k], into=-1)
     np.testing.assert_array_equal(compiled(images), first)
+
+
+GENERIC = """
+func.func @main(%x: tensor<4x64x32x32xf32>, %s: tensor<64xf32>) -> tensor<4x32x32x64xi8> {
+  %e = tensor.empty() : tensor<4x32x32x64xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>,
+      affine_map<(n, c, h, w) -> (c)>, affine_map<(n, c, h, w) -> (n, h, w, c)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %s : tensor<4x64x32x32xf32>, tensor<64xf32>) outs(%e : tensor<4x32x32x64xi8>) {
+  ^bb0(%in: f32, %scale: f32, %out: i8):
+    %d = arith.divf %in, %scale : f32
+    %r = math.roundeven %d : f32
+    %lo = arith.constant -128.0 : f32
+    %hi = arith.constant 127.0 : f32
+    %c = arith.maximumf %r, %lo : f32
+    %k = arith.minimumf %c, %hi : f32
+    %i = arith.fptosi %k : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<4x32x32x64xi8>
+  func.return %q : tensor<4x32x32x64xi8>
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_elementwise_generic_is_a_host_step_equal_to_the_interpreter(threads):
+    """A requantization (`linalg.generic`: a divide, round, clamp and conversion per element, a
+    broadcast scale, its output in another order) runs as a host step, in slices on two threads
+    when large: bitwise the interpreter's body run op by op."""
+    module = parse(GENERIC)
+    interpreter = build_interpreter(module, Device("ideal"))
+    prepared = PreparedFunction(interpreter, entry_function(module, "main"))
+    constants = {slot: value for slot, value in enumerate(prepared.constants) if value is not None}
+    prepared.fused = host_runs(prepared.steps, constants, ())
+    assert [
+        p.op.name for s in prepared.fused if isinstance(s.implementation, HostRun) for p in s.implementation.parts
+    ] == ["linalg.generic"]
+    rng = np.random.default_rng(threads)
+    x = (rng.normal(size=(4, 64, 32, 32)) * 300).astype(np.float32)
+    x[0, 0, 0, :4] = [0.5, 1.5, -2.5, np.float32(2.5)]  # (ties: half to even)
+    scale = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    with using_threads(threads):
+        (ours,) = prepared((x, scale), layer_products=True)
+    (theirs,) = prepared((x, scale), layer_products=False)
+    assert ours.dtype == np.int8 and ours.shape == (4, 32, 32, 64)
+    np.testing.assert_array_equal(ours, theirs)
+    expected = np.clip(np.rint(x / scale[:, None, None]), -128, 127).astype(np.int8).transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(ours, expected)
 
 
 def test_an_op_failing_in_a_run_is_named():
