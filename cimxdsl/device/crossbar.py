@@ -635,36 +635,38 @@ def input_planes(x: np.ndarray, config: DeviceConfig) -> InputPlanes:
     none = np.zeros(x.shape[:-1], np.int64)
     signs = None
 
-    def digits(source: int, width: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
-        return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
-
     if config.input_encoding == "offset":
         offsets = np.where(negative, 2 ** (bits - 1), 0)
         u = np.empty(x.shape, utype)  # u = x + o (in 0 … 2**bits - 1: u holds it)
         rows_of(lambda r, e: np.add(x[e], offsets[r][..., None], out=u[e], casting="unsafe"))
-        planes, sources, flip = digits(0, bits), (u,), False
+        planes, sources, flip = _digits(0, bits, dac), (u,), False
     elif config.input_encoding == "twos_complement":
         u = np.empty(x.shape, utype)  # the two's complement pattern of a signed row, the value of an unsigned one
         rows_of(lambda _, e: np.copyto(u[e], x[e], casting="unsafe"))
         p = (bits - 1) % dac  # the sign bit's place within its digit
         sign_bit = ((0, bits - 1 - p, 2**p), 2.0 ** (bits - 1 - p))
-        planes, sources, flip, offsets = [*digits(0, bits - 1), sign_bit], (u,), True, none
+        planes, sources, flip, offsets = [*_digits(0, bits - 1, dac), sign_bit], (u,), True, none
     elif config.input_encoding == "bipolar":
         magnitudes = np.abs(x.astype(np.int64)).astype(utype)  # |-2**(bits-1)| fits `bits` bits
-        planes, sources, flip, offsets = digits(0, bits), (magnitudes,), False, none
+        planes, sources, flip, offsets = _digits(0, bits, dac), (magnitudes,), False, none
         signs = np.sign(x).astype(np.int8) if negative.any() else None
     else:
         positive = np.empty(x.shape, utype)
         rows_of(lambda _, e: np.maximum(x[e], 0, out=positive[e], casting="unsafe"))
-        planes, sources, flip, offsets = digits(0, bits), (positive,), False, none
+        planes, sources, flip, offsets = _digits(0, bits, dac), (positive,), False, none
         if negative.any():
             magnitudes = np.empty(x.shape, utype)  # (-x in a wider type: -(-128) overflows int8)
             rows_of(lambda _, e: np.maximum(-x[e].astype(np.int64), 0, out=magnitudes[e], casting="unsafe"))
             sources = (positive, magnitudes)
-            planes += digits(1, bits, -1.0)
+            planes += _digits(1, bits, dac, -1.0)
     return InputPlanes(
         sources, tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets, flip, signs
     )
+
+
+def _digits(source: int, width: int, dac: int, sign: float = 1.0) -> list[tuple[tuple[int, int, int], float]]:
+    """The DAC digits of a `width`-bit source: ((source, shift, mask), shift-and-add weight) each."""
+    return [((source, s, 2 ** min(dac, width - s) - 1), sign * 2.0**s) for s in range(0, width, dac)]
 
 
 def _output_noise(sums, config: DeviceConfig, rng: np.random.Generator | None, backend: ArrayBackend = NUMPY):
@@ -1118,9 +1120,8 @@ def _offset_planes(x, config: DeviceConfig, backend: ArrayBackend) -> InputPlane
     offsets = xp.astype(negative, xp.int64) * 2 ** (bits - 1)
     utype = np.min_scalar_type(2**bits - 1)
     u = xp.astype(xp.astype(x, xp.int64) + offsets[..., None], backend.dtype(utype))
-    shifts = list(range(0, bits, dac))
-    planes = tuple((0, s, 2 ** min(dac, bits - s) - 1) for s in shifts)
-    return InputPlanes((u,), planes, np.array([2.0**s for s in shifts]), negative, offsets)
+    planes = _digits(0, bits, dac)
+    return InputPlanes((u,), tuple(p for p, _ in planes), np.array([c for _, c in planes]), negative, offsets)
 
 
 def _corrected_on(total, planes: InputPlanes, parts, stack: TileStack, config: DeviceConfig, kept: bool):

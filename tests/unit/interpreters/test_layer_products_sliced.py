@@ -102,13 +102,7 @@ def test_stacked_products_equal_tile_by_tile(device, data, m, k_tiles, n_tiles):
     high = 2 ** (config.weight_bits - 1) - 1
     w = rng.integers(-high, high + 1, (k, n))
     module = apply(parse(program_text(w, m)), f'memristor{{device="{path}" crossbars=4}}')
-    spans = None
-    if config.static_adc:
-        calibrating = Device(config, calibrating=True)
-        Program(module, calibrating)([inputs(rng, config, m, k, 2) for _ in range(2)])
-        spans = calibrating.adc_spans
-    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
-    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 2) for _ in range(2)])
     tiles = -(-k // rows) * -(-n // cols)
     fused = stacked.prepared.fused or []  # (X whole, an argument of the function: not recognised)
     assert counted_tiles(fused) == (2 * tiles if k > rows else 0)
@@ -148,13 +142,7 @@ def test_a_layer_whose_rows_fit_one_tile_runs_as_one_product(device, n_tiles):
     w = rng.integers(-high, high + 1, (k, n))
     text = MADE.format(m=m, k=k, n=n, w=dense_hex(w, "i32"))
     module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
-    spans = None
-    if config.static_adc:
-        calibrating = Device(config, calibrating=True)
-        Program(module, calibrating)([inputs(rng, config, m, k, 1)])
-        spans = calibrating.adc_spans
-    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
-    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 1)])
     assert counted_tiles(stacked.prepared.fused or []) == -(-n // cols)  # (every tile product counted, not run)
     for _ in range(2):
         x = [inputs(rng, config, m, k, 1)]
@@ -195,18 +183,25 @@ def test_two_products_of_one_tile_read_first_by_one_op(device):
     w, v = rng.integers(-high, high + 1, (k, n)), rng.integers(-high, high + 1, (k, n))
     text = TWO.format(m=m, k=k, n=n, w=dense_hex(w, "i32"), v=dense_hex(v, "i32"))
     module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
-    spans = None
-    if config.static_adc:
-        calibrating = Device(config, calibrating=True)
-        Program(module, calibrating)([inputs(rng, config, m, k, 1)])
-        spans = calibrating.adc_spans
-    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
-    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 1)])
     assert counted_tiles(stacked.prepared.fused or []) == 2
     x = [inputs(rng, config, m, k, 1)]
     ours, theirs = stacked(x), tiled(x)
     np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
     assert ours.device.report() == theirs.device.report()
+
+
+def stacked_and_tiled(module, config, calibration) -> tuple[Program, Program]:
+    """`module` run with layer products and tile by tile, on devices of `config` whose static ADC
+    ranges (if any) are calibrated on the inputs `calibration()` gives (drawn only then)."""
+    spans = None
+    if config.static_adc:
+        calibrating = Device(config, calibrating=True)
+        Program(module, calibrating)(calibration())
+        spans = calibrating.adc_spans
+    stacked = Program(module, Device(config, adc_spans=spans and dict(spans)))
+    tiled = Program(module, Device(config, adc_spans=spans and dict(spans)), layer_products=False)
+    return stacked, tiled
 
 
 def counted_tiles(steps) -> int:
