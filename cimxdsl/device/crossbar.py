@@ -44,6 +44,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from cimxdsl.device import kernels
 from cimxdsl.device.backend import NUMPY, ArrayBackend, namespace_of, numpy_dtype_of, on_backend
 from cimxdsl.device.config import DeviceConfig
 from cimxdsl.device.drift import compensation_gain, drift, one_over_f_noise
@@ -970,6 +971,8 @@ def sliced_product(
     factors = np.array([2.0**stack.pack] * h + [1.0] * (count - h)) * (fold or 1.0)
     factors = factors.astype(g_dtype).reshape(count, 1, 1)
 
+    epilogue = _packed_epilogue(stack, planes, config, coefficients, fold, dtype) if packed else None
+
     def packed_digits(start: int, b: int, a0: int, a1: int, digits: np.ndarray, spare: np.ndarray) -> None:
         """Into `digits` (t, h, b, K): plane i's digits · 2**-w plus plane i + h's (NumPy)."""
         rows, paired = (slice(a0, a1), slice(start, start + b)), count - h
@@ -978,12 +981,15 @@ def sliced_product(
         digits *= g_dtype.type(2.0**-stack.pack)
         digits[:, :paired] += spare
 
-    def packed_sums(digits: np.ndarray, a0: int, c0: int, c1: int, out: np.ndarray) -> np.ndarray:
-        """The column sums (t, count, b, c1 - c0) of packed `digits` on columns [c0, c1), into `out`."""
+    def packed_sums(digits: np.ndarray, a0: int, c0: int, c1: int, out: np.ndarray, split: bool) -> np.ndarray:
+        """The column sums (t, count, b, c1 - c0) of packed `digits` on columns [c0, c1), into `out`
+        (without `split`: the packed sums, (t, h, b, c1 - c0))."""
         t, _, b, _ = digits.shape
-        sums = out[: t * count * b * (c1 - c0)].reshape(t, count, b, c1 - c0)
+        sums = out[: t * (count if split else h) * b * (c1 - c0)].reshape(t, -1, b, c1 - c0)
         for a in range(t):
             np.matmul(digits[a].reshape(h * b, width), g[a0 + a, :, c0:c1], out=sums[a, :h].reshape(h * b, -1))
+        if not split:
+            return sums
         paired = count - h
         np.floor(sums[:, :paired], out=sums[:, h:])  # (the integer parts: planes h…)
         sums[:, :paired] -= sums[:, h:]
@@ -1076,8 +1082,11 @@ def sliced_product(
             packed_digits(start, b, a0, a1, digits[: a1 - a0], spare[: a1 - a0])
             for c0 in range(0, columns, block_columns):
                 c1 = min(columns, c0 + block_columns)
-                sums = packed_sums(digits[: a1 - a0], a0, c0, c1, buffer)
-                done[:, c0 // per_column : c1 // per_column] += convert(start, b, a0, a1, sums)
+                sums = packed_sums(digits[: a1 - a0], a0, c0, c1, buffer, epilogue is None)
+                if epilogue is None:
+                    done[:, c0 // per_column : c1 // per_column] += convert(start, b, a0, a1, sums)
+                else:
+                    epilogue(sums, done[:, c0 // per_column : c1 // per_column])
         total[start : start + b] = done
 
     chunks = [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
@@ -1099,6 +1108,40 @@ def sliced_product(
     if stack.weight_offset.any():
         result -= np.matmul(parts.sum(axis=-1, dtype=np.int64).T, stack.weight_offset)
     return backend.moved(result) if kept else result
+
+
+def _packed_epilogue(stack: TileStack, planes: InputPlanes, config: DeviceConfig, coefficients, fold, dtype):
+    """Where Numba is installed and the ADC's step is one scalar: a function that adds the outputs
+    of a packed product's sums to a chunk's results in one pass (`kernels.packed_epilogue`), its
+    ADC formula checked against `_adc_levels` on every column sum a field can hold (so bit for bit
+    the NumPy passes'); else None."""
+    full = config.adc_bits == 0 or config.adc_range in ("full", "full_pow2")
+    kernel = kernels.packed_epilogue() if full and stack.gains is None and not planes.flip_last else None
+    if kernel is None:
+        return None
+    fields = np.arange(2**stack.pack, dtype=stack.reads.dtype)
+    levels, den, num = _adc_levels(
+        fields * fields.dtype.type(fold or 1.0), config, False, fold is not None, stack.max_sum
+    )
+    kind = next(
+        (k for k in (np.float32, np.float64) if np.array_equal(_formula(fields, num, den, levels[-1], k), levels)), None
+    )
+    if kind is None:
+        return None
+    h = (len(planes.scale) + 1) // 2
+    weights = np.multiply.outer(planes.scale, np.asarray(coefficients)).astype(dtype)
+    weights = np.tile(weights, stack.reads.shape[2] // weights.shape[1])
+    high_weights = np.zeros_like(weights[:h])
+    high_weights[: len(weights) - h] = weights[h:]
+    constants = (kind(2.0**stack.pack), kind(num), kind(den), kind(levels[-1]))
+    read_back = (1.0, 1.0) if den == num else (float(den), float(num))
+    low_weights = np.ascontiguousarray(weights[:h])
+    return lambda sums, done: kernel(sums, *constants, low_weights, high_weights, read_back, done)
+
+
+def _formula(fields: np.ndarray, num, den, high, kind) -> np.ndarray:
+    """min(rint(s · num / den), high) in `kind`, as `kernels.packed_epilogue` computes it."""
+    return np.minimum(np.rint(fields.astype(kind) * kind(num) / kind(den)), kind(high))
 
 
 def _blocks_on(x, edges: np.ndarray, width: int, backend: ArrayBackend):

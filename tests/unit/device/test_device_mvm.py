@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cimxdsl.device.crossbar as crossbar
-from cimxdsl.device import Device, DeviceConfig, calibrate_tile, crossbar_matmul, preset, program_tile
+from cimxdsl.device import Device, DeviceConfig, calibrate_tile, crossbar_matmul, kernels, preset, program_tile
 from cimxdsl.device.config import ENCODINGS, INPUT_ENCODINGS, PROG_NOISE_CLIPS
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -370,6 +370,75 @@ def test_two_input_planes_share_one_product_bitwise(input_encoding, dac_bits, mo
     np.testing.assert_array_equal(crossbar.sliced_product(x, stack, lossless), x @ w)
     wide = config.replace(cell_bits=4, dac_bits=4)  # 128 · 15 · 15 needs 15 bits: two fields need 30
     assert crossbar.stack_tiles([[program_tile(w[:128, :32], wide)]], None, wide).pack == 0
+
+
+EPILOGUES = {"numpy passes": None, "python": kernels.packed_epilogue_python}
+if kernels.packed_epilogue() is not None:
+    EPILOGUES["numba"] = kernels.packed_epilogue()
+
+
+@pytest.mark.parametrize("epilogue", sorted(EPILOGUES))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    weight_bits=st.integers(2, 8),
+    input_bits=st.integers(2, 8),
+    dac_bits=st.integers(1, 3),
+    cell_bits=st.integers(1, 3),
+    adc=st.sampled_from([(0, "full"), (3, "full"), (5, "full_pow2"), (8, "full"), (8, "full_pow2"), (11, "full")]),
+    layout=st.sampled_from(["differential", "offset"]),
+    input_encoding=st.sampled_from(["offset", "twos_complement", "sign_magnitude"]),
+    k=st.sampled_from([1, 63, 64, 65, 127, 128, 129, 200]),
+    n=st.integers(1, 12),
+    batch=st.integers(1, 9),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_packed_products_epilogue_equals_the_plain_reference(
+    epilogue, weight_bits, input_bits, dac_bits, cell_bits, adc, layout, input_encoding, k, n, batch, seed
+):
+    """A packed product's split, ADC and shift-and-add — as NumPy passes, or in one pass
+    (`kernels.packed_epilogue`, compiled by Numba where installed, and its Python source) — give
+    bit for bit the plain read-by-read model's result, per K-block of 64 rows and column tile of a
+    stack, with the largest weights and inputs present (sums at the top of the ADC's range). (DACs
+    and cells no wider than the values: the reference's full scale takes their levels whole.)"""
+    config = preset("cinnamon").replace(
+        rows=64, weight_bits=weight_bits, input_bits=input_bits, dac_bits=min(dac_bits, input_bits),
+        cell_bits=min(cell_bits, weight_bits),
+        adc_bits=adc[0], adc_range=adc[1], encoding=layout, input_encoding=input_encoding,
+    )  # fmt: skip
+    rng = np.random.default_rng(seed)
+    w = signed_or_unsigned(rng, (k, n), weight_bits, True)
+    w[w == -(2 ** (weight_bits - 1))] += 1 if layout == "differential" else 0
+    x = random_inputs(rng, batch, k, input_bits)
+    rows, columns = config.tile_shape
+    grid = [
+        [program_tile(w[a : a + rows, b : b + columns], config) for b in range(0, n, columns)]
+        for a in range(0, k, rows)
+    ]
+    stack = crossbar.stack_tiles(grid, None, config)
+    original, kernels.packed_epilogue = kernels.packed_epilogue, lambda: EPILOGUES[epilogue]
+    try:
+        result = crossbar.sliced_product(x, stack, config)
+    finally:
+        kernels.packed_epilogue = original
+    tiles = [[(slice(a, a + rows), slice(b, b + columns)) for b in range(0, n, columns)] for a in range(0, k, rows)]
+    reference = (lambda x, w, config: x @ w) if adc[0] == 0 else reference_sliced_product  # (0 bits: lossless)
+    expected = sum(np.hstack([reference(x[:, r], w[r, c], config) for r, c in row]) for row in tiles)
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("adc_range", ["full", "full_pow2", "calibrated"])
+def test_the_one_pass_epilogue_runs_where_the_adc_step_is_one_scalar(adc_range, monkeypatch):
+    """A full-scale ADC (one step for every read) takes the one-pass epilogue; a calibrated one (a
+    step per read) the NumPy passes; both give the plain model's result."""
+    calls = []
+    counted = lambda *args: calls.append(kernels.packed_epilogue_python(*args))  # noqa: E731
+    monkeypatch.setattr(kernels, "packed_epilogue", lambda: counted)
+    config = preset("cinnamon").replace(rows=32, weight_bits=8, input_bits=8, adc_bits=6, adc_range=adc_range)
+    rng = np.random.default_rng(1)
+    w, x = rng.integers(-127, 128, (32, 8)), random_inputs(rng, 4, 32, 8)
+    stack = crossbar.stack_tiles([[program_tile(w, config)]], None, config)
+    np.testing.assert_array_equal(crossbar.sliced_product(x, stack, config), reference_sliced_product(x, w, config))
+    assert bool(calls) == (adc_range != "calibrated")
 
 
 def test_inputs_that_fit_as_a_whole_fit_every_column_slice():
