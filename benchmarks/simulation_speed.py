@@ -40,7 +40,7 @@ import cimxdsl
 from benchmarks.crossbar_gemm import best_time
 from benchmarks.model_zoo import MODELS
 from benchmarks.slice_bound import bound_seconds, recorded_products
-from cimxdsl.device import preset
+from cimxdsl.device import kernels, preset
 from cimxdsl.device.threads import cores
 from cimxdsl.frontend.onnx_importer import with_batch
 
@@ -66,6 +66,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     calibration = rng.normal(size=(4, 3, args.size, args.size)).astype(np.float32)
     print(f"resnet18 ({args.size}x{args.size}, width {args.width}): simulation time / onnxruntime (float)")
+    passes = "one compiled pass (Numba)" if kernels.one_pass() else "NumPy passes (no Numba)"
+    print(f"a bit-sliced product's ADC and shift-and-add: {passes}")
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
         f"  writes (least)  1 thread  speed-up ({cores()} cores)  tile by tile  slice-work bound  1 thread / bound"

@@ -341,23 +341,37 @@ def _adc_levels(
     scalar = isinstance(den, float)
     if scalar and den == num and config.integral:
         return sums, 1.0, 1  # step 1: noiseless sums are integers the ADC holds exactly
-    if not _ties_exact(config, sums.dtype, num, xp):
+    wide, multiply, divide, low, high = _adc_arithmetic(config, sums.dtype, signed, folded, num, den, max_sum, xp)
+    if wide:
         sums = xp.astype(sums, xp.float64)
-    if not folded and num != 1:
+    if multiply:
         sums *= num
-    if not folded or num != 1:
+    if divide:
         if scalar or isinstance(sums, np.ndarray) or den.dtype == sums.dtype:
             sums /= den
         else:  # (in the wider dtype, then rounded back as an in-place division does)
             sums = xp.astype(sums / den, sums.dtype)
     sums = _rint(sums, xp)
+    if low is not None or high is not None:
+        sums = _clip(sums, low, high, xp)
+    return sums, den, num
+
+
+def _adc_arithmetic(config: DeviceConfig, dtype, signed: bool, folded: bool, num: int, den, max_sum: float, xp=np):
+    """How `_adc_levels` converts sums of `dtype`: (in float64, times L, divided by F', the lowest
+    level or None, the highest or None — None where no sum up to `max_sum` reaches it)."""
+    bits = config.adc_bits
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
-    reachable = np.rint(max_sum * num / den) if scalar else np.inf
+    reachable = np.rint(max_sum * num / den) if isinstance(den, float) else np.inf
     clamp_high = reachable > high
     clamp_low = (signed and -reachable < low) or not config.integral
-    if clamp_high or clamp_low:
-        sums = _clip(sums, low if clamp_low else None, high if clamp_high else None, xp)
-    return sums, den, num
+    return (
+        not _ties_exact(config, dtype, num, xp),
+        not folded and num != 1,
+        not folded or num != 1,
+        low if clamp_low else None,
+        high if clamp_high else None,
+    )
 
 
 def _rint(a, xp):
@@ -971,7 +985,7 @@ def sliced_product(
     factors = np.array([2.0**stack.pack] * h + [1.0] * (count - h)) * (fold or 1.0)
     factors = factors.astype(g_dtype).reshape(count, 1, 1)
 
-    epilogue = _packed_epilogue(stack, planes, config, coefficients, fold, dtype) if packed else None
+    epilogue = _one_pass(stack, planes, config, coefficients, dtype, packed, fold)
 
     def packed_digits(start: int, b: int, a0: int, a1: int, digits: np.ndarray, spare: np.ndarray) -> None:
         """Into `digits` (t, h, b, K): plane i's digits · 2**-w plus plane i + h's (NumPy)."""
@@ -996,7 +1010,9 @@ def sliced_product(
         sums *= factors
         return sums
 
-    def convert(start: int, b: int, a0: int, a1: int, given: np.ndarray | None = None):
+    def convert(start: int, b: int, a0: int, a1: int, given: np.ndarray | None = None, raw: bool = False):
+        """The outputs (b, n) of K-blocks [a0, a1) on rows [start, start + b), or a packed product's
+        (`given`); `raw`: the column sums the ADCs read, (t, count, b, columns)."""
         t = a1 - a0
         if given is not None:  # (a packed product's sums)
             sums = given
@@ -1032,6 +1048,8 @@ def sliced_product(
         n_block = sums.shape[-1] // per_column
         sums = xp.reshape(sums, (t, count, b, n_block, arrays, cells))
         spans = None if stack.spans is None else stack.spans[a0:a1, None, None, ...]
+        if raw:  # (converted by `epilogue`)
+            return np.reshape(_output_noise(sums, config, rng, backend), (t, count, b, -1))
         if pair:
             differences = sums[..., 0, :] - sums[..., 1, :]
             differences = _output_noise(differences, config, rng, backend)
@@ -1071,8 +1089,15 @@ def sliced_product(
     def run(chunk_rows: tuple[int, int]) -> None:
         start, b = chunk_rows
         if not packed:
+            done = None if epilogue is None else np.zeros((b, n))
             for a0 in range(0, blocks, step):
-                total[start : start + b, ...] += convert(start, b, a0, min(blocks, a0 + step))
+                a1 = min(blocks, a0 + step)
+                if epilogue is None:
+                    total[start : start + b, ...] += convert(start, b, a0, a1)
+                else:
+                    epilogue(convert(start, b, a0, a1, raw=True), a0, a1, start, done)
+            if done is not None:  # (integers below 2**53)
+                total[start : start + b] += done.astype(np.int64)
             return
         t = min(step, blocks)  # (the buffers, reused by the chunk's K-blocks and column blocks)
         digits, spare = np.empty((t, h, b, width), g_dtype), np.empty((t, count - h, b, width), g_dtype)
@@ -1086,7 +1111,7 @@ def sliced_product(
                 if epilogue is None:
                     done[:, c0 // per_column : c1 // per_column] += convert(start, b, a0, a1, sums)
                 else:
-                    epilogue(sums, done[:, c0 // per_column : c1 // per_column])
+                    epilogue(sums, a0, a1, start, done[:, c0 // per_column : c1 // per_column])
         total[start : start + b] = done
 
     chunks = [(start, min(chunk, rows - start)) for start in range(0, rows, chunk)]
@@ -1110,38 +1135,49 @@ def sliced_product(
     return backend.moved(result) if kept else result
 
 
-def _packed_epilogue(stack: TileStack, planes: InputPlanes, config: DeviceConfig, coefficients, fold, dtype):
-    """Where Numba is installed and the ADC's step is one scalar: a function that adds the outputs
-    of a packed product's sums to a chunk's results in one pass (`kernels.packed_epilogue`), its
-    ADC formula checked against `_adc_levels` on every column sum a field can hold (so bit for bit
-    the NumPy passes'); else None."""
-    full = config.adc_bits == 0 or config.adc_range in ("full", "full_pow2")
-    kernel = kernels.packed_epilogue() if full and stack.gains is None and not planes.flip_last else None
+def _one_pass(stack: TileStack, planes: InputPlanes, config: DeviceConfig, coefficients, dtype, packed: bool, fold):
+    """Where Numba is installed and the ADC has one step for every read: a function that adds the
+    outputs of a chunk's column sums (a `packed` product's, else one product per plane's) to its
+    results in one pass (`kernels.one_pass`), with the arithmetic of
+    `_adc_levels` (`_adc_arithmetic`): bit for bit the NumPy passes'; else None. `fold`: the
+    factor a packed product's split takes into the sums (`_adc_fold`), or None."""
+    full = config.adc_range in ("full", "full_pow2") and (config.adc_bits > 0 or config.integral)
+    plain = stack.gains is None and stack.spans is None and not config.analog_subtraction
+    if not (full and plain and stack.backend.is_numpy and dtype is not np.int64):
+        return None
+    kernel = kernels.one_pass()
     if kernel is None:
         return None
-    fields = np.arange(2**stack.pack, dtype=stack.reads.dtype)
-    levels, den, num = _adc_levels(
-        fields * fields.dtype.type(fold or 1.0), config, False, fold is not None, stack.max_sum
-    )
-    kind = next(
-        (k for k in (np.float32, np.float64) if np.array_equal(_formula(fields, num, den, levels[-1], k), levels)), None
-    )
-    if kind is None:
-        return None
-    h = (len(planes.scale) + 1) // 2
-    weights = np.multiply.outer(planes.scale, np.asarray(coefficients)).astype(dtype)
-    weights = np.tile(weights, stack.reads.shape[2] // weights.shape[1])
-    high_weights = np.zeros_like(weights[:h])
-    high_weights[: len(weights) - h] = weights[h:]
-    constants = (kind(2.0**stack.pack), kind(num), kind(den), kind(levels[-1]))
+    folded = fold is not None if packed else stack.folded
+    num, den = _full_scale_ratio(config, config.signed_adc)
+    kind = stack.reads.dtype.type
+    if config.adc_bits == 0 or (den == num and config.integral):  # (levels = sums: integers)
+        num, den, multiply, divide, low, high = 1, 1.0, False, False, None, None
+    else:
+        wide, multiply, divide, low, high = _adc_arithmetic(
+            config, stack.reads.dtype, config.signed_adc, folded, num, den, stack.max_sum
+        )
+        kind = np.float64 if wide else kind
+    adc = (kind(num if multiply else 1), kind(den if divide else 1))
+    adc += (kind(-np.inf if low is None else low), kind(np.inf if high is None else high))
     read_back = (1.0, 1.0) if den == num else (float(den), float(num))
-    low_weights = np.ascontiguousarray(weights[:h])
-    return lambda sums, done: kernel(sums, *constants, low_weights, high_weights, read_back, done)
+    weights = np.multiply.outer(planes.scale, np.asarray(coefficients)).astype(dtype)  # (plane, read)
+    weights = np.tile(weights, stack.reads.shape[2] // weights.shape[1])
+    weights = np.stack([weights, weights * np.array([1] * (len(weights) - 1) + [-1], dtype)[:, None]])
+    flips = planes.negative_rows if planes.flip_last else np.zeros(planes.negative_rows.shape, bool)
+    factors = stack.reads.dtype.type(2.0**stack.pack * (fold or 1.0)), stack.reads.dtype.type(fold or 1.0)
+    high_weights = weights  # (unread)
+    if packed:  # the fields of packed plane i: planes i and i + h, scaled as the split leaves them
+        h = (weights.shape[1] + 1) // 2
+        high_weights = np.zeros_like(weights[:, :h])
+        high_weights[:, : weights.shape[1] - h] = weights[:, h:]
+        weights = np.ascontiguousarray(weights[:, :h])
+    operands = (packed, *factors, *adc, weights, high_weights)
 
+    def epilogue(sums: np.ndarray, a0: int, a1: int, start: int, into: np.ndarray) -> None:
+        kernel(sums, *operands, flips[a0:a1, start : start + len(into)], read_back, into)
 
-def _formula(fields: np.ndarray, num, den, high, kind) -> np.ndarray:
-    """min(rint(s · num / den), high) in `kind`, as `kernels.packed_epilogue` computes it."""
-    return np.minimum(np.rint(fields.astype(kind) * kind(num) / kind(den)), kind(high))
+    return epilogue
 
 
 def _blocks_on(x, edges: np.ndarray, width: int, backend: ArrayBackend):

@@ -372,9 +372,29 @@ def test_two_input_planes_share_one_product_bitwise(input_encoding, dac_bits, mo
     assert crossbar.stack_tiles([[program_tile(w[:128, :32], wide)]], None, wide).pack == 0
 
 
-EPILOGUES = {"numpy passes": None, "python": kernels.packed_epilogue_python}
-if kernels.packed_epilogue() is not None:
-    EPILOGUES["numba"] = kernels.packed_epilogue()
+EPILOGUES = {"numpy passes": None, "python": kernels.one_pass_python}
+if kernels.one_pass() is not None:
+    EPILOGUES["numba"] = kernels.one_pass()
+
+
+def with_epilogues(name: str, product, *args):
+    """`product(*args)` with the epilogue `EPILOGUES[name]` (NumPy's passes, or one pass)."""
+    original, kernels.one_pass = kernels.one_pass, lambda: EPILOGUES[name]
+    try:
+        return product(*args)
+    finally:
+        kernels.one_pass = original
+
+
+def stacked(w: np.ndarray, config: DeviceConfig, rng=None) -> crossbar.TileStack:
+    """The stack of `w`'s tiles (K-blocks of `config.rows`), programmed with `rng`'s noise if any."""
+    rows, columns = config.tile_shape
+    k, n = w.shape
+    grid = [
+        [program_tile(w[a : a + rows, b : b + columns], config, rng) for b in range(0, n, columns)]
+        for a in range(0, k, rows)
+    ]
+    return crossbar.stack_tiles(grid, None, config)
 
 
 @pytest.mark.parametrize("epilogue", sorted(EPILOGUES))
@@ -382,24 +402,25 @@ if kernels.packed_epilogue() is not None:
 @given(
     weight_bits=st.integers(2, 8),
     input_bits=st.integers(2, 8),
-    dac_bits=st.integers(1, 3),
-    cell_bits=st.integers(1, 3),
+    dac_bits=st.integers(1, 4),
+    cell_bits=st.integers(1, 4),
     adc=st.sampled_from([(0, "full"), (3, "full"), (5, "full_pow2"), (8, "full"), (8, "full_pow2"), (11, "full")]),
     layout=st.sampled_from(["differential", "offset"]),
-    input_encoding=st.sampled_from(["offset", "twos_complement", "sign_magnitude"]),
+    input_encoding=st.sampled_from(["offset", "twos_complement", "sign_magnitude", "bipolar"]),
     k=st.sampled_from([1, 63, 64, 65, 127, 128, 129, 200]),
     n=st.integers(1, 12),
     batch=st.integers(1, 9),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_a_packed_products_epilogue_equals_the_plain_reference(
+def test_the_adc_and_shift_and_add_in_one_pass_equal_the_plain_reference(
     epilogue, weight_bits, input_bits, dac_bits, cell_bits, adc, layout, input_encoding, k, n, batch, seed
 ):
-    """A packed product's split, ADC and shift-and-add — as NumPy passes, or in one pass
-    (`kernels.packed_epilogue`, compiled by Numba where installed, and its Python source) — give
-    bit for bit the plain read-by-read model's result, per K-block of 64 rows and column tile of a
-    stack, with the largest weights and inputs present (sums at the top of the ADC's range). (DACs
-    and cells no wider than the values: the reference's full scale takes their levels whole.)"""
+    """A sliced product's ADC and shift-and-add — as NumPy passes, or in one pass over a packed
+    product's sums or over one product per plane (`kernels`, compiled by Numba where installed,
+    and their Python source) — give bit for bit the plain read-by-read model's result, per K-block
+    of 64 rows and column tile of a stack, with the largest weights and inputs present (sums at the
+    top of the ADC's range); wide cells and DACs keep one product per plane. (DACs and cells no
+    wider than the values: the reference's full scale takes their levels whole.)"""
     config = preset("cinnamon").replace(
         rows=64, weight_bits=weight_bits, input_bits=input_bits, dac_bits=min(dac_bits, input_bits),
         cell_bits=min(cell_bits, weight_bits),
@@ -409,36 +430,72 @@ def test_a_packed_products_epilogue_equals_the_plain_reference(
     w = signed_or_unsigned(rng, (k, n), weight_bits, True)
     w[w == -(2 ** (weight_bits - 1))] += 1 if layout == "differential" else 0
     x = random_inputs(rng, batch, k, input_bits)
+    result = with_epilogues(epilogue, crossbar.sliced_product, x, stacked(w, config), config)
     rows, columns = config.tile_shape
-    grid = [
-        [program_tile(w[a : a + rows, b : b + columns], config) for b in range(0, n, columns)]
-        for a in range(0, k, rows)
-    ]
-    stack = crossbar.stack_tiles(grid, None, config)
-    original, kernels.packed_epilogue = kernels.packed_epilogue, lambda: EPILOGUES[epilogue]
-    try:
-        result = crossbar.sliced_product(x, stack, config)
-    finally:
-        kernels.packed_epilogue = original
     tiles = [[(slice(a, a + rows), slice(b, b + columns)) for b in range(0, n, columns)] for a in range(0, k, rows)]
     reference = (lambda x, w, config: x @ w) if adc[0] == 0 else reference_sliced_product  # (0 bits: lossless)
     expected = sum(np.hstack([reference(x[:, r], w[r, c], config) for r, c in row]) for row in tiles)
     np.testing.assert_array_equal(result, expected)
 
 
+@pytest.mark.parametrize("epilogue", sorted(set(EPILOGUES) - {"numpy passes"}))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    noise=st.sampled_from(["prog_noise", "read_noise", "output_noise", "on_off_ratio"]),
+    adc=st.sampled_from([(4, "full"), (6, "full_pow2"), (8, "full")]),
+    input_encoding=st.sampled_from(["offset", "twos_complement"]),
+    k=st.sampled_from([1, 64, 65, 128, 200]),
+    n=st.integers(1, 40),
+    batch=st.integers(1, 9),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_one_pass_over_noisy_sums_equals_the_numpy_passes(epilogue, noise, adc, input_encoding, k, n, batch, seed):
+    """With programming, read or ADC-referred noise or an HRS current (sums no integers: one
+    product per plane), the one-pass ADC and shift-and-add give bit for bit the NumPy passes'
+    result, from the same noise draws (read and ADC-referred noise: one tile, drawn per product)."""
+    drawn = noise in ("read_noise", "output_noise")
+    value = {"prog_noise": 0.05, "read_noise": 0.02, "output_noise": 0.3, "on_off_ratio": 50.0}[noise]
+    config = preset("cinnamon").replace(
+        rows=64, weight_bits=8, input_bits=8, adc_bits=adc[0], adc_range=adc[1], input_encoding=input_encoding,
+        **{noise: value},
+    )  # fmt: skip
+    rng = np.random.default_rng(seed)
+    k, n = (min(k, 64), min(n, config.tile_shape[1])) if drawn else (k, n)
+    w, x = signed_or_unsigned(rng, (k, n), 8, True), random_inputs(rng, batch, k, 8)
+    w[w == -128] = -127
+    stack = stacked(w, config, np.random.default_rng(seed) if noise == "prog_noise" else None)
+    assert not stack.pack
+
+    def product(name):
+        reads = np.random.default_rng(seed) if drawn else None
+        return with_epilogues(name, crossbar.sliced_product, x, stack, config, reads)
+
+    np.testing.assert_array_equal(product(epilogue), product("numpy passes"))
+
+
 @pytest.mark.parametrize("adc_range", ["full", "full_pow2", "calibrated"])
-def test_the_one_pass_epilogue_runs_where_the_adc_step_is_one_scalar(adc_range, monkeypatch):
-    """A full-scale ADC (one step for every read) takes the one-pass epilogue; a calibrated one (a
-    step per read) the NumPy passes; both give the plain model's result."""
+@pytest.mark.parametrize("pack", [True, False])
+def test_the_one_pass_epilogue_runs_where_the_adc_step_is_one_scalar(adc_range, pack, monkeypatch):
+    """A full-scale ADC (one step for every read) takes a one-pass epilogue — over packed sums, or
+    over one product per plane (one 8-bit DAC step: no pair of planes) — a calibrated one (a step per read) the
+    NumPy passes; all give the plain model's result."""
     calls = []
-    counted = lambda *args: calls.append(kernels.packed_epilogue_python(*args))  # noqa: E731
-    monkeypatch.setattr(kernels, "packed_epilogue", lambda: counted)
+
+    def counted(sums, packed, *args):
+        calls.append("packed" if packed else "sliced")
+        kernels.one_pass_python(sums, packed, *args)
+
+    monkeypatch.setattr(kernels, "one_pass", lambda: counted)
+    dac_bits = 2 if pack else 8  # (one plane: nothing to pack)
     config = preset("cinnamon").replace(rows=32, weight_bits=8, input_bits=8, adc_bits=6, adc_range=adc_range)
+    config = config.replace(dac_bits=dac_bits)
     rng = np.random.default_rng(1)
     w, x = rng.integers(-127, 128, (32, 8)), random_inputs(rng, 4, 32, 8)
-    stack = crossbar.stack_tiles([[program_tile(w, config)]], None, config)
+    stack = stacked(w, config)
+    assert bool(stack.pack) == pack
     np.testing.assert_array_equal(crossbar.sliced_product(x, stack, config), reference_sliced_product(x, w, config))
-    assert bool(calls) == (adc_range != "calibrated")
+    expected = [] if adc_range == "calibrated" else ["packed" if pack else "sliced"]
+    assert sorted(set(calls)) == expected
 
 
 def test_inputs_that_fit_as_a_whole_fit_every_column_slice():
