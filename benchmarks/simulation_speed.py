@@ -4,7 +4,9 @@ in the same process, at batch 1 and 16:
 
 - `ideal`: exact mode (float weights, lossless crossbars); target ≤ 3× onnxruntime;
 - `cinnamon` with 8-bit weights and inputs and an 8-bit ADC: int8, bit-sliced; target ≤ 1.5 × input
-  slices × cells per weight × arrays per weight × onnxruntime (the work a sliced simulation cannot avoid).
+  slices × cells per weight × arrays per weight × onnxruntime (the work a sliced simulation cannot avoid);
+- `--devices cinnamon-8bit-noisy cinnamon-8bit-noisy-f32`: the same with programming noise (σ 5 %),
+  its analog sums in float64 (the default) and in float32 (`analog_dtype`).
 
 For a bit-sliced device it also prints the time on one thread (CPU time) against the slice-work
 bound (`benchmarks/slice_bound.py`: the time of the slice products alone at NumPy's float32 GEMM
@@ -44,10 +46,15 @@ from cimxdsl.device import kernels, preset
 from cimxdsl.device.threads import cores
 from cimxdsl.frontend.onnx_importer import with_batch
 
+CINNAMON_8BIT = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8)
 DEVICES = {
     "ideal": (preset("ideal"), "exact"),
-    "cinnamon-8bit": (preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8), "int8"),
+    "cinnamon-8bit": (CINNAMON_8BIT, "int8"),
+    # with programming noise (σ 5 %): one product per plane, float64 or float32 sums (`analog_dtype`)
+    "cinnamon-8bit-noisy": (CINNAMON_8BIT.replace(prog_noise=0.05, seed=1), "int8"),
+    "cinnamon-8bit-noisy-f32": (CINNAMON_8BIT.replace(prog_noise=0.05, seed=1, analog_dtype="float32"), "int8"),
 }
+DEFAULT_DEVICES = ["ideal", "cinnamon-8bit"]
 
 
 def main() -> None:
@@ -55,7 +62,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 16])
-    parser.add_argument("--devices", nargs="+", default=sorted(DEVICES), choices=sorted(DEVICES))
+    parser.add_argument("--devices", nargs="+", default=DEFAULT_DEVICES, choices=sorted(DEVICES))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--light", nargs="+", metavar="NAME", help="light architectures instead (ideal, batch 1)")
     args = parser.parse_args()

@@ -473,8 +473,11 @@ def _mantissa(dtype, xp=np) -> int:
 
 # ---- helpers ----------------------------------------------------------------------------------
 def _analog_dtype(config: DeviceConfig) -> type:
-    """float32 where it is exact (noiseless sums below 2**24), else float64."""
-    return np.float32 if config.integral and config.adc_full_scale < 2**24 else np.float64
+    """float32 where it is exact (noiseless sums below 2**24); else float64, or float32 where the
+    config asks for it (`analog_dtype`)."""
+    if config.integral:
+        return np.float32 if config.adc_full_scale < 2**24 else np.float64
+    return np.dtype(config.analog_dtype).type
 
 
 def _weight_array(weights: np.ndarray, config: DeviceConfig) -> np.ndarray:
@@ -689,7 +692,8 @@ def _output_noise(sums, config: DeviceConfig, rng: np.random.Generator | None, b
     level) added to the column sums of every conversion (in place), drawn on the host."""
     if config.output_noise:
         top = (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
-        sums += backend.asarray((config.output_noise * top) * rng.standard_normal(sums.shape))
+        draws = (config.output_noise * top) * rng.standard_normal(sums.shape)
+        sums += backend.asarray(draws.astype(numpy_dtype_of(sums)))
     return sums
 
 
@@ -970,7 +974,7 @@ def sliced_product(
         block_columns = min(columns, max(per_column, fitting))
 
     def noise(shape: tuple[int, ...], sigma: float):
-        return backend.asarray(sigma * rng.standard_normal(shape))
+        return backend.asarray((sigma * rng.standard_normal(shape)).astype(g_dtype))
 
     def plane_digits(i: int, a0: int, a1: int, start: int, b: int):
         source, shift, mask = planes.planes[i]

@@ -588,6 +588,26 @@ def test_fixed_seed_reproduces_noisy_results_and_other_seeds_differ():
     assert np.any(first[0] != first[1])  # read noise differs between MVMs
 
 
+@pytest.mark.parametrize("noise", [{"prog_noise": 0.05}, {"read_noise": 0.02}, {"output_noise": 0.3}])
+def test_float32_analog_sums_follow_the_float64_ones(noise):
+    """`analog_dtype = "float32"` holds a noisy device's conductances and sums in float32, from the
+    same noise draws as float64: an output moves only where a sum rounded to 24 bits crosses an ADC
+    level's boundary — at most a few of 2048 outputs, each by a level or two of its largest plane
+    and cell slice (F / L · 64 · 64)."""
+    config = preset("cinnamon").replace(weight_bits=8, input_bits=8, adc_bits=8, **noise)
+    rng = np.random.default_rng(0)
+    x, w = random_inputs(rng, 64, 128, 8), rng.integers(-127, 128, (128, 32))
+    results = {}
+    for dtype in ("float64", "float32"):
+        device = config.replace(analog_dtype=dtype)
+        assert program_tile(w, device, np.random.default_rng(1)).conductance.dtype == np.dtype(dtype)
+        results[dtype] = crossbar_matmul(x, w, device, np.random.default_rng(1), fast_path=False)
+    assert np.any(results["float64"] != x @ w)  # (the noise is there)
+    differ = np.abs(results["float32"] - results["float64"])
+    level = config.adc_full_scale / (2**config.adc_bits - 1) * 64 * 64
+    assert np.count_nonzero(differ) <= 20 and differ.max() <= 2 * level
+
+
 def test_stateless_matmul_is_reproducible_with_a_seeded_rng():
     rng = np.random.default_rng(3)
     x, w = rng.integers(0, 16, (4, 128)), rng.integers(-15, 16, (128, 64))
