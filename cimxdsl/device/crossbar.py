@@ -1142,9 +1142,9 @@ def sliced_product(
 def _one_pass(stack: TileStack, planes: InputPlanes, config: DeviceConfig, coefficients, dtype, packed: bool, fold):
     """Where Numba is installed and the ADC has one step for every read: a function that adds the
     outputs of a chunk's column sums (a `packed` product's, else one product per plane's) to its
-    results in one pass (`kernels.one_pass`), with the arithmetic of
-    `_adc_levels` (`_adc_arithmetic`): bit for bit the NumPy passes'; else None. `fold`: the
-    factor a packed product's split takes into the sums (`_adc_fold`), or None."""
+    results in one pass (`kernels.one_pass`), with the arithmetic of `_adc_levels`
+    (`_adc_arithmetic`): bit for bit the NumPy passes'; else None. `fold`: the factor a packed
+    product's split takes into the sums (`_adc_fold`), or None."""
     full = config.adc_range in ("full", "full_pow2") and (config.adc_bits > 0 or config.integral)
     plain = stack.gains is None and stack.spans is None and not config.analog_subtraction
     if not (full and plain and stack.backend.is_numpy and dtype is not np.int64):

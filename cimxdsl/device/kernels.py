@@ -22,11 +22,11 @@ def one_pass_python(sums, packed, unpack, fold, num, den, low, high, weights, hi
     level(s) = min(max(rint(s · `num` / `den`), `low`), `high`) in the dtype of those: the ADC as
     NumPy's passes compute it. `weights` (2, P, N·R) are the shift-and-add weights of each plane
     and column, the second with the last plane negated, for the rows `negative` (t, b) marks.
-    `packed`: a sum of planes i and i + P' (P' = P here) holds s_{i+P'} + s_i · 2**-w, an odd
-    plane alone s_i · 2**-w; the fields, split and scaled as NumPy's split leaves them (the
-    fraction times `unpack`, the integer part times `fold`), are weighted by `weights` and
-    `high_weights` (2, P, N·R). Every level is an integer, so the order of the additions does not
-    change the result."""
+    `packed`: the P sums of a row are packed pairs of planes — sum i holds s_{i+P} + s_i · 2**-w
+    (an odd last plane alone: s_i · 2**-w) — split and scaled as NumPy's split leaves them (the
+    fraction times `unpack`, the integer part times `fold`), the fractions weighted by `weights`,
+    the integer parts by `high_weights` (2, P, N·R). Every level is an integer, so the order of
+    the additions does not change the result."""
     t, planes, b, columns = sums.shape  # (the weights may have more columns: those of the whole stack)
     outputs = done.shape[1]
     reads = columns // outputs
