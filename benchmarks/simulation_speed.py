@@ -10,7 +10,8 @@ in the same process, at batch 1 and 16:
 
 For a bit-sliced device it also prints the time on one thread (CPU time) against the slice-work
 bound (`benchmarks/slice_bound.py`: the time of the slice products alone at NumPy's float32 GEMM
-rate; target ≤ 1.2×). It prints the crossbar writes of an inference after the first (weights left on the device by
+rate; target ≤ 1.2×), and that time with the NumPy passes instead of the compiled pass
+(`kernels.numpy_passes`). It prints the crossbar writes of an inference after the first (weights left on the device by
 the previous one are not written again) against the minimum: every weight tile the program writes,
 less the crossbars that can keep one resident; the time on one thread against all cores
 (`threads`), the speed-up; and the time with every tile product on its own (`layer_products`
@@ -78,6 +79,7 @@ def main() -> None:
     print(
         f"{'device':>14} {'batch':>5} {'onnxruntime':>12} {'crossbars':>10} {'ratio':>7} {'target':>7}  max rel error"
         f"  writes (least)  1 thread  speed-up ({cores()} cores)  tile by tile  slice-work bound  1 thread / bound"
+        "  1 thread, NumPy passes"
     )
     for name in args.devices:
         config, mode = DEVICES[name]
@@ -96,6 +98,8 @@ def main() -> None:
             ours = best_time(lambda: compiled(x), args.repeat)
             compiled.threads = 1
             alone = best_time(lambda: compiled(x), args.repeat, time.process_time)
+            with kernels.numpy_passes():
+                passes = np.nan if config.exact else best_time(lambda: compiled(x), args.repeat, time.process_time)
             bound = np.nan if config.exact else bound_seconds(recorded_products(compiled, x), args.repeat)
             compiled.threads = None
             program = compiled.program()
@@ -110,7 +114,7 @@ def main() -> None:
             print(
                 f"{name:>14} {batch:5} {ort:11.3f}s {ours:9.3f}s {ratio:6.1f}x {budget:6.0f}x"
                 f" {error:14.1e} {f'{writes} ({least})':>14} {alone:8.3f}s {alone / ours:8.2f}x {tile_by_tile:12.3f}s"
-                f" {bound:16.3f}s {alone / bound:15.2f}x"
+                f" {bound:16.3f}s {alone / bound:15.2f}x {passes:22.3f}s"
             )
 
 

@@ -8,6 +8,8 @@ without Numba it is None and the NumPy passes run (`one_pass_python` is its sour
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 import numpy as np
@@ -54,11 +56,28 @@ def one_pass_python(sums, packed, unpack, fold, num, den, low, high, weights, hi
                 done[r, n] += np.rint(np.float64(value) * scale / steps)
 
 
-@cache
+_ENABLED = [True]
+
+
+@contextmanager
+def numpy_passes() -> Iterator[None]:
+    """Within: `one_pass()` is None, so the NumPy passes run (to compare the two)."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
+
+
 def one_pass():
     """`one_pass_python` compiled by Numba (imported at the first call), releasing the interpreter
     lock (for the pool's threads), its machine code cached on disk where a cache folder is
-    writable; None without Numba."""
+    writable; None without Numba (or within `numpy_passes`)."""
+    return _compiled() if _ENABLED[-1] else None
+
+
+@cache
+def _compiled():
     try:
         import numba
     except ImportError:  # (the NumPy passes run instead)

@@ -473,12 +473,19 @@ def test_one_pass_over_noisy_sums_equals_the_numpy_passes(epilogue, noise, adc, 
     np.testing.assert_array_equal(product(epilogue), product("numpy passes"))
 
 
+def test_numpy_passes_turn_the_compiled_pass_off_for_a_while():
+    before = kernels.one_pass()
+    with kernels.numpy_passes():
+        assert kernels.one_pass() is None
+    assert kernels.one_pass() is before
+
+
 @pytest.mark.parametrize("adc_range", ["full", "full_pow2", "calibrated"])
 @pytest.mark.parametrize("pack", [True, False])
-def test_the_one_pass_epilogue_runs_where_the_adc_step_is_one_scalar(adc_range, pack, monkeypatch):
-    """A full-scale ADC (one step for every read) takes a one-pass epilogue — over packed sums, or
-    over one product per plane (one 8-bit DAC step: no pair of planes) — a calibrated one (a step per read) the
-    NumPy passes; all give the plain model's result."""
+def test_the_one_pass_runs_where_the_adc_step_is_one_scalar(adc_range, pack, monkeypatch):
+    """A full-scale ADC (one step for every read) takes the one pass — over packed sums, or over
+    one product per plane (an 8-bit DAC: one plane, no pair) — a calibrated one (a step per read)
+    the NumPy passes; all give the plain model's result."""
     calls = []
 
     def counted(sums, packed, *args):
@@ -486,9 +493,9 @@ def test_the_one_pass_epilogue_runs_where_the_adc_step_is_one_scalar(adc_range, 
         kernels.one_pass_python(sums, packed, *args)
 
     monkeypatch.setattr(kernels, "one_pass", lambda: counted)
-    dac_bits = 2 if pack else 8  # (one plane: nothing to pack)
-    config = preset("cinnamon").replace(rows=32, weight_bits=8, input_bits=8, adc_bits=6, adc_range=adc_range)
-    config = config.replace(dac_bits=dac_bits)
+    config = preset("cinnamon").replace(
+        rows=32, weight_bits=8, input_bits=8, dac_bits=2 if pack else 8, adc_bits=6, adc_range=adc_range
+    )
     rng = np.random.default_rng(1)
     w, x = rng.integers(-127, 128, (32, 8)), random_inputs(rng, 4, 32, 8)
     stack = stacked(w, config)
