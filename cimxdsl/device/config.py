@@ -235,9 +235,9 @@ class DeviceConfig:
     seed: int = setting(0, low=0)
     analog_dtype: str = setting("float64", choices=ANALOG_DTYPES)
     """The float type of the conductances and analog sums of a device whose sums are no integers
-    (noise, drift, an HRS current, IR drop): `float64`, or `float32` (a bit-sliced simulation about
-    1.3× faster; a sum is then rounded to 24 bits, which moves an ADC level only where the sum lies
-    within ~1e-7 of its rounding boundary). Integer sums are exact in float32 either way."""
+    (noise, drift, an HRS current, IR drop): `float64`, or `float32` (a bit-sliced simulation
+    1.25–1.5× faster; a sum is then rounded to 24 bits, which moves an ADC level only where the sum
+    lies within ~1e-7 of its rounding boundary). Integer sums are exact in float32 either way."""
     # timing
     cycle_ns: float = setting(1.0, positive=True)
     pipeline_fill_cycles: int = 1
