@@ -41,7 +41,7 @@ import cimxdsl.device.threads as threads_module
 import cimxdsl.interpreters.layer_products as layer_products
 import cimxdsl.interpreters.numeric as numeric
 from benchmarks.model_zoo import MODELS
-from cimxdsl.device import Device, preset
+from cimxdsl.device import Device, kernels, preset
 from cimxdsl.device.backend import ArrayBackend, array_backend
 from cimxdsl.device.crossbar import exact_matmul, program_tile, sliced_product, stack_tiles
 from cimxdsl.device.threads import cores, using_threads
@@ -275,6 +275,8 @@ def thread_scaling(args) -> dict:
     thread, `--chunk-mib`), with the share of the call spent in the pool's chunks (`map_chunks`:
     the products' and the host's element-wise passes): what threads can divide."""
     size, batch = (64, 4) if args.quick else (224, 16)
+    passes = "one compiled pass (Numba)" if kernels.one_pass() else "NumPy passes (no Numba)"
+    print(f"threads: a bit-sliced product's ADC and shift-and-add in {passes}", flush=True)
     model = MODELS["resnet18"](size=size, width=16 if args.quick else 64)
     rng = np.random.default_rng(3)
     x = rng.normal(size=(batch, 3, size, size)).astype(np.float32)
