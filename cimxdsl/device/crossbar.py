@@ -693,7 +693,7 @@ def _output_noise(sums, config: DeviceConfig, rng: np.random.Generator | None, b
     if config.output_noise:
         top = (2**config.dac_bits - 1) * (2**config.cell_bits - 1)
         draws = (config.output_noise * top) * rng.standard_normal(sums.shape)
-        sums += backend.asarray(draws.astype(numpy_dtype_of(sums)))
+        sums += backend.asarray(draws.astype(numpy_dtype_of(sums), copy=False))
     return sums
 
 
@@ -974,7 +974,7 @@ def sliced_product(
         block_columns = min(columns, max(per_column, fitting))
 
     def noise(shape: tuple[int, ...], sigma: float):
-        return backend.asarray((sigma * rng.standard_normal(shape)).astype(g_dtype))
+        return backend.asarray((sigma * rng.standard_normal(shape)).astype(g_dtype, copy=False))
 
     def plane_digits(i: int, a0: int, a1: int, start: int, b: int):
         source, shift, mask = planes.planes[i]

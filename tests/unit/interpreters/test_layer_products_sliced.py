@@ -99,35 +99,54 @@ def test_stacked_products_equal_tile_by_tile(device, data, m, k_tiles, n_tiles):
     rows, cols = config.tile_shape
     k, n = max(1, k_tiles[0] * rows + k_tiles[1]), max(1, n_tiles[0] * cols + n_tiles[1])
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
-    high = 2 ** (config.weight_bits - 1) - 1
-    w = rng.integers(-high, high + 1, (k, n))
+    w = random_weights(rng, config, k, n)
     module = apply(parse(program_text(w, m)), f'memristor{{device="{path}" crossbars=4}}')
     stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 2) for _ in range(2)])
     tiles = -(-k // rows) * -(-n // cols)
     fused = stacked.prepared.fused or []  # (X whole, an argument of the function: not recognised)
     assert counted_tiles(fused) == (2 * tiles if k > rows else 0)
     for _ in range(2):
-        x = [inputs(rng, config, m, k, -(-k // rows)) for _ in range(2)]
-        ours, theirs = stacked(x), tiled(x)
-        for a, b in zip(ours.outputs, theirs.outputs, strict=True):
-            np.testing.assert_array_equal(a, b)
-            assert a.dtype == b.dtype
-        assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
-        stacked.device.reset_metrics(), tiled.device.reset_metrics()
+        assert_runs_agree(stacked, tiled, [inputs(rng, config, m, k, -(-k // rows)) for _ in range(2)])
 
 
-MADE = """
-func.func @main(%a: tensor<{m}x{k}xi32>) -> tensor<{m}x{n}xi32> {{
-  %w = arith.constant {w} : tensor<{k}x{n}xi32>
-  %x = arith.subi %a, %a : tensor<{m}x{k}xi32>
-  %y = arith.addi %x, %a : tensor<{m}x{k}xi32>
-  %r = cinm.compute -> tensor<{m}x{n}xi32> {{
-    %0 = cinm.op.gemm %y, %w : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
-    cinm.yield %0 : tensor<{m}x{n}xi32>
-  }}
-  func.return %r : tensor<{m}x{n}xi32>
-}}
-"""
+def made_program(m: int, k: int, weights: list[np.ndarray]) -> str:
+    """A program whose X (m × k) is made by two ops (not an argument) and read whole by a layer per
+    matrix of `weights`; the results of two layers are read first by one op (their product)."""
+    n = weights[0].shape[1]
+    x, y = f"tensor<{m}x{k}xi32>", f"tensor<{m}x{n}xi32>"
+    lines = [
+        f"func.func @main(%a: {x}) -> {y} {{",
+        f"  %x = arith.subi %a, %a : {x}",
+        f"  %y = arith.addi %x, %a : {x}",
+    ]
+    for i, w in enumerate(weights):
+        lines += [
+            f"  %w{i} = arith.constant {dense_hex(w, 'i32')} : tensor<{k}x{n}xi32>",
+            f"  %r{i} = cinm.compute -> {y} {{",
+            f"    %p{i} = cinm.op.gemm %y, %w{i} : ({x}, tensor<{k}x{n}xi32>) -> {y}",
+            f"    cinm.yield %p{i} : {y}",
+            "  }",
+        ]
+    if len(weights) == 2:
+        lines.append(f"  %r = arith.muli %r0, %r1 : {y}")
+    lines += [f"  func.return %r{'' if len(weights) == 2 else 0} : {y}", "}"]
+    return "\n".join(lines)
+
+
+def random_weights(rng, config, k: int, n: int) -> np.ndarray:
+    high = 2 ** (config.weight_bits - 1) - 1
+    return rng.integers(-high, high + 1, (k, n))
+
+
+def assert_runs_agree(stacked: Program, tiled: Program, x: list) -> None:
+    """The same outputs, metrics and per-layer figures with layer products and tile by tile; the
+    metrics reset after."""
+    ours, theirs = stacked(x), tiled(x)
+    for a, b in zip(ours.outputs, theirs.outputs, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
+    stacked.device.reset_metrics(), tiled.device.reset_metrics()
 
 
 @pytest.mark.parametrize("n_tiles", [(1, 0), (1, -3), (2, 5)])
@@ -138,38 +157,13 @@ def test_a_layer_whose_rows_fit_one_tile_runs_as_one_product(device, n_tiles):
     rows, cols = config.tile_shape
     k, n, m = rows - 1, n_tiles[0] * cols + n_tiles[1], 3
     rng = np.random.default_rng(n)
-    high = 2 ** (config.weight_bits - 1) - 1
-    w = rng.integers(-high, high + 1, (k, n))
-    text = MADE.format(m=m, k=k, n=n, w=dense_hex(w, "i32"))
-    module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
+    module = apply(
+        parse(made_program(m, k, [random_weights(rng, config, k, n)])), f'memristor{{device="{path}" crossbars=4}}'
+    )
     stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 1)])
     assert counted_tiles(stacked.prepared.fused or []) == -(-n // cols)  # (every tile product counted, not run)
     for _ in range(2):
-        x = [inputs(rng, config, m, k, 1)]
-        ours, theirs = stacked(x), tiled(x)
-        np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
-        assert ours.device.report() == theirs.device.report() and ours.layers == theirs.layers
-        stacked.device.reset_metrics(), tiled.device.reset_metrics()
-
-
-TWO = """
-func.func @main(%a: tensor<{m}x{k}xi32>) -> tensor<{m}x{n}xi32> {{
-  %w = arith.constant {w} : tensor<{k}x{n}xi32>
-  %v = arith.constant {v} : tensor<{k}x{n}xi32>
-  %x = arith.subi %a, %a : tensor<{m}x{k}xi32>
-  %y = arith.addi %x, %a : tensor<{m}x{k}xi32>
-  %r = cinm.compute -> tensor<{m}x{n}xi32> {{
-    %0 = cinm.op.gemm %y, %w : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
-    cinm.yield %0 : tensor<{m}x{n}xi32>
-  }}
-  %s = cinm.compute -> tensor<{m}x{n}xi32> {{
-    %1 = cinm.op.gemm %y, %v : (tensor<{m}x{k}xi32>, tensor<{k}x{n}xi32>) -> tensor<{m}x{n}xi32>
-    cinm.yield %1 : tensor<{m}x{n}xi32>
-  }}
-  %t = arith.muli %r, %s : tensor<{m}x{n}xi32>
-  func.return %t : tensor<{m}x{n}xi32>
-}}
-"""
+        assert_runs_agree(stacked, tiled, [inputs(rng, config, m, k, 1)])
 
 
 def test_two_products_of_one_tile_read_first_by_one_op(device):
@@ -179,16 +173,11 @@ def test_two_products_of_one_tile_read_first_by_one_op(device):
     rows, cols = config.tile_shape
     k, n, m = rows // 2, cols // (2 * config.cells_per_weight) or 1, 4
     rng = np.random.default_rng(k + n)
-    high = 2 ** (config.weight_bits - 1) - 1
-    w, v = rng.integers(-high, high + 1, (k, n)), rng.integers(-high, high + 1, (k, n))
-    text = TWO.format(m=m, k=k, n=n, w=dense_hex(w, "i32"), v=dense_hex(v, "i32"))
-    module = apply(parse(text), f'memristor{{device="{path}" crossbars=4}}')
+    weights = [random_weights(rng, config, k, n) for _ in range(2)]
+    module = apply(parse(made_program(m, k, weights)), f'memristor{{device="{path}" crossbars=4}}')
     stacked, tiled = stacked_and_tiled(module, config, lambda: [inputs(rng, config, m, k, 1)])
     assert counted_tiles(stacked.prepared.fused or []) == 2
-    x = [inputs(rng, config, m, k, 1)]
-    ours, theirs = stacked(x), tiled(x)
-    np.testing.assert_array_equal(ours.outputs[0], theirs.outputs[0])
-    assert ours.device.report() == theirs.device.report()
+    assert_runs_agree(stacked, tiled, [inputs(rng, config, m, k, 1)])
 
 
 def stacked_and_tiled(module, config, calibration) -> tuple[Program, Program]:
