@@ -23,7 +23,8 @@ from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
 from cimxdsl.device.backend import array_backend
 from cimxdsl.device.placement import PLACEMENTS
 from cimxdsl.device.threads import check_threads
-from cimxdsl.flow.memristor import STAGES, apply_passes, compile_memristor, stages_frozen
+from cimxdsl.flow.collector import stages_frozen
+from cimxdsl.flow.memristor import STAGES, apply_passes, compile_memristor
 from cimxdsl.flow.pim import PIM_OPTIONS, compile_pim
 from cimxdsl.flow.source import to_onnx
 from cimxdsl.models import CompiledModel, CompileError, PimModel, RebuiltStage, load

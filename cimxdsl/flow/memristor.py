@@ -4,10 +4,8 @@ kept for the `CompiledModel` through the pipeline's callback."""
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ModuleOp
@@ -16,6 +14,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.device import DeviceConfig
 from cimxdsl.flow.calibration import calibration_samples, model_input_shapes, regroup
+from cimxdsl.flow.collector import stages_frozen
 from cimxdsl.flow.source import model_name, to_onnx
 from cimxdsl.frontend.onnx_importer import graph_inputs, import_onnx, load_model
 from cimxdsl.frontend.quantize import first_non_binary_weight, layer_names, quantize
@@ -176,26 +175,6 @@ def compile_memristor(
     )  # fmt: skip
     compiled.calibration_inputs = samples if mode == "int8" else None
     return compiled
-
-
-@contextmanager
-def stages_frozen() -> Iterator[Callable[[], None]]:
-    """Yields a function to call after each stage: it moves every object alive into the permanent
-    generation of Python's cyclic collector (`gc.freeze`), so that full collections no longer walk
-    the IR of every finished stage again; within a stage a full collection comes every 100 middle
-    ones instead of every 10. The collector took a third of ShuffleNet's compile time otherwise.
-    All is unfrozen and the thresholds restored at the end; nothing changes if the caller had
-    frozen objects already."""
-    if gc.get_freeze_count():
-        yield lambda: None
-        return
-    thresholds = gc.get_threshold()
-    gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], 100))
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*thresholds)
 
 
 def apply_passes(module: ModuleOp, passes: str | ModulePass) -> ModuleOp:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from cimxdsl.device import DEFAULT_DEVICE, DeviceConfig, load_device_config
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.dialects.utils import PRECISION
 from cimxdsl.flow.calibration import calibration_samples
+from cimxdsl.flow.collector import stages_frozen
 from cimxdsl.flow.source import model_name
 from cimxdsl.frontend.integer import import_integer, product_layers
 from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
@@ -68,6 +70,8 @@ class PassTimer:
     """The callback of the PIM pipeline's `PassPipeline`: each pass's time and the ops it leaves, the
     crossbars of the spatial program (before any replica) and the mapping's summaries."""
 
+    freeze: Callable[[], None] = lambda: None
+    """Called after each pass (`stages_frozen`)."""
     seconds: dict[str, float] = field(default_factory=dict[str, float])
     ops: dict[str, int] = field(default_factory=dict[str, int])
     crossbars: int = 0
@@ -82,6 +86,7 @@ class PassTimer:
                 self.crossbars = spatial_crossbars(module)
             if isinstance(previous, SpatialMappingPass):
                 self.summaries = mapping_summaries(module)
+            self.freeze()
         self.start = time.perf_counter()
 
 
@@ -118,28 +123,30 @@ def compile_to_pim(
     options |= dict(pipelining=pipeline, rows_per_band=rows_per_band)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
-    timer = PassTimer()
-    start = time.perf_counter()
-    flow.lowering(timer).apply(Context(), module)
-    times, ir_ops = timer.seconds, timer.ops
-    pipelined = pipeline_summaries(module)
-    spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
-    cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
-    if spatial_to_pim.fit:
-        cores_given = fitting_cores(timer.crossbars, cores_given, per_core)
-    begin = time.perf_counter()
-    try:
-        artifacts = generate_artifacts(module)
-    except ArtifactError as e:
-        raise PassFailedException(f"{steps[-1].name}: {e}") from None
-    times[steps[-1].name] = time.perf_counter() - begin
-    if out_dir is not None:
+    with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
+        timer = PassTimer(freeze)
+        start = time.perf_counter()
+        flow.lowering(timer).apply(Context(), module)
+        times, ir_ops = timer.seconds, timer.ops
+        pipelined = pipeline_summaries(module)
+        spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
+        cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
+        if spatial_to_pim.fit:
+            cores_given = fitting_cores(timer.crossbars, cores_given, per_core)
         begin = time.perf_counter()
-        write_artifacts(out_dir, artifacts)
-        if chip is not None:
-            write_pimsim_config(out_dir, chip, len(artifacts.cores), pimsim_mode, pimsim_time)
-        times["write-artifacts"] = time.perf_counter() - begin
-    times["total"] = time.perf_counter() - start
+        try:
+            artifacts = generate_artifacts(module)
+        except ArtifactError as e:
+            raise PassFailedException(f"{steps[-1].name}: {e}") from None
+        times[steps[-1].name] = time.perf_counter() - begin
+        freeze()
+        if out_dir is not None:
+            begin = time.perf_counter()
+            write_artifacts(out_dir, artifacts)
+            if chip is not None:
+                write_pimsim_config(out_dir, chip, len(artifacts.cores), pimsim_mode, pimsim_time)
+            times["write-artifacts"] = time.perf_counter() - begin
+        times["total"] = time.perf_counter() - start
     performance = None
     if chip is not None:
         begin = time.perf_counter()

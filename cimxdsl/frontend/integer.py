@@ -47,7 +47,7 @@ from cimxdsl.frontend.ops.nn import conv_pads, pool_geometry
 from cimxdsl.frontend.ops.shape import output_shape
 from cimxdsl.frontend.pooling import pool_window
 from cimxdsl.frontend.registry import integer_importer
-from cimxdsl.interpreters import run
+from cimxdsl.interpreters import Program
 
 INT8 = (-128, 127)
 LOWEST = -(2**31)
@@ -709,8 +709,9 @@ def import_integer(
     float_module = importer.run()
     recorder = PeakRecorder(importer.values)
     names = [i.name for i in onnx_model.graph.input if i.name not in importer.constants]
+    program = Program(float_module, "ideal", listeners=[recorder]) if len(calibration) else None
     for inputs in calibration:
-        run(float_module, list(inputs), "ideal", listeners=[recorder])
+        program(list(inputs))  # pyright: ignore[reportOptionalCall]
         for name, x in zip(names, inputs, strict=True):
             recorder.see(name, np.asarray(x))
     return IntegerImporter(onnx_model, recorder.peaks, importer.constants, recorder.lows, precision).run()

@@ -78,8 +78,6 @@ from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, core_value_bounds, within
 
-GATHER = -1
-"""An im2col crossbar whose rows must be gathered into the patch buffer first."""
 _PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
 ZERO_RUN = 4096
 """Elements narrowed by one `vvsra` (its shift operand, a run of zeros, is allocated once per core)."""
@@ -439,43 +437,64 @@ class CoreCodegen:
             chunks.append((group, row, row + self.group_rows[group]))
             row += self.group_rows[group]
         rows = (packing.offset, row)
-        kernel_w = geometry.kernel[1]
-        offsets = [divmod(p, kernel_w) for p in packing.positions]
+        offsets = [divmod(p, geometry.kernel[1]) for p in packing.positions]
         patch = self.scratch(len(packing.positions) * channels, in_bytes)
         accumulators = self.accumulators(op, len(chunks), narrow)
-        for oy in range(out_h):
-            for ox in range(out_w):
-                pixels = [geometry.input_pixel(oy, ox, ky, kx) for ky, kx in offsets]
-                runs = patch_runs(pixels, (height, width), channels, rows)
-                target = output + (oy * out_w + ox) * out_channels * self.bytes
-                sources = [self.chunk_source(runs, start, end, image, in_bytes) for _, start, end in chunks]
-                needed = [(start, end) for (_, start, end), source in zip(chunks, sources) if source == GATHER]
-                if needed and narrow:
-                    self.set_widths(NARROW_BITS, wide)
-                for start, end, pixel in runs:
-                    if not any(start < e and b < end for b, e in needed):
-                        continue
-                    if pixel is None:
-                        self.fill(patch + start * in_bytes, 0, end - start)
-                    else:
-                        self.copy(patch + start * in_bytes, image + pixel * in_bytes, end - start, in_bytes)
-                used = [
-                    (patch + start * in_bytes if source == GATHER else source, group)
-                    for (group, start, _), source in zip(chunks, sources, strict=True)
-                    if source is not None  # None: only padding
-                ]
-                self.products(target, used, accumulators, out_channels, narrow)
+        # a pixel's patch is its window's image elements from the window's corner on: which kernel
+        # positions meet padding decides its runs and sources, the corner shifts their addresses
+        (sh, sw), (pt, pl, _, _) = geometry.strides, geometry.pads
+        corner_y, corner_x = np.meshgrid(np.arange(out_h) * sh - pt, np.arange(out_w) * sw - pl, indexing="ij")
+        ky, kx = (np.array([o[i] for o in offsets], np.int64) for i in (0, 1))
+        iy = corner_y.reshape(-1, 1) + ky * geometry.dilations[0]
+        ix = corner_x.reshape(-1, 1) + kx * geometry.dilations[1]
+        inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
+        shifts = ((corner_y * width + corner_x) * channels).reshape(-1).tolist()
+        keys = np.packbits(inside, axis=1)
+        plans: dict[bytes, tuple[list[tuple[int, int, int | None]], list[tuple[int, int, bool]], bool]] = {}
+        for pixel, shift in enumerate(shifts):
+            key = keys[pixel].tobytes()
+            plan = plans.get(key)
+            if plan is None:
+                pixels = [geometry.input_pixel(pixel // out_w, pixel % out_w, y, x) for y, x in offsets]
+                plan = plans[key] = self.patch_plan(patch_runs(pixels, (height, width), channels, rows), chunks, shift)
+            gathers, used, needed = plan
+            if needed and narrow:
+                self.set_widths(NARROW_BITS, wide)
+            for start, length, element in gathers:
+                if element is None:
+                    self.fill(patch + start * in_bytes, 0, length)
+                else:
+                    self.copy(patch + start * in_bytes, image + (element + shift) * in_bytes, length, in_bytes)
+            sources = [
+                (patch + at * in_bytes if gathered else image + (at + shift) * in_bytes, group)
+                for at, group, gathered in used
+            ]
+            self.products(output + pixel * out_channels * self.bytes, sources, accumulators, out_channels, narrow)
 
-    def chunk_source(
-        self, runs: list[tuple[int, int, int | None]], start: int, end: int, image: int, in_bytes: int
-    ) -> int | None:
-        """Where a crossbar reading patch rows [start, end) finds them: an image address when one
-        run of image memory holds them, None when they are all padding, `GATHER` otherwise."""
-        covering = [r for r in runs if r[0] < end and start < r[1]]
-        if len(covering) != 1:
-            return None if all(pixel is None for _, _, pixel in covering) else GATHER
-        run_start, _, pixel = covering[0]
-        return None if pixel is None else image + (pixel + start - run_start) * in_bytes
+    @staticmethod
+    def patch_plan(
+        runs: list[tuple[int, int, int | None]], chunks: list[tuple[int, int, int]], shift: int
+    ) -> tuple[list[tuple[int, int, int | None]], list[tuple[int, int, bool]], bool]:
+        """What one pixel's patch takes, its image elements counted from its window's corner
+        (`shift` elements into the image): the runs gathered into the patch buffer (first patch
+        row, length, first element or None for padding), the crossbars read (patch row or element,
+        group, whether gathered; a crossbar meeting only padding is skipped) and whether any run
+        is gathered."""
+        gathered, used = [], []
+        for group, start, end in chunks:
+            covering = [r for r in runs if r[0] < end and start < r[1]]
+            if len(covering) == 1 and covering[0][2] is not None:  # one run of image memory holds them
+                run_start, _, element = covering[0]
+                used.append((element + start - run_start - shift, group, False))
+            elif any(element is not None for _, _, element in covering):
+                gathered.append((start, end))
+                used.append((start, group, True))
+        gathers = [
+            (start, end - start, None if element is None else element - shift)
+            for start, end, element in runs
+            if any(start < e and b < end for b, e in gathered)
+        ]
+        return gathers, used, bool(gathered)
 
     def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
         lhs, rhs = op.operands[0], op.operands[1]

@@ -14,6 +14,8 @@ global constant its values' range. Anything else is unbounded (the full i32 rang
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref, tensor
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr
@@ -127,22 +129,34 @@ def op_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAVa
 
 
 def core_value_bounds(cores: list[pim.CoreOp]) -> dict[SSAValue, Bounds]:
-    """The bounds of the values of the cores' bodies. Transfers carry bounds from core to core, so
-    the cores are gone over until the bounds of every transfer are settled (at most once per core:
-    the cores' transfers form no cycle of values)."""
+    """The bounds of the values of the cores' bodies. Transfers carry bounds from core to core: a
+    core is gone over again whenever the bounds of a transfer it receives change (the cores'
+    transfers form no cycle of values, so this ends)."""
+    receivers = {
+        op.channel: i
+        for i, core in enumerate(cores)
+        for op in core.body.block.ops
+        if isinstance(op, spat.ChannelReceiveOp)
+    }
     channels: dict[SSAValue, Bounds] = {}
     known: dict[SSAValue, Bounds] = {}
-    for _ in range(len(cores) + 1):
-        before = dict(channels)
-        for core in cores:
-            for op in core.body.block.ops:
-                bounds = op_bounds(op, known, channels)
-                if bounds is not None:
-                    known[op.results[0]] = bounds
-                if isinstance(op, spat.ChannelSendOp):
-                    channels[op.channel] = known.get(op.value, UNBOUNDED)
-        if channels == before:
-            break
+    waiting = deque(range(len(cores)))
+    queued = set(waiting)
+    while waiting:
+        index = waiting.popleft()
+        queued.discard(index)
+        for op in cores[index].body.block.ops:
+            bounds = op_bounds(op, known, channels)
+            if bounds is not None:
+                known[op.results[0]] = bounds
+            if isinstance(op, spat.ChannelSendOp):
+                sent = known.get(op.value, UNBOUNDED)
+                if channels.get(op.channel) != sent:
+                    channels[op.channel] = sent
+                    receiver = receivers.get(op.channel)
+                    if receiver is not None and receiver not in queued:
+                        waiting.append(receiver)
+                        queued.add(receiver)
     return known
 
 

@@ -5,10 +5,14 @@ instructions where a channel tile leaves crossbar rows empty."""
 import numpy as np
 import onnx
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
 
 from cimxdsl.api import compile_pim
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
+from cimxdsl.device import load_device_config
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.transforms.pim.pim_codegen import patch_runs
 from tests.unit.backend.test_pim_cnn_ops import inception_densenet, shufflenet_mobilenet
@@ -127,3 +131,58 @@ def test_patch_runs_merge_contiguous_pixels_and_padding():
     runs = patch_runs(pixels, (4, 4), 2, (0, 18))
     assert runs == [(0, 8, None), (8, 12, 0), (12, 14, None), (14, 18, 8)]
     assert patch_runs(pixels, (4, 4), 2, (9, 13)) == [(9, 12, 1), (12, 13, None)]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    pads=st.tuples(*(st.integers(0, 2) for _ in range(4))),
+    dilations=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    channels=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_im2col_code_validates_on_any_window_geometry(kernel, strides, pads, dilations, size, channels, seed, tmp_path):
+    """The im2col code of a convolution of any kernel, strides, pads (each side its own), dilations
+    and image size — windows hanging over every edge, an image as wide as the kernel's span (its
+    rows contiguous in memory from one to the next), 16-row crossbars cutting kernel positions — is
+    read back by the validator exactly as the integer program computes it. (The code gathers each
+    pixel's patch from what its window meets of the image: pixels whose windows meet padding at
+    the same kernel positions share one plan, shifted.)"""
+    (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw), (h, w) = kernel, strides, pads, dilations, size
+    out_h, out_w = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1, (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    assume(out_h >= 1 and out_w >= 1)
+    rng = np.random.default_rng(seed)
+    filters = 3
+    weights = helper.make_tensor(
+        "w",
+        TensorProto.FLOAT,
+        (filters, channels, kh, kw),
+        rng.normal(0, 0.5, (filters, channels, kh, kw)).reshape(-1).tolist(),
+    )
+    conv = helper.make_node(
+        "Conv", ["x", "w"], ["c"], kernel_shape=[kh, kw], strides=[sh, sw], pads=[pt, pl, pb, pr], dilations=[dh, dw]
+    )
+    head = helper.make_tensor(
+        "m", TensorProto.FLOAT, (filters * out_h * out_w, 2), rng.normal(0, 0.3, filters * out_h * out_w * 2).tolist()
+    )
+    nodes = [conv, helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Flatten", ["r"], ["f"])]
+    nodes.append(helper.make_node("MatMul", ["f", "m"], ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, channels, h, w))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 2))],
+        [weights, head],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    device = load_device_config("ideal").replace(name="small", rows=16, cols=16)
+    calibration = rng.standard_normal((4, channels, h, w)).astype(np.float32)
+    compiled = compile_pim(model, device, calibration=calibration, out_dir=tmp_path / f"g{seed}", packing="im2col")
+    x = rng.standard_normal((1, channels, h, w)).astype(np.float32)
+    compiled(x)
+    golden = compiled.golden(x)[0]
+    np.testing.assert_array_equal(compiled.last_result.outputs[0], golden)
+    patches = kh * kw * channels
+    assert compiled.report()["crossbars_used"] >= -(-patches // 16)

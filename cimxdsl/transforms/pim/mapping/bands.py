@@ -13,7 +13,8 @@ the rows (and cut with `spat.extract_rows` when they need fewer).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -63,22 +64,36 @@ def window_input_rows(geometry: FilterGeometry, rows: Rows, height: int) -> tupl
     return (max(first, 0), min(last, height - 1) + 1), max(-first, 0), max(last - (height - 1), 0)
 
 
+RowRule = Callable[[Rows], list["Rows | None"]]
+"""The rows an op needs of each operand for rows of its result (None: the whole operand)."""
+
+
 def operand_rows(op: Operation, rows: Rows) -> list[Rows | None] | None:
     """The rows `op` needs of each operand to compute rows `rows` of its result (None: the whole
     operand, e.g. a broadcast vector); None if `op` has no row-wise form."""
+    rule = row_rule(op)
+    return None if rule is None else rule(rows)
+
+
+def row_rule(op: Operation) -> RowRule | None:
+    """`operand_rows` of `op` as a function of the result's rows, read from `op` once; None if
+    `op` has no row-wise form."""
     if isinstance(op, spat.ApplyFiltersOp | spat.MaxPoolOp | spat.AvgPoolOp):
         if len(shape_of(op.input)) == 2:
-            return [rows]
-        needed, _, _ = window_input_rows(op.geometry(), rows, rows_of(op.input))
-        return [needed]
+            return lambda rows: [rows]
+        geometry, height = op.geometry(), rows_of(op.input)
+        return lambda rows: [window_input_rows(geometry, rows, height)[0]]
     if isinstance(op, spat.VectorBinaryOp):
-        return [rows, rows if op.lhs.type == op.rhs.type else None]
-    if isinstance(op, spat.VectorUnaryOp) or isinstance(op, _ROWWISE_ARITH):
-        return [rows] * len(op.operands)
-    if isinstance(op, spat.ConcatOp) and op.axis.value.data == len(shape_of(op.result)) - 1:
-        return [rows] * len(op.operands)
+        if op.lhs.type == op.rhs.type:
+            return lambda rows: [rows, rows]
+        return lambda rows: [rows, None]
+    count = len(op.operands)
+    if isinstance(op, (spat.VectorUnaryOp, *_ROWWISE_ARITH)) or (
+        isinstance(op, spat.ConcatOp) and op.axis.value.data == len(shape_of(op.result)) - 1
+    ):
+        return lambda rows: [rows] * count
     if isinstance(op, arith.ConstantOp) and is_splat(op):
-        return []
+        return lambda rows: []
     return None
 
 
@@ -95,24 +110,48 @@ def is_splat(op: arith.ConstantOp) -> bool:
 def needed_rows(compute: spat.ComputeOp, rows: Rows) -> dict[SSAValue, Rows] | None:
     """The rows of every value of the body that rows `rows` of the results need (None: the
     compute has no bands)."""
-    block = compute.body.block
-    terminator = block.last_op
-    assert isinstance(terminator, spat.YieldOp)
+    yielded, steps = row_plan(compute)
     needed: dict[SSAValue, Rows] = {}
-    for value in terminator.values:
+    for value in yielded:
         needed[value] = union(needed.get(value), rows)
-    for op in reversed(list(block.ops)[:-1]):
-        if not any(r in needed for r in op.results):
+    for results, operands, rule in steps:
+        wanted = needed.get(results[0]) if len(results) == 1 else None
+        if wanted is None:
+            if any(r in needed for r in results):
+                return None
             continue
-        if len(op.results) != 1:
+        if rule is None:
             return None
-        per_operand = operand_rows(op, needed[op.results[0]])
-        if per_operand is None:
-            return None
-        for operand, wanted in zip(op.operands, per_operand, strict=True):
-            full = (0, rows_of(operand))
-            needed[operand] = union(needed.get(operand), wanted if wanted is not None else full)
+        for (operand, full), part in zip(operands, rule(wanted), strict=True):
+            needed[operand] = union(needed.get(operand), part if part is not None else full)
     return needed
+
+
+RowPlan = tuple[tuple[SSAValue, ...], list[tuple[tuple[SSAValue, ...], list[tuple[SSAValue, Rows]], RowRule | None]]]
+_ROW_PLANS: weakref.WeakKeyDictionary[spat.ComputeOp, RowPlan] = weakref.WeakKeyDictionary()
+
+
+def row_plan(compute: spat.ComputeOp) -> RowPlan:
+    """What `needed_rows` reads of `compute`, read from its body once and kept while the compute
+    lives: the values it yields, and its ops from last to first, each with its results, its
+    operands (and their whole rows) and its `row_rule`."""
+    plan = _ROW_PLANS.get(compute)
+    if plan is None:
+        block = compute.body.block
+        terminator = block.last_op
+        assert isinstance(terminator, spat.YieldOp)
+        steps = [
+            (tuple(op.results), [(v, whole_rows(v)) for v in op.operands], row_rule(op))
+            for op in reversed(list(block.ops)[:-1])
+            if op.results
+        ]
+        plan = _ROW_PLANS[compute] = (tuple(terminator.values), steps)
+    return plan
+
+
+def whole_rows(value: SSAValue) -> Rows:
+    t = value.type
+    return (0, t.get_shape()[0]) if isinstance(t, TensorType | MemRefType) and t.get_shape() else (0, 1)
 
 
 def union(a: Rows | None, b: Rows) -> Rows:

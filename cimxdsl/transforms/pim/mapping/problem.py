@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.ir import Operation, SSAValue
 
 from cimxdsl.device.chip import PRESETS
 from cimxdsl.device.latency import Latencies
@@ -40,60 +42,148 @@ def compute_cost(
     8-bit elements; without, every input is read at the model's width."""
     model = latencies or Latencies(PRESETS["pimcomp"])
     narrow = Latencies(model.chip, NARROW_BITS // 8, model.obytes)
-    block = compute.body.block
+    timed, narrowing = latency_table(model), latency_table(Latencies(model.chip, model.ibytes, narrow.ibytes))
+    plan = cost_plan(compute)
 
     def span(value: SSAValue) -> tuple[int, int]:
-        return rows(value) if rows is not None else (0, shape_of(value)[0])
+        return rows(value) if rows is not None else (0, plan.rows[value])
 
     def elements(value: SSAValue) -> int:
         start, end = span(value)
-        return (end - start) * num_elements(shape_of(value)[1:])
+        return (end - start) * plan.row_elements[value]
 
-    moved = [*compute.input_args, *block.last_op.operands]  # pyright: ignore[reportOptionalMemberAccess]
-    cost = sum(float(model.transfer(elements(v) * model.ibytes)) for v in moved)
-    for op in block.ops:
-        if not op.results:
-            continue
-        result = op.results[0]
+    cost = sum(timed("transfer", elements(v) * model.ibytes) for v in plan.moved)
+    for kind, factor, op, result, channels in plan.terms:
         n = elements(result)
-        channels = shape_of(result)[-1]
-        if isinstance(op, spat.ApplyFiltersOp):
+        if kind == "filters":
+            assert isinstance(op, spat.ApplyFiltersOp)
             pixels = n // channels
-            products = crossbar_reads(op, span(result), [shape_of(w)[0] for w in compute.weights])
-            reads = model
+            products = crossbar_reads(op, span(result), plan.crossbar_rows)
+            reads = timed
             if bounds is not None and model.ibytes > narrow.ibytes and within(bounds.get(op.input, UNBOUNDED), INT8):
-                reads = narrow
-                cost += float(Latencies(model.chip, model.ibytes, narrow.ibytes).vector(elements(op.input)))
-            cost += products * float(reads.mvmul()) + max(products - pixels, 0) * float(model.vector(channels))
-            if op.packing() is not None:
-                patch = num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)
-                cost += pixels * float(model.move(patch))
-        elif isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp):
-            cost += (n // channels) * math.prod(op.geometry().kernel) * float(model.vector(channels))
-        elif isinstance(op, spat.GlobalAvgPoolOp):
-            cost += channels * float(model.vector(elements(op.input) // channels, binary=False, one_result=True))
-        elif isinstance(op, arith.MinSIOp):  # 0 - max(0 - a, 0 - b)
-            cost += float(model.fill(n)) + 4 * float(model.vector(n))
-        elif isinstance(op, spat.VectorBinaryOp | arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.MaxSIOp):
-            cost += float(model.vector(n))
-        elif isinstance(op, spat.VectorUnaryOp | arith.ShRSIOp | arith.ShLIOp):
-            cost += float(model.vector(n, binary=False))
-        elif isinstance(op, spat.ConcatOp):
-            cost += float(model.move(n))
-        elif isinstance(op, arith.ConstantOp):
-            cost += float(model.fill(n))
+                reads = latency_table(narrow)
+                cost += narrowing("vector", elements(op.input))
+            cost += products * reads("mvmul") + max(products - pixels, 0) * timed("vector", channels)
+            if factor:
+                cost += pixels * timed("move", factor)
+        elif kind == "pool":
+            cost += (n // channels) * factor * timed("vector", channels)
+        elif kind == "global pool":
+            cost += channels * timed("vector", elements(op.operands[0]) // channels, False, True)
+        elif kind == "min":  # 0 - max(0 - a, 0 - b)
+            cost += timed("fill", n) + 4 * timed("vector", n)
+        elif kind == "binary":
+            cost += timed("vector", n)
+        elif kind == "unary":
+            cost += timed("vector", n, False)
+        elif kind in ("move", "fill"):
+            cost += timed(kind, n)
     return cost
 
 
-def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: list[int]) -> int:
+_TABLES: dict[Latencies, dict[tuple, float]] = {}
+
+
+def latency_table(model: Latencies) -> Callable[..., float]:
+    """`model`'s latency of one instruction (a `Latencies` method and its arguments) as a float,
+    each computed once: the mapping asks for the same few again and again."""
+    known = _TABLES.setdefault(model, {})
+
+    def timed(instruction: str, *args) -> float:
+        key = (instruction, *args)
+        value = known.get(key)
+        if value is None:
+            value = known[key] = float(getattr(model, instruction)(*args))
+        return value
+
+    return timed
+
+
+def cost_kind(op: Operation) -> tuple[str, int]:
+    """How `compute_cost` times `op`, and its factor: the patch an im2col product gathers per pixel
+    (0: none), a pooling's window size."""
+    if isinstance(op, spat.ApplyFiltersOp):
+        patch = op.packing() is not None and num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)
+        return "filters", int(patch)
+    if isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp):
+        return "pool", math.prod(op.geometry().kernel)
+    if isinstance(op, spat.GlobalAvgPoolOp):
+        return "global pool", 0
+    if isinstance(op, arith.MinSIOp):
+        return "min", 0
+    if isinstance(op, spat.VectorBinaryOp | arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.MaxSIOp):
+        return "binary", 0
+    if isinstance(op, spat.VectorUnaryOp | arith.ShRSIOp | arith.ShLIOp):
+        return "unary", 0
+    if isinstance(op, spat.ConcatOp):
+        return "move", 0
+    if isinstance(op, arith.ConstantOp):
+        return "fill", 0
+    return "", 0
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    """What `compute_cost` reads of a compute, read from its body once: the values it moves (its
+    inputs and results), its ops with a result (`cost_kind`'s kind and factor, op, result, channels), every
+    value's rows and elements per row, and its weights' crossbar rows."""
+
+    moved: tuple[SSAValue, ...]
+    terms: tuple[tuple[str, int, Operation, SSAValue, int], ...]
+    rows: dict[SSAValue, int]
+    row_elements: dict[SSAValue, int]
+    crossbar_rows: tuple[int, ...]
+
+
+_PLANS: weakref.WeakKeyDictionary[spat.ComputeOp, CostPlan] = weakref.WeakKeyDictionary()
+
+
+def cost_plan(compute: spat.ComputeOp) -> CostPlan:
+    """`compute`'s `CostPlan`, kept while the compute lives (a body is not changed once built)."""
+    plan = _PLANS.get(compute)
+    if plan is None:
+        block = compute.body.block
+        moved = (*compute.input_args, *block.last_op.operands)  # pyright: ignore[reportOptionalMemberAccess]
+        ops = [op for op in block.ops if op.results]
+        terms = tuple((*cost_kind(op), op, op.results[0], shape_of(op.results[0])[-1]) for op in ops)
+        values = [*moved, *(v for op in ops for v in (*op.results, *op.operands))]
+        shapes = {v: shape_of(v) for v in values if isinstance(v.type, TensorType | MemRefType)}
+        plan = CostPlan(
+            moved,
+            terms,
+            {v: s[0] for v, s in shapes.items()},
+            {v: num_elements(s[1:]) for v, s in shapes.items()},
+            tuple(shape_of(w)[0] for w in compute.weights),
+        )
+        _PLANS[compute] = plan
+    return plan
+
+
+def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: Sequence[int]) -> int:
     """The `mvmul`s of output rows `rows` of `op` (its weights' crossbars have `crossbar_rows`
     rows each): one per output pixel and crossbar whose inputs are not all padding, which
     `pim-codegen` skips."""
+    return int(_reads_per_row(op, tuple(crossbar_rows))[rows[0] : rows[1]].sum())
+
+
+_READS: weakref.WeakKeyDictionary[Operation, dict[tuple[int, ...], np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def _reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
+    """`crossbar_reads` of each output row of `op`, kept while the op lives."""
+    known = _READS.setdefault(op, {})
+    if crossbar_rows not in known:
+        known[crossbar_rows] = reads_per_row(op, crossbar_rows)
+    return known[crossbar_rows]
+
+
+def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: Sequence[int]) -> np.ndarray:
     indices = op.weight_index_list()
     in_shape, out_shape = shape_of(op.input), shape_of(op.results[0])
     geometry = op.geometry()
     if len(in_shape) != 3:
-        return (rows[1] - rows[0]) * num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)
+        count = num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)
+        return np.full(out_shape[0], count, np.int64)
     height, width, channels = in_shape
     packing = op.packing()
     if packing is None:  # one crossbar per kernel position
@@ -107,11 +197,12 @@ def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows
         covers = (first[None, :] < ends[:, None]) & (starts[:, None] < first[None, :] + channels)
     kernel_w = geometry.kernel[1]
     ky, kx = np.divmod(np.array(positions, np.int64), kernel_w)
-    oy, ox = np.arange(*rows), np.arange(out_shape[1])
+    oy, ox = np.arange(out_shape[0]), np.arange(out_shape[1])
     iy = oy[:, None] * geometry.strides[0] - geometry.pads[0] + ky[None, :] * geometry.dilations[0]
     ix = ox[:, None] * geometry.strides[1] - geometry.pads[1] + kx[None, :] * geometry.dilations[1]
     inside = ((iy >= 0) & (iy < height))[:, None, :] & ((ix >= 0) & (ix < width))[None, :, :]
-    return int(np.count_nonzero(inside.reshape(-1, len(positions)).astype(np.int64) @ covers.T.astype(np.int64)))
+    per_position = inside.reshape(-1, len(positions)).astype(np.int64) @ covers.T.astype(np.int64)
+    return np.count_nonzero(per_position.reshape(out_shape[0], out_shape[1], -1), axis=(1, 2))
 
 
 @dataclass(frozen=True)
