@@ -145,12 +145,11 @@ def cost_plan(compute: spat.ComputeOp) -> CostPlan:
         block = compute.body.block
         moved = (*compute.input_args, *block.last_op.operands)  # pyright: ignore[reportOptionalMemberAccess]
         ops = [op for op in block.ops if op.results]
-        terms = tuple((*cost_kind(op), op, op.results[0], shape_of(op.results[0])[-1]) for op in ops)
-        values = [*moved, *(v for op in ops for v in (*op.results, *op.operands))]
-        shapes = {v: shape_of(v) for v in values if isinstance(v.type, TensorType | MemRefType)}
+        values = dict.fromkeys([*moved, *(v for op in ops for v in (*op.results, *op.operands))])
+        shapes = {v: v.type.get_shape() for v in values if isinstance(v.type, TensorType | MemRefType)}
         plan = CostPlan(
             moved,
-            terms,
+            tuple((*cost_kind(op), op, op.results[0], shapes[op.results[0]][-1]) for op in ops),
             {v: s[0] for v, s in shapes.items()},
             {v: num_elements(s[1:]) for v, s in shapes.items()},
             tuple(shape_of(w)[0] for w in compute.weights),
