@@ -7,7 +7,7 @@ model per process for its own peak.
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
         [--size 224] [--width 64] [--mode int8|exact]
     python benchmarks/compile_time.py resnet18 --target pim [--cores N] [--chip pimcomp] [--packing kernel|im2col]
-        [--mapping none|greedy|ga] [--crossbars-per-core N]
+        [--mapping none|greedy|ga] [--pipeline layer|row] [--crossbars-per-core N]
 
 With `--target pim` it also prints the performance estimate on the chip (latency per image,
 pipelined throughput, bottleneck, energy) and the estimate's own time; without `--cores` the
@@ -60,6 +60,7 @@ def main() -> None:
     parser.add_argument("--chip", default="pimcomp", help="PIM chip preset or file of the performance estimate")
     parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col"])
     parser.add_argument("--mapping", default="none", choices=["none", "greedy", "ga"])
+    parser.add_argument("--pipeline", default="layer", choices=["layer", "row"], help="the PIM pipeline")
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
@@ -102,6 +103,7 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
             out_dir=out,
             packing=args.packing,
             mapping=args.mapping,
+            pipeline=args.pipeline,
             chip=args.chip,
         ).report()
         total, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -110,7 +112,7 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     )
     p = report["performance"]
     print(
-        f"{name} (pim, {args.packing} packing): {total:.1f} s total, {cpu:.1f} s CPU ({stages});"
+        f"{name} (pim, {args.packing} packing, {args.pipeline} pipeline): {total:.1f} s total, {cpu:.1f} s CPU ({stages});"
         f" {report['crossbars_used']} crossbars ({report['cell_utilization']:.1%} of their cells used) on"
         f" {report['cores_used']} cores, {report['instructions']} instructions, busiest core"
         f" {max(report['instructions_per_core'])}; peak memory {peak_memory_mib():.0f} MiB\n"

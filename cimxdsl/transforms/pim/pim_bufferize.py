@@ -121,7 +121,8 @@ class FiltersWithBuffers(RewritePattern):
         channels = op.result.type.get_shape()[-1]
         accumulator = rewriter.insert(alloc(TensorType(op.result.type.element_type, (channels,)))).results[0]
         image = self.bridges.as_memref(op.input, rewriter)
-        filters = pim.ApplyFiltersOp(image, output, accumulator, op.weight_index_list(), op.geometry(), op.packing())
+        # the same properties (weights, geometry, packing): `pim.apply_filters` shares them
+        filters = pim.ApplyFiltersOp.create(operands=[image, output, accumulator], properties=dict(op.properties))
         replace(op, [filters], [output], rewriter)
 
 

@@ -184,5 +184,3 @@ def test_im2col_code_validates_on_any_window_geometry(kernel, strides, pads, dil
     compiled(x)
     golden = compiled.golden(x)[0]
     np.testing.assert_array_equal(compiled.last_result.outputs[0], golden)
-    patches = kh * kw * channels
-    assert compiled.report()["crossbars_used"] >= -(-patches // 16)
