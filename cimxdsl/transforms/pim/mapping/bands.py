@@ -13,6 +13,7 @@ the rows (and cut with `spat.extract_rows` when they need fewer).
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,9 @@ def rows_of(value: SSAValue) -> int:
     return t.get_shape()[0]
 
 
+@functools.cache
 def with_rows(t: Attribute, rows: int) -> Attribute:
+    """`t` with `rows` rows (attributes are immutable: one per type and row count)."""
     assert isinstance(t, TensorType)
     return TensorType(t.element_type, (rows, *t.get_shape()[1:]))
 
@@ -346,12 +349,18 @@ def receive(
     return concat.result, held
 
 
+@functools.cache
+def splat_of(t: Attribute, value: Attribute) -> DenseIntOrFPElementsAttr:
+    """The splat constant `value` (a splat dense attribute) with type `t`, one per type and value."""
+    splat = dense_array(value).reshape(-1)[0].item()  # pyright: ignore[reportArgumentType]
+    return DenseIntOrFPElementsAttr.from_list(t, [splat])  # pyright: ignore[reportArgumentType]
+
+
 def band_op(op: Operation, rows: Rows, builder: BandBuilder) -> Operation:
     """`op` computing rows `rows` of its result, on band values."""
     result_type = with_rows(op.results[0].type, rows[1] - rows[0])
     if isinstance(op, arith.ConstantOp):
-        splat = dense_array(op.value).reshape(-1)[0].item()  # pyright: ignore[reportArgumentType]
-        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(result_type, [splat]))  # pyright: ignore
+        return arith.ConstantOp(splat_of(result_type, op.value))
     wanted = operand_rows(op, rows)
     assert wanted is not None
     operands = [
