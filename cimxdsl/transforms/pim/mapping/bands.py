@@ -14,7 +14,6 @@ the rows (and cut with `spat.extract_rows` when they need fewer).
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,7 +27,7 @@ from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
-from cimxdsl.transforms.pim.mapping.problem import compute_cost
+from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
 Rows = tuple[int, int]
@@ -131,25 +130,21 @@ def needed_rows(compute: spat.ComputeOp, rows: Rows) -> dict[SSAValue, Rows] | N
 
 
 RowPlan = tuple[tuple[SSAValue, ...], list[tuple[tuple[SSAValue, ...], list[tuple[SSAValue, Rows]], RowRule | None]]]
-_ROW_PLANS: weakref.WeakKeyDictionary[spat.ComputeOp, RowPlan] = weakref.WeakKeyDictionary()
 
 
+@kept_while_alive
 def row_plan(compute: spat.ComputeOp) -> RowPlan:
-    """What `needed_rows` reads of `compute`, read from its body once and kept while the compute
-    lives: the values it yields, and its ops from last to first, each with its results, its
-    operands (and their whole rows) and its `row_rule`."""
-    plan = _ROW_PLANS.get(compute)
-    if plan is None:
-        block = compute.body.block
-        terminator = block.last_op
-        assert isinstance(terminator, spat.YieldOp)
-        steps = [
-            (tuple(op.results), [(v, whole_rows(v)) for v in op.operands], row_rule(op))
-            for op in reversed(list(block.ops)[:-1])
-            if op.results
-        ]
-        plan = _ROW_PLANS[compute] = (tuple(terminator.values), steps)
-    return plan
+    """What `needed_rows` reads of `compute`: the values it yields, and its ops from last to
+    first, each with its results, its operands (and their whole rows) and its `row_rule`."""
+    block = compute.body.block
+    terminator = block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    steps = [
+        (tuple(op.results), [(v, whole_rows(v)) for v in op.operands], row_rule(op))
+        for op in reversed(list(block.ops)[:-1])
+        if op.results
+    ]
+    return tuple(terminator.values), steps
 
 
 def whole_rows(value: SSAValue) -> Rows:

@@ -6,11 +6,13 @@ Framework for Crossbar-based PIM DNN Accelerators", DAC 2023)."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects import arith
@@ -22,6 +24,8 @@ from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import num_elements, shape_of
 from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, within
+
+T = TypeVar("T")
 
 
 def compute_cost(
@@ -122,6 +126,21 @@ def cost_kind(op: Operation) -> tuple[str, int]:
     return "", 0
 
 
+def kept_while_alive(function: Callable[..., T]) -> Callable[..., T]:
+    """`function(op, *args)` computed once per op and arguments and kept while the op lives: what
+    the mapping reads of an op's IR, which is not changed once built."""
+    table: weakref.WeakKeyDictionary[Operation, dict[tuple, T]] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(function)
+    def kept(op: Operation, *args) -> T:
+        known = table.setdefault(op, {})
+        if args not in known:
+            known[args] = function(op, *args)
+        return known[args]
+
+    return kept
+
+
 @dataclass(frozen=True)
 class CostPlan:
     """What `compute_cost` reads of a compute, read from its body once: the values it moves (its
@@ -135,48 +154,33 @@ class CostPlan:
     crossbar_rows: tuple[int, ...]
 
 
-_PLANS: weakref.WeakKeyDictionary[spat.ComputeOp, CostPlan] = weakref.WeakKeyDictionary()
-
-
+@kept_while_alive
 def cost_plan(compute: spat.ComputeOp) -> CostPlan:
-    """`compute`'s `CostPlan`, kept while the compute lives (a body is not changed once built)."""
-    plan = _PLANS.get(compute)
-    if plan is None:
-        block = compute.body.block
-        moved = (*compute.input_args, *block.last_op.operands)  # pyright: ignore[reportOptionalMemberAccess]
-        ops = [op for op in block.ops if op.results]
-        values = dict.fromkeys([*moved, *(v for op in ops for v in (*op.results, *op.operands))])
-        shapes = {v: v.type.get_shape() for v in values if isinstance(v.type, TensorType | MemRefType)}
-        plan = CostPlan(
-            moved,
-            tuple((*cost_kind(op), op, op.results[0], shapes[op.results[0]][-1]) for op in ops),
-            {v: s[0] for v, s in shapes.items()},
-            {v: num_elements(s[1:]) for v, s in shapes.items()},
-            tuple(shape_of(w)[0] for w in compute.weights),
-        )
-        _PLANS[compute] = plan
-    return plan
+    """`compute`'s `CostPlan`."""
+    block = compute.body.block
+    moved = (*compute.input_args, *block.last_op.operands)  # pyright: ignore[reportOptionalMemberAccess]
+    ops = [op for op in block.ops if op.results]
+    values = dict.fromkeys([*moved, *(v for op in ops for v in (*op.results, *op.operands))])
+    shapes = {v: v.type.get_shape() for v in values if isinstance(v.type, TensorType | MemRefType)}
+    return CostPlan(
+        moved,
+        tuple((*cost_kind(op), op, op.results[0], shapes[op.results[0]][-1]) for op in ops),
+        {v: s[0] for v, s in shapes.items()},
+        {v: num_elements(s[1:]) for v, s in shapes.items()},
+        tuple(shape_of(w)[0] for w in compute.weights),
+    )
 
 
 def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: Sequence[int]) -> int:
     """The `mvmul`s of output rows `rows` of `op` (its weights' crossbars have `crossbar_rows`
     rows each): one per output pixel and crossbar whose inputs are not all padding, which
     `pim-codegen` skips."""
-    return int(_reads_per_row(op, tuple(crossbar_rows))[rows[0] : rows[1]].sum())
+    return int(reads_per_row(op, tuple(crossbar_rows))[rows[0] : rows[1]].sum())
 
 
-_READS: weakref.WeakKeyDictionary[Operation, dict[tuple[int, ...], np.ndarray]] = weakref.WeakKeyDictionary()
-
-
-def _reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
-    """`crossbar_reads` of each output row of `op`, kept while the op lives."""
-    known = _READS.setdefault(op, {})
-    if crossbar_rows not in known:
-        known[crossbar_rows] = reads_per_row(op, crossbar_rows)
-    return known[crossbar_rows]
-
-
-def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: Sequence[int]) -> np.ndarray:
+@kept_while_alive
+def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
+    """`crossbar_reads` of each output row of `op`."""
     indices = op.weight_index_list()
     in_shape, out_shape = shape_of(op.input), shape_of(op.results[0])
     geometry = op.geometry()
