@@ -5,13 +5,16 @@ the op defining it). Local memory: every buffer of a core gets a byte address, b
 Each core starts with `setbw` (element widths of its data) and then, op by op:
 
 * `pim.load`/`pim.store` → `ld`/`st` (global address in the register pair r28:r29);
-* `pim.apply_filters` whose input fits 8 bits (its bounds, `value_bounds`: the integer
-  importer's int8 codes) reads an 8-bit copy of it: `setbw 32, 8` and a `vvsra` by zero (a shift
-  writes `obiw`-bit results) narrow the input, the patch gathers and `mvmul`s run under `setbw
-  8, 32` (an `mvmul` then streams 8 input bits through the DACs rather than 32, and reads a
-  quarter of the bytes) and the partial sums are added under `setbw 32, 32`, all `mvmul`s of an
-  output pixel before its `vvadd`s, each into its own accumulator; the rest of the program stays
-  32-bit;
+* values that fit 8 bits (their bounds, `value_bounds`: the integer importer's int8 codes) are
+  read by crossbars and moved between cores as 8-bit copies: `setbw 32, 8` and a `vvsra` by zero
+  (a shift writes `obiw`-bit results) narrow a value once, where it is made; a `send` of it carries
+  a quarter of the bytes and its `recv` fills an 8-bit buffer (the receiver decides from the same
+  bounds), row bands of it are joined by 8-bit `lmv`s, and an op that reads it at 32 bits gets it
+  widened once (`vvsra` under `setbw 8, 32`, sign-extending). A `pim.apply_filters` on an 8-bit
+  input runs its patch gathers and `mvmul`s under `setbw 8, 32` (an `mvmul` then streams 8 input
+  bits through the DACs rather than 32, and reads a quarter of the bytes) and adds the partial sums
+  under `setbw 32, 32`, all `mvmul`s of an output pixel before its `vvadd`s, each into its own
+  accumulator; the rest of the program stays 32-bit;
 * `pim.apply_filters` is unwrapped: for every output pixel and every
   kernel position with a crossbar whose input pixel lies inside the image (weight skipping: padding
   is never multiplied), one `mvmul` of that pixel's channels — the first straight into the output
@@ -26,7 +29,7 @@ Each core starts with `setbw` (element widths of its data) and then, op by op:
 * `spat.maxpool` → `lmv` + `vvmax` per output pixel; `spat.global_avgpool` → one `vavg` (stride C)
   per channel; `spat.concat` → `lmv` per contiguous piece;
 * channels → `send` on the sender (`rd = rs1` = the address, `core` = the receiver) and `recv` on
-  the receiver.
+  the receiver (8-bit elements when the value fits them, above).
 
 Every address an instruction needs is put in a register with `sldi` unless a register already
 holds it (a small LRU cache of r0..r27). All offsets are `{"offset_select": 0, "offset_value": 0}`
@@ -178,6 +181,9 @@ class CoreCodegen:
         """The instructions as `pim.RECORD`-word records (`pim.InstructionStream.from_records`)."""
         self.registers = Registers(self.emit)
         self.local: dict[SSAValue, int] = {}
+        self.narrow: dict[SSAValue, int] = {}
+        """The values held as 8-bit copies (received so, or narrowed once for a crossbar or a
+        transfer): their local addresses. `address` widens one held only so when it is read wide."""
         self.top = 0
         self.bytes = element_bytes
         self.mbiw: list[int] = []
@@ -195,11 +201,57 @@ class CoreCodegen:
         return address
 
     def address(self, value: SSAValue) -> int:
+        """The local address of `value` at the data width (a held 8-bit copy widened once)."""
         if value not in self.local:
-            raise pass_error(
-                "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
+            if value not in self.narrow:
+                raise pass_error(
+                    "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
+                )
+            self.local[value] = self.shifted(
+                self.narrow[value], num_elements(shape_of(value)), NARROW_BITS, 8 * self.bytes
             )
         return self.local[value]
+
+    def alias(self, result: SSAValue, source: SSAValue, offset: int = 0) -> None:
+        """`result` is a view of `source` from its element `offset` on, at each width it is held."""
+        if source not in self.local and source not in self.narrow:
+            self.address(source)  # (the error)
+        if source in self.local:
+            self.local[result] = self.local[source] + offset * self.bytes
+        if source in self.narrow:
+            self.narrow[result] = self.narrow[source] + offset * NARROW_BITS // 8
+
+    def fits_narrow(self, value: SSAValue) -> bool:
+        """Whether `value`'s bounds fit 8 bits where the data is wider: it is then read by
+        crossbars and moved between cores as 8-bit elements."""
+        return 8 * self.bytes > NARROW_BITS and within(self.bounds.get(value, UNBOUNDED), INT8)
+
+    def narrowed(self, value: SSAValue) -> int | None:
+        """The address of an 8-bit copy of `value` (made once) when it is held so or fits 8 bits."""
+        if value not in self.narrow:
+            if not self.fits_narrow(value):
+                return None
+            elements = num_elements(shape_of(value))
+            self.narrow[value] = self.shifted(self.address(value), elements, 8 * self.bytes, NARROW_BITS)
+        return self.narrow[value]
+
+    def shifted(self, source: int, elements: int, ibiw: int, obiw: int) -> int:
+        """A copy of `elements` elements of `ibiw` bits at `obiw` bits: `vvsra`s by zero under `setbw
+        ibiw, obiw` (a shift writes `obiw`-bit results, wrapping or sign-extending), one per
+        `ZERO_RUN` elements; the widths are then the data's again."""
+        wide = 8 * self.bytes
+        run = min(elements, ZERO_RUN)
+        if self.zeros[1] < run:
+            self.set_widths(wide, wide)
+            self.zeros = (self.scratch(run), run)
+            self.fill(self.zeros[0], 0, run)
+        target = self.scratch(elements, obiw // 8)
+        self.set_widths(ibiw, obiw)
+        for start in range(0, elements, run):
+            n = min(run, elements - start)
+            self.vector(pim.VvsraOp, target + start * obiw // 8, source + start * ibiw // 8, self.zeros[0], n)
+        self.set_widths(wide, wide)
+        return target
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
     def emit(self, cls: type[pim.InstructionOp], *values: int) -> None:
@@ -233,23 +285,10 @@ class CoreCodegen:
             self.widths = (ibiw, obiw)
 
     def narrow_input(self, value: SSAValue) -> tuple[int, int]:
-        """The address and element bytes of the crossbar input `value`: an 8-bit copy when its
-        bounds fit 8 bits (a `vvsra` by zero under `setbw wide, 8` per `ZERO_RUN` elements: the
-        shift writes `obiw`-bit results), else the value itself."""
-        wide, address = 8 * self.bytes, self.address(value)
-        if wide <= NARROW_BITS or not within(self.bounds.get(value, UNBOUNDED), INT8):
-            return address, self.bytes
-        elements = num_elements(shape_of(value))
-        run = min(elements, ZERO_RUN)
-        self.set_widths(wide, NARROW_BITS)
-        if self.zeros[1] < run:
-            self.zeros = (self.scratch(run), run)
-            self.fill(self.zeros[0], 0, run)
-        narrow = self.scratch(elements, NARROW_BITS // 8)
-        for start in range(0, elements, run):
-            n = min(run, elements - start)
-            self.vector(pim.VvsraOp, narrow + start, address + start * self.bytes, self.zeros[0], n)
-        return narrow, NARROW_BITS // 8
+        """The address and element bytes of the crossbar input `value`: its 8-bit copy (`narrowed`)
+        when it has one, else the value itself."""
+        narrow = self.narrowed(value)
+        return (self.address(value), self.bytes) if narrow is None else (narrow, NARROW_BITS // 8)
 
     def products(
         self, target: int, sources: list[tuple[int, int]], accumulators: list[int], length: int, narrow: bool
@@ -301,11 +340,11 @@ class CoreCodegen:
             self.allocate(op.memref)
         elif isinstance(op, bufferization.ToTensorOp | bufferization.ToBufferOp):
             source = op.operands[0]
-            if source not in self.local and isinstance(source.owner, arith.ConstantOp):
+            if source not in self.local and source not in self.narrow and isinstance(source.owner, arith.ConstantOp):
                 self.constant(source.owner)
-            self.local[op.results[0]] = self.address(source)
+            self.alias(op.results[0], source)
         elif isinstance(op, memref.CollapseShapeOp | memref.ExpandShapeOp):
-            self.local[op.results[0]] = self.address(op.operands[0])
+            self.alias(op.results[0], op.operands[0])
         elif isinstance(op, arith.ConstantOp):
             self.constant(op)
         elif isinstance(op, pim.LoadOp):
@@ -334,8 +373,7 @@ class CoreCodegen:
         elif isinstance(op, spat.ConcatOp):
             self.concat(op)
         elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
-            row = num_elements(shape_of(op.input)[1:])
-            self.local[op.result] = self.address(op.input) + op.offset.value.data * row * self.bytes
+            self.alias(op.result, op.input, op.offset.value.data * num_elements(shape_of(op.input)[1:]))
         elif isinstance(op, spat.ChannelSendOp):
             self.send(op)
         elif isinstance(op, spat.ChannelReceiveOp):
@@ -549,29 +587,48 @@ class CoreCodegen:
             self.vector(pim.VavgOp, output + c * self.bytes, image + c * self.bytes, channels, height * width)
 
     def concat(self, op: spat.ConcatOp) -> None:
+        """`lmv`s of the pieces; at 8 bits (under `setbw 8, wide`) when the result fits them and a
+        piece is held only so (a received band)."""
+        narrow = self.fits_narrow(op.result) and any(v in self.narrow and v not in self.local for v in op.inputs)
+        width = NARROW_BITS // 8 if narrow else self.bytes
         axis = op.axis.value.data
-        result = self.allocate(op.result)
         out_shape = shape_of(op.result)
         outer = num_elements(out_shape[:axis])
         row = num_elements(out_shape[axis:])
+        sources = [self.narrowed(v) if narrow else self.address(v) for v in op.inputs]
+        if narrow:
+            result = self.narrow[op.result] = self.scratch(num_elements(out_shape), width)
+            self.set_widths(NARROW_BITS, 8 * self.bytes)
+        else:
+            result = self.allocate(op.result)
         offset = 0
-        for value in op.inputs:
+        for value, source in zip(op.inputs, sources, strict=True):
+            assert source is not None
             piece = num_elements(shape_of(value)[axis:])
-            source = self.address(value)
             for o in range(outer):
-                self.copy(result + (o * row + offset) * self.bytes, source + o * piece * self.bytes, piece)
+                self.copy(result + (o * row + offset) * width, source + o * piece * width, piece, width)
             offset += piece
+        self.set_widths(8 * self.bytes, 8 * self.bytes)
 
     def send(self, op: spat.ChannelSendOp) -> None:
+        """`send` of the value, as 8-bit elements when it fits them (`fits_narrow`, as its receiver
+        decides from the same bounds)."""
         _, receiver = self.peers[op.channel]
-        register = self.registers.load(self.address(op.value))
-        size = num_elements(shape_of(op.value)) * self.bytes
-        self.emit(pim.SendOp, register, register, receiver, size)
+        narrow = self.narrowed(op.value) if self.fits_narrow(op.value) else None
+        width = self.bytes if narrow is None else NARROW_BITS // 8
+        register = self.registers.load(self.address(op.value) if narrow is None else narrow)
+        self.emit(pim.SendOp, register, register, receiver, num_elements(shape_of(op.value)) * width)
 
     def receive(self, op: spat.ChannelReceiveOp) -> None:
+        """`recv` of the value, into an 8-bit buffer when it fits 8 bits (widened where read wide)."""
         sender, _ = self.peers[op.channel]
-        register = self.registers.load(self.allocate(op.result))
-        self.emit(pim.RecvOp, register, sender, num_elements(shape_of(op.result)) * self.bytes)
+        elements = num_elements(shape_of(op.result))
+        if self.fits_narrow(op.result):
+            address = self.narrow[op.result] = self.scratch(elements, NARROW_BITS // 8)
+            size = elements
+        else:
+            address, size = self.allocate(op.result), elements * self.bytes
+        self.emit(pim.RecvOp, self.registers.load(address), sender, size)
 
 
 def filter_sources(

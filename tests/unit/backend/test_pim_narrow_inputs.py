@@ -9,10 +9,15 @@ import pytest
 
 import cimxdsl
 from benchmarks.model_zoo import resnet
-from cimxdsl.backend import read_artifacts
+from cimxdsl.backend import read_artifacts, validate
+from cimxdsl.backend.emit import write_program
 from cimxdsl.dialects import pim
+from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import num_elements, shape_of
+from cimxdsl.transforms.pim.value_bounds import INT8, UNBOUNDED, core_value_bounds, within
 from tests.unit.backend.test_pim_pipeline import lower_and_check
-from tests.unit.spatial_programs import resnet_program
+from tests.unit.helpers import apply, parse
+from tests.unit.spatial_programs import ProgramBuilder, interpret, resnet_program
 
 
 def mvmul_input_bits(stream: pim.InstructionStream) -> list[int]:
@@ -56,3 +61,45 @@ def test_inputs_without_bounds_keep_32_bit_crossbar_inputs(tmp_path):
     )
     bits = [b for core in artifacts.cores for b in mvmul_input_bits(core.instructions)]
     assert bits[0] == 32 and 8 in bits
+
+
+def sent_bytes(cores) -> list[list[int]]:
+    """Each core's `send` sizes in bytes, in order."""
+    return [[op.size.value.data for op in core.instructions if isinstance(op, pim.SendOp)] for core in cores]
+
+
+@pytest.mark.parametrize("cores", [8, 0])
+def test_transfers_of_8_bit_values_move_8_bit_elements_and_widen_where_read_wide(cores, tmp_path):
+    # `a` (int8 codes, negative ones too: no ReLU) feeds a convolution on another core and a
+    # residual addition read at 32 bits; the input (no bounds) and the final sum move at 32 bits.
+    b = ProgramBuilder((1, 4, 6, 6), seed=7)
+    a = b.requantize(b.conv("%x", 8, 3, pad=1), 3)
+    c = b.requantize(b.conv(a, 8, 3, pad=1), 3)
+    text = b.text(b.conv(b.binary("arith.addi", c, a), 4, 1))
+    x = np.random.default_rng(8).integers(-100, 100, (1, 4, 6, 6))
+    module = parse(text)
+    (golden,) = interpret(module, [x])
+    apply(module, "cinm-to-spatial{xbar-size=16 crossbars-per-compute=3}")
+    apply(module, f"spatial-to-pim{{cores={cores} crossbars-per-core=3}}")
+    apply(module, "pim-bufferize")
+    # what each send carries, from the values' bounds: one byte per element of an int8 value
+    core_ops = sorted((op for op in module.walk() if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
+    bounds = core_value_bounds(core_ops)
+    carried = [
+        [
+            (num_elements(shape_of(op.value)), within(bounds.get(op.value, UNBOUNDED), INT8))
+            for op in core.body.block.ops
+            if isinstance(op, spat.ChannelSendOp)
+        ]
+        for core in core_ops
+    ]
+    kinds = {narrow for sends in carried for _, narrow in sends}
+    assert kinds == {True, False}  # 8-bit values and wider ones cross between cores
+    expected = [[n * (1 if narrow else 4) for n, narrow in sends] for sends in carried]
+    apply(module, "pim-codegen")
+    write_program(module, tmp_path)
+    artifacts = read_artifacts(tmp_path)
+    assert sent_bytes(artifacts.cores) == expected
+    (validated,) = validate(artifacts, [x]).outputs
+    np.testing.assert_array_equal(validated, golden)
+    assert golden.min() < 0
