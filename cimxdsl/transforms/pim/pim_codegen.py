@@ -587,9 +587,11 @@ class CoreCodegen:
             self.vector(pim.VavgOp, output + c * self.bytes, image + c * self.bytes, channels, height * width)
 
     def concat(self, op: spat.ConcatOp) -> None:
-        """`lmv`s of the pieces; at 8 bits (under `setbw 8, wide`) when the result fits them and a
-        piece is held only so (a received band)."""
-        narrow = self.fits_narrow(op.result) and any(v in self.narrow and v not in self.local for v in op.inputs)
+        """`lmv`s of the pieces; at 8 bits (under `setbw 8, wide`) when a piece is held only so (a
+        received band) and every piece is held so or fits 8 bits."""
+        narrow = any(v in self.narrow and v not in self.local for v in op.inputs) and all(
+            v in self.narrow or self.fits_narrow(v) for v in op.inputs
+        )
         width = NARROW_BITS // 8 if narrow else self.bytes
         axis = op.axis.value.data
         out_shape = shape_of(op.result)
