@@ -175,7 +175,7 @@ def test_values_stay_on_the_backend_from_layer_to_layer(name, backend, monkeypat
     layers (layouts, pads, poolings, residual adds, clamps, requantization) up to the next product:
     a steady call brings back only the global pooling's input (its float sum runs on the host), the
     outputs, bitwise those of NumPy, and the least and largest of each product's inputs (their check)."""
-    model = MODELS[ZOO[name]](size=32, width=8, classes=10)
+    model = MODELS[ZOO[name]](size=32, width=4, classes=10)
     x = np.random.default_rng(4).normal(size=(2, 3, 32, 32)).astype(np.float32)
     reference = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2)
     other = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2, backend=backend)
