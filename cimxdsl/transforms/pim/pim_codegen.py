@@ -81,6 +81,7 @@ from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, core_value_bounds, within
 
+NARROW_BYTES = NARROW_BITS // 8
 _PADDING = [(0,) * (pim.MAX_FIELDS - n) for n in range(pim.MAX_FIELDS + 1)]
 ZERO_RUN = 4096
 """Elements narrowed by one `vvsra` (its shift operand, a run of zeros, is allocated once per core)."""
@@ -186,6 +187,8 @@ class CoreCodegen:
         transfer): their local addresses. `address` widens one held only so when it is read wide."""
         self.top = 0
         self.bytes = element_bytes
+        self.bits = 8 * element_bytes
+        """The data's width (the `setbw` widths outside 8-bit reads)."""
         self.mbiw: list[int] = []
         """Each array group's `mbiw`."""
 
@@ -207,9 +210,7 @@ class CoreCodegen:
                 raise pass_error(
                     "pim-codegen", f"value {value.name_hint or ''} has no local buffer (defined outside the core?)"
                 )
-            self.local[value] = self.shifted(
-                self.narrow[value], num_elements(shape_of(value)), NARROW_BITS, 8 * self.bytes
-            )
+            self.local[value] = self.shifted(self.narrow[value], num_elements(shape_of(value)), NARROW_BITS, self.bits)
         return self.local[value]
 
     def alias(self, result: SSAValue, source: SSAValue, offset: int = 0) -> None:
@@ -219,12 +220,12 @@ class CoreCodegen:
         if source in self.local:
             self.local[result] = self.local[source] + offset * self.bytes
         if source in self.narrow:
-            self.narrow[result] = self.narrow[source] + offset * NARROW_BITS // 8
+            self.narrow[result] = self.narrow[source] + offset * NARROW_BYTES
 
     def fits_narrow(self, value: SSAValue) -> bool:
         """Whether `value`'s bounds fit 8 bits where the data is wider: it is then read by
         crossbars and moved between cores as 8-bit elements."""
-        return 8 * self.bytes > NARROW_BITS and within(self.bounds.get(value, UNBOUNDED), INT8)
+        return self.bits > NARROW_BITS and within(self.bounds.get(value, UNBOUNDED), INT8)
 
     def narrowed(self, value: SSAValue) -> int | None:
         """The address of an 8-bit copy of `value` (made once) when it is held so or fits 8 bits."""
@@ -232,17 +233,16 @@ class CoreCodegen:
             if not self.fits_narrow(value):
                 return None
             elements = num_elements(shape_of(value))
-            self.narrow[value] = self.shifted(self.address(value), elements, 8 * self.bytes, NARROW_BITS)
+            self.narrow[value] = self.shifted(self.address(value), elements, self.bits, NARROW_BITS)
         return self.narrow[value]
 
     def shifted(self, source: int, elements: int, ibiw: int, obiw: int) -> int:
         """A copy of `elements` elements of `ibiw` bits at `obiw` bits: `vvsra`s by zero under `setbw
         ibiw, obiw` (a shift writes `obiw`-bit results, wrapping or sign-extending), one per
         `ZERO_RUN` elements; the widths are then the data's again."""
-        wide = 8 * self.bytes
         run = min(elements, ZERO_RUN)
         if self.zeros[1] < run:
-            self.set_widths(wide, wide)
+            self.set_widths(self.bits, self.bits)
             self.zeros = (self.scratch(run), run)
             self.fill(self.zeros[0], 0, run)
         target = self.scratch(elements, obiw // 8)
@@ -250,7 +250,7 @@ class CoreCodegen:
         for start in range(0, elements, run):
             n = min(run, elements - start)
             self.vector(pim.VvsraOp, target + start * obiw // 8, source + start * ibiw // 8, self.zeros[0], n)
-        self.set_widths(wide, wide)
+        self.set_widths(self.bits, self.bits)
         return target
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
@@ -288,7 +288,7 @@ class CoreCodegen:
         """The address and element bytes of the crossbar input `value`: its 8-bit copy (`narrowed`)
         when it has one, else the value itself."""
         narrow = self.narrowed(value)
-        return (self.address(value), self.bytes) if narrow is None else (narrow, NARROW_BITS // 8)
+        return (self.address(value), self.bytes) if narrow is None else (narrow, NARROW_BYTES)
 
     def products(
         self, target: int, sources: list[tuple[int, int]], accumulators: list[int], length: int, narrow: bool
@@ -297,15 +297,14 @@ class CoreCodegen:
         first into an accumulator followed by a `vvadd`; with `narrow` (8-bit inputs) the `mvmul`s
         come first, under `setbw 8, wide`, then the `vvadd`s, under `setbw wide, wide`. No
         sources: `target` is zeroed."""
-        wide = 8 * self.bytes
         if not sources:
-            self.set_widths(wide, wide)
+            self.set_widths(self.bits, self.bits)
             self.fill(target, 0, length)
         elif narrow:
-            self.set_widths(NARROW_BITS, wide)
+            self.set_widths(NARROW_BITS, self.bits)
             for k, (source, group) in enumerate(sources):
                 self.mvmul(accumulators[k - 1] if k else target, source, group)
-            self.set_widths(wide, wide)
+            self.set_widths(self.bits, self.bits)
             for k in range(1, len(sources)):
                 self.vector(pim.VvaddOp, target, target, accumulators[k - 1], length)
         else:
@@ -323,7 +322,7 @@ class CoreCodegen:
         widest = weight_bits(weights)
         self.mbiw = [widest if p is None else p[0] for p in (precisions or [None] * len(weights))]
         self.group_rows = [len(m) for m in weights]
-        self.emit(pim.SetbwOp, 8 * self.bytes, 8 * self.bytes)
+        self.emit(pim.SetbwOp, self.bits, self.bits)
         try:
             for op in self.core.body.block.ops:
                 if isinstance(op, pim.HaltOp):
@@ -415,8 +414,7 @@ class CoreCodegen:
             self.im2col_filters(op, image, in_bytes)
         else:
             self.kernel_filters(op, image, in_bytes)
-        wide = 8 * self.bytes
-        self.set_widths(wide, wide)
+        self.set_widths(self.bits, self.bits)
 
     def accumulators(self, op: pim.ApplyFiltersOp, partials: int, narrow: bool) -> list[int]:
         """The accumulators of one output pixel's partial products: the op's, and with `narrow`
@@ -469,7 +467,6 @@ class CoreCodegen:
         out_h, out_w, out_channels = shape_of(op.output)
         output = self.address(op.output)
         narrow = in_bytes != self.bytes
-        wide = 8 * self.bytes
         chunks, row = [], packing.offset
         for group in op.weight_index_list():
             chunks.append((group, row, row + self.group_rows[group]))
@@ -497,7 +494,7 @@ class CoreCodegen:
                 plan = plans[key] = self.patch_plan(patch_runs(pixels, (height, width), channels, rows), chunks, shift)
             gathers, used, needed = plan
             if needed and narrow:
-                self.set_widths(NARROW_BITS, wide)
+                self.set_widths(NARROW_BITS, self.bits)
             for start, length, element in gathers:
                 if element is None:
                     self.fill(patch + start * in_bytes, 0, length)
@@ -592,7 +589,7 @@ class CoreCodegen:
         narrow = any(v in self.narrow and v not in self.local for v in op.inputs) and all(
             v in self.narrow or self.fits_narrow(v) for v in op.inputs
         )
-        width = NARROW_BITS // 8 if narrow else self.bytes
+        width = NARROW_BYTES if narrow else self.bytes
         axis = op.axis.value.data
         out_shape = shape_of(op.result)
         outer = num_elements(out_shape[:axis])
@@ -600,7 +597,7 @@ class CoreCodegen:
         sources = [self.narrowed(v) if narrow else self.address(v) for v in op.inputs]
         if narrow:
             result = self.narrow[op.result] = self.scratch(num_elements(out_shape), width)
-            self.set_widths(NARROW_BITS, 8 * self.bytes)
+            self.set_widths(NARROW_BITS, self.bits)
         else:
             result = self.allocate(op.result)
         offset = 0
@@ -610,14 +607,14 @@ class CoreCodegen:
             for o in range(outer):
                 self.copy(result + (o * row + offset) * width, source + o * piece * width, piece, width)
             offset += piece
-        self.set_widths(8 * self.bytes, 8 * self.bytes)
+        self.set_widths(self.bits, self.bits)
 
     def send(self, op: spat.ChannelSendOp) -> None:
         """`send` of the value, as 8-bit elements when it fits them (`fits_narrow`, as its receiver
         decides from the same bounds)."""
         _, receiver = self.peers[op.channel]
         narrow = self.narrowed(op.value) if self.fits_narrow(op.value) else None
-        width = self.bytes if narrow is None else NARROW_BITS // 8
+        width = self.bytes if narrow is None else NARROW_BYTES
         register = self.registers.load(self.address(op.value) if narrow is None else narrow)
         self.emit(pim.SendOp, register, register, receiver, num_elements(shape_of(op.value)) * width)
 
@@ -626,7 +623,7 @@ class CoreCodegen:
         sender, _ = self.peers[op.channel]
         elements = num_elements(shape_of(op.result))
         if self.fits_narrow(op.result):
-            address = self.narrow[op.result] = self.scratch(elements, NARROW_BITS // 8)
+            address = self.narrow[op.result] = self.scratch(elements, NARROW_BYTES)
             size = elements
         else:
             address, size = self.allocate(op.result), elements * self.bytes
