@@ -158,7 +158,7 @@ class WindowOp(IRDLOperation):
             )
 
 
-IM2COL_FORMAT = "(`im2col` $im2col^)? (`offset` $im2colOffset^)?"
+IM2COL_FORMAT = "(`im2col` $im2col^)? (`offset` $im2colOffset^)? (`pixels` $im2colPixels^)?"
 """Assembly of the im2col packing properties (printed only in that form)."""
 
 
@@ -167,14 +167,22 @@ class Im2col:
     """The im2col packing of an apply_filters: for every output pixel, the channels of the input
     pixels at kernel `positions` are unrolled into one vector (position-major, zeros for padding);
     the crossbar matrices hold its consecutive rows from row `offset` on (ISAAC, Shafiee et al.,
-    2016; PIMCOMP, Sun et al., 2023)."""
+    2016; PIMCOMP, Sun et al., 2023).
+
+    With `pixels` p > 1 a crossbar read computes p adjacent output pixels of a row (the kernel
+    shifted and duplicated in the crossbar's columns: Zhang et al., "Efficient and Robust RRAM-Based
+    Convolutional Weight Mapping With Shifted and Duplicated Kernel", TCAD 2021; Rhe et al.,
+    "VW-SDK", DATE 2022): the op's geometry is that of the p-pixel window, and the matrices'
+    columns are the p pixels' channels, pixel-major."""
 
     positions: tuple[int, ...]
     offset: int = 0
+    pixels: int = 1
 
     def properties(self) -> dict[str, Attribute]:
         offset = {"im2colOffset": IntegerAttr(self.offset, i64)} if self.offset else {}
-        return {"im2col": i64_array(self.positions), **offset}
+        pixels = {"im2colPixels": IntegerAttr(self.pixels, i64)} if self.pixels != 1 else {}
+        return {"im2col": i64_array(self.positions), **offset, **pixels}
 
 
 class ApplyFiltersBase(WindowOp):
@@ -184,6 +192,7 @@ class ApplyFiltersBase(WindowOp):
     weight_indices = prop_def(DenseArrayBase.constr(i64), prop_name="weightIndices")
     im2col = opt_prop_def(DenseArrayBase.constr(i64))
     im2col_offset = opt_prop_def(IntegerAttr.constr(type=i64), prop_name="im2colOffset")
+    im2col_pixels = opt_prop_def(IntegerAttr.constr(type=i64), prop_name="im2colPixels")
 
     def weight_index_list(self) -> tuple[int, ...]:
         """Kernel packing: one entry per kernel position (row-major), -1 marks a skipped position.
@@ -195,7 +204,18 @@ class ApplyFiltersBase(WindowOp):
         if self.im2col is None:
             return None
         offset = self.im2col_offset.value.data if self.im2col_offset is not None else 0
-        return Im2col(tuple(self.im2col.get_values()), offset)
+        pixels = self.im2col_pixels.value.data if self.im2col_pixels is not None else 1
+        return Im2col(tuple(self.im2col.get_values()), offset, pixels)
+
+    def products_shape(self, output_shape: Sequence[int]) -> tuple[int, ...]:
+        """The output as the crossbars write it: `[H_out, W_out ÷ p, p·C_out]` with p output pixels
+        per read (the same memory, pixel-major), else the output's shape."""
+        packing = self.packing()
+        pixels = 1 if packing is None else packing.pixels
+        if pixels == 1 or len(output_shape) != 3:
+            return tuple(output_shape)
+        height, width, channels = output_shape
+        return (height, width // pixels, pixels * channels)
 
     def verify_filters(self, input_value: SSAValue, output_value: SSAValue) -> None:
         geometry = self.verify_geometry()
@@ -214,8 +234,13 @@ class ApplyFiltersBase(WindowOp):
             )
         packing = self.packing()
         if packing is not None:
-            self.verify_im2col(packing, geometry, input_value, len(input_shape), input_shape[-1], output_shape[-1])
-            self.verify_output_pixels(geometry, input_shape, output_shape)
+            if packing.pixels < 1 or (len(output_shape) == 3 and output_shape[1] % packing.pixels):
+                raise VerifyException(
+                    f"'{self.name}' im2col pixels must be a positive divisor of the output width, got {packing.pixels}"
+                )
+            products = self.products_shape(output_shape)
+            self.verify_im2col(packing, geometry, input_value, len(input_shape), input_shape[-1], products[-1])
+            self.verify_output_pixels(geometry, input_shape, products)
             return
         self.verify_weight_indices(geometry)
         if len(input_shape) == 2:

@@ -212,10 +212,10 @@ class StoreOp(IRDLOperation):
 class ApplyFiltersOp(ApplyFiltersBase):
     """The bufferized `spat.apply_filters`: same `weightIndices` and geometry, same semantics.
 
-    Overwrites `output` (`[H_out, W_out, C_out]`) with the result. `accumulator` holds one output
-    pixel (`C_out` elements, the output's element type): every `mvmul` writes it, then a `vvadd`
-    adds it to the output pixel, because crossbar results cannot accumulate in place
-    (Miotti 2025, Algorithm 4.2)."""
+    Overwrites `output` (`[H_out, W_out, C_out]`) with the result. `accumulator` holds one crossbar
+    read (`C_out` elements, p·`C_out` with p pixels per read; the output's element type): every
+    `mvmul` writes it, then a `vvadd` adds it to the output, because crossbar results cannot
+    accumulate in place (Miotti 2025, Algorithm 4.2)."""
 
     name = "pim.apply_filters"
 
@@ -249,11 +249,11 @@ class ApplyFiltersOp(ApplyFiltersBase):
 
     def verify_(self) -> None:
         self.verify_filters(self.input, self.output)
-        out_channels = static_shape(self, "output", self.output)[-1]
+        out_channels = self.products_shape(static_shape(self, "output", self.output))[-1]
         accumulator = static_shape(self, "accumulator", self.accumulator)
         if num_elements(accumulator) != out_channels:
             raise VerifyException(
-                f"'pim.apply_filters' accumulator must hold one output pixel ({out_channels} elements), "
+                f"'pim.apply_filters' accumulator must hold one crossbar read ({out_channels} elements), "
                 f"got {num_elements(accumulator)}"
             )
         if element_type(self.accumulator) != element_type(self.output):
@@ -1009,7 +1009,6 @@ class InstructionStream(Sequence[InstructionOp]):
         counts = np.array([len(BY_OPCODE[c].FIELDS) if c in BY_OPCODE else 0 for c in range(len(templates))])
         used = np.arange(MAX_FIELDS) < counts[self.opcodes][:, None]
         return ",\n".join(templates[self.opcodes].tolist()) % tuple(self.fields[used].tolist())
-
 
 
 @dataclass

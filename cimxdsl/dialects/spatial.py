@@ -190,7 +190,10 @@ class ApplyFiltersOp(ApplyFiltersBase):
     With `im2col [p0, p1, ...] offset o`, the input pixels at those kernel positions are unrolled
     into one vector `u` per output pixel (position-major, zeros for padding) and `weightIndices`
     lists matrices `W_0, W_1, ...` holding its consecutive rows from row `o` on:
-    `result[oy, ox, :] = u[o : o + Σ rows] · [W_0; W_1; ...]`."""
+    `result[oy, ox, :] = u[o : o + Σ rows] · [W_0; W_1; ...]`. With `pixels p`, `u` is the unrolled
+    window of p adjacent output pixels (the geometry is the window's: its kernel (p - 1)·stride
+    wider, its stride p times the pixels'), and the product is their p·C_out channels, pixel-major:
+    the result `[H_out, W_out, C_out]` is the `[H_out, W_out ÷ p, p·C_out]` of the products."""
 
     name = "spat.apply_filters"
 

@@ -240,7 +240,7 @@ def compile_pim(
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
     chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
-    default, or `kernel`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    default, `kernel` or `sdk`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
     bands of `rows_per_band` output rows, see `spatial-to-pim`; `precision`: the weight and input bits
     per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration

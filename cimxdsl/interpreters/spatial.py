@@ -68,12 +68,15 @@ def apply_im2col_filters(
     image: np.ndarray, matrices: list[np.ndarray], geometry: FilterGeometry, packing: Im2col, out_dtype: np.dtype
 ) -> np.ndarray:
     """`result[oy, ox] = u[offset : offset + rows] · [W_0; W_1; ...]`, `u` the channels of the input
-    pixels at the packing's kernel positions (zeros for padding), unrolled position-major."""
+    pixels at the packing's kernel positions (zeros for padding), unrolled position-major; with p
+    pixels per window, each product holds p adjacent output pixels."""
     wide = np.int64 if is_integer(image) else np.float64
     windows = window_view(image.astype(wide), geometry, 0)[:, :, list(packing.positions)]
     unrolled = windows.reshape(*windows.shape[:2], -1)
     stacked = np.concatenate(matrices).astype(wide)
-    return (unrolled[..., packing.offset : packing.offset + stacked.shape[0]] @ stacked).astype(out_dtype)
+    products = unrolled[..., packing.offset : packing.offset + stacked.shape[0]] @ stacked
+    out_h, windows_w, channels = products.shape  # p pixels per window: their channels side by side
+    return products.reshape(out_h, windows_w * packing.pixels, channels // packing.pixels).astype(out_dtype)
 
 
 def filters_result(op: ApplyFiltersBase, weight_values: tuple, image: np.ndarray, out_dtype: np.dtype) -> np.ndarray:

@@ -204,9 +204,10 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--packing",
-        choices=["kernel", "im2col"],
-        help="--target pim: a crossbar matrix per kernel position (kernel, as RAPTOR) or kernel positions x channels "
-        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP; the default)",
+        choices=["kernel", "im2col", "sdk"],
+        help="--target pim: a crossbar matrix per kernel position (kernel, as RAPTOR), kernel positions x channels "
+        "unrolled into crossbar rows (im2col, as ISAAC and PIMCOMP; the default), or im2col over windows of adjacent "
+        "output pixels where that takes fewer crossbar reads (sdk: shifted and duplicated kernels)",
     )
     parser.add_argument(
         "--mapping",

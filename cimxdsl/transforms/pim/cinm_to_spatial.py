@@ -15,7 +15,8 @@ ordered by output tile, input tile and kernel position, are cut into `spat.compu
 the same output tile from the previous compute (Miotti 2025, Listing 4.1). A gemm (`cinm.op.gemm %x,
 %W [plus %b]`) is the same with a 1×1 kernel (Miotti 2025, App. B). With `packing=im2col` the
 blocks of each tile pair are stacked and cut into crossbars of `xbar-size` rows instead, applied by
-one `apply_filters` in im2col form per compute and tile pair.
+one `apply_filters` in im2col form per compute and tile pair; `packing=sdk` unrolls windows of
+adjacent output pixels where that takes fewer crossbar reads (`crossbar_weights.py`).
 
 Each source op kind has one rewrite pattern; the patterns record the lowered form of every value, a
 `Lowered` (`spatial_values.py`), in the function's `SpatialState`, and the function's `func.return`
@@ -89,9 +90,12 @@ from cimxdsl.transforms.pim.crossbar_weights import (
     Packing,
     WeightBlock,
     im2col_blocks,
+    shifted_kernels,
     valid_positions,
     weight_blocks,
     weight_origin,
+    window_geometry,
+    window_pixels,
 )
 from cimxdsl.transforms.pim.spatial_values import (
     FLATTENED_USE,
@@ -266,14 +270,19 @@ def lower_filters(
     out_layout: Layout,
     element: Attribute,
     precision: tuple[int, int] | None = None,
+    pixels: int = 1,
 ) -> Tiled:
     """`image` through the crossbar matrices of `matrix`, in computes of at most
-    `crossbars-per-compute` crossbars, each adding the previous compute's partial sums."""
+    `crossbars-per-compute` crossbars, each adding the previous compute's partial sums; with
+    `pixels` > 1, `matrix` and `geometry` are those of windows of that many output pixels (one
+    output tile, `shifted_kernels`)."""
     positions = kernel[0] * kernel[1]
-    out_bounds = channel_bounds(matrix.shape[1], state.tile)
+    out_bounds = channel_bounds(matrix.shape[1] // pixels, state.tile)
+    columns = [(pixels * f0, pixels * f1) for f0, f1 in out_bounds]
+    assert pixels == 1 or len(out_bounds) == 1
     valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
-    blocks = weight_blocks(matrix, positions, valid, image.bounds, out_bounds)
-    if state.packing == "im2col" and positions > 1 and image.layout.rows is None:
+    blocks = weight_blocks(matrix, positions, valid, image.bounds, columns)
+    if state.packing != "kernel" and positions > 1 and image.layout.rows is None:
         blocks = im2col_blocks(blocks, state.tile)
     out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
     partial: dict[int, NodeRef] = {}
@@ -290,7 +299,9 @@ def lower_filters(
                     origin = weight_origin(name, image.bounds[i], (f0, f1), block, kernel)
                     weight = state.weight_constant(block.matrix, image.element, origin, precision)
                     indices.append(node.add_weight(weight))
-                filters = apply_filters(node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry)
+                filters = apply_filters(
+                    node.use(image.tiles[i]), pieces, indices, positions, result_type, geometry, pixels
+                )
                 value = node.add(filters)
                 total = value if total is None else node.add(spat.VAddOp(total, value))
             assert total is not None
@@ -346,11 +357,12 @@ def apply_filters(
     positions: int,
     result_type: TensorType,
     geometry: FilterGeometry,
+    pixels: int = 1,
 ) -> spat.ApplyFiltersOp:
     """The `apply_filters` of consecutive blocks of one tile pair held at weight `indices`."""
     first = blocks[0]
     if first.positions is not None:
-        packing = Im2col(first.positions, first.first_row)
+        packing = Im2col(first.positions, first.first_row, pixels)
         return spat.ApplyFiltersOp(image, indices, result_type, geometry, packing)
     per_position = [-1] * positions
     for block, index in zip(blocks, indices, strict=True):
@@ -564,6 +576,7 @@ class ComputeToSpatial(SpatialPattern):
             )
         weights = matrix.values()
         element = result.type.element_type
+        pixels = 1
         im2col = gemm.left.owner
         if isinstance(im2col, cinm.Im2colOp):
             if not is_conv_epilogue(result, gemm):
@@ -573,11 +586,17 @@ class ComputeToSpatial(SpatialPattern):
                     op,
                 )
             image, geometry = conv_input(state, im2col)
-            kernel = geometry.kernel
             height, width = image.layout.height, image.layout.width
             out_h, out_w = geometry.output_size(height, width)
             out_layout = Layout(out_h, out_w)
             logical = shape_of(op.results[0])
+            if state.packing == "sdk":
+                tiles = [c1 - c0 for c0, c1 in image.bounds]
+                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.tile)
+                if pixels > 1:
+                    weights = shifted_kernels(weights, geometry, pixels)
+                    geometry = window_geometry(geometry, pixels)
+            kernel = geometry.kernel
         else:
             if result is not gemm.result:
                 raise pass_error("cinm-to-spatial", "unsupported gemm body (expected cinm.op.gemm then cinm.yield)", op)
@@ -598,7 +617,17 @@ class ComputeToSpatial(SpatialPattern):
                 height = width = 1
                 out_layout = image.layout if image.layout.rows is not None else Layout(1, 1)
         out = lower_filters(
-            state, name, image, weights, kernel, geometry, (height, width), out_layout, element, precision_of(gemm)
+            state,
+            name,
+            image,
+            weights,
+            kernel,
+            geometry,
+            (height, width),
+            out_layout,
+            element,
+            precision_of(gemm),
+            pixels,
         )
         out.logical = logical
         if bias is not None:
@@ -997,9 +1026,11 @@ class CinmToSpatialPass(ChoicePass):
     """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
     ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
-    `packing`: `kernel` (a matrix per kernel position) or `im2col` (kernel positions × channels
-    unrolled into the crossbar rows). `whole-tiles`: a compute holds whole output-channel tiles
-    where they fit (`compute_groups`), so that no compute waits for another's partial sums."""
+    `packing`: `kernel` (a matrix per kernel position), `im2col` (kernel positions × channels
+    unrolled into the crossbar rows) or `sdk` (im2col over windows of adjacent output pixels, where
+    that takes fewer crossbar reads: `crossbar_weights.window_pixels`). `whole-tiles`: a compute
+    holds whole output-channel tiles where they fit (`compute_groups`), so that no compute waits for
+    another's partial sums."""
 
     name = "cinm-to-spatial"
 

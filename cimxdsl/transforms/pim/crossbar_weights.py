@@ -8,7 +8,13 @@ and blocks of all zeros are skipped (weight skipping). Two packings:
 * `im2col`: the remaining positions' blocks stacked position-major (`KH·KW·C_tile` rows, the
   unrolled input patch) and cut into matrices of at most `size` rows, as ISAAC (Shafiee et al.,
   2016) and PIMCOMP (Sun et al., 2023) map convolutions: a 3-channel 3×3 kernel takes one crossbar
-  of 27 rows instead of 9 of 3.
+  of 27 rows instead of 9 of 3;
+* `sdk`: im2col over windows of p adjacent output pixels of a row, the kernel shifted and
+  duplicated in the crossbar's columns (Zhang et al., "Efficient and Robust RRAM-Based Convolutional
+  Weight Mapping With Shifted and Duplicated Kernel", TCAD 2021; Rhe et al., "VW-SDK", DATE 2022):
+  a layer of F ≤ size ÷ 2 output channels fills the columns its im2col crossbars leave empty, and
+  a read computes p pixels. p is the one with the fewest reads per pixel (`window_pixels`): a
+  64-channel 3×3 layer on 128×128 crossbars takes 6 reads per 2 pixels instead of 5 per pixel.
 """
 
 from collections.abc import Sequence
@@ -20,8 +26,9 @@ import numpy as np
 
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 
-Packing = Literal["kernel", "im2col"]
-"""How the crossbars hold a convolution's weights: a matrix per kernel position, or im2col."""
+Packing = Literal["kernel", "im2col", "sdk"]
+"""How the crossbars hold a convolution's weights: a matrix per kernel position, im2col, or im2col
+over windows of adjacent output pixels."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +55,42 @@ def valid_positions(geometry: FilterGeometry, size: tuple[int, int]) -> list[int
         if rows and cols:
             valid.append(k)
     return valid
+
+
+def window_geometry(geometry: FilterGeometry, pixels: int) -> FilterGeometry:
+    """The geometry of windows of `pixels` adjacent output pixels of a row: a kernel (p - 1)
+    strides wider (undilated across), p times the stride; the same pads give W_out ÷ p windows."""
+    (kh, kw), (sh, sw), (dh, dw) = geometry.kernel, geometry.strides, geometry.dilations
+    return FilterGeometry((kh, (kw - 1) * dw + (pixels - 1) * sw + 1), (sh, pixels * sw), geometry.pads, (dh, 1))
+
+
+def shifted_kernels(matrix: np.ndarray, geometry: FilterGeometry, pixels: int) -> np.ndarray:
+    """The `(C·KH·KW') × (p·F)` matrix of `window_geometry`'s windows from the `(C·KH·KW) × F`
+    matrix of `geometry`: pixel q's F columns hold the kernel shifted q strides across."""
+    (kh, kw), sw, dw = geometry.kernel, geometry.strides[1], geometry.dilations[1]
+    width = window_geometry(geometry, pixels).kernel[1]
+    channels, filters = matrix.shape[0] // (kh * kw), matrix.shape[1]
+    kernel = matrix.reshape(channels, kh, kw, filters)
+    shifted = np.zeros((channels, kh, width, pixels, filters), matrix.dtype)
+    for q in range(pixels):
+        shifted[:, :, q * sw + np.arange(kw) * dw, q, :] = kernel
+    return shifted.reshape(channels * kh * width, pixels * filters)
+
+
+def window_pixels(
+    geometry: FilterGeometry, channel_tiles: Sequence[int], filters: int, out_width: int, size: int
+) -> int:
+    """The output pixels per crossbar read with the fewest reads per pixel (ties: the fewest
+    pixels): p dividing the row's `out_width` pixels whose p·`filters` channels fit a crossbar's
+    `size` columns, each input-channel tile's window unrolled into ⌈positions × channels ÷ size⌉
+    crossbars."""
+
+    def reads(pixels: int) -> float:
+        kernel = window_geometry(geometry, pixels).kernel if pixels > 1 else geometry.kernel
+        return sum(-(-kernel[0] * kernel[1] * c // size) for c in channel_tiles) / pixels
+
+    candidates = [p for p in range(1, max(size // max(filters, 1), 1) + 1) if out_width % p == 0]
+    return min(candidates, key=lambda p: (reads(p), p))
 
 
 def weight_blocks(

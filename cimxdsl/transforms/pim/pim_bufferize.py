@@ -110,7 +110,7 @@ class EmptyToAlloc(RewritePattern):
 
 @dataclass
 class FiltersWithBuffers(RewritePattern):
-    """`spat.apply_filters` → `pim.apply_filters` into a fresh output buffer, with a one-pixel
+    """`spat.apply_filters` → `pim.apply_filters` into a fresh output buffer, with a one-read
     accumulation buffer (crossbar results cannot accumulate in place)."""
 
     bridges: Bridges
@@ -118,7 +118,7 @@ class FiltersWithBuffers(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: spat.ApplyFiltersOp, rewriter: PatternRewriter, /):
         output = rewriter.insert(alloc(op.result.type)).results[0]
-        channels = op.result.type.get_shape()[-1]
+        channels = op.products_shape(op.result.type.get_shape())[-1]
         accumulator = rewriter.insert(alloc(TensorType(op.result.type.element_type, (channels,)))).results[0]
         image = self.bridges.as_memref(op.input, rewriter)
         # the same properties (weights, geometry, packing): `pim.apply_filters` shares them

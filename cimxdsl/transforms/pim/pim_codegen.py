@@ -417,9 +417,9 @@ class CoreCodegen:
         self.set_widths(self.bits, self.bits)
 
     def accumulators(self, op: pim.ApplyFiltersOp, partials: int, narrow: bool) -> list[int]:
-        """The accumulators of one output pixel's partial products: the op's, and with `narrow`
+        """The accumulators of one crossbar read's partial products: the op's, and with `narrow`
         one more per further partial (its `mvmul`s all come before its `vvadd`s)."""
-        length = shape_of(op.output)[-1]
+        length = op.products_shape(shape_of(op.output))[-1]
         extra = max(partials - 2, 0) if narrow else 0
         return [self.address(op.accumulator), *(self.scratch(length) for _ in range(extra))]
 
@@ -464,7 +464,7 @@ class CoreCodegen:
         assert packing is not None
         geometry = op.geometry()
         height, width, channels = shape_of(op.input)
-        out_h, out_w, out_channels = shape_of(op.output)
+        out_h, out_w, out_channels = op.products_shape(shape_of(op.output))  # a "pixel": one read's
         output = self.address(op.output)
         narrow = in_bytes != self.bytes
         chunks, row = [], packing.offset

@@ -1,6 +1,7 @@
-"""`cinm-to-spatial{packing=kernel|im2col}`: both packings interpret to the host (integer)
-result after every pass and their artifacts validate exactly; im2col uses fewer crossbars and
-instructions where a channel tile leaves crossbar rows empty."""
+"""`cinm-to-spatial{packing=kernel|im2col|sdk}`: every packing interprets to the host (integer)
+result after every pass and its artifacts validate exactly; im2col uses fewer crossbars and
+instructions where a channel tile leaves crossbar rows empty, sdk fewer crossbar reads where a
+layer's output channels leave crossbar columns empty."""
 
 import numpy as np
 import onnx
@@ -14,13 +15,15 @@ from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
 from cimxdsl.device import load_device_config
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.transforms.pim.crossbar_weights import shifted_kernels, window_geometry, window_pixels
 from cimxdsl.transforms.pim.pim_codegen import patch_runs
 from tests.unit.backend.test_pim_cnn_ops import inception_densenet, shufflenet_mobilenet
 from tests.unit.backend.test_pim_pipeline import reference_conv_relu
 from tests.unit.helpers import apply, parse
 from tests.unit.spatial_programs import ProgramBuilder, conv_program, interpret, resnet_program
 
-PACKINGS = ["kernel", "im2col"]
+PACKINGS = ["kernel", "im2col", "sdk"]
 
 
 def lower_checked(text: str, x: np.ndarray, stages: list[str], out_dir) -> tuple:
@@ -62,7 +65,7 @@ def test_three_channel_3x3_conv_takes_one_crossbar_of_27_rows_under_im2col(tmp_p
     x = rng.integers(-128, 128, (1, 3, 5, 5))
     text = conv_program(channels=3, filters=8, size=5, weights=weights)
     runs = {}
-    for packing in PACKINGS:
+    for packing in ("kernel", "im2col"):
         golden, shapes, artifacts = lower(text, x, packing, 32, 16, 1, 16, tmp_path / packing)
         np.testing.assert_array_equal(golden, reference_conv_relu(x, weights))
         runs[packing] = shapes, artifacts
@@ -87,13 +90,67 @@ def test_three_channel_3x3_conv_takes_one_crossbar_of_27_rows_under_im2col(tmp_p
 @pytest.mark.parametrize("packing", PACKINGS)
 def test_strided_padded_conv_split_across_computes_validates(packing, tmp_path):
     """8 channels x 9 positions = 72 rows in crossbars of 16 rows: 5 crossbars per tile pair,
-    split 2 + 2 + 1 across computes (the later ones start at row offsets 32 and 64)."""
+    split 2 + 2 + 1 across computes (the later ones start at row offsets 32 and 64). sdk: two of
+    the 4 output pixels of a row per read (2 x 6 of the 16 columns), their 3 x 5 window's 120 rows
+    in 8 crossbars, 4 reads per pixel instead of 5."""
     b = ProgramBuilder((1, 8, 7, 7), 5)
     text = b.text(b.relu(b.conv("%x", 6, 3, stride=2, pad=1)))
     x = np.random.default_rng(6).integers(-128, 128, (1, 8, 7, 7))
     golden, shapes, _ = lower(text, x, packing, 16, 2, 3, 4, tmp_path)
     assert np.any(golden != 0)
-    assert shapes == ([(8, 6)] * 9 if packing == "kernel" else [(16, 6)] * 4 + [(8, 6)])
+    expected = {"kernel": [(8, 6)] * 9, "im2col": [(16, 6)] * 4 + [(8, 6)], "sdk": [(16, 12)] * 7 + [(8, 12)]}
+    assert shapes == expected[packing]
+
+
+def test_sdk_reads_two_pixels_of_a_64_channel_layer_per_crossbar_read(tmp_path):
+    """A 64 -> 64 3x3 layer on 128 x 128 crossbars: im2col unrolls 576 rows into 5 crossbars of 64
+    used columns, one read of each per output pixel; sdk unrolls the 3 x 4 window of two adjacent
+    pixels (768 rows) into 6 full crossbars, read once per two pixels. No padding: no read skipped,
+    so the 6 x 6 output takes 36 x 5 and 18 x 6 reads."""
+    b = ProgramBuilder((1, 64, 8, 8), 3)
+    text = b.text(b.relu(b.conv("%x", 64, 3)))
+    x = np.random.default_rng(5).integers(-128, 128, (1, 64, 8, 8))
+    reads = {}
+    for packing in ("im2col", "sdk"):
+        golden, shapes, artifacts = lower(text, x, packing, 128, 8, 1, 8, tmp_path / packing)
+        assert np.any(golden != 0)
+        reads[packing] = (shapes, artifacts.instruction_counts()["mvmul"])
+    assert reads["im2col"] == ([(128, 64)] * 4 + [(64, 64)], 36 * 5)
+    assert reads["sdk"] == ([(128, 128)] * 6, 18 * 6)
+
+
+def test_window_pixels_take_the_fewest_reads_per_pixel_that_divide_the_row():
+    conv3 = FilterGeometry((3, 3), (1, 1), (1, 1, 1, 1))
+    assert window_pixels(conv3, [64], 64, 56, 128) == 2  # 6 reads per 2 pixels, not 5 per pixel
+    assert window_pixels(conv3, [64], 64, 7, 128) == 1  # 7 pixels a row: no pair divides it
+    assert window_pixels(conv3, [128], 128, 56, 128) == 1  # the columns are full
+    assert window_pixels(FilterGeometry((1, 1)), [128], 32, 8, 128) == 1  # 2 reads per 2 pixels: a tie
+    stem = FilterGeometry((7, 7), (2, 2), (3, 3, 3, 3))
+    assert window_pixels(stem, [3], 64, 112, 128) == 2  # 7 x 9 x 3 = 189 rows: 2 reads per 2 pixels
+
+
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_shifted_kernels_compute_adjacent_pixels_of_the_convolution(dilation):
+    """Each window's product with the shifted kernels is the convolution's p pixels, computed
+    directly (a sum over kernel positions) as the reference."""
+    rng = np.random.default_rng(dilation)
+    channels, filters, kernel, stride, pixels, width = 3, 2, 3, 2, 3, 6
+    weights = rng.integers(-4, 5, (filters, channels, kernel, kernel))
+    image = rng.integers(-9, 10, (channels, 4 + (kernel - 1) * dilation, 40))
+    geometry = FilterGeometry((kernel, kernel), (1, stride), (0, 0, 0, 0), (dilation, dilation))
+    matrix = weights.reshape(filters, -1).T  # row c·KH·KW + k, as linalg-to-cinm builds it
+    window = window_geometry(geometry, pixels)
+    shifted = shifted_kernels(matrix, geometry, pixels)
+    for ox in range(0, width, pixels):
+        patch = image[:, 0 : 1 + (kernel - 1) * dilation : dilation, ox * stride : ox * stride + window.kernel[1]]
+        product = patch.reshape(-1) @ shifted
+        for q in range(pixels):
+            x0 = (ox + q) * stride
+            taps = image[
+                :, 0 : 1 + (kernel - 1) * dilation : dilation, x0 : x0 + 1 + (kernel - 1) * dilation : dilation
+            ]
+            direct = np.einsum("chw,fchw->f", taps, weights)
+            np.testing.assert_array_equal(product[q * filters : (q + 1) * filters], direct)
 
 
 @pytest.mark.parametrize("packing", PACKINGS)
@@ -142,14 +199,18 @@ def test_patch_runs_merge_contiguous_pixels_and_padding():
     size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
     channels=st.integers(1, 5),
     seed=st.integers(0, 2**16),
+    packing=st.sampled_from(["im2col", "sdk"]),
 )
-def test_im2col_code_validates_on_any_window_geometry(kernel, strides, pads, dilations, size, channels, seed, tmp_path):
+def test_im2col_code_validates_on_any_window_geometry(
+    kernel, strides, pads, dilations, size, channels, seed, packing, tmp_path
+):
     """The im2col code of a convolution of any kernel, strides, pads (each side its own), dilations
     and image size — windows hanging over every edge, an image as wide as the kernel's span (its
     rows contiguous in memory from one to the next), 16-row crossbars cutting kernel positions — is
     read back by the validator exactly as the integer program computes it. (The code gathers each
     pixel's patch from what its window meets of the image: pixels whose windows meet padding at
-    the same kernel positions share one plan, shifted.)"""
+    the same kernel positions share one plan, shifted.) sdk: windows of up to 5 pixels of 3 filters
+    on 16 columns, wherever they divide the row."""
     (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw), (h, w) = kernel, strides, pads, dilations, size
     out_h, out_w = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1, (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
     assume(out_h >= 1 and out_w >= 1)
@@ -179,7 +240,7 @@ def test_im2col_code_validates_on_any_window_geometry(kernel, strides, pads, dil
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     device = load_device_config("ideal").replace(name="small", rows=16, cols=16)
     calibration = rng.standard_normal((4, channels, h, w)).astype(np.float32)
-    compiled = compile_pim(model, device, calibration=calibration, out_dir=tmp_path / f"g{seed}", packing="im2col")
+    compiled = compile_pim(model, device, calibration=calibration, out_dir=tmp_path / f"g{seed}", packing=packing)
     x = rng.standard_normal((1, channels, h, w)).astype(np.float32)
     compiled(x)
     golden = compiled.golden(x)[0]

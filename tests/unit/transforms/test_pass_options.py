@@ -14,10 +14,10 @@ ENUMERATED = [(name, option, allowed) for name, cls in PASSES.items() for option
 
 
 def test_the_pim_passes_type_their_enumerations():
-    assert choices(PASSES["cinm-to-spatial"]) == {"packing": ("kernel", "im2col")}
+    assert choices(PASSES["cinm-to-spatial"]) == {"packing": ("kernel", "im2col", "sdk")}
     assert choices(PASSES["spatial-mapping"]) == {"strategy": ("none", "greedy", "ga"), "pipeline": ("layer", "row")}
     assert choices(PASSES["pim"]) == {
-        "packing": ("kernel", "im2col"),
+        "packing": ("kernel", "im2col", "sdk"),
         "mapping": ("none", "greedy", "ga"),
         "pipelining": ("layer", "row"),
     }

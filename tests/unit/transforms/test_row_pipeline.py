@@ -39,7 +39,7 @@ def conv_chain(layers: int = 5, size: int = 12) -> str:
     return b.text(x)
 
 
-def stages(pipeline: str, mapping: str, cores: int, rows: int = 1) -> list[str]:
+def stages(pipeline: str, mapping: str, cores: int, rows: int = 1, packing: str = "im2col") -> list[str]:
     mapped = (
         [
             f"spatial-mapping{{strategy={mapping} cores={cores} crossbars-per-core=24 pipeline={pipeline} rows-per-band={rows}}}"
@@ -48,7 +48,7 @@ def stages(pipeline: str, mapping: str, cores: int, rows: int = 1) -> list[str]:
         else []
     )
     return [
-        "cinm-to-spatial{xbar-size=8 crossbars-per-compute=24 packing=im2col}",
+        f"cinm-to-spatial{{xbar-size=8 crossbars-per-compute=24 packing={packing}}}",
         *mapped,
         f"spatial-to-pim{{cores={cores} crossbars-per-core=24 pipeline={pipeline} rows-per-band={rows}}}",
         "pim-bufferize",
@@ -81,6 +81,23 @@ def test_row_pipeline_is_exact_at_every_level_with_and_without_replicas(program,
     if program is resnet_program:  # global pooling and the classifier need the whole image
         whole = re.search(r"; (\d+) computes on whole images", summary)
         assert whole and int(whole.group(1)) >= 2
+
+
+def test_row_pipeline_is_exact_with_windows_of_two_pixels_per_read(tmp_path):
+    """sdk packing (4 filters on 8 columns: two pixels per read) under replicas and bands: every
+    level and the validator equal the integer program, with half the reads of im2col's."""
+    x = np.random.default_rng(9).integers(-128, 128, (1, 4, 12, 12))
+    runs = {}
+    for packing in ("im2col", "sdk"):
+        run = lower_checked(conv_chain(), x, stages("row", "greedy", 12, packing=packing), tmp_path / packing)
+        runs[packing] = run
+    (golden, im2col_shapes, im2col, _), (sdk_golden, sdk_shapes, sdk, _) = runs["im2col"], runs["sdk"]
+    np.testing.assert_array_equal(sdk_golden, golden)
+    assert cores_compute_in_bands(sdk)
+    # 4 channels x 9 positions = 36 rows: 5 crossbars of 8 per pixel; sdk: 3 x 4 x 4 = 48 rows, 6 per
+    # 2 pixels; padding skips the same share of reads in both
+    assert set(im2col_shapes) == {(8, 4), (4, 4)} and set(sdk_shapes) == {(8, 8)}
+    assert sdk.instruction_counts()["mvmul"] < 0.7 * im2col.instruction_counts()["mvmul"]
 
 
 @pytest.mark.parametrize("mapping", ["none", "greedy"])

@@ -145,7 +145,7 @@ def test_compile_pim_with_mapping_and_im2col_stays_exact(tmp_path):
     assert report["mapping"].startswith("greedy mapping on 6 cores") and report["cores_used"] <= 6
 
 
-@pytest.mark.parametrize("packing", ["kernel", "im2col"])
+@pytest.mark.parametrize("packing", ["kernel", "im2col", "sdk"])
 def test_the_mapping_cost_is_the_performance_models_time(packing, tmp_path):
     """The mapping's cost of the computes on each core and the performance model's busy time of the
     cores name the same busiest core (the layer the mapping replicates) and agree on its time (the

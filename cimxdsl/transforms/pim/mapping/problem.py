@@ -164,11 +164,17 @@ def cost_plan(compute: spat.ComputeOp) -> CostPlan:
     shapes = {v: v.type.get_shape() for v in values if isinstance(v.type, TensorType | MemRefType)}
     return CostPlan(
         moved,
-        tuple((*cost_kind(op), op, op.results[0], shapes[op.results[0]][-1]) for op in ops),
+        tuple((*cost_kind(op), op, op.results[0], product_channels(op, shapes[op.results[0]])) for op in ops),
         {v: s[0] for v, s in shapes.items()},
         {v: num_elements(s[1:]) for v, s in shapes.items()},
         tuple(shape_of(w)[0] for w in compute.weights),
     )
+
+
+def product_channels(op: Operation, shape: Sequence[int]) -> int:
+    """The channels `op` writes at once: a crossbar read's for an `apply_filters` (p pixels' with p
+    pixels per read), else its result's."""
+    return op.products_shape(shape)[-1] if isinstance(op, spat.ApplyFiltersOp) else shape[-1]
 
 
 def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: Sequence[int]) -> int:
@@ -182,7 +188,7 @@ def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows
 def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
     """`crossbar_reads` of each output row of `op`."""
     indices = op.weight_index_list()
-    in_shape, out_shape = shape_of(op.input), shape_of(op.results[0])
+    in_shape, out_shape = shape_of(op.input), op.products_shape(shape_of(op.results[0]))
     geometry = op.geometry()
     if len(in_shape) != 3:
         count = num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)

@@ -118,7 +118,7 @@ pim.core(%w) coreId 0 : (tensor<3x2xi8>) {
   pim.apply_filters ins(%in : memref<4x4x3xi8>) outs(%out : memref<4x4x2xi32>) accum(%acc : memref<4xi32>) weights [0]
   pim.halt
 }
-// CHECK: 'pim.apply_filters' accumulator must hold one output pixel (2 elements), got 4
+// CHECK: 'pim.apply_filters' accumulator must hold one crossbar read (2 elements), got 4
 
 // -----
 

@@ -437,6 +437,29 @@ spat.compute [%w] () : [tensor<9x3xi8>] () -> {
 
 // -----
 
+// Two pixels per read need matrices of their 2 x 2 channels.
+%w = "test.op"() : () -> tensor<36x2xi8>
+spat.compute [%w] () : [tensor<36x2xi8>] () -> {
+^bb0(%a: tensor<36x2xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0] kernel [3, 4] strides [1, 2] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] pixels 2 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' weight 0 must be Nx4 (rows x output channels), got 36x2
+
+// -----
+
+%w = "test.op"() : () -> tensor<36x6xi8>
+spat.compute [%w] () : [tensor<36x6xi8>] () -> {
+^bb0(%a: tensor<36x6xi8>):
+  %x = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %x weights [0] kernel [3, 4] strides [1, 2] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] pixels 3 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield
+}
+// CHECK: 'spat.apply_filters' im2col pixels must be a positive divisor of the output width, got 3
+
+// -----
+
 %x = "test.op"() : () -> tensor<6x4x2xi32>
 %band = spat.extract_rows %x offset 4 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
 // CHECK: 'spat.extract_rows' rows 4:7 exceed the input's 6 rows

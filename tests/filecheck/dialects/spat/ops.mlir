@@ -201,6 +201,23 @@ spat.channel_send %v to %ch : tensor<4x4x2xi32>
 
 // -----
 
+// Two output pixels per read: the 3x4 window of two adjacent pixels (stride 2 across), its 36
+// rows over crossbars of 32 and 4 rows whose 4 columns are the two pixels' 2 channels each.
+%w0 = "test.op"() : () -> tensor<32x4xi8>
+%w1 = "test.op"() : () -> tensor<4x4xi8>
+%c = spat.compute [%w0, %w1] () : [tensor<32x4xi8>, tensor<4x4xi8>] () -> tensor<4x4x2xi32> {
+^bb0(%a0: tensor<32x4xi8>, %a1: tensor<4x4xi8>):
+  %in = "test.op"() : () -> tensor<4x4x3xi8>
+  %y = spat.apply_filters %in weights [0, 1] kernel [3, 4] strides [1, 2] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] pixels 2 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  spat.yield %y : tensor<4x4x2xi32>
+}
+
+// CHECK:      %y = spat.apply_filters %in weights [0, 1] kernel [3, 4] strides [1, 2] pads [1, 1, 1, 1] im2col [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] pixels 2 : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+
+// GENERIC:      "spat.apply_filters"(%in) <{weightIndices = array<i64: 0, 1>, kernelShape = array<i64: 3, 4>, strides = array<i64: 1, 2>, pads = array<i64: 1, 1, 1, 1>, im2col = array<i64: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11>, im2colPixels = 2 : i64, dilations = array<i64: 1, 1>}>
+
+// -----
+
 // A band of rows (a view: no data moves).
 %x = "test.op"() : () -> tensor<6x4x2xi32>
 %band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
