@@ -6,7 +6,7 @@ core's program), and print both beside the estimate.
 
     PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
         [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--pipeline layer|row]
-        [--packing kernel|im2col|sdk] [--size 224] [--sim-time MS]
+        [--packing kernel|im2col|sdk] [--array-group N] [--size 224] [--sim-time MS]
         [--cores] [--keep DIR]
 
 pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
@@ -100,6 +100,7 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
         cores=args.cores_given,
         pipeline=args.pipeline,
         packing=args.packing,
+        array_group=args.array_group,
     )
     compile_s = time.perf_counter() - start
     report = compiled.report()
@@ -115,8 +116,8 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
     expected = 1 + int((sim_time - estimate_ms) * estimate_tp / 1e3) if sim_time >= estimate_ms else 0
     steady = (samples - 1) / (sim_time - latency_ms) * 1e3 if samples > 1 and sim_time > latency_ms else float("nan")
     print(
-        f"{name} on '{p['chip']}', mapping {args.mapping}, pipeline {args.pipeline}, packing {args.packing}: "
-        f"compile {compile_s:.1f} s, "
+        f"{name} on '{p['chip']}', mapping {args.mapping}, pipeline {args.pipeline}, packing {args.packing}, "
+        f"array group {args.array_group}: compile {compile_s:.1f} s, "
         f"{report['crossbars_used']} crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
         f"  latency:    estimate {estimate_ms:.4g} ms, pimsim-nn {latency_ms:.4g} ms "
         f"({estimate_ms / latency_ms - 1:+.0%}; simulated in {latency_wall:.0f} s)\n"
@@ -144,6 +145,7 @@ def main() -> None:
     parser.add_argument("--mapping", default="greedy", choices=["none", "greedy", "ga"])
     parser.add_argument("--pipeline", default="layer", choices=["layer", "row"])
     parser.add_argument("--packing", default="im2col", choices=["kernel", "im2col", "sdk"])
+    parser.add_argument("--array-group", type=int, default=1, help="crossbars side by side in one array group")
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
     parser.add_argument(

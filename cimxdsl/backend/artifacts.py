@@ -1,10 +1,11 @@
 """The artifact directory of the `pim` target, in pimsim-nn's directory format.
 
 ```
-config.json           {"core_cnt": N, "array_group_map": {"core0": [1, 1, ...], ...}}   (read by pimsim-nn)
+config.json           {"core_cnt": N, "array_group_map": {"core0": [1, 4, ...], ...}}   (read by pimsim-nn:
+                      each array group's crossbars, side by side)
 core_<id>.json        the core's instruction stream: a JSON array of pimsim-nn instruction objects
 crossbars_<id>.json   what the core's crossbars hold (for functional simulation):
-                      {"core": id, "array_groups": [{"group": g, "crossbars": 1, "rows": R, "cols": C,
+                      {"core": id, "array_groups": [{"group": g, "crossbars": n, "rows": R, "cols": C,
                        "origin": "...", "weights": [[...], ...]}, ...]}; a group whose layer
                        has its own precision also gives its "weight_bits" and "input_bits"
 memory.json           the global memory: {"element_bytes": 4, "dtype": "int32", "size": bytes,
@@ -129,7 +130,7 @@ def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
             stale.unlink()
     config = {
         "core_cnt": len(artifacts.cores),
-        "array_group_map": {f"core{c.core_id}": [1] * len(c.groups) for c in artifacts.cores},
+        "array_group_map": {f"core{c.core_id}": [g.crossbars for g in c.groups] for c in artifacts.cores},
     }
     (out / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
     for core in artifacts.cores:
@@ -144,7 +145,7 @@ def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
 def group_json(index: int, group: ArrayGroup) -> str:
     """An array group's object in a crossbar file, its weights last."""
     rows, cols = group.weights.shape
-    head = {"group": index, "crossbars": 1, "rows": int(rows), "cols": int(cols), "origin": group.origin}
+    head = {"group": index, "crossbars": group.crossbars, "rows": int(rows), "cols": int(cols), "origin": group.origin}
     if group.precision is not None:
         head |= dict(zip(PRECISION, group.precision, strict=True))
     return json.dumps(head, separators=(", ", ": "))[:-1] + f', "weights": {matrix_json(group.weights)}}}'
@@ -276,11 +277,13 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> CoreProgram:
+def read_core(directory: Path, core_id: int, crossbars: list[int], core_count: int) -> CoreProgram:
     """The core's checked instruction stream: the ISA's rules are the dialect's
     (`InstructionStream.from_json`); the directory adds that `setbw` comes first, an `mvmul`'s
-    group exists and a transfer's peer core exists and differs from this one."""
+    group exists and a transfer's peer core exists and differs from this one (`crossbars`: each
+    array group's, from the configuration)."""
     name = core_file(core_id)
+    groups = len(crossbars)
     data = load_json(directory / name)
     if not isinstance(data, list):
         raise ArtifactError(f"{name}: must be a JSON array of instructions")
@@ -308,18 +311,18 @@ def read_core(directory: Path, core_id: int, groups: int, core_count: int) -> Co
         message = next(text for mask, text in problems if mask[i])
         fields = op.fields()
         raise ArtifactError(f"{name}: instruction {i} ({op.mnemonic()}): " + message.format(op=op.mnemonic(), **fields))
-    return CoreProgram(core_id, stream, read_crossbars(directory, core_id, groups))
+    return CoreProgram(core_id, stream, read_crossbars(directory, core_id, crossbars))
 
 
-def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGroup]:
+def read_crossbars(directory: Path, core_id: int, crossbars: list[int]) -> list[ArrayGroup]:
     name = crossbar_file(core_id)
     data, matrices = load_crossbar_json(directory / name)
     entries = data.get("array_groups") if isinstance(data, Mapping) else None
     if not isinstance(entries, list):
         raise ArtifactError(f"{name}: must be an object with an 'array_groups' list")
-    if len(entries) != groups:
+    if len(entries) != len(crossbars):
         raise ArtifactError(
-            f"{name}: holds {len(entries)} array groups, but array_group_map.core{core_id} has {groups}"
+            f"{name}: holds {len(entries)} array groups, but array_group_map.core{core_id} has {len(crossbars)}"
         )
     result = []
     for g, entry in enumerate(entries):
@@ -337,7 +340,13 @@ def read_crossbars(directory: Path, core_id: int, groups: int) -> list[ArrayGrou
             raise ArtifactError(
                 f"{where}: 'rows'/'cols' do not match the {weights.shape[0]}x{weights.shape[1]} weights"
             )
-        result.append(ArrayGroup(weights, str(entry.get("origin", "")), group_precision(entry, where)))
+        if entry.get("crossbars", crossbars[g]) != crossbars[g]:
+            raise ArtifactError(
+                f"{where}: 'crossbars' is {entry.get('crossbars')!r}, but array_group_map.core{core_id} gives "
+                f"{crossbars[g]}"
+            )
+        origin = str(entry.get("origin", ""))
+        result.append(ArrayGroup(weights, origin, group_precision(entry, where), crossbars[g]))
     return result
 
 
@@ -351,7 +360,7 @@ def group_precision(entry: Mapping, where: str) -> tuple[int, int] | None:
     return given[0], given[1]
 
 
-def read_config(directory: Path) -> tuple[int, dict[int, int]]:
+def read_config(directory: Path) -> tuple[int, dict[int, list[int]]]:
     config = load_json(directory / CONFIG)
     if not isinstance(config, Mapping):
         raise ArtifactError(f"{CONFIG}: must be a JSON object")
@@ -368,11 +377,7 @@ def read_config(directory: Path) -> tuple[int, dict[int, int]]:
             raise ArtifactError(
                 f"{CONFIG}: array_group_map.core{core} must be a list of positive crossbar counts, got {entry!r}"
             )
-        if any(n != 1 for n in entry):
-            raise ArtifactError(
-                f"{CONFIG}: array_group_map.core{core}: array groups of several crossbars are not supported"
-            )
-        result[core] = len(entry)
+        result[core] = list(entry)
     for key in groups:
         if not re.fullmatch(r"core\d+", str(key)) or int(str(key)[4:]) >= count:
             raise ArtifactError(f"{CONFIG}: array_group_map has '{key}', but core_cnt is {count}")

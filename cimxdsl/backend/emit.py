@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 from cimxdsl.backend.artifacts import ArrayGroup, ArtifactError, Artifacts, CoreProgram, write_artifacts
 from cimxdsl.backend.memory import LayoutError, describe_memory
 from cimxdsl.dialects import pim
-from cimxdsl.dialects.utils import dense_array, num_elements, precision_of
+from cimxdsl.dialects.utils import crossbars_of, dense_array, num_elements, precision_of
 
 
 def program_function(module: ModuleOp) -> func.FuncOp:
@@ -44,7 +44,7 @@ def crossbar_group(value: SSAValue) -> ArrayGroup:
         raise ArtifactError("crossbar weights must be constants")
     origin = owner.attributes.get("origin")
     name = origin.data if isinstance(origin, StringAttr) else ""
-    return ArrayGroup(dense_array(owner.value).astype(np.int64), name, precision_of(owner))
+    return ArrayGroup(dense_array(owner.value).astype(np.int64), name, precision_of(owner), crossbars_of(value))
 
 
 def core_program(core: pim.CoreOp, stream: pim.InstructionStream | None = None, local_bytes: int | None = None):

@@ -132,9 +132,9 @@ def core_costs(program: CoreProgram, chip: ChipConfig) -> CoreCosts:
     mvm = op == pim.MvmulOp.OPCODE
     mbiw = np.maximum(stream.column("mbiw")[mvm], 1)
     matrix = Latencies(chip, ibytes[mvm], obytes[mvm])  # pyright: ignore[reportArgumentType]
-    local[mvm] = matrix.mvmul_local(mbiw)
     groups = stream.column("group").astype(np.int64)[mvm]
-    input_bits, crossbars = mvmul_bits(program, chip, groups, 8 * ibytes[mvm])
+    input_bits, crossbars, wide = mvmul_bits(program, chip, groups, 8 * ibytes[mvm])
+    local[mvm] = matrix.mvmul_local(mbiw, wide)
     cycles, crossbar_energy = mvm_cycles_and_energy(chip, input_bits)  # pyright: ignore[reportArgumentType]
     latency[mvm] = cycles * chip.period + local[mvm]
     # vector unit
@@ -204,22 +204,24 @@ def element_widths(stream: pim.InstructionStream) -> tuple[np.ndarray, np.ndarra
 
 
 def slices(chip: ChipConfig, group) -> int:
-    """The crossbars an array group's weights take: ⌈w ÷ cell_precision⌉ with its own precision, else 1."""
-    return 1 if group.precision is None else -(-group.precision[0] // chip.cell_precision)
+    """The crossbars an array group's weights take: its crossbars side by side, each ⌈w ÷
+    cell_precision⌉ with its own precision (else one)."""
+    return group.crossbars * (1 if group.precision is None else -(-group.precision[0] // chip.cell_precision))
 
 
 def mvmul_bits(
     program: CoreProgram, chip: ChipConfig, groups: np.ndarray, setbw_bits: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per `mvmul` of the core (on array groups `groups`): its input bits, those of its group's
-    layer's own precision or else the `setbw` width in force (`setbw_bits`), and the crossbars
-    its group reads (`slices`)."""
+    layer's own precision or else the `setbw` width in force (`setbw_bits`), the crossbars its
+    group reads (`slices`) and those side by side whose outputs it writes."""
     own = np.array([0 if g.precision is None else g.precision[1] for g in program.groups] or [0], np.int64)
     crossbars = np.array([slices(chip, g) for g in program.groups] or [1], np.int64)
+    wide = np.array([g.crossbars for g in program.groups] or [1], np.int64)
     if not len(program.groups):
         groups = np.zeros(len(groups), np.int64)
     bits = own[groups]
-    return np.where(bits > 0, bits, setbw_bits), crossbars[groups]
+    return np.where(bits > 0, bits, setbw_bits), crossbars[groups], wide[groups]
 
 
 def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.ndarray:

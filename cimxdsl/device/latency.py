@@ -76,11 +76,12 @@ class Latencies:
         """A message of `nbytes` over `h` hops: its flits one after another."""
         return -(-np.asarray(nbytes) // self.chip.bus_width) * flit_latency(self.chip, h)
 
-    def mvmul_local(self, mbiw=8) -> np.ndarray:
+    def mvmul_local(self, mbiw=8, crossbars=1) -> np.ndarray:
         """An `mvmul`'s local memory time as pimsim-nn counts it: a read of 8 input rows of
         `xbar_rows` elements (its `XbarArray` times the input as bit-serial planes), the write of
-        the `xbar_cols × cell_precision ÷ mbiw` outputs of `mbiw`-bit weights."""
-        outputs = self.chip.xbar_cols * self.chip.cell_precision // np.asarray(mbiw)
+        the `xbar_cols × cell_precision ÷ mbiw` outputs of `mbiw`-bit weights of each of the
+        `crossbars` side by side in its array group."""
+        outputs = self.chip.xbar_cols * self.chip.cell_precision // np.asarray(mbiw) * np.asarray(crossbars)
         return self.local_read(8 * self.chip.xbar_rows * self.ibytes) + self.local_write(outputs * self.obytes)
 
     def mvm_compute(self, input_bits: int | None = None) -> float:

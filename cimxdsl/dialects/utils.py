@@ -3,7 +3,7 @@ element types and constants as NumPy arrays (weights stay arrays; they are never
 Python lists)."""
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from xdsl.dialects import func
@@ -149,6 +149,23 @@ PRECISION = ("weight_bits", "input_bits")
 `MAX_PRECISION`), set per layer by quantization and kept by every lowering down to the runtime
 calls; a product without them runs at its device's bits (and float products on exact devices)."""
 MAX_PRECISION = 8
+
+
+CROSSBARS = "cim.crossbars"
+"""The attribute of a crossbar weight constant whose columns span several crossbars side by side:
+their count (an array group, read by one `mvmul`); absent, the weights take one crossbar."""
+
+
+def crossbars_of(weight: SSAValue) -> int:
+    """The crossbars weight matrix `weight` takes (its constant's `CROSSBARS`, else 1)."""
+    owner = weight.owner
+    attr = owner.attributes.get(CROSSBARS) if isinstance(owner, Operation) else None
+    return attr.value.data if isinstance(attr, IntegerAttr) else 1
+
+
+def crossbar_count(weights: Iterable[SSAValue]) -> int:
+    """The crossbars the weight matrices `weights` take."""
+    return sum(crossbars_of(w) for w in weights)
 
 
 BOUNDS = "cim.bounds"

@@ -98,6 +98,7 @@ def compile_to_pim(
     out_dir: str | Path | None = None,
     device: str = "",
     packing: Packing = DEFAULT_PACKING,
+    array_group: int = 1,
     mapping: Strategy = "none",
     mapping_budget: float = 10.0,
     pipeline: Pipeline = "layer",
@@ -111,15 +112,15 @@ def compile_to_pim(
     on `cores` cores (`0`: as many as the program needs; `None`: the `chip`'s when the program's
     crossbars fit them, else as many as it needs; without a chip, the device's) and report:
     instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time
-    per stage and, with a `chip`, the performance estimate (`performance`); `packing` is
-    `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
+    per stage and, with a `chip`, the performance estimate (`performance`); `packing` and
+    `array_group` are `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
     `spatial-mapping`'s strategy. With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
     is written beside the artifacts (`pimsim_config.json`, `sim_mode` from `pimsim_mode`: `latency`
     or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
     `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
     more crossbars than given)."""
     options = dict(xbar_size=xbar_size, cores=cores, crossbars_per_core=crossbars_per_core, device=device)
-    options |= dict(packing=packing, mapping=mapping, mapping_budget=mapping_budget)
+    options |= dict(packing=packing, array_group=array_group, mapping=mapping, mapping_budget=mapping_budget)
     options |= dict(pipelining=pipeline, rows_per_band=rows_per_band)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
@@ -151,7 +152,7 @@ def compile_to_pim(
     if chip is not None:
         begin = time.perf_counter()
         performance = estimate(artifacts, chip).as_dict() | {"estimate_s": time.perf_counter() - begin}
-    crossbars = [len(core.groups) for core in artifacts.cores]
+    crossbars = [sum(group.crossbars for group in core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
     size: int = next(p.xbar_size for p in steps if isinstance(p, CinmToSpatialPass))
@@ -159,6 +160,7 @@ def compile_to_pim(
     return {
         "xbar_size": size,
         "packing": packing,
+        "array_group": array_group,
         "mapping": "; ".join(timer.summaries) if timer.summaries else "none",
         "pipeline": "; ".join(pipelined) if pipelined else "layer",
         "cores": cores_given or used,
@@ -207,6 +209,7 @@ PIM_OPTIONS = (
     "crossbars_per_core",
     "out_dir",
     "packing",
+    "array_group",
     "mapping",
     "mapping_budget",
     "pipeline",
@@ -227,6 +230,7 @@ def compile_pim(
     crossbars_per_core: int | None = None,
     out_dir: str | Path | None = None,
     packing: str = DEFAULT_PACKING,
+    array_group: int = 1,
     mapping: str = "none",
     mapping_budget: float = 10.0,
     pipeline: str = "layer",
@@ -240,7 +244,8 @@ def compile_pim(
     instructions with the device's crossbar size on `chip`'s cores (a preset name or a TOML/JSON
     file, `cimxdsl.device.chip`): `cores` of `crossbars_per_core` crossbars when given, else the
     chip's when the model fits them, else as many cores as the model needs (`packing`: `im2col`, the
-    default, `kernel` or `sdk`, see `cinm-to-spatial`; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
+    default, `kernel` or `sdk`, see `cinm-to-spatial`; `array_group`: the most crossbars one `mvmul`
+    reads side by side; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
     bands of `rows_per_band` output rows, see `spatial-to-pim`; `precision`: the weight and input bits
     per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
@@ -256,6 +261,8 @@ def compile_pim(
         raise CompileError(f"pipeline must be 'layer' or 'row', got {pipeline!r}")
     if not (isinstance(rows_per_band, int) and rows_per_band >= 1):
         raise CompileError(f"rows_per_band must be a positive integer, got {rows_per_band!r}")
+    if not (isinstance(array_group, int) and array_group >= 1):
+        raise CompileError(f"array_group must be a positive integer, got {array_group!r}")
     if pimsim_mode not in SIM_MODES:
         raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
     if not pimsim_time > 0:
@@ -280,6 +287,7 @@ def compile_pim(
             xbar_size=config.rows,
             out_dir=directory,
             packing=packing,
+            array_group=array_group,
             mapping=mapping,
             mapping_budget=mapping_budget,
             pipeline=pipeline,  # pyright: ignore[reportArgumentType]

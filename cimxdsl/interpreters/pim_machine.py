@@ -50,13 +50,15 @@ def core_file(core: int) -> str:
 
 @dataclass
 class ArrayGroup:
-    """An array group of a core: one crossbar holding `weights` (`rows × cols`, `x · weights`)."""
+    """An array group of a core: `crossbars` crossbars side by side holding `weights` (`rows ×
+    cols`, `x · weights`), read together by one `mvmul`."""
 
     weights: np.ndarray
     origin: str = ""
     precision: tuple[int, int] | None = None
     """Its layer's own (weight bits, input bits), if any: what the performance model times its
     `mvmul`s with (weight slices and input passes)."""
+    crossbars: int = 1
 
 
 @dataclass

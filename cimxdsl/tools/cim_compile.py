@@ -210,6 +210,13 @@ def main(args: Sequence[str] | None = None) -> None:
         "output pixels where that takes fewer crossbar reads (sdk: shifted and duplicated kernels)",
     )
     parser.add_argument(
+        "--array-group",
+        type=int,
+        metavar="N",
+        help="--target pim: the most crossbars side by side in one array group, read by one mvmul: a layer's output "
+        "channels over N crossbars' columns (default 1; needs --packing im2col or sdk)",
+    )
+    parser.add_argument(
         "--mapping",
         choices=["none", "greedy", "ga"],
         help="--target pim: replicate the layers that bound the pipeline onto the chip's free crossbars and balance "

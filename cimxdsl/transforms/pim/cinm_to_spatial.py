@@ -72,6 +72,7 @@ from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
 from cimxdsl.dialects.utils import (
+    CROSSBARS,
     dense_array,
     dense_attr,
     numpy_dtype,
@@ -154,10 +155,14 @@ class SpatialState:
     being built, and the host ops before (`prologue`) and after (`epilogue`) the computes."""
 
     function: func.FuncOp
-    tile: int
+    size: int
+    """The crossbars' rows and columns."""
     crossbars_per_compute: int
     packing: Packing = "kernel"
     whole_tiles: bool = False
+    array_group: int = 1
+    """The most crossbars side by side in one array group: an image's channel tiles are up to this
+    many crossbars wide (a matrix's stay one)."""
     values: dict[SSAValue, Lowered] = field(default_factory=dict[SSAValue, Lowered])
     nodes: list[Node] = field(default_factory=list[Node])
     prologue: list[Operation] = field(default_factory=list[Operation])
@@ -167,6 +172,10 @@ class SpatialState:
     """A value standing for each compute result the epilogue uses, until the computes exist."""
     folder: Interpreter | None = None
     layers: int = 0
+
+    def tile(self, layout: Layout) -> int:
+        """The channels of a tile of a value laid out as `layout`."""
+        return self.size * (self.array_group if layout.rows is None else 1)
 
     def known(self, value: SSAValue) -> Lowered | SSAValue:
         """The lowered form of `value`, or `value` itself (a function argument, an unlowered value)."""
@@ -208,7 +217,7 @@ class SpatialState:
             whole, layout = value, Layout(rows=shape[0])
         else:
             raise pass_error("cinm-to-spatial", f"function inputs must be NCHW images or matrices, got {t}")
-        bounds = channel_bounds(channels, self.tile)
+        bounds = channel_bounds(channels, self.tile(layout))
         tiles: list[Ref] = []
         for lo, hi in bounds:
             if (lo, hi) == (0, channels):
@@ -230,9 +239,12 @@ class SpatialState:
     def weight_constant(
         self, block: np.ndarray, element: Attribute, origin: str, precision: tuple[int, int] | None = None
     ) -> SSAValue:
-        """A crossbar's weights, with their layer (`origin`) and its precision, if it has its own."""
+        """A crossbar's weights (an array group's, over `size` columns), with their layer (`origin`)
+        and its precision, if it has its own."""
         op = set_precision(arith.ConstantOp(dense_attr(np.ascontiguousarray(block), element)), precision)
         op.attributes[ORIGIN] = StringAttr(origin)
+        if (crossbars := -(-block.shape[1] // self.size)) > 1:
+            op.attributes[CROSSBARS] = IntegerAttr(crossbars, i64)
         self.prologue.append(op)
         return op.result
 
@@ -277,16 +289,18 @@ def lower_filters(
     `pixels` > 1, `matrix` and `geometry` are those of windows of that many output pixels (one
     output tile, `shifted_kernels`)."""
     positions = kernel[0] * kernel[1]
-    out_bounds = channel_bounds(matrix.shape[1] // pixels, state.tile)
+    out_bounds = channel_bounds(matrix.shape[1] // pixels, state.tile(out_layout))
     columns = [(pixels * f0, pixels * f1) for f0, f1 in out_bounds]
     assert pixels == 1 or len(out_bounds) == 1
     valid = valid_positions(geometry, size) if image.layout.rows is None else [0]
     blocks = weight_blocks(matrix, positions, valid, image.bounds, columns)
-    if state.packing != "kernel" and positions > 1 and image.layout.rows is None:
-        blocks = im2col_blocks(blocks, state.tile)
+    wide = any(c1 - c0 > state.size for c0, c1 in image.bounds)  # an array group's tile: cut its rows
+    if state.packing != "kernel" and (positions > 1 or wide) and image.layout.rows is None:
+        blocks = im2col_blocks(blocks, state.size)
     out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
     partial: dict[int, NodeRef] = {}
-    for group in compute_groups(blocks, state.crossbars_per_compute, state.whole_tiles):
+    per = state.crossbars_per_compute // max(-(-(c1 - c0) // state.size) for c0, c1 in columns)
+    for group in compute_groups(blocks, per, state.whole_tiles):
         node = state.new_node()
         for j, by_output in groupby(group, key=lambda b: b.output_tile):
             f0, f1 = out_bounds[j]
@@ -371,9 +385,9 @@ def apply_filters(
 
 
 def retiled(state: SpatialState, value: Tiled) -> Tiled:
-    """`value` in tiles of `xbar-size` channels, moved by crossbars holding the identity matrix."""
+    """`value` in regular tiles (`SpatialState.tile`), moved by crossbars holding the identity matrix."""
     channels = value.bounds[-1][1]
-    if value.bounds == channel_bounds(channels, state.tile):
+    if value.bounds == channel_bounds(channels, state.tile(value.layout)):
         return value
     size = (value.layout.height, value.layout.width)
     identity = np.eye(channels, dtype=np.int64)
@@ -592,7 +606,7 @@ class ComputeToSpatial(SpatialPattern):
             logical = shape_of(op.results[0])
             if state.packing == "sdk":
                 tiles = [c1 - c0 for c0, c1 in image.bounds]
-                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.tile)
+                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.size)
                 if pixels > 1:
                     weights = shifted_kernels(weights, geometry, pixels)
                     geometry = window_geometry(geometry, pixels)
@@ -1030,7 +1044,9 @@ class CinmToSpatialPass(ChoicePass):
     unrolled into the crossbar rows) or `sdk` (im2col over windows of adjacent output pixels, where
     that takes fewer crossbar reads: `crossbar_weights.window_pixels`). `whole-tiles`: a compute
     holds whole output-channel tiles where they fit (`compute_groups`), so that no compute waits for
-    another's partial sums."""
+    another's partial sums. `array-group`: an image's output-channel tiles up to that
+    many crossbars wide, each row slice of a tile one array group whose crossbars one `mvmul` reads
+    side by side (pimsim-nn's array groups; PIMCOMP's AGs span a layer's output channels)."""
 
     name = "cinm-to-spatial"
 
@@ -1039,11 +1055,22 @@ class CinmToSpatialPass(ChoicePass):
     device: str = DEFAULT_DEVICE
     packing: Packing = "kernel"
     whole_tiles: bool = False
+    array_group: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
+        if not 1 <= self.array_group <= per:
+            raise pass_error(
+                self.name, f"array-group must be from 1 to crossbars-per-compute ({per}), got {self.array_group}"
+            )
+        if self.array_group > 1 and self.packing == "kernel":
+            raise pass_error(
+                self.name,
+                "array-group > 1 needs packing im2col or sdk (kernel packing reads a tile's channels as crossbar rows)",
+            )
         states = {
-            f: SpatialState(f, size, per, self.packing, self.whole_tiles) for f in functions_holding(op, cinm.ComputeOp)
+            f: SpatialState(f, size, per, self.packing, self.whole_tiles, self.array_group)
+            for f in functions_holding(op, cinm.ComputeOp)
         }
         patterns = [
             ConstantToSpatial(states),

@@ -1,7 +1,7 @@
 """The `pim` named pipeline: the spatial flow's passes with their options given once.
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
-crossbar size, core count, crossbars per core and `pipelining` (`layer` or `row`, with
+crossbar size, core count, crossbars per core, `packing`, `array-group` and `pipelining` (`layer` or `row`, with
 `rows-per-band`) given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
 and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
@@ -49,6 +49,7 @@ class PimPipelinePass(ChoicePass, PipelinePass):
     crossbars_per_core: int | None = None
     device: str = ""
     packing: Packing = DEFAULT_PACKING
+    array_group: int = 1
     mapping: Strategy = "none"
     mapping_budget: float = 10.0
     pipelining: Pipeline = "layer"
@@ -101,6 +102,7 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             device=self.device or DEFAULT_DEVICE,
             packing=self.packing,
             whole_tiles=self.pipelining == "row",
+            array_group=self.array_group,
         )
         return [
             LinalgToCinmPass(),

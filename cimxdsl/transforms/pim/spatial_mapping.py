@@ -26,6 +26,7 @@ from xdsl.ir import Operation
 from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import crossbar_count
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -86,7 +87,7 @@ def solve(
 
     problem = MappingProblem(
         tuple(replica_cost(i, 1) for i in range(len(computes))),
-        tuple(len(c.weights) for c in computes),
+        tuple(crossbar_count(c.weights) for c in computes),
         tuple(can_split(c) for c in computes),
         cores,
         per_core,
@@ -115,7 +116,7 @@ def map_function(
         computes = peeled(computes, rows_per_band)
     spare = cores > 0  # room for replicas
     if not spare:  # as many as the program needs (placed)
-        crossbars = tuple(len(c.weights) for c in computes)
+        crossbars = tuple(crossbar_count(c.weights) for c in computes)
         cores = -(-sum(crossbars) // per_core)
         ones = (1,) * len(crossbars)
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
@@ -177,7 +178,7 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
 
 def spatial_crossbars(op: Operation) -> int:
     """Crossbars the `spat.compute`s inside `op` hold."""
-    return sum(len(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
+    return sum(crossbar_count(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
 
 
 def fitting_cores(crossbars: int, cores: int, per_core: int) -> int:

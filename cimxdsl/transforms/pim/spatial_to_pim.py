@@ -54,7 +54,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import i64_array, num_elements, shape_of
+from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, num_elements, shape_of
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
@@ -236,7 +236,7 @@ def schedule_function(
     the computes in the order the cores run them, then the host ops after them."""
     block = function.body.block
     computes = [op for op in block.ops if isinstance(op, spat.ComputeOp)]
-    weights = [len(c.weights) for c in computes]
+    weights = [crossbar_count(c.weights) for c in computes]
     placed = [c.attributes.get(CORE) for c in computes]
     if computes and all(isinstance(core, IntegerAttr) for core in placed):
         assignment = placed_cores([core.value.data for core in placed], computes, cores, per_core)  # pyright: ignore
@@ -295,7 +295,7 @@ def placed_cores(assignment: list[int], computes: list[spat.ComputeOp], cores: i
     held: dict[int, set[tuple[SSAValue, ...]]] = {}
     for core, compute in zip(assignment, computes, strict=True):
         held.setdefault(core, set()).add(tuple(compute.weights))
-    loads = {core: sum(len(w) for w in weights) for core, weights in held.items()}
+    loads = {core: crossbar_count(w for group in weights for w in group) for core, weights in held.items()}
     if (cores and len(loads) > cores) or max(loads.values()) > per_core:
         raise pass_error(
             "spatial-to-pim",
@@ -556,7 +556,7 @@ def largest_layer(computes: list[spat.ComputeOp]) -> str:
             origin = weight.owner.attributes.get(ORIGIN) if isinstance(weight.owner, Operation) else None
             if isinstance(origin, StringAttr):
                 name = origin.data.split(":")[0]
-                per_layer[name] = per_layer.get(name, 0) + 1
+                per_layer[name] = per_layer.get(name, 0) + crossbars_of(weight)
     if not per_layer:
         return ""
     name = max(per_layer, key=lambda n: per_layer[n])
