@@ -6,7 +6,7 @@ The light models hold every weight as `ConstantOfShape(shape)`; `light_model` re
 random initializers (He-scaled, seeded) so the layers compute something non-trivial.
 
     python -m benchmarks.pim_light_models [names...] [--cores N] [--crossbars-per-core N] [--size S]
-        [--no-validate] [--chip pimcomp] [--packing kernel|im2col]
+        [--no-validate] [--chip pimcomp] [--packing kernel|im2col|sdk] [--array-group N]
 
 With no options a model compiles as `cim-compile --target pim` does with no flags (the chip's cores
 and crossbars per core when the model fits them, else as many cores as it needs; the default
@@ -83,6 +83,7 @@ def run(
     packing: str = DEFAULT_PACKING,
     chip: str = "pimcomp",
     cores: int | None = None,
+    array_group: int = 1,
 ) -> dict:
     from cimxdsl.backend import read_artifacts, validate
     from cimxdsl.device.chip import load_chip_config
@@ -104,7 +105,15 @@ def run(
             begin = time.perf_counter()
             chip_config = load_chip_config(chip)
             module = program.module.clone()
-            report = compile_to_pim(module, cores, crossbars_per_core, out_dir=out, packing=packing, chip=chip_config)
+            report = compile_to_pim(
+                module,
+                cores,
+                crossbars_per_core,
+                out_dir=out,
+                packing=packing,
+                array_group=array_group,
+                chip=chip_config,
+            )
             row["compile_s"] = time.perf_counter() - begin
             row |= {k: report[k] for k in ("cores_used", "crossbars_used", "cell_utilization", "instructions")}
             p = report["performance"]
@@ -129,7 +138,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--crossbars-per-core", type=int, help="crossbars per core (default: the chip's)")
     parser.add_argument("--no-validate", action="store_true")
     parser.add_argument("--size", type=int, help="image size (default: the model's 224)")
-    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col"])
+    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col", "sdk"])
+    parser.add_argument("--array-group", type=int, default=1, help="crossbars side by side in one array group")
     parser.add_argument("--chip", default="pimcomp", help="the chip of the performance estimate (preset or file)")
     options = parser.parse_args(argv)
     for name in options.names:
@@ -141,6 +151,7 @@ def main(argv: list[str]) -> None:
             options.packing,
             options.chip,
             options.cores,
+            options.array_group,
         )
         print(row, flush=True)
 

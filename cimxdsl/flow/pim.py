@@ -74,7 +74,8 @@ class PassTimer:
     """Called after each pass (`stages_frozen`)."""
     seconds: dict[str, float] = field(default_factory=dict[str, float])
     ops: dict[str, int] = field(default_factory=dict[str, int])
-    crossbars: int = 0
+    crossbars: tuple[int, ...] = ()
+    """The crossbars of each compute after `cinm-to-spatial`."""
     summaries: list[str] = field(default_factory=list[str])
     start: float = 0.0
 
@@ -180,7 +181,7 @@ def compile_to_pim(
         "ir_ops": ir_ops,
         "compile_time_s": times,
         "out_dir": str(out_dir) if out_dir is not None else None,
-        "crossbars_needed": timer.crossbars,
+        "crossbars_needed": sum(timer.crossbars),
         "chip": chip.name if chip is not None else None,
         "performance": performance,
     }

@@ -16,6 +16,7 @@ the layer before them whole or in thick bands (`mapping/bands.py`: `peeled`). Th
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -176,14 +177,22 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
     return summaries
 
 
-def spatial_crossbars(op: Operation) -> int:
-    """Crossbars the `spat.compute`s inside `op` hold."""
-    return sum(crossbar_count(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
+def spatial_crossbars(op: Operation) -> tuple[int, ...]:
+    """The crossbars each `spat.compute` inside `op` holds."""
+    return tuple(crossbar_count(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
 
 
-def fitting_cores(crossbars: int, cores: int, per_core: int) -> int:
-    """`cores` if `crossbars` fit them (`per_core` each), else 0: as many cores as the program needs."""
-    return cores if crossbars <= cores * per_core else 0
+def fitting_cores(crossbars: Sequence[int], cores: int, per_core: int) -> int:
+    """`cores` if computes holding `crossbars` each fit them (`per_core` each, packed first-fit as
+    `spatial-to-pim` packs them at worst), else 0: as many cores as the program needs."""
+    loads: list[int] = []
+    for held in crossbars:
+        core = next((c for c, load in enumerate(loads) if load + held <= per_core), None)
+        if core is None:
+            loads.append(held)
+        else:
+            loads[core] += held
+    return cores if len(loads) <= cores else 0
 
 
 def pass_chip(name: str, chip: str) -> ChipConfig:

@@ -15,6 +15,7 @@ from cimxdsl.api import CompileError, compile_pim
 from cimxdsl.backend import ArtifactError, read_artifacts
 from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import chip_preset
+from cimxdsl.transforms.pim.spatial_mapping import fitting_cores
 from cimxdsl.universe import get_all_passes
 from tests.unit.backend.test_pim_cnn_ops import shufflenet_mobilenet
 from tests.unit.helpers import parse
@@ -102,3 +103,11 @@ def test_a_crossbar_file_that_disagrees_with_the_array_group_map_is_refused(tmp_
     (tmp_path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ArtifactError, match=r"array group \d+: 'crossbars' is 2, but array_group_map.core\d+ gives 1"):
         read_artifacts(tmp_path)
+
+
+def test_the_chips_cores_are_taken_only_when_the_computes_pack_onto_them():
+    """Three computes of 40 crossbars hold 120 of two 64-crossbar cores' 128, but no two share a
+    core: the program takes the cores it needs (as wide array groups make likelier)."""
+    assert fitting_cores((40, 40, 40), 2, 64) == 0
+    assert fitting_cores((40, 24, 40, 24), 2, 64) == 2
+    assert fitting_cores((40, 40, 40), 3, 64) == 3
