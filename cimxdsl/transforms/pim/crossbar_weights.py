@@ -2,7 +2,7 @@
 
 The `(C·KH·KW) × F` matrix (row `c·KH·KW + k` holds channel `c` at kernel position `k`) is cut
 per output-channel tile and input-channel tile. Kernel positions that never read an image pixel
-and blocks of all zeros are skipped (weight skipping). Two packings:
+and blocks of all zeros are skipped (weight skipping). Three packings:
 
 * `kernel`: one `C_tile × F_tile` matrix per kernel position (RAPTOR, Miotti 2025);
 * `im2col`: the remaining positions' blocks stacked position-major (`KH·KW·C_tile` rows, the

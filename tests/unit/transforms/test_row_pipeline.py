@@ -273,6 +273,22 @@ def test_wavefront_order_lets_a_consumer_go_before_its_producer_moves_on(monkeyp
     assert wavefront_order(a, [0, 0, 0]) == a  # pyright: ignore[reportArgumentType]
 
 
+def test_wavefront_order_does_not_starve_a_consumer_whose_producers_keep_working(monkeypatch):
+    # A source on core 0 (bands of 1) feeds a layer whose replicas on cores 1 and 2 take its bands
+    # in turn (bands of 2); c0 on core 3 reads the layer's first two bands, ready at 4. Each
+    # further band of the layer is placed before it and holds a replica's core later, so timed by
+    # its producers' cores c0 would always start after the next one and wait for the last band;
+    # timed by when its inputs exist, it goes once the others' inputs are as late.
+    monkeypatch.setattr(bands_module, "compute_cost", lambda band, *_: band.cost * 1e6)
+    source = [Band(1.0) for _ in range(8)]
+    layer = [Band(2.0, (s,)) for s in source]
+    c0 = Band(1.0, (layer[0], layer[1]))
+    computes = [*source, *layer, c0]
+    cores = [0] * 8 + [1, 2] * 4 + [3]
+    order = wavefront_order(computes, cores)  # pyright: ignore[reportArgumentType]
+    assert order.index(c0) < order.index(layer[4])
+
+
 def test_a_wide_layers_computes_hold_whole_output_tiles_and_work_side_by_side(tmp_path):
     """Two layers over one compute's crossbars each (16 → 16 channels in tiles of 8: 18 crossbars
     per output tile, 24 per compute). Cut in runs of 24 crossbars, a layer's second compute adds the

@@ -446,12 +446,14 @@ first in `wavefront_order` because it lies deeper in the graph (a consumer)."""
 def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
     """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
     and its core allow: list scheduling on the computes' times (`compute_cost`): of the computes
-    that can start within `SLACK` median band times of the earliest, the deepest (the longest chain
-    of computes leading to it) next, so that consumers go before their producers move on, and of
-    those the first in program order (a layer's top rows first). A compute receives its inputs at its
-    place in the order, so it starts when its core and the cores sending to it (each past what it
-    was given before) are free, and those cores wait for the transfer: a producer that ran ahead
-    onto its next band would hold every consumer of its last one."""
+    whose inputs exist (and whose core is free) within `SLACK` median band times of the earliest,
+    the deepest (the longest chain of computes leading to it) next, so that consumers go before
+    their producers move on, and of those the first in program order (a layer's top rows first).
+    A compute receives its inputs at its place in the order, so it starts when its core and the
+    cores sending to it (each past what it was given before) are free, and those cores wait for
+    the transfer: a producer that ran ahead onto its next band would hold every consumer of its
+    last one. (Chosen by that start instead, a consumer of several producers' cores could wait for
+    ever: each band given to one of them starts before it and moves its start on.)"""
     index = {c: i for i, c in enumerate(computes)}
     producers = [sorted({index[v.owner] for v in c.inputs if v.owner in index}) for c in computes]
     consumers: list[list[int]] = [[] for _ in computes]
@@ -467,19 +469,24 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     costs = [compute_cost(c) for c in computes]
     slack = SLACK * float(np.median(costs)) if costs else 0.0
 
+    done = [0.0] * len(computes)
+
+    def inputs_ready(i: int) -> float:
+        return max([free[cores[i]], *(done[p] for p in producers[i])])
+
     def start(i: int) -> float:
         return max([free[cores[i]], *(free[cores[p]] for p in producers[i])])
 
     order = []
     while ready:
-        starts = {i: start(i) for i in ready}
-        earliest = min(starts.values())
-        i = max((i for i, at in starts.items() if at <= earliest + slack), key=lambda i: (level[i], -i))
+        times = {i: inputs_ready(i) for i in ready}
+        earliest = min(times.values())
+        i = max((i for i, at in times.items() if at <= earliest + slack), key=lambda i: (level[i], -i))
         ready.remove(i)
-        at = starts[i]
+        at = start(i)
         for p in producers[i]:
             free[cores[p]] = max(free[cores[p]], at)
-        free[cores[i]] = at + costs[i]
+        free[cores[i]] = done[i] = at + costs[i]
         order.append(computes[i])
         for c in consumers[i]:
             waiting[c] -= 1
