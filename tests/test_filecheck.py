@@ -18,6 +18,12 @@ LIT: dict[str, object] = {}
 """The one lit run of this pytest run: its process and the paths of its report and log."""
 
 
+LIT_NICENESS = 10
+"""How much lower lit (and what it starts) runs than the unit tests where they want the same core:
+the unit tests take several times as long, in this one process, and wait for lit only at their end,
+so lit takes the core they leave (on two cores, sharing theirs slowed them by half while lit ran)."""
+
+
 def start_lit() -> None:
     """Start the one lit run for all files, if not started yet. The suite's conftest starts it when
     collection ends and runs these tests last, so that lit works beside the unit tests."""
@@ -30,7 +36,7 @@ def start_lit() -> None:
             [
                 sys.executable,
                 "-c",
-                "from lit.main import main; main()",
+                f"import os; os.nice({LIT_NICENESS}); from lit.main import main; main()",
                 str(SUITE),
                 "-q",
                 "--xunit-xml-output",

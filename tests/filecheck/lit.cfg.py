@@ -20,6 +20,9 @@ config.environment["PYTHONPATH"] = repo_root
 # Keep the venv's tools (filecheck) reachable.
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + config.environment.get("PATH", "")
 config.environment["PYTHONWARNINGS"] = "error::DeprecationWarning:cimxdsl"
+# The BLAS thread count the suite's runner chose (tests/conftest.py), which lit does not pass on itself.
+if "OPENBLAS_NUM_THREADS" in os.environ:
+    config.environment["OPENBLAS_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"]
 
 # Substitutions apply in order: macros that expand to tool names come first.
 config.substitutions.append(

@@ -1,9 +1,11 @@
 """Runs the project's tools for lit without a fresh interpreter per command: a server imports
-what the tools import once, then forks a child per command that runs `python -m <tool>` as a
-fresh process would, on the client's standard streams, directory, environment and arguments.
+what the tools import once, then forks a child per command that runs `python -m <tool>` (or a
+console script, given by its path) as a fresh process would, on the client's standard streams,
+directory, environment and arguments.
 
     python tool_server.py serve SOCKET   # prints "ready" once it listens
     python -I -S tool_server.py SOCKET MODULE ARGS...   # one command; its exit status
+    python -I -S tool_server.py SOCKET /path/to/SCRIPT ARGS...   # the same for a script
 
 A client that cannot reach the server runs the tool in a process of its own."""
 
@@ -53,10 +55,15 @@ def serve(path: str) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.path[0] = os.getcwd()  # as `python -m` puts it
-        sys.argv = [request["module"], *request["args"]]
+        target = request["module"]
+        script = os.sep in target  # (a script's path, not a module's name)
+        sys.path[0] = os.path.dirname(target) if script else os.getcwd()  # as `python SCRIPT` or `-m` puts it
+        sys.argv = [target, *request["args"]]
         try:
-            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            if script:
+                runpy.run_path(target, run_name="__main__")
+            else:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as stop:
             if stop.code is None or isinstance(stop.code, int):
@@ -91,6 +98,8 @@ def run(path: str, module: str, args: list[str]) -> int:
     try:
         connection.connect(path)
     except OSError:  # no server: the tool in a process of its own
+        if os.sep in module:
+            os.execv(module, [module, *args])
         os.execv(sys.executable, [sys.executable, "-m", module, *args])
     descriptors = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))]
     connection.sendmsg([json.dumps(request).encode()], descriptors)

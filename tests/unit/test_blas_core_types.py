@@ -40,16 +40,43 @@ def cpu_flags() -> set[str]:
         return next((set(line.split(":", 1)[1].split()) for line in info if line.startswith("flags")), set())
 
 
-@pytest.mark.parametrize("core", list(CORE_TYPES))
-def test_products_compared_across_splits_agree_under_each_blas_core_type(core):
+def unusable(core: str) -> str | None:
+    """Why `core`'s kernels cannot run here, or None."""
     if platform.machine() != "x86_64" or not os.path.exists("/proc/cpuinfo"):
-        pytest.skip("OpenBLAS core types of x86-64 Linux")
+        return "OpenBLAS core types of x86-64 Linux"
     if missing := CORE_TYPES[core] - cpu_flags():
-        pytest.skip(f"this CPU lacks {', '.join(sorted(missing))} for OpenBLAS's {core} kernels")
+        return f"this CPU lacks {', '.join(sorted(missing))} for OpenBLAS's {core} kernels"
+    return None
+
+
+@pytest.fixture(scope="module")
+def affected_runs(tmp_path_factory):
+    """The affected tests under each usable core type, every one started at once (a process each, so
+    they run side by side where there are cores for it): core type -> (process, output file)."""
+    directory = tmp_path_factory.mktemp("core-types")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *AFFECTED]
+    runs = {}
+    for core in (c for c in CORE_TYPES if unusable(c) is None):
+        output = directory / f"{core}.log"
+        with open(output, "w") as log:
+            env = {**os.environ, "OPENBLAS_CORETYPE": core}
+            runs[core] = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        runs[core] = (runs[core], output)
+    yield runs
+    for process, _ in runs.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize("core", list(CORE_TYPES))
+def test_products_compared_across_splits_agree_under_each_blas_core_type(core, affected_runs):
+    if reason := unusable(core):
+        pytest.skip(reason)
     env = {**os.environ, "OPENBLAS_CORETYPE": core}
     name = subprocess.run([sys.executable, "-c", CORE_NAME], env=env, capture_output=True, text=True, check=True)
     if name.stdout.strip():  # an OpenBLAS that reports its core type uses the one set
         assert name.stdout.strip().lower() in REPORTED[core]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *AFFECTED]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    process, output = affected_runs[core]
+    returncode = process.wait(timeout=300)
+    assert returncode == 0, output.read_text()[-6000:]

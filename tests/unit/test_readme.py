@@ -1,15 +1,21 @@
 """The README's tour runs as written: every command between `<!-- tour -->` and `<!-- /tour -->`
 (```sh lines, ```python blocks) runs in order in a fresh directory holding a copy of `examples/`,
 with the console scripts of this Python environment on the path, and exits 0; what the commands
-claim to produce is checked."""
+claim to produce is checked. The console scripts run as lit runs the tools: each in a child that
+`tests/filecheck/tool_server.py` forks from an interpreter that has imported what they import,
+rather than in one that imports it all again."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,8 @@ README = ROOT / "README.md"
 TOUR = re.compile(r"<!-- tour -->(.*?)<!-- /tour -->", re.S)
 BLOCK = re.compile(r"```(sh|python)\n(.*?)```", re.S)
 TIMEOUT_S = 300
+TOOL_SERVER = ROOT / "tests" / "filecheck" / "tool_server.py"
+TOOLS = ("cim-opt", "cim-run", "cim-compile", "cim-validate", "cim-explore")
 
 
 @dataclass
@@ -55,18 +63,49 @@ def environment() -> dict[str, str]:
     return env
 
 
+@contextmanager
+def served_console_scripts(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """`env` with a directory first on its path that holds a stand-in for each tool's console script
+    in this environment: it has the tool server run that very script (its import of the tool's
+    `main` and its exit), in a child forked on the caller's streams, directory and environment."""
+    scripts = Path(sys.executable).parent
+    directory = Path(tempfile.mkdtemp(prefix="cimxdsl-tour-"))  # (short: a socket's path is at most 108 bytes)
+    socket_path = directory / "socket"
+    server = subprocess.Popen(
+        [sys.executable, str(TOOL_SERVER), "serve", str(socket_path)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert server.stdout.readline() == b"ready\n", "the tool server did not start"
+        stand_ins = directory / "bin"
+        stand_ins.mkdir()
+        for tool in TOOLS:
+            script = scripts / tool
+            assert script.is_file(), f"this environment has no console script {tool}"
+            client = [sys.executable, "-I", "-S", str(TOOL_SERVER), str(socket_path), str(script)]
+            (stand_ins / tool).write_text(f'#!/bin/sh\nexec {shlex.join(client)} "$@"\n')
+            (stand_ins / tool).chmod(0o755)
+        yield {**env, "PATH": os.pathsep.join([str(stand_ins), env["PATH"]])}
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def tour(tmp_path_factory) -> tuple[Path, list[Step]]:
     """Run every step of the tour once, in order, in a fresh directory; stop at the first failure."""
     work = tmp_path_factory.mktemp("tour")
     shutil.copytree(ROOT / "examples", work / "examples", symlinks=False)
-    env = environment()
     steps = tour_steps(README.read_text())
-    for step in steps:
-        command = [sys.executable, "-c", step.text] if step.kind == "python" else ["bash", "-c", step.text]
-        step.result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-        if step.result.returncode != 0:
-            break
+    with served_console_scripts(environment()) as env:
+        for step in steps:
+            command = [sys.executable, "-c", step.text] if step.kind == "python" else ["bash", "-c", step.text]
+            step.result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+            if step.result.returncode != 0:
+                break
     return work, steps
 
 

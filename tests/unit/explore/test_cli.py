@@ -73,14 +73,26 @@ def test_default_output_directory_is_named_after_the_sweep(tmp_path, monkeypatch
         ("model = [\n", "is not valid TOML"),
     ],
 )
-def test_bad_sweep_files_are_one_line_errors(tmp_path, text, message):
+def test_bad_sweep_files_are_one_line_errors(tmp_path, monkeypatch, capsys, text, message):
     sweep = tmp_path / "bad.toml"
     sweep.write_text(text)
-    code, out, err = run_cli(str(sweep))
-    assert code == 1 and out == ""
+    monkeypatch.chdir(tmp_path)  # (where the default output directory would be made)
+    with pytest.raises(SystemExit) as caught:
+        main([str(sweep)])
+    out, err = capsys.readouterr()
+    assert caught.value.code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith(f"cim-explore: error: {sweep}: "), err
     assert message in err
     assert not (tmp_path / "bad-results").exists()
+
+
+def test_a_bad_sweep_file_is_a_one_line_error_of_the_command(tmp_path):
+    """As above, from the command in a process of its own: its exit status and streams."""
+    sweep = tmp_path / "bad.toml"
+    sweep.write_text(SWEEP.replace("seeds = 2", "seeds = 0"))
+    code, out, err = run_cli(str(sweep))
+    assert code == 1 and out == ""
+    assert err == f"cim-explore: error: {sweep}: 'seeds' must be a positive integer, got 0\n"
 
 
 def test_bad_options_are_one_line_errors(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The cim scheduling framework and its strategies: graph, Cinnamon's orders, valid IR for any
 placement of host ops, the same results before and after, and the list scheduler's cost model."""
 
+import functools
 import itertools
 import random
 
@@ -72,6 +73,17 @@ def parse(text: str) -> ModuleOp:
     module = Parser(context(), text).parse_module()
     module.verify()
     return module
+
+
+@functools.cache
+def _parsed_once(text: str) -> ModuleOp:
+    return parse(text)
+
+
+def parse_copy(text: str) -> ModuleOp:
+    """`parse(text)`, parsed once however many tests parse the same random program: a clone of it
+    (parsing took most of the time of the tests on random programs)."""
+    return _parsed_once(text).clone()
 
 
 def apply(module: ModuleOp, spec: str) -> ModuleOp:
@@ -252,8 +264,8 @@ def prepared_graph(module: ModuleOp):
 def test_random_programs_stay_valid_and_compute_the_same(spec: str, seed: int):
     text = random_program(seed, devices=1 + seed % 2)
     arguments = random_arguments(seed)
-    expected, expected_sunk = evaluate(parse(text), arguments)
-    module = parse(text)
+    expected, expected_sunk = evaluate(parse_copy(text), arguments)
+    module = parse_copy(text)
     count = len(ops_of(module, CimMatrixOp))
     apply(module, spec)
     assert_dominance(module)
@@ -268,7 +280,7 @@ def test_random_programs_stay_valid_and_compute_the_same(spec: str, seed: int):
 def test_host_ops_move_around_the_schedule_not_through_it(strategy: type[SchedulingStrategy]):
     """After the dominance fix-up the dispatches and barriers are still in the order emitted."""
     for seed in range(25):
-        module = parse(random_program(seed))
+        module = parse_copy(random_program(seed))
         for device in ops_of(module, AcquireDeviceOp):
             emitted = schedule_device(device, strategy)
             chain = set(emitted)
@@ -280,7 +292,7 @@ def test_random_programs_really_move_ops():
     """The random programs are not trivially in order after scheduling (else the above proves little)."""
     moved = 0
     for seed in range(25):
-        module = parse(random_program(seed))
+        module = parse_copy(random_program(seed))
         before = [op.name for op in main_block_ops(module) if not isinstance(op, BarrierOp)]
         apply(module, "schedule-asap")
         after = [op.name for op in main_block_ops(module) if not isinstance(op, BarrierOp)]

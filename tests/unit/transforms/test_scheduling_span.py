@@ -24,7 +24,16 @@ from cimxdsl.transforms.memristor.scheduling.framework import (
     insert_barrier_for_cim_op_result,
     schedule_cim_op_on_crossbar,
 )
-from tests.unit.transforms.test_scheduling import F, T, assert_dominance, named, ops_of, parse, random_program
+from tests.unit.transforms.test_scheduling import (
+    F,
+    T,
+    assert_dominance,
+    named,
+    ops_of,
+    parse,
+    parse_copy,
+    random_program,
+)
 
 
 def schedule_whole_block(device: AcquireDeviceOp, strategy: type[SchedulingStrategy]) -> list[Operation]:
@@ -61,7 +70,7 @@ def test_span_gives_the_same_ir_as_the_whole_block(
     strategy: type[SchedulingStrategy], seed: int, whole_block_sorts: list[int]
 ):
     text = random_program(seed, ops=8 + seed % 20, devices=1 + seed % 4, effects=seed % 5 != 0)
-    span, whole = parse(text), parse(text)
+    span, whole = parse_copy(text), parse_copy(text)
     for device in check_schedulable(span, "test"):
         schedule_device(device, strategy)
     assert whole_block_sorts == []
