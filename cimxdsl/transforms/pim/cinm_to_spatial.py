@@ -606,7 +606,7 @@ class ComputeToSpatial(SpatialPattern):
             logical = shape_of(op.results[0])
             if state.packing == "sdk":
                 tiles = [c1 - c0 for c0, c1 in image.bounds]
-                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.size)
+                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.size, state.array_group)
                 if pixels > 1:
                     weights = shifted_kernels(weights, geometry, pixels)
                     geometry = window_geometry(geometry, pixels)

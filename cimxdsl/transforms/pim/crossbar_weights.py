@@ -78,18 +78,18 @@ def shifted_kernels(matrix: np.ndarray, geometry: FilterGeometry, pixels: int) -
 
 
 def window_pixels(
-    geometry: FilterGeometry, channel_tiles: Sequence[int], filters: int, out_width: int, size: int
+    geometry: FilterGeometry, channel_tiles: Sequence[int], filters: int, out_width: int, size: int, group: int = 1
 ) -> int:
     """The output pixels per crossbar read with the fewest reads per pixel (ties: the fewest
-    pixels): p dividing the row's `out_width` pixels whose p·`filters` channels fit a crossbar's
-    `size` columns, each input-channel tile's window unrolled into ⌈positions × channels ÷ size⌉
-    crossbars."""
+    pixels): p dividing the row's `out_width` pixels whose p·`filters` channels fit the columns of
+    `group` crossbars of `size` side by side (one array group, read at once), each input-channel
+    tile's window unrolled into ⌈positions × channels ÷ size⌉ row slices."""
 
     def reads(pixels: int) -> float:
         kernel = window_geometry(geometry, pixels).kernel if pixels > 1 else geometry.kernel
         return sum(-(-kernel[0] * kernel[1] * c // size) for c in channel_tiles) / pixels
 
-    candidates = [p for p in range(1, max(size // max(filters, 1), 1) + 1) if out_width % p == 0]
+    candidates = [p for p in range(1, max(group * size // max(filters, 1), 1) + 1) if out_width % p == 0]
     return min(candidates, key=lambda p: (reads(p), p))
 
 

@@ -129,6 +129,16 @@ def test_window_pixels_take_the_fewest_reads_per_pixel_that_divide_the_row():
     assert window_pixels(stem, [3], 64, 112, 128) == 2  # 7 x 9 x 3 = 189 rows: 2 reads per 2 pixels
 
 
+def test_window_pixels_fill_the_columns_of_an_array_group():
+    conv3 = FilterGeometry((3, 3), (1, 1), (1, 1, 1, 1))
+    assert window_pixels(conv3, [64], 64, 56, 128, group=2) == 4  # 9 reads per 4 pixels
+    assert window_pixels(conv3, [64], 64, 56, 128, group=4) == 8  # 15 per 8 (7 pixels: 14 per 7)
+    assert window_pixels(conv3, [128], 128, 56, 128, group=2) == 2  # 12 per 2 pixels, not 9 per pixel
+    assert window_pixels(conv3, [512], 512, 7, 128, group=4) == 1  # the group's columns are full
+    stem = FilterGeometry((7, 7), (2, 2), (3, 3, 3, 3))
+    assert window_pixels(stem, [3], 64, 112, 128, group=4) == 8  # 7 x 21 x 3 = 441 rows: 4 reads per 8
+
+
 @pytest.mark.parametrize("dilation", [1, 2])
 def test_shifted_kernels_compute_adjacent_pixels_of_the_convolution(dilation):
     """Each window's product with the shifted kernels is the convolution's p pixels, computed
