@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import groupby, pairwise
 
 import numpy as np
 from xdsl.context import Context
@@ -333,8 +333,8 @@ def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> li
     """`blocks` (ordered by output tile) cut into the crossbars of computes of at most `per` each:
     in runs of `per`, each compute adding the previous one's partial sums of an output tile they
     share; with `whole_tiles`, in computes of whole output tiles, as few as hold them and as even
-    as the tiles allow (a tile of over `per` blocks cut in runs of `per`), so that the computes of
-    a layer work side by side rather than one after another through its partial sums."""
+    as the tiles allow (a tile of over `per` blocks cut into as few near-equal runs), so that the
+    computes of a layer work side by side rather than one after another through its partial sums."""
     if not whole_tiles:
         return [blocks[start : start + per] for start in range(0, len(blocks), per)]
     groups: list[list[WeightBlock]] = []
@@ -343,7 +343,9 @@ def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> li
     ):
         tiles = list(run)
         if large:
-            groups += [tile[start : start + per] for tile in tiles for start in range(0, len(tile), per)]
+            for tile in tiles:
+                runs = -(-len(tile) // per)
+                groups += [tile[a:b] for a, b in pairwise(len(tile) * i // runs for i in range(runs + 1))]
             continue
         fewest = len(pack_tiles(tiles, per))
         limit = max(map(len, tiles))

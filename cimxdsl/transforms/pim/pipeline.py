@@ -80,21 +80,17 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         fit = chip is not None and self.cores is None  # the chip's cores if the program fits them
         cores, per_core = pim_geometry(self.device, chip.core_cnt if chip is not None and fit else self.cores, per_core)
         size, _ = crossbar_geometry(self.device or DEFAULT_DEVICE, self.xbar_size, per_core)
+        placed = dict(
+            cores=cores,
+            crossbars_per_core=per_core,
+            fit=fit,
+            pipeline=self.pipelining,
+            rows_per_band=self.rows_per_band,
+        )
         mapped: list[ModulePass] = []
         if self.mapping != "none":
-            options = dict(
-                strategy=self.mapping,
-                cores=cores,
-                crossbars_per_core=per_core,
-                budget=self.mapping_budget,
-                fit=fit,
-                pipeline=self.pipelining,
-                rows_per_band=self.rows_per_band,
-            )
             mapped.append(
-                SpatialMappingPass(**options)
-                if chip is None
-                else holding(SpatialMappingPass(**options, chip=chip.name), "chip_config", chip)
+                on_chip(SpatialMappingPass, chip, strategy=self.mapping, budget=self.mapping_budget, **placed)
             )
         spatial = CinmToSpatialPass(
             xbar_size=size,
@@ -104,17 +100,12 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             whole_tiles=self.pipelining == "row",
             array_group=self.array_group,
         )
+        placement = on_chip(SpatialToPimPass, chip, **placed)
         return [
             LinalgToCinmPass(),
             spatial,
             *mapped,
-            SpatialToPimPass(
-                cores=cores,
-                crossbars_per_core=per_core,
-                fit=fit,
-                pipeline=self.pipelining,
-                rows_per_band=self.rows_per_band,
-            ),
+            placement,
             PimBufferizePass(),
             PimCodegenPass(),
         ]
@@ -125,3 +116,12 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         steps = self.steps()
         assert isinstance(steps[-1], PimCodegenPass)
         return PassPipeline(tuple(steps[:-1]), callback)
+
+
+def on_chip(
+    pass_type: type[SpatialMappingPass | SpatialToPimPass], chip: ChipConfig | None, **options
+) -> SpatialMappingPass | SpatialToPimPass:
+    """The pass `pass_type` with `options`, timing its work on `chip` when given (else its default chip)."""
+    if chip is None:
+        return pass_type(**options)
+    return holding(pass_type(**options, chip=chip.name), "chip_config", chip)

@@ -52,6 +52,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from cimxdsl.device.chip import ChipConfig
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, num_elements, shape_of
@@ -72,7 +74,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     split_into_bands,
     wavefront_order,
 )
-from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, spatial_crossbars
+from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, pass_chip, spatial_crossbars
 
 PIPELINE = "spat.pipeline"
 """The discardable attribute of a function lowered with the row pipeline: the pipeline in one line."""
@@ -230,6 +232,7 @@ def schedule_function(
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     forward: bool = True,
+    latencies: Latencies | None = None,
 ) -> PimState:
     """The core of each compute (with `pipeline=row`, of each band, in wavefront order); the
     function's block is put in the order the placement visits it: the host ops the computes need,
@@ -250,7 +253,7 @@ def schedule_function(
             computes = split_into_bands(computes, bands, on, CORE, mark=True)
     if pipeline == "row":
         on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
-        computes = wavefront_order(computes, on)
+        computes = wavefront_order(computes, on, latencies)
         assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
         function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, rows_per_band))
     order = sorted(set(assignment), key=assignment.index)
@@ -584,7 +587,8 @@ class SpatialToPimPass(ChoicePass):
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
     the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
-    wavefront order, so that a band runs as soon as the input rows its windows need have arrived.
+    wavefront order (a list schedule of the bands' times on `chip`), so that a band runs as soon as
+    the input rows its windows need have arrived.
     With `forward` (default) values that would skip a stage are relayed through the stages between
     and, in the layer pipeline, every core receives an image's values before its computes need them."""
 
@@ -597,15 +601,19 @@ class SpatialToPimPass(ChoicePass):
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     forward: bool = True
+    chip: str = "pimcomp"
+    chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
+    """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        chip = self.chip_config if self.chip_config is not None else pass_chip(self.name, self.chip)
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
         if self.rows_per_band < 1:
             raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         states: dict[Operation, PimState] = {
-            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward)
+            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward, Latencies(chip))
             for f in functions_holding(op, spat.ComputeOp)
         }
         with cyclic_collector_paused():
