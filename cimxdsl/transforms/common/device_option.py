@@ -1,9 +1,10 @@
-"""Passes with a `device` option: a preset name or a TOML file, or from Python an object."""
+"""Passes with a `device` (or `chip`) option: a preset name or a file, or from Python an object."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Self, TypeVar
 
+from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
 from cimxdsl.device.config import DeviceConfig, DeviceConfigError, load_device_config
 from cimxdsl.transforms.common.errors import pass_error
 
@@ -42,3 +43,34 @@ class DeviceOption:
         if self.device_config is not None:
             return self.device_config
         return pass_device(self.name, self.device)
+
+
+def pass_chip(name: str, chip: str) -> ChipConfig:
+    """The chip preset or file `chip` of the pass `name` (an error names the pass)."""
+    try:
+        return load_chip_config(chip)
+    except ChipConfigError as e:
+        raise pass_error(name, str(e)) from None
+
+
+class ChipOption:
+    """Mixin of a frozen-dataclass pass that times its choices on a chip, declaring
+    `chip: str = "pimcomp"` and `chip_config: ChipConfig | None = field(default=None, init=False,
+    compare=False)` (the chip as an object, from Python; not an option, it has no text form)."""
+
+    name: ClassVar[str]
+    chip: str
+    chip_config: ChipConfig | None
+
+    @classmethod
+    def for_chip(cls, chip: ChipConfig | None, **options) -> Self:
+        """The pass timing on `chip` given as an object (the option `chip` is only its name); its
+        default chip when None."""
+        if chip is None:
+            return cls(**options)
+        return holding(cls(chip=chip.name, **options), "chip_config", chip)
+
+    def chip_object(self) -> ChipConfig:
+        if self.chip_config is not None:
+            return self.chip_config
+        return pass_chip(self.name, self.chip)

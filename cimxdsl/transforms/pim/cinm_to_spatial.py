@@ -68,6 +68,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from cimxdsl.device import DEFAULT_DEVICE, Device
+from cimxdsl.device.chip import ChipConfig
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
@@ -83,7 +85,7 @@ from cimxdsl.dialects.utils import (
 )
 from cimxdsl.interpreters import build_interpreter
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
-from cimxdsl.transforms.common.device_option import pass_device
+from cimxdsl.transforms.common.device_option import ChipOption, pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -163,6 +165,8 @@ class SpatialState:
     array_group: int = 1
     """The most crossbars side by side in one array group: an image's channel tiles are up to this
     many crossbars wide (a matrix's stay one)."""
+    latencies: Latencies | None = None
+    """The chip's instruction times, for the choices that trade one instruction for another."""
     values: dict[SSAValue, Lowered] = field(default_factory=dict[SSAValue, Lowered])
     nodes: list[Node] = field(default_factory=list[Node])
     prologue: list[Operation] = field(default_factory=list[Operation])
@@ -608,7 +612,9 @@ class ComputeToSpatial(SpatialPattern):
             logical = shape_of(op.results[0])
             if state.packing == "sdk":
                 tiles = [c1 - c0 for c0, c1 in image.bounds]
-                pixels = window_pixels(geometry, tiles, weights.shape[1], out_w, state.size, state.array_group)
+                pixels = window_pixels(
+                    geometry, tiles, weights.shape[1], out_w, state.size, state.array_group, state.latencies
+                )
                 if pixels > 1:
                     weights = shifted_kernels(weights, geometry, pixels)
                     geometry = window_geometry(geometry, pixels)
@@ -1038,13 +1044,13 @@ def crossbar_geometry(device: str, xbar_size: int | None, crossbars_per_compute:
 
 
 @dataclass(frozen=True)
-class CinmToSpatialPass(ChoicePass):
+class CinmToSpatialPass(ChipOption, ChoicePass):
     """Lower convolutions and gemms in `cinm.compute` to channel-wise `spat.compute`s of
     `xbar-size` × `xbar-size` crossbar matrices (at most `crossbars-per-compute` each), and the host
     ops between them to spatial vector ops. Defaults come from the `device` preset or TOML file.
     `packing`: `kernel` (a matrix per kernel position), `im2col` (kernel positions × channels
     unrolled into the crossbar rows) or `sdk` (im2col over windows of adjacent output pixels, where
-    that takes fewer crossbar reads: `crossbar_weights.window_pixels`). `whole-tiles`: a compute
+    that takes less time on `chip`: `crossbar_weights.window_pixels`). `whole-tiles`: a compute
     holds whole output-channel tiles where they fit (`compute_groups`), so that no compute waits for
     another's partial sums. `array-group`: an image's output-channel tiles up to that
     many crossbars wide, each row slice of a tile one array group whose crossbars one `mvmul` reads
@@ -1058,6 +1064,8 @@ class CinmToSpatialPass(ChoicePass):
     packing: Packing = "kernel"
     whole_tiles: bool = False
     array_group: int = 1
+    chip: str = "pimcomp"
+    chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         size, per = crossbar_geometry(self.device, self.xbar_size, self.crossbars_per_compute)
@@ -1071,7 +1079,9 @@ class CinmToSpatialPass(ChoicePass):
                 "array-group > 1 needs packing im2col or sdk (kernel packing reads a tile's channels as crossbar rows)",
             )
         states = {
-            f: SpatialState(f, size, per, self.packing, self.whole_tiles, self.array_group)
+            f: SpatialState(
+                f, size, per, self.packing, self.whole_tiles, self.array_group, Latencies(self.chip_object())
+            )
             for f in functions_holding(op, cinm.ComputeOp)
         }
         patterns = [

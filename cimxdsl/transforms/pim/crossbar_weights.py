@@ -24,6 +24,8 @@ from typing import Literal
 
 import numpy as np
 
+from cimxdsl.device.chip import PRESETS
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 
 Packing = Literal["kernel", "im2col", "sdk"]
@@ -78,19 +80,33 @@ def shifted_kernels(matrix: np.ndarray, geometry: FilterGeometry, pixels: int) -
 
 
 def window_pixels(
-    geometry: FilterGeometry, channel_tiles: Sequence[int], filters: int, out_width: int, size: int, group: int = 1
+    geometry: FilterGeometry,
+    channel_tiles: Sequence[int],
+    filters: int,
+    out_width: int,
+    size: int,
+    group: int = 1,
+    latencies: Latencies | None = None,
 ) -> int:
-    """The output pixels per crossbar read with the fewest reads per pixel (ties: the fewest
-    pixels): p dividing the row's `out_width` pixels whose p·`filters` channels fit the columns of
-    `group` crossbars of `size` side by side (one array group, read at once), each input-channel
-    tile's window unrolled into ⌈positions × channels ÷ size⌉ row slices."""
+    """The output pixels per crossbar read that take the least time per pixel on the chip of
+    `latencies` (default `pimcomp`; ties: the fewest pixels): p dividing the row's `out_width`
+    pixels whose p·`filters` channels fit the columns of `group` crossbars of `size` side by side
+    (one array group, read at once). A window of each input-channel tile is unrolled into
+    ⌈positions × channels ÷ size⌉ row slices, each an `mvmul` of 8-bit inputs over the group's
+    crossbars and, past the first, a `vvadd` of the window's p·`filters` partial sums: wider
+    windows read fewer slices per pixel but write and add wider outputs."""
+    model = latencies or Latencies(PRESETS["pimcomp"])
+    narrow, wide = Latencies(model.chip, 1, model.obytes), Latencies(model.chip, 4, 4)
 
-    def reads(pixels: int) -> float:
+    def time(pixels: int) -> float:
         kernel = window_geometry(geometry, pixels).kernel if pixels > 1 else geometry.kernel
-        return sum(-(-kernel[0] * kernel[1] * c // size) for c in channel_tiles) / pixels
+        reads = sum(-(-kernel[0] * kernel[1] * c // size) for c in channel_tiles)
+        crossbars = -(-pixels * filters // size)
+        read = narrow.mvm_compute(8) + narrow.mvmul_local(8, crossbars)
+        return float(reads * read + (reads - 1) * wide.vector(pixels * filters)) / pixels
 
     candidates = [p for p in range(1, max(group * size // max(filters, 1), 1) + 1) if out_width % p == 0]
-    return min(candidates, key=lambda p: (reads(p), p))
+    return min(candidates, key=lambda p: (time(p), p))
 
 
 def weight_blocks(

@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.config import DEFAULT_DEVICE
-from cimxdsl.transforms.common.device_option import holding
+from cimxdsl.transforms.common.device_option import holding, pass_chip
 from cimxdsl.transforms.common.errors import check_device
 from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.common.options import ChoicePass
@@ -27,7 +27,7 @@ from cimxdsl.transforms.pim.mapping import Strategy
 from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
 from cimxdsl.transforms.pim.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim.pim_codegen import PimCodegenPass
-from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass, pass_chip
+from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass
 from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry
 
 DEFAULT_PACKING: Packing = "im2col"
@@ -90,9 +90,10 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         mapped: list[ModulePass] = []
         if self.mapping != "none":
             mapped.append(
-                on_chip(SpatialMappingPass, chip, strategy=self.mapping, budget=self.mapping_budget, **placed)
+                SpatialMappingPass.for_chip(chip, strategy=self.mapping, budget=self.mapping_budget, **placed)
             )
-        spatial = CinmToSpatialPass(
+        spatial = CinmToSpatialPass.for_chip(
+            chip,
             xbar_size=size,
             crossbars_per_compute=per_core,
             device=self.device or DEFAULT_DEVICE,
@@ -100,7 +101,7 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             whole_tiles=self.pipelining == "row",
             array_group=self.array_group,
         )
-        placement = on_chip(SpatialToPimPass, chip, **placed)
+        placement = SpatialToPimPass.for_chip(chip, **placed)
         return [
             LinalgToCinmPass(),
             spatial,
@@ -116,12 +117,3 @@ class PimPipelinePass(ChoicePass, PipelinePass):
         steps = self.steps()
         assert isinstance(steps[-1], PimCodegenPass)
         return PassPipeline(tuple(steps[:-1]), callback)
-
-
-def on_chip(
-    pass_type: type[SpatialMappingPass | SpatialToPimPass], chip: ChipConfig | None, **options
-) -> SpatialMappingPass | SpatialToPimPass:
-    """The pass `pass_type` with `options`, timing its work on `chip` when given (else its default chip)."""
-    if chip is None:
-        return pass_type(**options)
-    return holding(pass_type(**options, chip=chip.name), "chip_config", chip)

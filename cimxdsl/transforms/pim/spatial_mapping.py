@@ -24,10 +24,11 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
-from cimxdsl.device.chip import ChipConfig, ChipConfigError, load_chip_config
+from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import crossbar_count
+from cimxdsl.transforms.common.device_option import ChipOption
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -195,16 +196,8 @@ def fitting_cores(crossbars: Sequence[int], cores: int, per_core: int) -> int:
     return cores if len(loads) <= cores else 0
 
 
-def pass_chip(name: str, chip: str) -> ChipConfig:
-    """The chip preset or file `chip` of the pass `name` (an error names the pass)."""
-    try:
-        return load_chip_config(chip)
-    except ChipConfigError as e:
-        raise pass_error(name, str(e)) from None
-
-
 @dataclass(frozen=True)
-class SpatialMappingPass(ChoicePass):
+class SpatialMappingPass(ChipOption, ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
     seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
     crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
@@ -222,10 +215,9 @@ class SpatialMappingPass(ChoicePass):
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
-    """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = self.chip_config if self.chip_config is not None else pass_chip(self.name, self.chip)
+        chip = self.chip_object()
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0 or self.rows_per_band < 1:
             raise pass_error(
                 self.name, "cores must be >= 0, crossbars-per-core and rows-per-band positive and budget >= 0"

@@ -58,7 +58,7 @@ from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, num_elements, shape_of
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
-from cimxdsl.transforms.common.device_option import pass_device
+from cimxdsl.transforms.common.device_option import ChipOption, pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -74,7 +74,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     split_into_bands,
     wavefront_order,
 )
-from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, pass_chip, spatial_crossbars
+from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, spatial_crossbars
 
 PIPELINE = "spat.pipeline"
 """The discardable attribute of a function lowered with the row pipeline: the pipeline in one line."""
@@ -581,7 +581,7 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
 
 
 @dataclass(frozen=True)
-class SpatialToPimPass(ChoicePass):
+class SpatialToPimPass(ChipOption, ChoicePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
     16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
@@ -603,10 +603,9 @@ class SpatialToPimPass(ChoicePass):
     forward: bool = True
     chip: str = "pimcomp"
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
-    """The chip as an object, from Python (the `pim` pipeline's); not an option, it has no text form."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = self.chip_config if self.chip_config is not None else pass_chip(self.name, self.chip)
+        chip = self.chip_object()
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
         if self.rows_per_band < 1:
             raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")

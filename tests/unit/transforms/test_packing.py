@@ -14,6 +14,8 @@ from cimxdsl.api import compile_pim
 from cimxdsl.backend import read_artifacts, validate
 from cimxdsl.backend.emit import write_program
 from cimxdsl.device import load_device_config
+from cimxdsl.device.chip import chip_preset
+from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.transforms.pim.crossbar_weights import shifted_kernels, window_geometry, window_pixels
@@ -129,10 +131,15 @@ def test_window_pixels_take_the_fewest_reads_per_pixel_that_divide_the_row():
     assert window_pixels(stem, [3], 64, 112, 128) == 2  # 7 x 9 x 3 = 189 rows: 2 reads per 2 pixels
 
 
-def test_window_pixels_fill_the_columns_of_an_array_group():
+def test_window_pixels_fill_the_columns_of_an_array_group_as_far_as_the_chip_gains():
     conv3 = FilterGeometry((3, 3), (1, 1), (1, 1, 1, 1))
     assert window_pixels(conv3, [64], 64, 56, 128, group=2) == 4  # 9 reads per 4 pixels
-    assert window_pixels(conv3, [64], 64, 56, 128, group=4) == 8  # 15 per 8 (7 pixels: 14 per 7)
+    # 15 reads per 8 pixels (7 pixels: 14 per 7), each adding 512 partial sums: on pimsim-nn's
+    # example configuration a read takes 5.2 us and a 512-element vvadd 0.2 us; on pimcomp 1.9 us
+    # and 2.3 us, so that 9 reads per 4 pixels take less time there
+    pimsim_nn, pimcomp = Latencies(chip_preset("pimsim-nn")), Latencies(chip_preset("pimcomp"))
+    assert window_pixels(conv3, [64], 64, 56, 128, group=4, latencies=pimsim_nn) == 8
+    assert window_pixels(conv3, [64], 64, 56, 128, group=4, latencies=pimcomp) == 4
     assert window_pixels(conv3, [128], 128, 56, 128, group=2) == 2  # 12 per 2 pixels, not 9 per pixel
     assert window_pixels(conv3, [512], 512, 7, 128, group=4) == 1  # the group's columns are full
     stem = FilterGeometry((7, 7), (2, 2), (3, 3, 3, 3))
