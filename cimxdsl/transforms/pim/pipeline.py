@@ -101,7 +101,7 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             whole_tiles=self.pipelining == "row",
             array_group=self.array_group,
         )
-        placement = SpatialToPimPass.for_chip(chip, **placed)
+        placement = SpatialToPimPass(**placed)
         return [
             LinalgToCinmPass(),
             spatial,

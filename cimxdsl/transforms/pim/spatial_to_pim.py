@@ -52,13 +52,11 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from cimxdsl.device.chip import ChipConfig
-from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, num_elements, shape_of
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
-from cimxdsl.transforms.common.device_option import ChipOption, pass_device
+from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
@@ -232,7 +230,6 @@ def schedule_function(
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     forward: bool = True,
-    latencies: Latencies | None = None,
 ) -> PimState:
     """The core of each compute (with `pipeline=row`, of each band, in wavefront order); the
     function's block is put in the order the placement visits it: the host ops the computes need,
@@ -253,7 +250,7 @@ def schedule_function(
             computes = split_into_bands(computes, bands, on, CORE, mark=True)
     if pipeline == "row":
         on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
-        computes = wavefront_order(computes, on, latencies)
+        computes = wavefront_order(computes, on)
         assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
         function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, rows_per_band))
     order = sorted(set(assignment), key=assignment.index)
@@ -581,14 +578,13 @@ def pim_geometry(device: str, cores: int | None, per_core: int | None) -> tuple[
 
 
 @dataclass(frozen=True)
-class SpatialToPimPass(ChipOption, ChoicePass):
+class SpatialToPimPass(ChoicePass):
     """Assign `spat.compute`s to `cores` physical cores of `crossbars-per-core` crossbars (defaults:
     16 and 16, or the `device` preset's; `cores=0`: as many cores as needed), with channels between
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
     the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
-    wavefront order (a list schedule of the bands' times on `chip`), so that a band runs as soon as
-    the input rows its windows need have arrived.
+    wavefront order, so that a band runs as soon as the input rows its windows need have arrived.
     With `forward` (default) values that would skip a stage are relayed through the stages between
     and, in the layer pipeline, every core receives an image's values before its computes need them."""
 
@@ -601,18 +597,15 @@ class SpatialToPimPass(ChipOption, ChoicePass):
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     forward: bool = True
-    chip: str = "pimcomp"
-    chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = self.chip_object()
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
         if self.rows_per_band < 1:
             raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         states: dict[Operation, PimState] = {
-            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward, Latencies(chip))
+            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward)
             for f in functions_holding(op, spat.ComputeOp)
         }
         with cyclic_collector_paused():

@@ -28,7 +28,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
 from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive
-from cimxdsl.transforms.pim.value_bounds import Bounds, compute_value_bounds
+from cimxdsl.transforms.pim.value_bounds import Bounds
 
 Rows = tuple[int, int]
 """Rows `[start, end)` of a value."""
@@ -443,12 +443,9 @@ SLACK = 0.5
 first in `wavefront_order` because it lies deeper in the graph (a consumer)."""
 
 
-def wavefront_order(
-    computes: list[spat.ComputeOp], cores: list[int], latencies: Latencies | None = None
-) -> list[spat.ComputeOp]:
+def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
     """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
-    and its core allow: list scheduling on the computes' times (`compute_cost` at the chip's
-    `latencies`, crossbar inputs read as `pim-codegen` reads them): of the computes
+    and its core allow: list scheduling on the computes' times (`compute_cost`): of the computes
     whose inputs exist (and whose core is free) within `SLACK` median band times of the earliest,
     the deepest (the longest chain of computes leading to it) next, so that consumers go before
     their producers move on, and of those the first in program order (a layer's top rows first).
@@ -469,8 +466,7 @@ def wavefront_order(
     level = [0] * len(computes)  # the longest chain of computes leading to each
     for i, ps in enumerate(producers):
         level[i] = 1 + max((level[p] for p in ps), default=0)
-    bounds = compute_value_bounds(computes)
-    costs = [compute_cost(c, latencies=latencies, bounds=bounds) for c in computes]
+    costs = [compute_cost(c) for c in computes]
     slack = SLACK * float(np.median(costs)) if costs else 0.0
 
     done = [0.0] * len(computes)
