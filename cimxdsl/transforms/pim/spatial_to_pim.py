@@ -381,6 +381,15 @@ class ComputeToCore(RewritePattern):
                 store(state, result, core, local)
 
 
+def held_in_time(state: PimState, core: CoreBuilder, held: SSAValue) -> bool:
+    """Whether `held`, a value `core` received or loaded for a compute placed before, is there
+    before the body of the compute being placed: in the layer pipeline the cores run stage by
+    stage, and a compute later in program order may lie in an earlier stage (a parallel branch)
+    than the one that received the value (it then receives the value again, in time)."""
+    at = core.placed.get(held.owner)  # pyright: ignore[reportArgumentType]
+    return at is None or at[:3] <= state.step(state.placing, True)
+
+
 def local_value(
     state: PimState,
     value: SSAValue,
@@ -392,7 +401,7 @@ def local_value(
     (only its rows `rows` when given, also when received); `near`: the producers of the consumer's
     other inputs."""
     key = (value, core, rows)
-    if key in state.received:
+    if key in state.received and held_in_time(state, core, state.received[key]):
         return state.received[key]
     if value in state.produced:
         producer, local = state.produced[value]
@@ -435,7 +444,7 @@ def transfer(
             producer.add([cut], (*producer.placed[local.owner], state.key(body=False)[-1]))  # pyright: ignore
             local = cut.result
         holders = state.holders[(value, rows)] = {producer: local}
-    if core in holders:
+    if core in holders and held_in_time(state, core, holders[core]):
         return holders[core]
     sender = producer
     if state.forward:
