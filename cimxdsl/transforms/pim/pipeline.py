@@ -101,12 +101,11 @@ class PimPipelinePass(ChoicePass, PipelinePass):
             whole_tiles=self.pipelining == "row",
             array_group=self.array_group,
         )
-        placement = SpatialToPimPass(**placed)
         return [
             LinalgToCinmPass(),
             spatial,
             *mapped,
-            placement,
+            SpatialToPimPass(**placed),
             PimBufferizePass(),
             PimCodegenPass(),
         ]
