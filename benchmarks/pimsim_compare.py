@@ -87,21 +87,24 @@ def per_core(report: str, label: str) -> dict[int, float]:
     return {int(core): float(value) for core, value in re.findall(pattern, report)}
 
 
-def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None:
-    model = load(name, args.size)
-    calibration = None
-    start = time.perf_counter()
-    compiled = cimxdsl.api.compile_pim(
+def compile_model(model: onnx.ModelProto, args: argparse.Namespace, out: Path, **options) -> cimxdsl.api.PimModel:
+    """`model` through `--target pim` with the options of `compile_options`, its artifacts in `out`."""
+    return cimxdsl.api.compile_pim(
         model,
-        calibration=calibration,
         out_dir=out,
         chip=args.chip,
         mapping=args.mapping,
-        cores=args.cores_given,
         pipeline=args.pipeline,
         packing=args.packing,
         array_group=args.array_group,
+        **options,
     )
+
+
+def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None:
+    model = load(name, args.size)
+    start = time.perf_counter()
+    compiled = compile_model(model, args, out, cores=args.cores_given)
     compile_s = time.perf_counter() - start
     report = compiled.report()
     p = report["performance"]
@@ -138,8 +141,9 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
             )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def compile_options(description: str) -> argparse.ArgumentParser:
+    """A parser of the models and the options of their `--target pim` compile."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("models", nargs="*", default=["resnet18"])
     parser.add_argument("--chip", default="pimcomp")
     parser.add_argument("--mapping", default="greedy", choices=["none", "greedy", "ga"])
@@ -147,6 +151,11 @@ def main() -> None:
     parser.add_argument("--packing", default="im2col", choices=["kernel", "im2col", "sdk"])
     parser.add_argument("--array-group", type=int, default=1, help="crossbars side by side in one array group")
     parser.add_argument("--size", type=int, default=224)
+    return parser
+
+
+def main() -> None:
+    parser = compile_options(__doc__.splitlines()[0])
     parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
     parser.add_argument(
         "--images", type=float, default=5.5, help="with no --sim-time: the latency and this many estimated periods"

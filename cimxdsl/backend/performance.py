@@ -43,6 +43,8 @@ ends one, its blocking transfers pairing with the other cores' (`STREAMED` image
 time). A core holding an early and a late layer cannot start the next image's early layer before
 this image's late one, so images overlap only as far as the cores' programs let them;
 `throughput_bound` = 1 / max(busiest core, global memory) is what perfect overlap would give.
+`critical_path` gives what one image's latency waits on: the cores' spans from the last core's
+end back through every transfer where a core waited for its peer.
 Energy: the crossbar reads, DACs and ADCs of every `mvmul` (pimsim-nn's per-stage energies), the
 vector unit, local and global memory (dynamic power × busy time), the NoC (per byte and hop), and
 the ADCs' static power of the crossbars in use over the latency.
@@ -224,10 +226,19 @@ def mvmul_bits(
     return np.where(bits > 0, bits, setbw_bits), crossbars[groups], wide[groups]
 
 
-def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.ndarray:
+@dataclass
+class Pairings:
+    """Each core's send/recv points in a `rendezvous`: when the core reached each, and the core
+    (index) and point it paired with."""
+
+    arrive: list[np.ndarray]
+    partner: list[np.ndarray]
+
+
+def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1, pairings: Pairings | None = None) -> np.ndarray:
     """When each core ends each of `rounds` runs of its program (`[core, round]`), every core
     starting its next run as soon as it ends one (pimsim-nn's throughput mode), pairing blocking
-    sends and receives in order."""
+    sends and receives in order (recorded in `pairings` when given)."""
     lengths = [len(c.latency) for c in costs]
     costs = [repeated(c, rounds) for c in costs] if rounds > 1 else costs
     index = {core: i for i, core in enumerate(ids)}
@@ -254,6 +265,9 @@ def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.nd
         if costs[b].peer[kb] != ids[a] or costs[b].is_send[kb] == costs[a].is_send[k]:
             continue
         transfer = max(costs[a].latency[costs[a].sync[k]], costs[b].latency[costs[b].sync[kb]])
+        if pairings is not None:
+            pairings.arrive[a][k], pairings.arrive[b][kb] = arrival(a), arrival(b)
+            pairings.partner[a][k], pairings.partner[b][kb] = (b, kb), (a, k)
         clock[a] = clock[b] = done[a][k] = done[b][kb] = max(arrival(a), arrival(b)) + transfer
         position[a] += 1
         position[b] += 1
@@ -276,6 +290,31 @@ def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1) -> np.nd
 
 STREAMED = 4
 """Images the throughput estimate streams through the cores."""
+
+
+def critical_path(artifacts: Artifacts, chip: ChipConfig) -> list[tuple[int, float, float]]:
+    """What the latency of one image waits on, as `(core id, start ns, end ns)` spans in time
+    order, from 0 to the latency: from the core that ends last back through every send/recv where
+    it waited for its peer, to that peer from when it arrived (the transfer counts to the core
+    that waited)."""
+    ids = [core.core_id for core in artifacts.cores]
+    costs = [core_costs(core, chip) for core in artifacts.cores]
+    if not costs:
+        return []
+    pairings = Pairings([np.zeros(len(c.sync)) for c in costs], [np.zeros((len(c.sync), 2), int) for c in costs])
+    ends = rendezvous(costs, ids, pairings=pairings)[:, 0]
+    core = int(np.argmax(ends))
+    point, end = len(costs[core].sync) - 1, float(ends[core])
+    spans = []
+    while point >= 0:
+        peer, peer_point = pairings.partner[core][point]
+        arrived = float(pairings.arrive[peer][peer_point])
+        if arrived > pairings.arrive[core][point]:  # it waited for the peer
+            spans.append((ids[core], arrived, end))
+            core, point, end = int(peer), int(peer_point), arrived
+        point -= 1
+    spans.append((ids[core], 0.0, end))
+    return spans[::-1]
 
 
 def estimate(artifacts: Artifacts, chip: ChipConfig, images: int = STREAMED) -> PerformanceEstimate:

@@ -4,7 +4,7 @@ figures make the arithmetic easy."""
 import pytest
 
 from cimxdsl.backend.artifacts import Artifacts, MemoryLayout
-from cimxdsl.backend.performance import PerformanceError, core_costs, estimate, mvm_cycles_and_energy
+from cimxdsl.backend.performance import PerformanceError, core_costs, critical_path, estimate, mvm_cycles_and_energy
 from cimxdsl.device.chip import ChipConfigError, chip_from_dict, chip_preset, load_chip_config
 from cimxdsl.dialects.pim import InstructionOp
 from cimxdsl.interpreters.pim_machine import ArrayGroup, CoreProgram
@@ -107,6 +107,22 @@ def test_pipelined_throughput_is_set_by_the_busiest_stage():
     assert e.core_end_ns == [71 + transfer, 71 + transfer + 210 + transfer, 71 + 2 * transfer + 210 + 35.0]
     assert e.bottleneck == "core 1"
     assert e.throughput == pytest.approx(1e9 / (1 + 210 + 2 * transfer))
+
+
+def test_the_critical_path_goes_back_through_the_transfers_a_core_waited_for():
+    chip = CHIP.replace(local_memory_write_latency_cycle=1)  # a ReLU: read 2 + 3 + write 2 = 7
+    transfer = 2 + 2 * 10 + 2 * 10 + 2
+    chain = artifacts({0: stage(0, None, 1, 10), 1: stage(1, 0, 2, 30), 2: stage(2, 1, None, 5)})
+    # core 2 waits at its recv for core 1, which waited at its recv for core 0
+    sent = 71 + transfer + 210  # core 1 at its send
+    end = sent + transfer + 35
+    assert critical_path(chain, chip) == [(0, 0.0, 71.0), (1, 71.0, sent), (2, sent, end)]
+    assert estimate(chain, chip).latency_ns == end
+    # a last core busy before its recv waits for no one: the path is its own work
+    relu = i("vrelu", rd=0, rs1=0, len=2)
+    late = [setbw(), *[relu] * 50, i("recv", rd=0, core=1, size=8), relu]
+    busy = artifacts({0: stage(0, None, 1, 10), 1: stage(1, 0, 2, 5), 2: late})
+    assert critical_path(busy, chip) == [(2, 0.0, 1 + 350 + transfer + 7.0)]
 
 
 def test_a_busier_global_memory_is_the_bottleneck():
