@@ -1078,10 +1078,9 @@ class CinmToSpatialPass(ChipOption, ChoicePass):
                 self.name,
                 "array-group > 1 needs packing im2col or sdk (kernel packing reads a tile's channels as crossbar rows)",
             )
+        latencies = Latencies(self.chip_object())
         states = {
-            f: SpatialState(
-                f, size, per, self.packing, self.whole_tiles, self.array_group, Latencies(self.chip_object())
-            )
+            f: SpatialState(f, size, per, self.packing, self.whole_tiles, self.array_group, latencies)
             for f in functions_holding(op, cinm.ComputeOp)
         }
         patterns = [

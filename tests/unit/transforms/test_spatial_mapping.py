@@ -213,7 +213,7 @@ def test_placement_spreads_consecutive_layers_over_the_idle_cores():
     assert tight is not None and tight.cores == [[0], [1], [1], [1], [1]] and tight.bottleneck == 10.0
 
 
-@pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "pim{chip=pimcom}"])
+@pytest.mark.parametrize("passes", ["spatial-mapping{chip=pimcom}", "cinm-to-spatial{chip=pimcom}", "pim{chip=pimcom}"])
 def test_an_unknown_chip_is_one_line_naming_the_pass(passes, tmp_path, capsys):
     from cimxdsl.tools.cim_opt import main as cim_opt
 
