@@ -111,3 +111,20 @@ def test_the_chips_cores_are_taken_only_when_the_computes_pack_onto_them():
     assert fitting_cores((40, 40, 40), 2, 64) == 0
     assert fitting_cores((40, 24, 40, 24), 2, 64) == 2
     assert fitting_cores((40, 40, 40), 3, 64) == 3
+
+
+def test_sdk_windows_span_an_array_groups_crossbars(tmp_path):
+    """A 4 -> 4 channel 3x3 convolution (padding 1, 8x8) on crossbars of 8 rows and columns in
+    groups of 4: a window of 8 pixels, a whole row, has 8 x 4 = 32 columns over four crossbars.
+    Its 3 x 10 kernel positions less the two columns of padding either side are 96 patch rows, 12
+    row slices of one group each: a row reads 12 groups, the top and bottom rows 8 (their padding
+    row skipped): 88 `mvmul`s. Every level and the validator equal the integer program."""
+    b = ProgramBuilder((1, 4, 8, 8), 6)
+    text = b.text(b.relu(b.conv("%x", 4, 3, pad=1)))
+    x = np.random.default_rng(8).integers(-128, 128, (1, 4, 8, 8))
+    first = "cinm-to-spatial{xbar-size=8 crossbars-per-compute=24 packing=sdk array-group=4 chip=pimsim-nn}"
+    golden, shapes, artifacts, _ = lower_checked(text, x, [first, *stages(4)[1:]], tmp_path)
+    assert np.any(golden != 0)
+    assert set(shapes) == {(8, 32)} and len(shapes) == 12
+    assert {g.crossbars for core in artifacts.cores for g in core.groups} == {4}
+    assert artifacts.instruction_counts()["mvmul"] == 6 * 12 + 2 * 8
