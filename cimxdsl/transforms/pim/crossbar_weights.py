@@ -27,6 +27,7 @@ import numpy as np
 from cimxdsl.device.chip import PRESETS
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects.crossbar_ops import FilterGeometry
+from cimxdsl.transforms.pim.value_bounds import NARROW_BITS
 
 Packing = Literal["kernel", "im2col", "sdk"]
 """How the crossbars hold a convolution's weights: a matrix per kernel position, im2col, or im2col
@@ -96,7 +97,7 @@ def window_pixels(
     crossbars and, past the first, a `vvadd` of the window's p·`filters` partial sums: wider
     windows read fewer slices per pixel but write and add wider outputs."""
     model = latencies or Latencies(PRESETS["pimcomp"])
-    narrow, wide = Latencies(model.chip, 1, model.obytes), Latencies(model.chip, 4, 4)
+    narrow, wide = Latencies(model.chip, NARROW_BITS // 8, model.obytes), Latencies(model.chip, 4, 4)
 
     def time(pixels: int) -> float:
         kernel = window_geometry(geometry, pixels).kernel if pixels > 1 else geometry.kernel

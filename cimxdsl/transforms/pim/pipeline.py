@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.config import DEFAULT_DEVICE
-from cimxdsl.transforms.common.device_option import holding, pass_chip
+from cimxdsl.transforms.common.device_option import ChipOption
 from cimxdsl.transforms.common.errors import check_device
 from cimxdsl.transforms.common.linalg_to_cinm import LinalgToCinmPass
 from cimxdsl.transforms.common.options import ChoicePass
@@ -36,7 +36,7 @@ better cell utilisation and fewer instructions on every measured model, exactly 
 
 
 @dataclass(frozen=True)
-class PimPipelinePass(ChoicePass, PipelinePass):
+class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
     """The RAPTOR-style flow from linalg (or cinm) to pimsim-nn instructions: `linalg-to-cinm,
     cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen`. With a `chip`
     (a preset or a TOML/JSON file), the mapping times the computes on it and, unless `cores` is
@@ -56,18 +56,10 @@ class PimPipelinePass(ChoicePass, PipelinePass):
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     chip: str = ""
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
-    """The chip as an object, from Python (`for_chip`); not an option, it has no text form."""
 
-    @classmethod
-    def for_chip(cls, chip: ChipConfig, **options) -> PimPipelinePass:
-        """The pipeline for a chip given as an object (the option `chip` is only its name)."""
-        return holding(cls(chip=chip.name, **options), "chip_config", chip)
-
-    def chip_object(self) -> ChipConfig | None:
+    def chip_object(self) -> ChipConfig | None:  # pyright: ignore[reportIncompatibleMethodOverride]
         """The chip: the object given, else the option's preset or file (None: no chip)."""
-        if self.chip_config is not None or not self.chip:
-            return self.chip_config
-        return pass_chip(self.name, self.chip)
+        return super().chip_object() if self.chip_config is not None or self.chip else None
 
     def steps(self) -> list[ModulePass]:
         """The passes of the pipeline in order, its geometry resolved once (an error names the pipeline)."""
