@@ -11,8 +11,9 @@ A convolution (`cinm.compute { im2col, gemm, expand_shape, transpose }`, padding
 positions that never read an image pixel are skipped (weight skipping, `crossbar_weights.py`). The blocks,
 ordered by output tile, input tile and kernel position, are cut into `spat.compute`s of at most
 `crossbars-per-compute` crossbars; each applies `spat.apply_filters` per input tile (weight index
--1 for the positions it does not hold), sums them with `spat.vadd`, and adds the partial sum of
-the same output tile from the previous compute (Miotti 2025, Listing 4.1). A gemm (`cinm.op.gemm %x,
+-1 for the positions it does not hold) and sums them with `spat.vadd`; the last compute of an output
+tile adds the partial sums of the others (where Miotti 2025, Listing 4.1, passes them along a chain,
+each compute adding the previous one's: here the others read side by side). A gemm (`cinm.op.gemm %x,
 %W [plus %b]`) is the same with a 1×1 kernel (Miotti 2025, App. B). With `packing=im2col` the
 blocks of each tile pair are stacked and cut into crossbars of `xbar-size` rows instead, applied by
 one `apply_filters` in im2col form per compute and tile pair; `packing=sdk` unrolls windows of
@@ -289,7 +290,7 @@ def lower_filters(
     pixels: int = 1,
 ) -> Tiled:
     """`image` through the crossbar matrices of `matrix`, in computes of at most
-    `crossbars-per-compute` crossbars, each adding the previous compute's partial sums; with
+    `crossbars-per-compute` crossbars, the last of an output tile adding the others' partial sums; with
     `pixels` > 1, `matrix` and `geometry` are those of windows of that many output pixels (one
     output tile, `shifted_kernels`)."""
     positions = kernel[0] * kernel[1]
@@ -302,9 +303,12 @@ def lower_filters(
     if state.packing != "kernel" and (positions > 1 or wide) and image.layout.rows is None:
         blocks = im2col_blocks(blocks, state.size)
     out = Tiled((), out_layout, element, [], out_bounds, nonneg=False)
-    partial: dict[int, NodeRef] = {}
+    partials: dict[int, list[NodeRef]] = {}
+    sums: dict[int, NodeRef] = {}
     per = state.crossbars_per_compute // max(-(-(c1 - c0) // state.size) for c0, c1 in columns)
-    for group in compute_groups(blocks, per, state.whole_tiles):
+    groups = compute_groups(blocks, per, state.whole_tiles)
+    last = {block.output_tile: g for g, group in enumerate(groups) for block in group}
+    for g, group in enumerate(groups):
         node = state.new_node()
         for j, by_output in groupby(group, key=lambda b: b.output_tile):
             f0, f1 = out_bounds[j]
@@ -323,20 +327,20 @@ def lower_filters(
                 value = node.add(filters)
                 total = value if total is None else node.add(spat.VAddOp(total, value))
             assert total is not None
-            if j in partial:
-                total = node.add(spat.VAddOp(node.use(partial[j]), total))
-            partial[j] = node.output(total)
+            if last[j] != g:
+                partials.setdefault(j, []).append(node.output(total))
+                continue
+            for partial in partials.pop(j, []):  # the tile's last compute adds the others' partial sums
+                total = node.add(spat.VAddOp(node.use(partial), total))
+            sums[j] = node.output(total)
     for j in range(len(out_bounds)):
-        if j not in partial:
-            partial[j] = state.zero_tile(out.tile_type(j))
-        out.tiles.append(partial[j])
+        out.tiles.append(sums[j] if j in sums else state.zero_tile(out.tile_type(j)))
     return out
 
 
 def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> list[list[WeightBlock]]:
     """`blocks` (ordered by output tile) cut into the crossbars of computes of at most `per` each:
-    in runs of `per`, each compute adding the previous one's partial sums of an output tile they
-    share; with `whole_tiles`, in computes of whole output tiles, as few as hold them and as even
+    in runs of `per` (the computes sharing an output tile each making a partial sum of it); with `whole_tiles`, in computes of whole output tiles, as few as hold them and as even
     as the tiles allow (a tile of over `per` blocks cut into as few near-equal runs), so that the
     computes of a layer work side by side rather than one after another through its partial sums."""
     if not whole_tiles:

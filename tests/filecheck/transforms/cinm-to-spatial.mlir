@@ -4,8 +4,9 @@
 // A 3x3 convolution (its zero padding folded from tensor.pad), 4 input channels, 2 filters, then
 // ReLU. With 3x3 crossbars the image splits into channel tiles 0:3 and 3:4 (host glue slices the
 // NCHW input into [H, W, C] tiles); the 18 crossbar matrices, ordered by input tile and kernel
-// position, make computes of at most 5, each adding the previous one's partial sum (Miotti 2025,
-// Listing 4.1). The ReLU runs in the compute that finishes the sum.
+// position, make computes of at most 5; the last compute of the output tile adds the others' partial
+// sums (Miotti 2025, Listing 4.1, passes them along a chain instead). The ReLU runs in the compute
+// that finishes the sum.
 func.func @conv(%x: tensor<1x4x4x4xi32>) -> tensor<1x2x4x4xi32> {
   %c0 = arith.constant 0 : i32
   %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
@@ -38,21 +39,25 @@ func.func @conv(%x: tensor<1x4x4x4xi32>) -> tensor<1x2x4x4xi32> {
 // CHECK-NEXT:      %[[Y0:.*]] = spat.apply_filters %[[A0]] weights [0, 1, 2, 3, 4, -1, -1, -1, -1] kernel [3, 3] pads [1, 1, 1, 1] : tensor<4x4x3xi32> -> tensor<4x4x2xi32>
 // CHECK-NEXT:      spat.yield %[[Y0]] : tensor<4x4x2xi32>
 // CHECK-NEXT:    }
-// The second compute finishes tile 0:3 and starts tile 3:4, adds both, then the partial sum.
-// CHECK-NEXT:    %[[C1:.*]] = spat.compute[{{.*}}] (%[[T0]], %[[T1]], %[[C0]]) : [tensor<3x2xi32>, tensor<3x2xi32>, tensor<3x2xi32>, tensor<3x2xi32>, tensor<1x2xi32>] (tensor<4x4x3xi32>, tensor<4x4x1xi32>, tensor<4x4x2xi32>) -> tensor<4x4x2xi32> {
-// CHECK-NEXT:    ^bb0({{.*}}, %[[B0:.*]]: tensor<4x4x3xi32>, %[[B1:.*]]: tensor<4x4x1xi32>, %[[P0:.*]]: tensor<4x4x2xi32>):
+// The second compute finishes tile 0:3 and starts tile 3:4 and adds both; like the third it yields
+// its partial sum, and the last compute adds all three to its own (where they meet, not along a
+// chain: the first three read side by side).
+// CHECK-NEXT:    %[[C1:.*]] = spat.compute[{{.*}}] (%[[T0]], %[[T1]]) : [tensor<3x2xi32>, tensor<3x2xi32>, tensor<3x2xi32>, tensor<3x2xi32>, tensor<1x2xi32>] (tensor<4x4x3xi32>, tensor<4x4x1xi32>) -> tensor<4x4x2xi32> {
+// CHECK-NEXT:    ^bb0({{.*}}, %[[B0:.*]]: tensor<4x4x3xi32>, %[[B1:.*]]: tensor<4x4x1xi32>):
 // CHECK-NEXT:      %[[Y1:.*]] = spat.apply_filters %[[B0]] weights [-1, -1, -1, -1, -1, 0, 1, 2, 3] kernel [3, 3] pads [1, 1, 1, 1]
 // CHECK-NEXT:      %[[Y2:.*]] = spat.apply_filters %[[B1]] weights [4, -1, -1, -1, -1, -1, -1, -1, -1] kernel [3, 3] pads [1, 1, 1, 1] : tensor<4x4x1xi32> -> tensor<4x4x2xi32>
 // CHECK-NEXT:      %[[S1:.*]] = spat.vadd %[[Y1]], %[[Y2]] : tensor<4x4x2xi32>, tensor<4x4x2xi32>
-// CHECK-NEXT:      %[[S2:.*]] = spat.vadd %[[P0]], %[[S1]] : tensor<4x4x2xi32>, tensor<4x4x2xi32>
-// CHECK-NEXT:      spat.yield %[[S2]] : tensor<4x4x2xi32>
+// CHECK-NEXT:      spat.yield %[[S1]] : tensor<4x4x2xi32>
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %[[C2:.*]] = spat.compute[{{.*}}] (%[[T1]], %[[C1]])
+// CHECK-NEXT:    %[[C2:.*]] = spat.compute[{{.*}}] (%[[T1]])
 // CHECK:           spat.apply_filters %{{.*}} weights [-1, 0, 1, 2, 3, 4, -1, -1, -1]
-// CHECK:         %[[C3:.*]] = spat.compute[%{{.*}}, %{{.*}}, %{{.*}}] (%[[T1]], %[[C2]])
-// CHECK:           %[[Y3:.*]] = spat.apply_filters %{{.*}} weights [-1, -1, -1, -1, -1, -1, 0, 1, 2]
-// CHECK-NEXT:      %[[S3:.*]] = spat.vadd %{{.*}}, %[[Y3]]
-// CHECK-NEXT:      %[[R:.*]] = spat.vrelu %[[S3]] : tensor<4x4x2xi32>
+// CHECK:         %[[C3:.*]] = spat.compute[%{{.*}}, %{{.*}}, %{{.*}}] (%[[T1]], %[[C0]], %[[C1]], %[[C2]])
+// CHECK-NEXT:    ^bb0({{.*}}, %[[P0:.*]]: tensor<4x4x2xi32>, %[[P1:.*]]: tensor<4x4x2xi32>, %[[P2:.*]]: tensor<4x4x2xi32>):
+// CHECK-NEXT:      %[[Y3:.*]] = spat.apply_filters %{{.*}} weights [-1, -1, -1, -1, -1, -1, 0, 1, 2]
+// CHECK-NEXT:      %[[S3:.*]] = spat.vadd %[[P0]], %[[Y3]]
+// CHECK-NEXT:      %[[S4:.*]] = spat.vadd %[[P1]], %[[S3]]
+// CHECK-NEXT:      %[[S5:.*]] = spat.vadd %[[P2]], %[[S4]]
+// CHECK-NEXT:      %[[R:.*]] = spat.vrelu %[[S5]] : tensor<4x4x2xi32>
 // CHECK-NEXT:      spat.yield %[[R]] : tensor<4x4x2xi32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %[[E:.*]] = tensor.expand_shape %[[C3]] {{.*}} output_shape [1, 4, 4, 2] : tensor<4x4x2xi32> into tensor<1x4x4x2xi32>
