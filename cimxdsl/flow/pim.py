@@ -39,7 +39,7 @@ from cimxdsl.precision import resolve_precision
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
-from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
+from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, SLACK, Pipeline
 from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim.pipeline import DEFAULT_PACKING, PimPipelinePass
 from cimxdsl.transforms.pim.spatial_mapping import (
@@ -104,6 +104,7 @@ def compile_to_pim(
     mapping_budget: float = 10.0,
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+    band_slack: float = SLACK,
     chip: ChipConfig | None = None,
     pimsim_mode: SimMode = "latency",
     pimsim_time: float = 100.0,
@@ -122,7 +123,7 @@ def compile_to_pim(
     more crossbars than given)."""
     options = dict(xbar_size=xbar_size, cores=cores, crossbars_per_core=crossbars_per_core, device=device)
     options |= dict(packing=packing, array_group=array_group, mapping=mapping, mapping_budget=mapping_budget)
-    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band)
+    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=band_slack)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
@@ -215,6 +216,7 @@ PIM_OPTIONS = (
     "mapping_budget",
     "pipeline",
     "rows_per_band",
+    "band_slack",
     "chip",
     "pimsim_mode",
     "pimsim_time",
@@ -236,6 +238,7 @@ def compile_pim(
     mapping_budget: float = 10.0,
     pipeline: str = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+    band_slack: float = SLACK,
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
@@ -248,7 +251,7 @@ def compile_pim(
     default, `kernel` or `sdk`, see `cinm-to-spatial`; `array_group`: the most crossbars one `mvmul`
     reads side by side; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
-    bands of `rows_per_band` output rows, see `spatial-to-pim`; `precision`: the weight and input bits
+    bands of `rows_per_band` output rows placed by a list schedule with `band_slack`, see `spatial-to-pim`; `precision`: the weight and input bits
     per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
     of the chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
     images with `"throughput"`). The report includes the chip's performance estimate
@@ -262,6 +265,8 @@ def compile_pim(
         raise CompileError(f"pipeline must be 'layer' or 'row', got {pipeline!r}")
     if not (isinstance(rows_per_band, int) and rows_per_band >= 1):
         raise CompileError(f"rows_per_band must be a positive integer, got {rows_per_band!r}")
+    if not (isinstance(band_slack, int | float) and band_slack >= 0):
+        raise CompileError(f"band_slack must be a number >= 0, got {band_slack!r}")
     if not (isinstance(array_group, int) and array_group >= 1):
         raise CompileError(f"array_group must be a positive integer, got {array_group!r}")
     if pimsim_mode not in SIM_MODES:
@@ -293,6 +298,7 @@ def compile_pim(
             mapping_budget=mapping_budget,
             pipeline=pipeline,  # pyright: ignore[reportArgumentType]
             rows_per_band=rows_per_band,
+            band_slack=band_slack,
             chip=chip_config,
             pimsim_mode=pimsim_mode,  # pyright: ignore[reportArgumentType]
             pimsim_time=pimsim_time,

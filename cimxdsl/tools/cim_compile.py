@@ -241,6 +241,13 @@ def main(args: Sequence[str] | None = None) -> None:
         help="--pipeline row: the fewest output rows per band (default 1; wider where thin bands cost over 5%% more)",
     )
     parser.add_argument(
+        "--band-slack",
+        type=float,
+        metavar="S",
+        help="--pipeline row: how much later (in median band times) a deeper band may be ready than the earliest "
+        "and still be placed first (default 0.5; its best differs from program to program)",
+    )
+    parser.add_argument(
         "--pimsim-mode",
         choices=["latency", "throughput"],
         help="--target pim: the sim_mode of the pimsim-nn configuration written beside the artifacts "

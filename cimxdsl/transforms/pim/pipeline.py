@@ -2,7 +2,7 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count, crossbars per core, `packing`, `array-group` and `pipelining` (`layer` or `row`, with
-`rows-per-band`) given once (defaults: the `device` preset's
+`rows-per-band` and `band-slack`) given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
 and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
 cores' code is generated packed) and writes the artifact directory.
@@ -24,7 +24,7 @@ from cimxdsl.transforms.common.pipeline import PipelinePass
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass, crossbar_geometry
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
-from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, Pipeline
+from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, SLACK, Pipeline
 from cimxdsl.transforms.pim.pim_bufferize import PimBufferizePass
 from cimxdsl.transforms.pim.pim_codegen import PimCodegenPass
 from cimxdsl.transforms.pim.spatial_mapping import SpatialMappingPass
@@ -54,6 +54,7 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
     mapping_budget: float = 10.0
     pipelining: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
+    band_slack: float = SLACK
     chip: str = ""
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
@@ -97,7 +98,7 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
             LinalgToCinmPass(),
             spatial,
             *mapped,
-            SpatialToPimPass(**placed),
+            SpatialToPimPass(**placed, band_slack=self.band_slack),
             PimBufferizePass(),
             PimCodegenPass(),
         ]

@@ -66,6 +66,7 @@ from cimxdsl.transforms.pim.mapping.bands import (
     BAND_OVERHEAD,
     DEFAULT_ROWS_PER_BAND,
     Pipeline,
+    SLACK,
     Rows,
     peel_tail,
     row_bands,
@@ -230,6 +231,7 @@ def schedule_function(
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     forward: bool = True,
+    band_slack: float = SLACK,
 ) -> PimState:
     """The core of each compute (with `pipeline=row`, of each band, in wavefront order); the
     function's block is put in the order the placement visits it: the host ops the computes need,
@@ -250,7 +252,7 @@ def schedule_function(
             computes = split_into_bands(computes, bands, on, CORE, mark=True)
     if pipeline == "row":
         on = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore[reportAttributeAccessIssue]
-        computes = wavefront_order(computes, on)
+        computes = wavefront_order(computes, on, band_slack)
         assignment = [c.attributes[CORE].value.data for c in computes]  # pyright: ignore
         function.attributes[PIPELINE] = StringAttr(pipeline_summary(computes, rows_per_band))
     order = sorted(set(assignment), key=assignment.index)
@@ -593,8 +595,9 @@ class SpatialToPimPass(ChoicePass):
     cores and global-memory loads and stores for the host's values. With `fit`, the program takes
     the `cores` only if its crossbars fit them, else as many as it needs. With `pipeline=row` the layers
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
-    wavefront order, so that a band runs as soon as the input rows its windows need have arrived.
-    With `forward` (default) values that would skip a stage are relayed through the stages between
+    wavefront order, so that a band runs as soon as the input rows its windows need have arrived
+    (`band-slack`: how much later, in median band times, a deeper band may be ready than the
+    earliest and still go first). With `forward` (default) values that would skip a stage are relayed through the stages between
     and, in the layer pipeline, every core receives an image's values before its computes need them."""
 
     name = "spatial-to-pim"
@@ -606,15 +609,18 @@ class SpatialToPimPass(ChoicePass):
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     forward: bool = True
+    band_slack: float = SLACK
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         cores, per_core = pim_geometry(self.device, self.cores, self.crossbars_per_core)
         if self.rows_per_band < 1:
             raise pass_error(self.name, f"rows-per-band must be positive, got {self.rows_per_band}")
+        if not self.band_slack >= 0:
+            raise pass_error(self.name, f"band-slack must be >= 0, got {self.band_slack}")
         if self.fit:
             cores = fitting_cores(spatial_crossbars(op), cores, per_core)
         states: dict[Operation, PimState] = {
-            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward)
+            f: schedule_function(f, cores, per_core, self.pipeline, self.rows_per_band, self.forward, self.band_slack)
             for f in functions_holding(op, spat.ComputeOp)
         }
         with cyclic_collector_paused():

@@ -143,6 +143,23 @@ def test_bad_pipeline_options_are_one_line_errors():
         compile_pim(model, pipeline="rows")
     with pytest.raises(CompileError, match="rows_per_band must be a positive integer, got 0"):
         compile_pim(model, pipeline="row", rows_per_band=0)
+    with pytest.raises(CompileError, match="band_slack must be a number >= 0, got -1"):
+        compile_pim(model, pipeline="row", band_slack=-1)
+    with pytest.raises(Exception, match=r"spatial-to-pim: band-slack must be >= 0, got -0.5$"):
+        apply(parse(conv_chain(2, 4)), "cinm-to-spatial{xbar-size=8},spatial-to-pim{pipeline=row band-slack=-0.5}")
+
+
+def test_the_band_slack_orders_the_bands_and_every_order_is_exact(tmp_path):
+    # Depth first (a large slack) or earliest first (none): other instruction streams, the same
+    # results at every level and in the validator.
+    x = np.random.default_rng(3).integers(-128, 128, (1, 4, 12, 12))
+    streams = []
+    for slack in (0.0, 4.0):
+        passes = stages("row", "greedy", 12)
+        passes[2] = passes[2].replace("}", f" band-slack={slack}}}")
+        golden, _, artifacts, _ = lower_checked(conv_chain(), x, passes, tmp_path / str(slack))
+        streams.append([[i.name for i in core.instructions] for core in artifacts.cores])
+    assert streams[0] != streams[1]
 
 
 def test_cim_compile_pipeline_row_is_exact_and_names_the_whole_image_layers(tmp_path, capsys):
@@ -268,6 +285,9 @@ def test_wavefront_order_lets_a_consumer_go_before_its_producer_moves_on(monkeyp
     c1 = Band(1.0, (p1,))
     order = wavefront_order([p0, p1, x, c0, c1], [0, 0, 1, 1, 1])  # pyright: ignore[reportArgumentType]
     assert order.index(c0) < order.index(p1)
+    # Without slack the earliest goes first: p1, ready 0.2 before c0.
+    order = wavefront_order([p0, p1, x, c0, c1], [0, 0, 1, 1, 1], 0.0)  # pyright: ignore[reportArgumentType]
+    assert order.index(p1) < order.index(c0)
     # Bands of one layer ready together run top rows first.
     a = [Band(1.0) for _ in range(3)]
     assert wavefront_order(a, [0, 0, 0]) == a  # pyright: ignore[reportArgumentType]

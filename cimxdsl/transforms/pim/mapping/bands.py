@@ -440,13 +440,13 @@ def split_into_bands(
 
 SLACK = 0.5
 """How much later than the earliest (in median band times) a band may start and still be placed
-first in `wavefront_order` because it lies deeper in the graph (a consumer)."""
+first in `wavefront_order` because it lies deeper in the graph (a consumer): the default."""
 
 
-def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[spat.ComputeOp]:
+def wavefront_order(computes: list[spat.ComputeOp], cores: list[int], slack: float = SLACK) -> list[spat.ComputeOp]:
     """The computes (on `cores`) in a dependency order that runs each band as early as its inputs
     and its core allow: list scheduling on the computes' times (`compute_cost`): of the computes
-    whose inputs exist (and whose core is free) within `SLACK` median band times of the earliest,
+    whose inputs exist (and whose core is free) within `slack` median band times of the earliest,
     the deepest (the longest chain of computes leading to it) next, so that consumers go before
     their producers move on, and of those the first in program order (a layer's top rows first).
     A compute receives its inputs at its place in the order, so it starts when its core and the
@@ -467,7 +467,7 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int]) -> list[sp
     for i, ps in enumerate(producers):
         level[i] = 1 + max((level[p] for p in ps), default=0)
     costs = [compute_cost(c) for c in computes]
-    slack = SLACK * float(np.median(costs)) if costs else 0.0
+    slack *= float(np.median(costs)) if costs else 0.0
 
     done = [0.0] * len(computes)
 
