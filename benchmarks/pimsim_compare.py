@@ -6,7 +6,7 @@ core's program), and print both beside the estimate.
 
     PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
         [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--pipeline layer|row]
-        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S] [--size 224] [--sim-time MS]
+        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S|auto] [--size 224] [--sim-time MS]
         [--cores] [--keep DIR]
 
 pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS, mobilenet_v2
 from cimxdsl.backend.pimsim_config import CONFIG_FILE, SIM_MODES
+from cimxdsl.tools.cim_compile import band_slack
 from cimxdsl.transforms.pim.mapping.bands import SLACK
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -152,7 +153,12 @@ def compile_options(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--pipeline", default="layer", choices=["layer", "row"])
     parser.add_argument("--packing", default="im2col", choices=["kernel", "im2col", "sdk"])
     parser.add_argument("--array-group", type=int, default=1, help="crossbars side by side in one array group")
-    parser.add_argument("--band-slack", type=float, default=SLACK, help="--pipeline row: the list schedule's slack")
+    parser.add_argument(
+        "--band-slack",
+        type=band_slack,
+        default=SLACK,
+        help="--pipeline row: the list schedule's slack (a number or auto)",
+    )
     parser.add_argument("--size", type=int, default=224)
     return parser
 

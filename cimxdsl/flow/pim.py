@@ -11,14 +11,14 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import onnx
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from cimxdsl.backend.artifacts import ArtifactError, Artifacts, write_artifacts
@@ -50,6 +50,11 @@ from cimxdsl.transforms.pim.spatial_mapping import (
 )
 from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry, pipeline_summaries
 
+BandSlack = float | Literal["auto"]
+SEARCHED_SLACKS = (SLACK, 1.0, 1.5)
+"""The row pipeline's list-schedule slacks `band_slack="auto"` compiles, keeping the program of
+least estimated latency (the best differs from program to program)."""
+
 
 def count_ops(module: ModuleOp) -> int:
     return sum(1 for _ in module.walk())
@@ -65,10 +70,49 @@ def generate_artifacts(module: ModuleOp) -> Artifacts:
     return artifacts_of_code(functions[0], codes)
 
 
+def lowered(steps: list[ModulePass], module: ModuleOp, timer: PassTimer) -> Artifacts:
+    """`module` through `steps` (the `pim` pipeline's, `pim-codegen` last), its code as artifacts
+    (an `ArtifactError` as the failure of `pim-codegen`)."""
+    PassPipeline(tuple(steps[:-1]), timer).apply(Context(), module)
+    begin = time.perf_counter()
+    try:
+        artifacts = generate_artifacts(module)
+    except ArtifactError as e:
+        raise PassFailedException(f"{steps[-1].name}: {e}") from None
+    timer.seconds[steps[-1].name] = timer.seconds.get(steps[-1].name, 0.0) + time.perf_counter() - begin
+    return artifacts
+
+
+def searched_band_slack(
+    steps: list[ModulePass], module: ModuleOp, timer: PassTimer, chip: ChipConfig
+) -> tuple[Artifacts, str]:
+    """`lowered` with each of `SEARCHED_SLACKS` as `spatial-to-pim`'s `band-slack` (the passes
+    before it run once), `module` left as the one of least estimated latency on `chip`; and what
+    was searched, in one line."""
+    split = next(i for i, p in enumerate(steps) if isinstance(p, SpatialToPimPass))
+    PassPipeline(tuple(steps[:split]), timer).apply(Context(), module)
+    tried: list[str] = []
+    best: tuple[float, float, ModuleOp, Artifacts] | None = None
+    for slack in SEARCHED_SLACKS:
+        candidate = module.clone()
+        artifacts = lowered([replace(steps[split], band_slack=slack), *steps[split + 1 :]], candidate, timer)
+        latency = estimate(artifacts, chip).latency_ns
+        tried.append(f"{slack:g}: {latency / 1e6:.3g} ms")
+        if best is None or latency < best[0]:
+            best = (latency, slack, candidate, artifacts)  # (the others are dropped as they come)
+    assert best is not None
+    _, slack, chosen, artifacts = best
+    old, new = module.body.block, chosen.body.block
+    chosen.body.detach_block(new)
+    module.body.detach_block(old)
+    module.body.add_block(new)
+    return artifacts, f"band slack {slack:g} of {', '.join(tried)} (estimated latency)"
+
+
 @dataclass
 class PassTimer:
-    """The callback of the PIM pipeline's `PassPipeline`: each pass's time and the ops it leaves, the
-    crossbars of the spatial program (before any replica) and the mapping's summaries."""
+    """The callback of the PIM pipeline's `PassPipeline`: each pass's time (all its runs) and the ops
+    it leaves, the crossbars of the spatial program (before any replica) and the mapping's summaries."""
 
     freeze: Callable[[], None] = lambda: None
     """Called after each pass (`stages_frozen`)."""
@@ -81,7 +125,7 @@ class PassTimer:
 
     def __call__(self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
         if previous is not None:
-            self.seconds[previous.name] = time.perf_counter() - self.start
+            self.seconds[previous.name] = self.seconds.get(previous.name, 0.0) + time.perf_counter() - self.start
             self.ops[previous.name] = count_ops(module)
             if isinstance(previous, CinmToSpatialPass):
                 self.crossbars = spatial_crossbars(module)
@@ -104,7 +148,7 @@ def compile_to_pim(
     mapping_budget: float = 10.0,
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
-    band_slack: float = SLACK,
+    band_slack: BandSlack = SLACK,
     chip: ChipConfig | None = None,
     pimsim_mode: SimMode = "latency",
     pimsim_time: float = 100.0,
@@ -116,32 +160,36 @@ def compile_to_pim(
     instruction counts per op type, core and crossbar utilization, memory, IR sizes, compile time
     per stage and, with a `chip`, the performance estimate (`performance`); `packing` and
     `array_group` are `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
-    `spatial-mapping`'s strategy. With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
+    `spatial-mapping`'s strategy, `band_slack` the row pipeline's list-schedule slack (`"auto"`, with a
+    `chip`: `searched_band_slack`). With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
     is written beside the artifacts (`pimsim_config.json`, `sim_mode` from `pimsim_mode`: `latency`
     or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
     `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
     more crossbars than given)."""
     options = dict(xbar_size=xbar_size, cores=cores, crossbars_per_core=crossbars_per_core, device=device)
     options |= dict(packing=packing, array_group=array_group, mapping=mapping, mapping_budget=mapping_budget)
-    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=band_slack)
+    search = band_slack == "auto" and pipeline == "row"
+    if search and chip is None:
+        raise PassFailedException("band slack 'auto' needs a chip to estimate the programs on")
+    slack = SLACK if band_slack == "auto" else band_slack
+    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
         timer = PassTimer(freeze)
         start = time.perf_counter()
-        flow.lowering(timer).apply(Context(), module)
+        searched = ""
+        if search:
+            assert chip is not None
+            artifacts, searched = searched_band_slack(steps, module, timer, chip)
+        else:
+            artifacts = lowered(steps, module, timer)
         times, ir_ops = timer.seconds, timer.ops
-        pipelined = pipeline_summaries(module)
+        pipelined = [*pipeline_summaries(module), *([searched] if searched else [])]
         spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
         cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
         if spatial_to_pim.fit:
             cores_given = fitting_cores(timer.crossbars, cores_given, per_core)
-        begin = time.perf_counter()
-        try:
-            artifacts = generate_artifacts(module)
-        except ArtifactError as e:
-            raise PassFailedException(f"{steps[-1].name}: {e}") from None
-        times[steps[-1].name] = time.perf_counter() - begin
         freeze()
         if out_dir is not None:
             begin = time.perf_counter()
@@ -238,7 +286,7 @@ def compile_pim(
     mapping_budget: float = 10.0,
     pipeline: str = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
-    band_slack: float = SLACK,
+    band_slack: BandSlack = SLACK,
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
@@ -251,8 +299,9 @@ def compile_pim(
     default, `kernel` or `sdk`, see `cinm-to-spatial`; `array_group`: the most crossbars one `mvmul`
     reads side by side; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
-    bands of `rows_per_band` output rows placed by a list schedule with `band_slack`, see `spatial-to-pim`; `precision`: the weight and input bits
-    per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
+    bands of `rows_per_band` output rows placed by a list schedule with `band_slack` (`"auto"`: the
+    slack of least estimated latency on `chip`, see `compile_to_pim`), see `spatial-to-pim`;
+    `precision`: the weight and input bits per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
     of the chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
     images with `"throughput"`). The report includes the chip's performance estimate
     (`performance`)."""
@@ -265,8 +314,8 @@ def compile_pim(
         raise CompileError(f"pipeline must be 'layer' or 'row', got {pipeline!r}")
     if not (isinstance(rows_per_band, int) and rows_per_band >= 1):
         raise CompileError(f"rows_per_band must be a positive integer, got {rows_per_band!r}")
-    if not (isinstance(band_slack, int | float) and band_slack >= 0):
-        raise CompileError(f"band_slack must be a number >= 0, got {band_slack!r}")
+    if band_slack != "auto" and not (isinstance(band_slack, int | float) and band_slack >= 0):
+        raise CompileError(f"band_slack must be a number >= 0 or 'auto', got {band_slack!r}")
     if not (isinstance(array_group, int) and array_group >= 1):
         raise CompileError(f"array_group must be a positive integer, got {array_group!r}")
     if pimsim_mode not in SIM_MODES:

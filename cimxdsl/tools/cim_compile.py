@@ -34,6 +34,16 @@ from cimxdsl.tools.layer_plots import figure_class, plot_layers
 from cimxdsl.transforms.memristor.pipeline import scheduling_strategies
 
 
+def band_slack(text: str) -> float | str:
+    """`--band-slack`: a number or `auto` (`compile_pim` checks the number)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
 def model_inputs(options) -> tuple[onnx.ModelProto, list[InputSpec], dict[str, np.ndarray], int | None]:
     """The model, its inputs, the arrays given for them (`--input`, else with `--dataset` its first
     images) and the batch to compile for: the batch of the arrays given, else `--batch`, where the
@@ -242,10 +252,11 @@ def main(args: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--band-slack",
-        type=float,
+        type=band_slack,
         metavar="S",
         help="--pipeline row: how much later (in median band times) a deeper band may be ready than the earliest "
-        "and still be placed first (default 0.5; its best differs from program to program)",
+        "and still be placed first (default 0.5; its best differs from program to program; auto: the one of "
+        "0.5, 1 and 1.5 whose program has the least estimated latency)",
     )
     parser.add_argument(
         "--pimsim-mode",

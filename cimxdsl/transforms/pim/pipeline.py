@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
+from xdsl.passes import ModulePass
 
 from cimxdsl.device.chip import ChipConfig
 from cimxdsl.device.config import DEFAULT_DEVICE
@@ -102,10 +102,3 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
             PimBufferizePass(),
             PimCodegenPass(),
         ]
-
-    def lowering(self, callback: PassPipelineCallbackType | None = None) -> PassPipeline:
-        """The steps up to `pim-bufferize` as a `PassPipeline` calling `callback` between them: the
-        flow generates the cores' code packed (`pim_codegen.generate`) rather than as IR ops."""
-        steps = self.steps()
-        assert isinstance(steps[-1], PimCodegenPass)
-        return PassPipeline(tuple(steps[:-1]), callback)

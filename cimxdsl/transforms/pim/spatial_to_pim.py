@@ -65,8 +65,8 @@ from cimxdsl.transforms.pim.mapping.bands import (
     BAND,
     BAND_OVERHEAD,
     DEFAULT_ROWS_PER_BAND,
-    Pipeline,
     SLACK,
+    Pipeline,
     Rows,
     peel_tail,
     row_bands,
@@ -597,8 +597,9 @@ class SpatialToPimPass(ChoicePass):
     are cut into bands of `rows-per-band` output rows (unless `spatial-mapping` did) and placed in
     wavefront order, so that a band runs as soon as the input rows its windows need have arrived
     (`band-slack`: how much later, in median band times, a deeper band may be ready than the
-    earliest and still go first). With `forward` (default) values that would skip a stage are relayed through the stages between
-    and, in the layer pipeline, every core receives an image's values before its computes need them."""
+    earliest and still go first). With `forward` (default) values that would skip a stage are
+    relayed through the stages between and, in the layer pipeline, every core receives an image's
+    values before its computes need them."""
 
     name = "spatial-to-pim"
 

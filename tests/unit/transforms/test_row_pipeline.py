@@ -10,12 +10,15 @@ from types import SimpleNamespace
 import numpy as np
 import onnx
 import pytest
+from xdsl.utils.exceptions import PassFailedException
 
 import cimxdsl
 from cimxdsl.api import CompileError, compile_pim
 from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import chip_preset
+from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.flow.pim import compile_to_pim
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.mapping import bands as bands_module
@@ -124,6 +127,35 @@ def test_concat_and_residual_sum_with_row_pipeline_equal_the_integer_program(map
     np.testing.assert_array_equal(outputs["row"], outputs["layer"])
 
 
+def test_band_slack_auto_keeps_the_program_of_least_estimated_latency(tmp_path):
+    model = onnx.ModelProto.FromString(shufflenet_mobilenet().SerializeToString())
+    rng = np.random.default_rng(5)
+    calibration = rng.standard_normal((4, 4, 8, 8)).astype(np.float32)
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    options = dict(target="pim", calibration=calibration, pipeline="row", mapping="greedy")
+    searched = cimxdsl.compile(model, out_dir=tmp_path / "auto", band_slack="auto", **options)
+    found = re.search(r"band slack ([0-9.]+) of (.*) \(estimated latency\)", searched.report()["pipeline"])
+    assert found
+    tried = {float(s): float(ms) for s, ms in re.findall(r"([0-9.]+): ([0-9.]+) ms", found.group(2))}
+    assert sorted(tried) == [0.5, 1.0, 1.5] and tried[float(found.group(1))] == min(tried.values())
+    # the program kept is the chosen slack's: the same estimate compiled with it directly, and exact
+    chosen = cimxdsl.compile(model, out_dir=tmp_path / "chosen", band_slack=float(found.group(1)), **options)
+    latency = searched.report()["performance"]["latency_ns"]
+    assert latency == chosen.report()["performance"]["latency_ns"]
+    assert f"{latency / 1e6:.3g}" == f"{min(tried.values()):.3g}"
+    searched(x)
+    np.testing.assert_array_equal(searched.last_result.outputs[0], searched.golden(x)[0])
+
+
+def test_band_slack_auto_lowers_the_module_in_place_and_needs_a_chip():
+    module = parse(conv_chain(2, 4))
+    with pytest.raises(PassFailedException, match="band slack 'auto' needs a chip"):
+        compile_to_pim(module, xbar_size=8, pipeline="row", band_slack="auto")
+    report = compile_to_pim(module, xbar_size=8, pipeline="row", band_slack="auto", chip=chip_preset("pimcomp"))
+    assert "band slack" in report["pipeline"]
+    assert sum(isinstance(op, pim.CoreOp) for op in module.walk()) == report["cores_used"]
+
+
 def test_row_pipeline_lowers_the_latency_of_a_deep_cnn(tmp_path):
     model = str(EXAMPLES / "depthwise_cnn.onnx")
     layer = compile_pim(model, out_dir=tmp_path / "layer").report_data
@@ -143,7 +175,7 @@ def test_bad_pipeline_options_are_one_line_errors():
         compile_pim(model, pipeline="rows")
     with pytest.raises(CompileError, match="rows_per_band must be a positive integer, got 0"):
         compile_pim(model, pipeline="row", rows_per_band=0)
-    with pytest.raises(CompileError, match="band_slack must be a number >= 0, got -1"):
+    with pytest.raises(CompileError, match="band_slack must be a number >= 0 or 'auto', got -1"):
         compile_pim(model, pipeline="row", band_slack=-1)
     with pytest.raises(Exception, match=r"spatial-to-pim: band-slack must be >= 0, got -0.5$"):
         apply(parse(conv_chain(2, 4)), "cinm-to-spatial{xbar-size=8},spatial-to-pim{pipeline=row band-slack=-0.5}")
