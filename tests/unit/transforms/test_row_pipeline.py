@@ -197,10 +197,14 @@ def test_the_band_slack_orders_the_bands_and_every_order_is_exact(tmp_path):
 def test_cim_compile_pipeline_row_is_exact_and_names_the_whole_image_layers(tmp_path, capsys):
     model = str(EXAMPLES / "depthwise_cnn.onnx")
     args = [model, "--target", "pim", "--random-inputs", "--pipeline", "row", "--rows-per-band", "3"]
-    cim_compile([*args, "-o", str(tmp_path)])
+    cim_compile([*args, "--band-slack", "auto", "-o", str(tmp_path)])
     out = capsys.readouterr().out
     assert "instruction-level execution equals the interpreted integer program" in out
     assert "pipeline: row pipeline:" in out and "bands of at least 3 rows" in out and "on whole images" in out
+    assert re.search(r"band slack [0-9.]+ of 0.5: .* ms, 1: .* ms, 1.5: .* ms", out)
+    with pytest.raises(SystemExit):
+        cim_compile([*args, "--band-slack", "wide", "-o", str(tmp_path)])
+    assert "argument --band-slack: expected a number or 'auto', got 'wide'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mapping", ["none", "greedy"])
