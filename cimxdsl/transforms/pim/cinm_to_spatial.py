@@ -340,9 +340,10 @@ def lower_filters(
 
 def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> list[list[WeightBlock]]:
     """`blocks` (ordered by output tile) cut into the crossbars of computes of at most `per` each:
-    in runs of `per` (the computes sharing an output tile each making a partial sum of it); with `whole_tiles`, in computes of whole output tiles, as few as hold them and as even
-    as the tiles allow (a tile of over `per` blocks cut into as few near-equal runs), so that the
-    computes of a layer work side by side rather than one after another through its partial sums."""
+    in runs of `per` (the computes sharing an output tile each making a partial sum of it); with
+    `whole_tiles`, in computes of whole output tiles, as few as hold them and as even as the tiles
+    allow (a tile of over `per` blocks cut into as few near-equal runs), so that the computes of a
+    layer share no partial sums but those of a tile wider than a compute."""
     if not whole_tiles:
         return [blocks[start : start + per] for start in range(0, len(blocks), per)]
     groups: list[list[WeightBlock]] = []
