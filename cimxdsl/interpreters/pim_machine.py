@@ -25,7 +25,9 @@ and `vsigm`, which have `obiw` bits (as pimsim-nn sizes their memory accesses: a
 its array group's `rows × cols` matrix and writes `cols` elements of `obiw` bits, `x · W`, exactly
 (int64, wrapped to the element width), with optional ReLU. `vavg` is the floor of the mean of `len`
 elements taken every `R[rs2]` elements; `vmv` gathers with stride `R[rs2]`. `wait`/`sync` use
-per-core event registers. `vrsu`/`vrsl` have no defined semantics here.
+per-core event registers as pimsim-nn's transfer unit does: `sync` adds 1 to the peer's register,
+`wait` blocks while its register holds less than `wait_value`, then takes `wait_value` from it
+(a counting semaphore: events that come early are kept). `vrsu`/`vrsl` have no defined semantics here.
 
 The interpreter runs instruction-level `pim.core`s on this machine, and the artifact validator
 (`cimxdsl.backend.validator`) runs artifact directories on it.
@@ -302,10 +304,11 @@ class Machine:
 
     def op_wait(self, core: Core, f: list[int]) -> None:
         register, value = f[:2]
-        if core.events.get(register, 0) != value:
+        held = core.events.get(register, 0)
+        if held < value:
             core.parked = True
             return
-        core.events[register] = 0
+        core.events[register] = held - value
         self.retire(core)
 
     def op_send(self, core: Core, f: list[int]) -> None:

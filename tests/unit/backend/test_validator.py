@@ -218,6 +218,31 @@ def test_wait_blocks_until_the_peer_syncs(tmp_path):
     assert result.steps == 31
 
 
+def test_wait_counts_the_syncs_it_has_not_taken_yet(tmp_path):
+    """pimsim-nn's `wait` blocks while its event register holds less than `wait_value`, then takes
+    that much from it: two syncs that come before core 0 reaches its waits let both `wait 1` pass,
+    and a `wait 2` needs two more (a register that only matched `== wait_value` and was cleared
+    would leave core 0 waiting for ever at its first `wait 1`, holding 2)."""
+    head = prologue()
+    waits = [i("wait", event_register=3, wait_value=1), i("wait", event_register=3, wait_value=1)]
+    program = {
+        0: copy_word_0_to_1([*head, *[i("nop")] * 10, *waits, i("wait", event_register=3, wait_value=2)]),
+        1: [
+            *head,
+            *[i("sync", event_register=3, core=0)] * 2,
+            *[i("nop")] * 20,
+            *[i("sync", event_register=3, core=0)] * 2,
+        ],
+    }
+    result = validate(read_artifacts(write(tmp_path, program, {}, one_word_memory())), [np.array([5])])
+    np.testing.assert_array_equal(result.outputs[0], [5])
+    # the `wait 2` holds core 0 until core 1's last sync (its instruction len(head) + 23)
+    assert result.steps > len(head) + 23
+    program[1] = program[1][:-1]  # one sync short: `wait 2` never passes
+    with pytest.raises(ExecutionError, match=r"deadlock: core 0 at instruction \d+ \(wait\)"):
+        validate(read_artifacts(write(tmp_path / "short", program, {}, one_word_memory())), [np.array([5])])
+
+
 def test_a_wait_nobody_syncs_is_a_deadlock(tmp_path):
     program = {0: [setbw(), i("wait", event_register=0, wait_value=1)], 1: [setbw(), i("nop")]}
     with pytest.raises(ExecutionError, match=r"deadlock: core 0 at instruction 1 \(wait\); finished: cores 1"):
