@@ -83,30 +83,36 @@ def lowered(steps: list[ModulePass], module: ModuleOp, timer: PassTimer) -> Arti
     return artifacts
 
 
+def estimated(artifacts: Artifacts, chip: ChipConfig) -> dict[str, Any]:
+    """The performance estimate of `artifacts` on `chip` as the report gives it, with its time."""
+    begin = time.perf_counter()
+    return estimate(artifacts, chip).as_dict() | {"estimate_s": time.perf_counter() - begin}
+
+
 def searched_band_slack(
     steps: list[ModulePass], module: ModuleOp, timer: PassTimer, chip: ChipConfig
-) -> tuple[Artifacts, str]:
+) -> tuple[Artifacts, dict[str, Any], str]:
     """`lowered` with each of `SEARCHED_SLACKS` as `spatial-to-pim`'s `band-slack` (the passes
-    before it run once), `module` left as the one of least estimated latency on `chip`; and what
-    was searched, in one line."""
+    before it run once), `module` left as the one of least estimated latency on `chip`: its
+    artifacts and estimate, and what was searched, in one line."""
     split = next(i for i, p in enumerate(steps) if isinstance(p, SpatialToPimPass))
     PassPipeline(tuple(steps[:split]), timer).apply(Context(), module)
     tried: list[str] = []
-    best: tuple[float, float, ModuleOp, Artifacts] | None = None
+    best: tuple[dict[str, Any], float, ModuleOp, Artifacts] | None = None
     for slack in SEARCHED_SLACKS:
         candidate = module.clone()
         artifacts = lowered([replace(steps[split], band_slack=slack), *steps[split + 1 :]], candidate, timer)
-        latency = estimate(artifacts, chip).latency_ns
-        tried.append(f"{slack:g}: {latency / 1e6:.3g} ms")
-        if best is None or latency < best[0]:
-            best = (latency, slack, candidate, artifacts)  # (the others are dropped as they come)
+        performance = estimated(artifacts, chip)
+        tried.append(f"{slack:g}: {performance['latency_ns'] / 1e6:.3g} ms")
+        if best is None or performance["latency_ns"] < best[0]["latency_ns"]:
+            best = (performance, slack, candidate, artifacts)  # (the others are dropped as they come)
     assert best is not None
-    _, slack, chosen, artifacts = best
+    performance, slack, chosen, artifacts = best
     old, new = module.body.block, chosen.body.block
     chosen.body.detach_block(new)
     module.body.detach_block(old)
     module.body.add_block(new)
-    return artifacts, f"band slack {slack:g} of {', '.join(tried)} (estimated latency)"
+    return artifacts, performance, f"band slack {slack:g} of {', '.join(tried)} (estimated latency)"
 
 
 @dataclass
@@ -178,10 +184,9 @@ def compile_to_pim(
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
         timer = PassTimer(freeze)
         start = time.perf_counter()
-        searched = ""
-        if search:
-            assert chip is not None
-            artifacts, searched = searched_band_slack(steps, module, timer, chip)
+        searched, performance = "", None
+        if search and chip is not None:
+            artifacts, performance, searched = searched_band_slack(steps, module, timer, chip)
         else:
             artifacts = lowered(steps, module, timer)
         times, ir_ops = timer.seconds, timer.ops
@@ -198,10 +203,8 @@ def compile_to_pim(
                 write_pimsim_config(out_dir, chip, len(artifacts.cores), pimsim_mode, pimsim_time)
             times["write-artifacts"] = time.perf_counter() - begin
         times["total"] = time.perf_counter() - start
-    performance = None
-    if chip is not None:
-        begin = time.perf_counter()
-        performance = estimate(artifacts, chip).as_dict() | {"estimate_s": time.perf_counter() - begin}
+    if chip is not None and performance is None:  # (the search estimated the program it kept)
+        performance = estimated(artifacts, chip)
     crossbars = [sum(group.crossbars for group in core.groups) for core in artifacts.cores]
     counts = artifacts.instruction_counts()
     used = len(artifacts.cores)
@@ -301,10 +304,10 @@ def compile_pim(
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
     bands of `rows_per_band` output rows placed by a list schedule with `band_slack` (`"auto"`: the
     slack of least estimated latency on `chip`, see `compile_to_pim`), see `spatial-to-pim`;
-    `precision`: the weight and input bits per layer, as for `cimxdsl.compile`). The artifact directory also gets pimsim-nn's configuration
-    of the chip (`pimsim_config.json`: one image with `pimsim_mode="latency"`, `pimsim_time` ms of streamed
-    images with `"throughput"`). The report includes the chip's performance estimate
-    (`performance`)."""
+    `precision`: the weight and input bits per layer, as for `cimxdsl.compile`). The artifact
+    directory also gets pimsim-nn's configuration of the chip (`pimsim_config.json`: one image with
+    `pimsim_mode="latency"`, `pimsim_time` ms of streamed images with `"throughput"`). The report
+    includes the chip's performance estimate (`performance`)."""
     config = device if isinstance(device, DeviceConfig) else load_device_config(device)
     try:
         chip_config = load_chip_config(chip)
