@@ -175,27 +175,20 @@ def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:
 def channelwise_product(x: np.ndarray | Windows, weights: np.ndarray) -> np.ndarray:
     """The products of a depthwise layer from its patches in (ky, kx, c) order: `x` (M × P·G, P
     kernel positions of G channels; or their `Windows`), `weights` (G, P, f): result column
-    `g·f + j` is Σ_p x[:, p·G + g]·weights[g, p, j] (added in order of p), exact on integers (int64)."""
+    `g·f + j` is Σ_p x[:, p·G + g]·weights[g, p, j], exact on integers (int64). One `einsum`: a
+    pass over the outputs, where a product and a sum per kernel position took two per position."""
     count, positions, width = weights.shape
     rows = x.shape[0]
-    if isinstance(x, Windows):  # each position (n, oy, ox, G) a view of the images
-        views, kw = x.views(), x.geometry.kernel[1]
-        at = [views[:, :, :, p // kw, p % kw] for p in range(positions)]
-        values = x.image
+    if isinstance(x, Windows):  # (n, oy, ox, ky, kx, G), a view of the images
+        patches, values = x.views(), x.image
+        kernel, subscripts = x.geometry.kernel, "nyxabg,abgj->nyxgj"
     else:
-        patches = x.reshape(rows, positions, count)
-        at = [patches[:, p] for p in range(positions)]
-        values = x
+        patches, values = x.reshape(rows, positions, count), x
+        kernel, subscripts = (positions,), "rpg,pgj->rgj"
     if x.dtype.kind == "f" or weights.dtype.kind == "f":
         dtype = np.result_type(x.dtype, weights)
     else:
         integer_bound(values, weights, positions)  # (int64 then holds every partial sum)
         dtype = np.dtype(np.int64)
-    by_position = np.ascontiguousarray(weights.transpose(1, 0, 2), dtype)
-    shape = (*at[0].shape[:-1], count, width)
-    result, term = np.empty(shape, dtype), np.empty(shape, dtype)
-    np.multiply(at[0][..., None], by_position[0], out=result)
-    for p in range(1, positions):
-        np.multiply(at[p][..., None], by_position[p], out=term)
-        result += term
-    return result.reshape(rows, count * width)
+    by_position = np.ascontiguousarray(weights.transpose(1, 0, 2), dtype).reshape(*kernel, count, width)
+    return np.einsum(subscripts, patches, by_position, dtype=dtype).reshape(rows, count * width)

@@ -395,11 +395,11 @@ Pipeline = Literal["layer", "row"]
 """How consecutive layers overlap: `layer`, a layer starts when its producers have finished the
 image; `row`, a layer's band starts as soon as the rows its windows need have arrived."""
 DEFAULT_ROWS_PER_BAND = 1
+"""The fewest output rows per band of the `row` pipeline (`row_bands` widens a compute's bands
+while they cost more than `BAND_OVERHEAD` beyond the whole)."""
 BAND_OVERHEAD = 0.05
 """The most a compute's bands may cost beyond the whole compute: thinner bands overlap layers more
 but repeat their per-band instructions (and the halo rows of a window op after another one)."""
-"""The fewest output rows per band of the `row` pipeline (`row_bands` widens a compute's bands
-while they cost more than `BAND_OVERHEAD` beyond the whole)."""
 
 
 def sub_bands(band: Rows, rows_per_band: int) -> list[Rows]:
