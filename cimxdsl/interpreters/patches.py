@@ -18,6 +18,7 @@ is padded as it is laid out as NHWC, in one copy instead of two."""
 from __future__ import annotations
 
 from dataclasses import astuple, dataclass
+from functools import cached_property
 
 import numpy as np
 from xdsl.dialects.linalg.ops import GenericOp
@@ -80,14 +81,16 @@ class Windows:
     """(n, h, w, c)"""
     geometry: Geometry
 
+    @cached_property
     def views(self) -> np.ndarray:
-        """(n, oy, ox, ky, kx, c): the windows, a view of `image`."""
+        """(n, oy, ox, ky, kx, c): the windows, a view of `image` (made once: the steps that read
+        them ask for their shape several times)."""
         geometry = self.geometry
         return nhwc_windows(self.image, geometry.kernel, geometry.strides, geometry.dilations)
 
     @property
     def shape(self) -> tuple[int, int]:
-        n, oh, ow, kh, kw, c = self.views().shape
+        n, oh, ow, kh, kw, c = self.views.shape
         return n * oh * ow, kh * kw * c
 
     @property
@@ -100,7 +103,7 @@ class Windows:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if copy is False:
             raise ValueError("windows are gathered by a copy")
-        gathered = self.views().reshape(self.shape)
+        gathered = self.views.reshape(self.shape)
         return gathered if dtype is None else gathered.astype(dtype, copy=False)
 
 
@@ -180,7 +183,7 @@ def channelwise_product(x: np.ndarray | Windows, weights: np.ndarray) -> np.ndar
     count, positions, width = weights.shape
     rows = x.shape[0]
     if isinstance(x, Windows):  # (n, oy, ox, ky, kx, G), a view of the images
-        patches, values = x.views(), x.image
+        patches, values = x.views, x.image
         kernel, subscripts = x.geometry.kernel, "nyxabg,abgj->nyxgj"
     else:
         patches, values = x.reshape(rows, positions, count), x
