@@ -22,7 +22,8 @@ def reduction(function: Callable):
 
 def pool(x, op, combine) -> tuple:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
-    offset at a time, padding ignored (maxima keep the dtype, sums are float64); and, per output
+    offset at a time, padding ignored (maxima keep the dtype; sums are in the dtype of float inputs,
+    as the frameworks add them, and in float64 for integers, exactly); and, per output
     pixel, how many window elements are real (not padding), shaped to broadcast over the result.
     Each offset combines the outputs whose window has a real element there with those elements, a
     strided view of `x` (no padded copy). On `x`'s array backend."""
@@ -36,7 +37,8 @@ def pool(x, op, combine) -> tuple:
         lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
         result = backend.full((n, oh, ow, c), lowest, dtype)
     else:
-        x, result = xp.astype(x, xp.float64), backend.full((n, oh, ow, c), 0.0, np.float64)
+        dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+        x, result = xp.astype(x, backend.dtype(dtype), copy=False), backend.full((n, oh, ow, c), 0.0, dtype)
     for ky in range(kh):
         (y0, y1), rows = real_outputs(ky, top, sh, oh, h)
         for kx in range(kw):
@@ -47,7 +49,7 @@ def pool(x, op, combine) -> tuple:
                     combine(target, x[:, rows, columns, :], out=target)
                 else:  # (no `out=` in the array API)
                     result[:, y0:y1, x0:x1, :] = applied(combine, (target, x[:, rows, columns, :]))
-    counts = np.outer(real_counts(kh, top, sh, oh, h), real_counts(kw, left, sw, ow, w))
+    counts = np.outer(real_counts(kh, top, sh, oh, h), real_counts(kw, left, sw, ow, w)).astype(dtype)
     return result, counts[None, :, :, None]
 
 

@@ -1,5 +1,6 @@
 """TOSA pooling in the host interpreter functions against a window-by-window reference: padding
-never wins a max nor counts in a mean, and maxima keep the input's dtype."""
+never wins a max nor counts in a mean, maxima keep the input's dtype, and sums keep a float
+input's (integers add exactly, in float64)."""
 
 from types import SimpleNamespace
 
@@ -48,7 +49,22 @@ def test_max_pool_keeps_integers_and_ignores_padding(kernel, stride, pad):
 
 @pytest.mark.parametrize("kernel, stride, pad", GEOMETRIES)
 def test_average_pool_divides_by_the_real_elements(kernel, stride, pad):
+    """Float inputs add in their own precision: within float32's rounding of a sum of the window's
+    elements and of the division."""
     x = np.random.default_rng(1).normal(size=(2, 7, 6, 3)).astype(np.float32)
     sums, counts = pool(x, pooling_op(kernel, stride, pad), np.add)
+    assert sums.dtype == np.float32
+    got = sums / counts
     expected = reference(x.astype(np.float64), kernel, stride, pad, np.mean)
-    np.testing.assert_allclose(sums / counts, expected, rtol=1e-12)
+    eps = np.finfo(np.float32).eps
+    size = kernel[0] * kernel[1]
+    bound = size * eps * reference(np.abs(x).astype(np.float64), kernel, stride, pad, np.mean) + eps * np.abs(expected)
+    assert np.all(np.abs(got - expected) <= bound)
+
+
+@pytest.mark.parametrize("kernel, stride, pad", GEOMETRIES)
+def test_average_pool_of_integers_adds_exactly(kernel, stride, pad):
+    x = np.random.default_rng(2).integers(-(2**31), 2**31 - 1, (2, 7, 6, 3)).astype(np.int32)
+    sums, counts = pool(x, pooling_op(kernel, stride, pad), np.add)
+    assert sums.dtype == np.float64
+    np.testing.assert_array_equal(sums, reference(x.astype(np.int64), kernel, stride, pad, np.sum))
