@@ -65,6 +65,6 @@ def test_average_pool_divides_by_the_real_elements(kernel, stride, pad):
 @pytest.mark.parametrize("kernel, stride, pad", GEOMETRIES)
 def test_average_pool_of_integers_adds_exactly(kernel, stride, pad):
     x = np.random.default_rng(2).integers(-(2**31), 2**31 - 1, (2, 7, 6, 3)).astype(np.int32)
-    sums, counts = pool(x, pooling_op(kernel, stride, pad), np.add)
+    sums, _ = pool(x, pooling_op(kernel, stride, pad), np.add)
     assert sums.dtype == np.float64
     np.testing.assert_array_equal(sums, reference(x.astype(np.int64), kernel, stride, pad, np.sum))
