@@ -164,9 +164,10 @@ def test_compiled_cnn_outputs_and_metrics_match_numpy(digits, name, backend):
 
 
 ZOO = {
-    "ResNet-18 (pads, max pooling, residual adds, global average pooling)": "resnet18",
-    "MobileNetV2 (depthwise layers, clamps, layers of one tile)": "mobilenetv2",
+    "ResNet-18 (pads, max pooling, residual adds, global average pooling)": ("resnet18", 4),
+    "MobileNetV2 (depthwise layers, clamps, layers of one tile)": ("mobilenetv2", 2),
 }
+"""Each model and its stem width (MobileNetV2's depthwise layers make a product per channel)."""
 
 
 @pytest.mark.parametrize("backend", other_backends())
@@ -176,7 +177,8 @@ def test_values_stay_on_the_backend_from_layer_to_layer(name, backend, monkeypat
     layers (layouts, pads, poolings, residual adds, clamps, requantization) up to the next product:
     a steady call brings back only the global pooling's input (its float sum runs on the host), the
     outputs, bitwise those of NumPy, and the least and largest of each product's inputs (their check)."""
-    model = MODELS[ZOO[name]](size=32, width=4, classes=10)
+    model_name, width = ZOO[name]
+    model = MODELS[model_name](size=32, width=width, classes=10)
     x = np.random.default_rng(4).normal(size=(2, 3, 32, 32)).astype(np.float32)
     other = cimxdsl.compile(model, device=BASE, calibration=x[:1], batch=2, backend=backend)
     # the same compiled stages on NumPy (the backend plays no part in compiling), prepared and run apart

@@ -12,6 +12,7 @@ import onnxruntime
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
 import cimxdsl
@@ -173,13 +174,18 @@ def test_a_band_waits_for_the_bands_making_the_rows_it_reads(band: int):
     assert {d.operation for d in graph.node(classifier).dependencies} == set(first + second)
 
 
-def cross_layer_run(model: onnx.ModelProto, x: np.ndarray, **options) -> tuple[float, dict, np.ndarray]:
-    """The model on one device of `CNN_DEVICE`, scheduled by `schedule-clsa` with `options`, run
-    twice (the second run finds the weights written): its latency, the plan's report, its result."""
+def placed(model: onnx.ModelProto) -> ModuleOp:
+    """The model's products in row bands of one, on one device of `CNN_DEVICE`, not yet scheduled."""
     rows, cols = CNN_DEVICE.tile_shape
     module = import_onnx(model)
     apply(module, f"linalg-to-cinm,cinm-isolate-compute,tile{{rows={rows} cols={cols} band=1}}")
-    apply(module, f"cinm-to-cim{{crossbars={CNN_DEVICE.crossbars} devices=model}}")
+    return apply(module, f"cinm-to-cim{{crossbars={CNN_DEVICE.crossbars} devices=model}}")
+
+
+def cross_layer_run(placement: ModuleOp, x: np.ndarray, **options) -> tuple[float, dict, np.ndarray]:
+    """A copy of `placement` (from `placed`) scheduled by `schedule-clsa` with `options`, run twice
+    (the second run finds the weights written): its latency, the plan's report, its result."""
+    module = placement.clone()
     ScheduleClsaPass.for_device(CNN_DEVICE, **options).apply(None, module)  # pyright: ignore[reportArgumentType]
     program = Program(module, Device(CNN_DEVICE))
     program([x])
@@ -195,8 +201,9 @@ def test_resident_weights_run_as_planned_and_layers_overlap():
     model = resnet_cifar(depth=8, size=12, width=4, classes=4)
     x = np.random.default_rng(5).integers(-8, 8, (1, 3, 12, 12)).astype(np.float32)
     expected = onnxruntime_result(model, x)
+    placement = placed(model)
     runs = {
-        (cross, copies): cross_layer_run(model, x, resident=True, cross_layer=cross, duplicates=copies)
+        (cross, copies): cross_layer_run(placement, x, resident=True, cross_layer=cross, duplicates=copies)
         for cross in (True, False)
         for copies in (0, 16)
     }
@@ -224,7 +231,7 @@ def test_the_critical_path_bounds_a_chain_of_layers():
 def test_a_duplication_budget_beyond_the_device_is_noted(capsys):
     model = two_convolutions()
     x = np.random.default_rng(6).normal(size=(1, 3, 8, 8)).astype(np.float32)
-    _, report, _ = cross_layer_run(model, x, duplicates=1000)
+    _, report, _ = cross_layer_run(placed(model), x, duplicates=1000)
     # one weight tile per layer (27x4, 36x4 and 4x4 weights); 8 + 8 + 1 bands, a crossbar each at most
     tiles, usable = 3, 17
     assert report["copies"] == usable - tiles

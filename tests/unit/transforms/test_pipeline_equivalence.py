@@ -140,7 +140,7 @@ def cases(draw, chains: bool):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), crossbars=st.sampled_from([1, 2, 3, 16]), strategy=st.sampled_from(STRATEGIES))
 def test_each_pass_keeps_the_result(device: str, data: st.DataObject, crossbars: int, strategy: str):
     rows, cols, (text, inputs, expected) = data.draw(cases(chains=device == "ideal"))

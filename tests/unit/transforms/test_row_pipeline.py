@@ -4,6 +4,7 @@ and the estimate's latency drops on a deep CNN."""
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -70,7 +71,7 @@ def cores_compute_in_bands(artifacts) -> bool:
 
 
 @pytest.mark.parametrize("mapping", ["none", "greedy"])
-@pytest.mark.parametrize("program", [resnet_program, conv_chain], ids=["residual", "conv-chain"])
+@pytest.mark.parametrize("program", [resnet_program, partial(conv_chain, 3)], ids=["residual", "conv-chain"])
 def test_row_pipeline_is_exact_at_every_level_with_and_without_replicas(program, mapping, tmp_path):
     x = np.random.default_rng(7).integers(-128, 128, (1, *((3, 8, 8) if program is resnet_program else (4, 12, 12))))
     golden, _, layer, _ = lower_checked(program(), x, stages("layer", mapping, 12), tmp_path / "layer")
@@ -92,7 +93,7 @@ def test_row_pipeline_is_exact_with_windows_of_two_pixels_per_read(tmp_path):
     x = np.random.default_rng(9).integers(-128, 128, (1, 4, 12, 12))
     runs = {}
     for packing in ("im2col", "sdk"):
-        run = lower_checked(conv_chain(), x, stages("row", "greedy", 12, packing=packing), tmp_path / packing)
+        run = lower_checked(conv_chain(3), x, stages("row", "greedy", 12, packing=packing), tmp_path / packing)
         runs[packing] = run
     (golden, im2col_shapes, im2col, _), (sdk_golden, sdk_shapes, sdk, _) = runs["im2col"], runs["sdk"]
     np.testing.assert_array_equal(sdk_golden, golden)
@@ -211,7 +212,7 @@ def test_cim_compile_pipeline_row_is_exact_and_names_the_whole_image_layers(tmp_
 def test_last_convolution_before_global_pooling_is_cut_into_bands(mapping, tmp_path):
     """The global average pooling fused after the last convolution needs the whole image; the
     convolution before it still runs in bands (the pooling alone waits for all of its rows)."""
-    layers, size = 4, 12
+    layers, size = 3, 8
     b = ProgramBuilder((1, 4, size, size), 5)
     x = "%x"
     for _ in range(layers):
@@ -229,7 +230,7 @@ def test_last_convolution_before_global_pooling_is_replicated(pipeline, tmp_path
     greedy mapping gives the costliest one replicas, and the pooling receives its bands from several
     cores; the program stays exact at every level. (The row pipeline sets every such pooling apart;
     the layer pipeline the one after a convolution that, kept whole, bounds the stream.)"""
-    size = 12
+    size = 8
     b = ProgramBuilder((1, 4, size, size), 5)
     x = b.relu(b.requantize(b.conv("%x", 4, 3, pad=1), 3))
     x = b.relu(b.requantize(b.conv(x, 16, 3, pad=1), 3))  # the costliest layer, right before the pooling
@@ -351,9 +352,9 @@ def test_a_wide_layers_computes_hold_whole_output_tiles_and_work_side_by_side(tm
     first one's partial sums, so a band goes through four computes one after another; in whole
     output tiles (`whole-tiles`, the `row` pipeline's cut) a layer's computes read its input alone
     and work side by side: two computes deep, and a lower latency."""
-    b = ProgramBuilder((1, 16, 8, 8), 2)
+    b = ProgramBuilder((1, 16, 4, 4), 2)
     text = b.text(b.relu(b.requantize(b.conv(b.relu(b.requantize(b.conv("%x", 16, 3, pad=1), 4)), 16, 3, pad=1), 4)))
-    x = np.random.default_rng(5).integers(-128, 128, (1, 16, 8, 8))
+    x = np.random.default_rng(5).integers(-128, 128, (1, 16, 4, 4))
     latency = {}
     for whole in (False, True):
         first = (

@@ -695,7 +695,7 @@ def test_list_schedule_is_never_longer_than_asap_on_random_dags(device: str):
     cost = CrossbarCostModel(preset(device))
     shorter = 0
     for seed in range(60):
-        prepared, graph = prepared_graph(parse(random_dag(seed)))
+        prepared, graph = prepared_graph(parse_copy(random_dag(seed)))
         scheduler = CriticalPathScheduler(prepared.crossbars, cost)
         listed = schedule_makespan_ns(scheduler.schedule(graph), cost)
         asap = schedule_makespan_ns(AsapScheduler(prepared.crossbars).schedule(graph), cost)
@@ -829,9 +829,9 @@ def test_no_strategy_beats_the_lower_bound_on_compiled_programs(seed: int):
     cost = CrossbarCostModel(config)
     text, inputs = distinct_layers(seed)
     crossbars = [1, 3, 16][seed % 3]
-    tiled = str(apply(parse(text), f"tile{{rows=16 cols=8}},cinm-to-cim{{crossbars={crossbars}}}"))
+    tiled = apply(parse(text), f"tile{{rows=16 cols=8}},cinm-to-cim{{crossbars={crossbars}}}")
     for strategy in ("asap", "alap", "list", "round-robin"):
-        module = parse(tiled)
+        module = tiled.clone()
         layers = [
             [op for op in ops_of(module, CimMatrixOp) if op.crossbar_id.owner.device_id is device.device_id]
             for device in ops_of(module, AcquireDeviceOp)

@@ -24,8 +24,14 @@ def gemm_and_gemv(m: int, k: int, n: int, bias: bool) -> str:
         f"tensor<{k}xi32>",
         f"tensor<{n}xi32>",
     )
-    product = f"cinm.op.gemm %x, %w plus %b : {x}, {w} plus {c} -> {c}" if bias else f"cinm.op.gemm %x, %w : {x}, {w} -> {c}"
-    vector = f"cinm.op.gemv %wt, %v plus %d : {wt}, {v} plus {g} -> {g}" if bias else f"cinm.op.gemv %wt, %v : {wt}, {v} -> {g}"
+    product = (
+        f"cinm.op.gemm %x, %w plus %b : {x}, {w} plus {c} -> {c}" if bias else f"cinm.op.gemm %x, %w : {x}, {w} -> {c}"
+    )
+    vector = (
+        f"cinm.op.gemv %wt, %v plus %d : {wt}, {v} plus {g} -> {g}"
+        if bias
+        else f"cinm.op.gemv %wt, %v : {wt}, {v} -> {g}"
+    )
     return f"""
     func.func @main(%x: {x}, %w: {w}, %wt: {wt}, %b: {c}, %v: {v}, %d: {g}) -> ({c}, {g}) {{
       %r:2 = cinm.compute -> {c}, {g} {{
@@ -57,17 +63,16 @@ def test_loop_tiling_equals_numpy_at_every_stage(m, k, n, tile, bias, seed):
     b, v, d = rng.integers(-1000, 1000, (m, n)), rng.integers(-128, 128, k), rng.integers(-1000, 1000, n)
     inputs = [x, w, w.T.copy(), b, v, d]
     expected = [x @ w + (b if bias else 0), w.T @ v + (d if bias else 0)]
-    text = gemm_and_gemv(m, k, n, bias)
-    stages = {
+    module = parse(gemm_and_gemv(m, k, n, bias))
+    stages = {  # each applied to the module the one before left
         "loops": f"tile{{rows={tile} cols={tile} mode=loop}}",
-        "unrolled": f"tile{{rows={tile} cols={tile} mode=loop}},cinm-unroll-loops",
-        "crossbars": f"tile{{rows={tile} cols={tile} mode=loop}},cinm-unroll-loops,cinm-to-cim{{crossbars=3}},"
-        "schedule-asap,cim-to-memristor,memristor-to-func",
+        "unrolled": "cinm-unroll-loops",
+        "crossbars": "cinm-to-cim{crossbars=3},schedule-asap,cim-to-memristor,memristor-to-func",
     }
-    for spec in stages.values():
-        outputs = run(apply(parse(text), spec), inputs, "ideal").outputs
+    for stage, spec in stages.items():
+        outputs = run(apply(module, spec), inputs, "ideal").outputs
         for got, want in zip(outputs, expected, strict=True):
-            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, want, err_msg=stage)
 
 
 @pytest.mark.parametrize("device", ["ideal", "cinnamon"])
@@ -120,9 +125,9 @@ def test_reduce_in_loops_equals_numpy_at_every_stage(shape, axis, method, window
     looped = apply(parse(text), f"tile{{rows={window} mode=loop}}")
     windows = shape[axis] // fitting_divisor(shape[axis], window)
     assert sum(op.name == "affine.for" for op in looped.walk()) == (windows > 1)
-    for spec in (f"tile{{rows={window} mode=loop}}", f"tile{{rows={window} mode=loop}},cinm-unroll-loops"):
-        got = run(apply(parse(text), spec), [x], "ideal").outputs[0]
-        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(run(looped, [x], "ideal").outputs[0], expected)
+    unrolled = apply(looped, "cinm-unroll-loops")
+    np.testing.assert_array_equal(run(unrolled, [x], "ideal").outputs[0], expected)
 
 
 GEMM_WITH_SIZES = """
@@ -151,7 +156,11 @@ def test_explicit_tile_sizes_set_the_loop_steps():
 
 @pytest.mark.parametrize(
     ("sizes", "message"),
-    [("4, 16", "must be an array of 3 integers"), ("4, 16, 48", "48 must divide 64"), ("8, 32, 256", "256 must divide 64")],
+    [
+        ("4, 16", "must be an array of 3 integers"),
+        ("4, 16, 48", "48 must divide 64"),
+        ("8, 32, 256", "256 must divide 64"),
+    ],
 )
 def test_bad_tile_sizes_are_one_line_errors(sizes, message):
     from xdsl.utils.exceptions import PassFailedException
