@@ -178,8 +178,8 @@ def integer_bound(x: np.ndarray, weights: np.ndarray, depth: int) -> int:
 def channelwise_product(x: np.ndarray | Windows, weights: np.ndarray) -> np.ndarray:
     """The products of a depthwise layer from its patches in (ky, kx, c) order: `x` (M × P·G, P
     kernel positions of G channels; or their `Windows`), `weights` (G, P, f): result column
-    `g·f + j` is Σ_p x[:, p·G + g]·weights[g, p, j], exact on integers (int64). One `einsum`: a
-    pass over the outputs, where a product and a sum per kernel position took two per position."""
+    `g·f + j` is Σ_p x[:, p·G + g]·weights[g, p, j], exact on integers (int64). One `einsum`: one
+    pass over the outputs (a product and a sum per kernel position would take two passes each)."""
     count, positions, width = weights.shape
     rows = x.shape[0]
     if isinstance(x, Windows):  # (n, oy, ox, ky, kx, G), a view of the images

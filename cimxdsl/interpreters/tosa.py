@@ -23,7 +23,7 @@ def reduction(function: Callable):
 def pool(x, op, combine) -> tuple:
     """`combine` (np.maximum or np.add) over every pooling window of an NHWC input, one kernel
     offset at a time, padding ignored (maxima keep the dtype; sums are in the dtype of float inputs,
-    as the frameworks add them, and in float64 for integers, exactly); and, per output
+    as onnxruntime adds them, and in float64 for integers, exactly); and, per output
     pixel, how many window elements are real (not padding), shaped to broadcast over the result.
     Each offset combines the outputs whose window has a real element there with those elements, a
     strided view of `x` (no padded copy). On `x`'s array backend."""
