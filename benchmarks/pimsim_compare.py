@@ -100,6 +100,7 @@ def compile_model(model: onnx.ModelProto, args: argparse.Namespace, out: Path, *
         packing=args.packing,
         array_group=args.array_group,
         band_slack=args.band_slack,
+        share_rows=args.share_rows,
         **options,
     )
 
@@ -158,6 +159,9 @@ def compile_options(description: str) -> argparse.ArgumentParser:
         type=band_slack,
         default=SLACK,
         help="--pipeline row: the list schedule's slack (a number or auto)",
+    )
+    parser.add_argument(
+        "--share-rows", action="store_true", help="--pipeline row: a layer's replicas compute each band together"
     )
     parser.add_argument("--size", type=int, default=224)
     return parser

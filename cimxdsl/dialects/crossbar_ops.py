@@ -66,7 +66,8 @@ class FilterGeometry:
     """Kernel geometry of a sliding-window op, ONNX conventions.
 
     `pads` is `(top, left, bottom, right)`; padded input pixels are zeros for `apply_filters` and
-    are ignored by pooling."""
+    are ignored by pooling. A negative pad crops that many pixels off that side (the part of a
+    layer's output one band computes from the whole input rows)."""
 
     kernel: tuple[int, int] = (1, 1)
     strides: tuple[int, int] = (1, 1)
@@ -137,17 +138,23 @@ class WindowOp(IRDLOperation):
         checks = (
             ("kernelShape", self.kernel_shape, 2, 1, "positive"),
             ("strides", self.strides, 2, 1, "positive"),
-            ("pads", self.pads, 4, 0, "non-negative"),
+            ("pads", self.pads, 4, None, ""),
             ("dilations", self.dilations, 2, 1, "positive"),
         )
         for prop, attr, length, minimum, adjective in checks:
             values = attr.get_values()
-            if len(values) != length or any(v < minimum for v in values):
-                raise VerifyException(f"'{self.name}' {prop} must be {length} {adjective} integers, got {list(values)}")
+            if len(values) != length or any(minimum is not None and v < minimum for v in values):
+                raise VerifyException(
+                    f"'{self.name}' {prop} must be {length} {adjective + ' ' if adjective else ''}integers, "
+                    f"got {list(values)}"
+                )
         return self.geometry()
 
     def verify_output_pixels(self, geometry: FilterGeometry, input_shape: Sequence[int], output_shape: Sequence[int]):
         height, width = input_shape[0], input_shape[1]
+        top, left, bottom, right = geometry.pads
+        if min(top, 0) + min(bottom, 0) <= -height or min(left, 0) + min(right, 0) <= -width:
+            raise VerifyException(f"'{self.name}' pads {list(geometry.pads)} crop the whole {height}x{width} input")
         out_h, out_w = geometry.output_size(height, width)
         if out_h < 1 or out_w < 1:
             raise VerifyException(f"'{self.name}' kernel does not fit the {height}x{width} input")

@@ -506,13 +506,12 @@ class ConcatOp(IRDLOperation):
             )
 
 
-@irdl_op_definition
-class ExtractRowsOp(IRDLOperation):
-    """Rows `offset ..< offset + n` of `input` along its first axis (image rows of `[H, W, C]`,
-    matrix rows of `[rows, K]`), `n` the result's row count: the band of an activation that one
-    replica of a compute reads (rows are contiguous in memory, so no data moves)."""
+class ExtractOp(IRDLOperation):
+    """Base of the extracts of a run `offset ..< offset + n` along one axis of `input` (`AXIS`), `n`
+    the result's size along it."""
 
-    name = "spat.extract_rows"
+    AXIS: ClassVar[int]
+    NOUN: ClassVar[str]
 
     offset = prop_def(IntegerAttr.constr(type=i64))
     input = operand_def(SpatTensor)
@@ -521,10 +520,11 @@ class ExtractRowsOp(IRDLOperation):
     traits = traits_def(TensorSemanticsEffect())
     assembly_format = "$input `offset` $offset attr-dict `:` type($input) `->` type($result)"
 
-    def __init__(self, input: SSAValue | Operation, offset: int, rows: int):
+    def __init__(self, input: SSAValue | Operation, offset: int, count: int):
         input_type = SSAValue.get(input).type
         assert isinstance(input_type, TensorType | MemRefType)
-        shape = (rows, *input_type.get_shape()[1:])
+        shape = list(input_type.get_shape())
+        shape[self.AXIS] = count
         super().__init__(
             operands=[input],
             result_types=[type(input_type)(input_type.element_type, shape)],
@@ -534,13 +534,38 @@ class ExtractRowsOp(IRDLOperation):
     def verify_(self) -> None:
         verify_same_kind(self, self.input, self.result)
         source, result = static_shape(self, "input", self.input), static_shape(self, "result", self.result)
-        offset = self.offset.value.data
-        if element_type(self.input) != element_type(self.result) or source[1:] != result[1:]:
-            raise VerifyException("'spat.extract_rows' result must keep the input's element type and trailing shape")
-        if offset < 0 or offset + result[0] > source[0]:
+        axis, offset = self.AXIS, self.offset.value.data
+        if len(source) <= axis or len(result) != len(source):
+            raise VerifyException(f"'{self.name}' input and result must have the same rank, at least {axis + 1}")
+        others = [n for i, n in enumerate(source) if i != axis] != [n for i, n in enumerate(result) if i != axis]
+        if element_type(self.input) != element_type(self.result) or others:
+            raise VerifyException(f"'{self.name}' result must keep the input's element type and its other axes")
+        if offset < 0 or offset + result[axis] > source[axis]:
             raise VerifyException(
-                f"'spat.extract_rows' rows {offset}:{offset + result[0]} exceed the input's {source[0]} rows"
+                f"'{self.name}' {self.NOUN} {offset}:{offset + result[axis]} exceed the input's {source[axis]} {self.NOUN}"
             )
+
+
+@irdl_op_definition
+class ExtractRowsOp(ExtractOp):
+    """Rows `offset ..< offset + n` of `input` along its first axis (image rows of `[H, W, C]`,
+    matrix rows of `[rows, K]`), `n` the result's row count: the band of an activation that one
+    replica of a compute reads (rows are contiguous in memory, so no data moves)."""
+
+    name = "spat.extract_rows"
+    AXIS: ClassVar[int] = 0
+    NOUN: ClassVar[str] = "rows"
+
+
+@irdl_op_definition
+class ExtractColumnsOp(ExtractOp):
+    """Columns `offset ..< offset + n` of an image `input` `[H, W, C]`, `n` the result's column
+    count: the part of a row band that one replica of a compute computes when the replicas share
+    each row (a view when `H` is 1, else one copy per row)."""
+
+    name = "spat.extract_columns"
+    AXIS: ClassVar[int] = 1
+    NOUN: ClassVar[str] = "columns"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -625,6 +650,7 @@ Spatial = Dialect(
         GlobalAvgPoolOp,
         ConcatOp,
         ExtractRowsOp,
+        ExtractColumnsOp,
         ChannelNewOp,
         ChannelSendOp,
         ChannelReceiveOp,

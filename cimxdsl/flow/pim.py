@@ -155,6 +155,7 @@ def compile_to_pim(
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     band_slack: BandSlack = SLACK,
+    share_rows: bool = False,
     chip: ChipConfig | None = None,
     pimsim_mode: SimMode = "latency",
     pimsim_time: float = 100.0,
@@ -167,7 +168,8 @@ def compile_to_pim(
     per stage and, with a `chip`, the performance estimate (`performance`); `packing` and
     `array_group` are `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
     `spatial-mapping`'s strategy, `band_slack` the row pipeline's list-schedule slack (`"auto"`, with a
-    `chip`: `searched_band_slack`). With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
+    `chip`: `searched_band_slack`), `share_rows` whether a replicated layer's replicas compute each
+    of its bands together, each its own columns. With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
     is written beside the artifacts (`pimsim_config.json`, `sim_mode` from `pimsim_mode`: `latency`
     or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
     `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
@@ -178,7 +180,7 @@ def compile_to_pim(
     if search and chip is None:
         raise PassFailedException("band slack 'auto' needs a chip to estimate the programs on")
     slack = SLACK if band_slack == "auto" else band_slack
-    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack)
+    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack, share_rows=share_rows)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
@@ -268,6 +270,7 @@ PIM_OPTIONS = (
     "pipeline",
     "rows_per_band",
     "band_slack",
+    "share_rows",
     "chip",
     "pimsim_mode",
     "pimsim_time",
@@ -290,6 +293,7 @@ def compile_pim(
     pipeline: str = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     band_slack: BandSlack = SLACK,
+    share_rows: bool = False,
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
@@ -303,7 +307,8 @@ def compile_pim(
     reads side by side; `mapping`: `none`, `greedy` or `ga` within `mapping_budget`
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
     bands of `rows_per_band` output rows placed by a list schedule with `band_slack` (`"auto"`: the
-    slack of least estimated latency on `chip`, see `compile_to_pim`), see `spatial-to-pim`;
+    slack of least estimated latency on `chip`, see `compile_to_pim`), see `spatial-to-pim`, and with
+    `share_rows` a replicated layer's replicas computing each band together, each its own columns;
     `precision`: the weight and input bits per layer, as for `cimxdsl.compile`). The artifact
     directory also gets pimsim-nn's configuration of the chip (`pimsim_config.json`: one image with
     `pimsim_mode="latency"`, `pimsim_time` ms of streamed images with `"throughput"`). The report
@@ -321,6 +326,10 @@ def compile_pim(
         raise CompileError(f"band_slack must be a number >= 0 or 'auto', got {band_slack!r}")
     if not (isinstance(array_group, int) and array_group >= 1):
         raise CompileError(f"array_group must be a positive integer, got {array_group!r}")
+    if not isinstance(share_rows, bool):
+        raise CompileError(f"share_rows must be True or False, got {share_rows!r}")
+    if share_rows and (pipeline != "row" or mapping == "none"):
+        raise CompileError("share_rows needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
     if pimsim_mode not in SIM_MODES:
         raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
     if not pimsim_time > 0:
@@ -351,6 +360,7 @@ def compile_pim(
             pipeline=pipeline,  # pyright: ignore[reportArgumentType]
             rows_per_band=rows_per_band,
             band_slack=band_slack,
+            share_rows=share_rows,
             chip=chip_config,
             pimsim_mode=pimsim_mode,  # pyright: ignore[reportArgumentType]
             pimsim_time=pimsim_time,

@@ -51,8 +51,8 @@ def apply_filters(
         return (image.astype(wide) @ matrix.astype(wide)).astype(out_dtype)
     height, width, _ = image.shape
     out_h, out_w = geometry.output_size(height, width)
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
-    padded = np.pad(image.astype(wide), ((pt, pb), (pl, pr), (0, 0)))
+    (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
+    padded = pad_or_crop(image.astype(wide), geometry.pads, 0)
     out_channels = next(w.shape[1] for w in weights if w is not None)
     result = np.zeros((out_h, out_w, out_channels), wide)
     for k, ky, kx in geometry.kernel_positions():
@@ -89,12 +89,21 @@ def filters_result(op: ApplyFiltersBase, weight_values: tuple, image: np.ndarray
     return apply_im2col_filters(image, matrices, op.geometry(), packing, out_dtype)
 
 
+def pad_or_crop(image: np.ndarray, pads: tuple[int, int, int, int], fill) -> np.ndarray:
+    """`image` `[H, W, C]` padded with `fill` by the positive `pads` (top, left, bottom, right) and
+    cropped by the negative ones."""
+    top, left, bottom, right = pads
+    cropped = image[max(-top, 0) : image.shape[0] - max(-bottom, 0), max(-left, 0) : image.shape[1] - max(-right, 0)]
+    grow = ((max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0)), (0, 0))
+    return np.pad(cropped, grow, constant_values=fill) if any(max(p, 0) for p in pads) else cropped
+
+
 def window_view(image: np.ndarray, geometry: FilterGeometry, fill) -> np.ndarray:
     """`[H_out, W_out, KH·KW, C]`: every window of the image padded with `fill`."""
     height, width, _ = image.shape
     out_h, out_w = geometry.output_size(height, width)
-    (sh, sw), (pt, pl, pb, pr), (dh, dw) = geometry.strides, geometry.pads, geometry.dilations
-    padded = np.pad(image, ((pt, pb), (pl, pr), (0, 0)), constant_values=fill)
+    (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
+    padded = pad_or_crop(image, geometry.pads, fill)
     windows = [
         padded[ky * dh : ky * dh + sh * (out_h - 1) + 1 : sh, kx * dw : kx * dw + sw * (out_w - 1) + 1 : sw]
         for _, ky, kx in geometry.kernel_positions()
@@ -224,6 +233,11 @@ class SpatialFunctions(InterpreterFunctions):
     def run_extract_rows(self, interpreter: Interpreter, op: spat.ExtractRowsOp, args: PythonValues):
         offset, rows = op.offset.value.data, op.result.type.get_shape()[0]
         return (np.array(np.asarray(args[0])[offset : offset + rows]),)
+
+    @impl(spat.ExtractColumnsOp)
+    def run_extract_columns(self, interpreter: Interpreter, op: spat.ExtractColumnsOp, args: PythonValues):
+        offset, columns = op.offset.value.data, op.result.type.get_shape()[1]
+        return (np.array(np.asarray(args[0])[:, offset : offset + columns]),)
 
     @impl(spat.ChannelNewOp)
     def run_channel_new(self, interpreter: Interpreter, op: spat.ChannelNewOp, args: PythonValues):

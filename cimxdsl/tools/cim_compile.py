@@ -259,6 +259,13 @@ def main(args: Sequence[str] | None = None) -> None:
         "0.5, 1 and 1.5 whose program has the least estimated latency)",
     )
     parser.add_argument(
+        "--share-rows",
+        action="store_const",
+        const=True,
+        help="--pipeline row: a replicated layer's replicas compute each band together, each its own columns "
+        "(a consumer waits for a part of a band's time rather than the whole)",
+    )
+    parser.add_argument(
         "--pimsim-mode",
         choices=["latency", "throughput"],
         help="--target pim: the sim_mode of the pimsim-nn configuration written beside the artifacts "

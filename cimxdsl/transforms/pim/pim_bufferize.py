@@ -40,6 +40,7 @@ _ON_BUFFERS = (
     spat.GlobalAvgPoolOp,
     spat.ConcatOp,
     spat.ExtractRowsOp,
+    spat.ExtractColumnsOp,
     spat.ChannelSendOp,
     spat.ChannelReceiveOp,
 )

@@ -373,6 +373,8 @@ class CoreCodegen:
             self.concat(op)
         elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
             self.alias(op.result, op.input, op.offset.value.data * num_elements(shape_of(op.input)[1:]))
+        elif isinstance(op, spat.ExtractColumnsOp):
+            self.extract_columns(op)
         elif isinstance(op, spat.ChannelSendOp):
             self.send(op)
         elif isinstance(op, spat.ChannelReceiveOp):
@@ -576,6 +578,22 @@ class CoreCodegen:
                     raise pass_error(
                         "pim-codegen", f"the pooling window of output pixel ({oy}, {ox}) holds only padding", op
                     )
+
+    def extract_columns(self, op: spat.ExtractColumnsOp) -> None:
+        """A view of one row's columns (contiguous), else a copy of each row's."""
+        rows, width, channels = shape_of(op.input)
+        columns = shape_of(op.result)[1]
+        offset = op.offset.value.data * channels
+        if rows == 1:
+            self.alias(op.result, op.input, offset)
+            return
+        source, result = self.address(op.input), self.allocate(op.result)
+        for row in range(rows):
+            self.copy(
+                result + row * columns * channels * self.bytes,
+                source + (row * width * channels + offset) * self.bytes,
+                columns * channels,
+            )
 
     def global_avg_pool(self, op: spat.GlobalAvgPoolOp) -> None:
         height, width, channels = shape_of(op.input)

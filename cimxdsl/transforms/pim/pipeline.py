@@ -2,7 +2,7 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count, crossbars per core, `packing`, `array-group` and `pipelining` (`layer` or `row`, with
-`rows-per-band` and `band-slack`) given once (defaults: the `device` preset's
+`rows-per-band`, `band-slack` and `share-rows`) given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
 and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
 cores' code is generated packed) and writes the artifact directory.
@@ -55,6 +55,7 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
     pipelining: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     band_slack: float = SLACK
+    share_rows: bool = False
     chip: str = ""
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
@@ -83,7 +84,9 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
         mapped: list[ModulePass] = []
         if self.mapping != "none":
             mapped.append(
-                SpatialMappingPass.for_chip(chip, strategy=self.mapping, budget=self.mapping_budget, **placed)
+                SpatialMappingPass.for_chip(
+                    chip, strategy=self.mapping, budget=self.mapping_budget, share_rows=self.share_rows, **placed
+                )
             )
         spatial = CinmToSpatialPass.for_chip(
             chip,

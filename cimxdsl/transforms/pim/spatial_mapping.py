@@ -44,8 +44,8 @@ from cimxdsl.transforms.pim.mapping import (
 )
 from cimxdsl.transforms.pim.mapping.bands import (
     DEFAULT_ROWS_PER_BAND,
+    Area,
     Pipeline,
-    Rows,
     band_bounds,
     band_cost,
     can_split,
@@ -85,7 +85,7 @@ def solve(
             return compute_cost(compute, latencies=latencies, bounds=bounds)
         bands = band_bounds(rows_of(compute.outputs[0]), replicas)
         widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
-        return max(band_cost(compute, band, latencies, bounds) for band in {bands[0], widest, bands[-1]})
+        return max(band_cost(compute, (band, None), latencies, bounds) for band in {bands[0], widest, bands[-1]})
 
     problem = MappingProblem(
         tuple(replica_cost(i, 1) for i in range(len(computes))),
@@ -110,6 +110,7 @@ def map_function(
     chip: ChipConfig,
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
+    share_rows: bool = False,
 ) -> None:
     latencies = Latencies(chip)
     block = function.body.block
@@ -134,7 +135,7 @@ def map_function(
         if len(parts) > 1:
             computes = [*computes[:slowest], *parts, *computes[slowest + 1 :]]
             problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
-    apply_mapping(computes, mapping, pipeline, rows_per_band)
+    shared = apply_mapping(computes, mapping, pipeline, rows_per_band, share_rows)
     before = unreplicated(problem).bottleneck
     replicated = [r for r in mapping.replicas if r > 1]
     crossbars = sum(w * r for w, r in zip(problem.crossbars, mapping.replicas, strict=True))
@@ -144,6 +145,10 @@ def map_function(
         f"busiest core {mapping.bottleneck / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
         f"{before / 1e6:.3g} ms)"
     )
+    if share_rows:
+        summary += (
+            f"; the replicas of {shared} compute{'s' if shared != 1 else ''} share each band, each its own columns"
+        )
     function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
 
 
@@ -152,20 +157,27 @@ def apply_mapping(
     mapping: Mapping,
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
-) -> None:
+    share_rows: bool = False,
+) -> int:
     """Split the replicated computes into bands, rewire their consumers, set every compute's core;
-    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows."""
-    bands: list[list[Rows]] = []
+    with the `row` pipeline every replica's rows are cut further into bands of `rows_per_band` rows
+    (with `share_rows`, each band into one part of its columns per replica). The computes whose
+    bands were cut into columns are counted."""
+    shared = 0
+    bands: list[list[Area]] = []
     cores: list[list[int]] = []
     for compute, replicas, on in zip(computes, mapping.replicas, mapping.cores, strict=True):
         if pipeline == "row":
-            compute_bands, compute_cores = dealt_bands(compute, on, rows_per_band)
+            compute_bands, compute_cores = dealt_bands(compute, on, rows_per_band, share_rows)
+            shared += any(columns is not None for _, columns in compute_bands)
             bands.append(compute_bands)
             cores.append(compute_cores)
         else:
-            bands.append(band_bounds(rows_of(compute.outputs[0]), replicas) if replicas > 1 else [(0, 1)])
+            rows = band_bounds(rows_of(compute.outputs[0]), replicas) if replicas > 1 else [(0, 1)]
+            bands.append([(band, None) for band in rows])
             cores.append(list(on))
     split_into_bands(computes, bands, cores, CORE, mark=pipeline == "row")
+    return shared
 
 
 def mapping_summaries(module: ModuleOp) -> list[str]:
@@ -202,7 +214,9 @@ class SpatialMappingPass(ChipOption, ChoicePass):
     seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
     crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
     TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
-    crossbars fit them, else as many cores as it needs (and no replica)."""
+    crossbars fit them, else as many cores as it needs (and no replica). With `share-rows` (row
+    pipeline), the replicas of a layer compute each band together, each its own columns, so that
+    its consumers wait for a part of a band's time rather than a whole band's."""
 
     name = "spatial-mapping"
 
@@ -214,6 +228,7 @@ class SpatialMappingPass(ChipOption, ChoicePass):
     fit: bool = False
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
+    share_rows: bool = False
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -221,6 +236,10 @@ class SpatialMappingPass(ChipOption, ChoicePass):
         if self.cores < 0 or self.crossbars_per_core < 1 or self.budget < 0 or self.rows_per_band < 1:
             raise pass_error(
                 self.name, "cores must be >= 0, crossbars-per-core and rows-per-band positive and budget >= 0"
+            )
+        if self.share_rows and self.pipeline != "row":
+            raise pass_error(
+                self.name, "share-rows needs pipeline=row (the layer pipeline's replicas take whole bands)"
             )
         cores = fitting_cores(spatial_crossbars(op), self.cores, self.crossbars_per_core) if self.fit else self.cores
         for function in functions_holding(op, spat.ComputeOp):
@@ -233,4 +252,5 @@ class SpatialMappingPass(ChipOption, ChoicePass):
                 chip,
                 self.pipeline,
                 self.rows_per_band,
+                self.share_rows,
             )

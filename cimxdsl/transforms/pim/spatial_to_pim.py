@@ -247,7 +247,7 @@ def schedule_function(
         if pipeline == "row":
             peeled = [(part, core) for c, core in zip(computes, assignment, strict=True) for part in peel_tail(c)]
             computes = [part for part, _ in peeled]
-            bands = [row_bands(c, rows_per_band) for c in computes]
+            bands = [[(band, None) for band in row_bands(c, rows_per_band)] for c in computes]
             on = [[core] * len(b) for (_, core), b in zip(peeled, bands, strict=True)]
             computes = split_into_bands(computes, bands, on, CORE, mark=True)
     if pipeline == "row":

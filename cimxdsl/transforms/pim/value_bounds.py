@@ -39,6 +39,7 @@ _VIEWS = (
     memref.CollapseShapeOp,
     memref.ExpandShapeOp,
     spat.ExtractRowsOp,
+    spat.ExtractColumnsOp,
     spat.MaxPoolOp,
     spat.GlobalAvgPoolOp,
 )

@@ -2,6 +2,7 @@
 windows need have arrived. The instructions compute exactly what the layer-by-layer program does,
 and the estimate's latency drops on a deep CNN."""
 
+import itertools
 import re
 from dataclasses import dataclass
 from functools import partial
@@ -19,7 +20,9 @@ from cimxdsl.backend.performance import estimate
 from cimxdsl.device.chip import chip_preset
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.crossbar_ops import FilterGeometry
 from cimxdsl.flow.pim import compile_to_pim
+from cimxdsl.interpreters import spatial as spatial_interpreter
 from cimxdsl.tools.cim_compile import main as cim_compile
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.mapping import bands as bands_module
@@ -392,3 +395,133 @@ def test_the_row_pipeline_cuts_layers_in_whole_output_tiles():
         steps = PimPipelinePass(pipelining=pipelining, mapping="greedy", cores=4, crossbars_per_core=8).steps()
         (cut,) = [s for s in steps if isinstance(s, CinmToSpatialPass)]
         assert cut.whole_tiles is whole
+
+
+def shared_rows(passes: list[str]) -> list[str]:
+    """`passes` (of `stages`) with the replicas of each layer sharing its bands' columns."""
+    return [
+        p.replace("pipeline=row", "pipeline=row share-rows=true", 1) if "spatial-mapping" in p else p for p in passes
+    ]
+
+
+def column_bands(module) -> list[list[tuple[int, int]]]:
+    """Per layer (its weights) and band of output rows of a mapped function's computes: the
+    widths and cores of the computes on that band."""
+    found: dict[tuple, list[tuple[int, int]]] = {}
+    for compute in module.walk():
+        if isinstance(compute, spat.ComputeOp) and BAND in compute.attributes:
+            (result,) = compute.outputs
+            end = compute.attributes[BAND].data[0].value.data
+            width, core = result.type.get_shape()[1], compute.attributes["core"].value.data
+            found.setdefault((tuple(compute.weights), end), []).append((width, core))
+    return list(found.values())
+
+
+@pytest.mark.parametrize("packing", ["im2col", "sdk"])
+@pytest.mark.parametrize("program", [resnet_program, partial(conv_chain, 3)], ids=["residual", "conv-chain"])
+def test_replicas_sharing_rows_compute_their_columns_exactly_at_every_level(program, packing, tmp_path):
+    """Each replica computes its own columns of every band, its windows cropped from the whole
+    input rows by negative pads: every level and the validator equal the integer program."""
+    size = 8 if program is resnet_program else 12
+    x = np.random.default_rng(11).integers(-128, 128, (1, 3 if program is resnet_program else 4, size, size))
+    passes = shared_rows(stages("row", "greedy", 12, packing=packing))
+    _, _, artifacts, _ = lower_checked(program(), x, passes, tmp_path)
+    assert cores_compute_in_bands(artifacts)
+    mapped = apply(parse(program()), ",".join(["linalg-to-cinm", *passes[:2]]))
+    shared = [parts for parts in column_bands(mapped) if len(parts) > 1]
+    assert shared, "no layer's replicas share a band"
+    for parts in shared:
+        assert len({core for _, core in parts}) == len(parts)  # each part of a band on its own replica
+    cropped = [op for op in mapped.walk() if isinstance(op, spat.ApplyFiltersOp) and min(op.pads.get_values()) < 0]
+    assert cropped
+
+
+def test_window_columns_crop_the_whole_rows_to_the_columns_of_the_band():
+    """`window_columns`' pads give exactly columns [c0, c1) of the whole op's output, for kernels,
+    strides, dilations and pads of every kind, convolution and both poolings, at the edges."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        kernel, stride, dilation = (int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        left, right = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+        width = int(rng.integers((kernel - 1) * dilation + 1, 11))
+        geometry = FilterGeometry((1, kernel), (1, stride), (0, left, 0, right), (1, dilation))
+        image = rng.integers(-9, 10, (1, width, 2))
+        out_w = geometry.output_size(1, width)[1]
+        c0 = int(rng.integers(0, out_w))
+        c1 = int(rng.integers(c0 + 1, out_w + 1))
+        left_band, right_band = bands_module.window_columns(geometry, (c0, c1), width)
+        band = FilterGeometry((1, kernel), (1, stride), (0, left_band, 0, right_band), (1, dilation))
+        assert band.output_size(1, width)[1] == c1 - c0
+        weights = [rng.integers(-3, 4, (2, 3)) for _ in range(kernel)]
+        whole = spatial_interpreter.apply_filters(image, weights, geometry, np.dtype(np.int64))
+        part = spatial_interpreter.apply_filters(image, weights, band, np.dtype(np.int64))
+        np.testing.assert_array_equal(part, whole[:, c0:c1])
+        np.testing.assert_array_equal(
+            spatial_interpreter.max_pool(image, band), spatial_interpreter.max_pool(image, geometry)[:, c0:c1]
+        )
+        for include in (False, True):
+            with np.errstate(divide="ignore"):  # a window of padding only: 0 in both
+                whole, part = (spatial_interpreter.avg_pool(image, g, include) for g in (geometry, band))
+            np.testing.assert_array_equal(part, whole[:, c0:c1])
+
+
+@pytest.mark.parametrize("packing, pixels", [("im2col", 1), ("sdk", 2)])
+def test_shared_rows_are_dealt_in_whole_windows_and_even_out_over_the_replicas(packing, pixels):
+    module = apply(parse(conv_chain(2, 12)), f"linalg-to-cinm,cinm-to-spatial{{xbar-size=8 packing={packing}}}")
+    compute = next(op for op in module.walk() if isinstance(op, spat.ComputeOp))  # the first layer
+    for replicas in (2, 3, 5, 6):
+        areas, cores = bands_module.dealt_bands(compute, list(range(replicas)), 1, share_rows=True)
+        per_core = dict.fromkeys(range(replicas), 0)
+        for rows, run in itertools.groupby(zip(areas, cores, strict=True), key=lambda a: a[0][0]):
+            run = list(run)
+            columns = [area[1] for area, _ in run]
+            assert columns[0][0] == 0 and columns[-1][1] == 12 and len(run) == min(replicas, 12 // pixels)
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(columns))  # the row's columns, tiled
+            assert all(c0 % pixels == 0 and c1 % pixels == 0 for c0, c1 in columns)  # whole windows
+            assert len({core for _, core in run}) == len(run)
+            for (_, (c0, c1)), core in run:
+                per_core[core] += c1 - c0
+        # every replica takes each part of a row in turn: over whole turns of the 12 rows, the same columns
+        widths = [c1 - c0 for (_, (c0, c1)) in areas]
+        spread = max(per_core.values()) - min(per_core.values())
+        assert spread <= (12 % replicas) * (max(widths) - min(widths))
+
+
+def test_shared_rows_lower_the_estimated_latency_of_a_deep_cnn():
+    """A layer's consumers wait for a part of each band rather than the whole: on five 3×3 layers
+    with replicas, the estimated latency drops by over 5 % (10 % when written)."""
+    latency = {}
+    for share in (False, True):
+        report = compile_to_pim(
+            parse(conv_chain(5, 12)),
+            xbar_size=8,
+            cores=12,
+            crossbars_per_core=24,
+            mapping="greedy",
+            pipeline="row",
+            share_rows=share,
+            chip=chip_preset("pimsim-nn"),
+        )
+        latency[share] = report["performance"]["latency_ns"]
+    assert latency[True] < 0.95 * latency[False]
+
+
+def test_cim_compile_share_rows_is_exact_and_bad_uses_are_one_line_errors(tmp_path, capsys):
+    model = str(tmp_path / "model.onnx")
+    onnx.save(shufflenet_mobilenet(), model)
+    args = [model, "--target", "pim", "--random-inputs", "--pipeline", "row", "--mapping", "greedy", "--share-rows"]
+    cim_compile([*args, "-o", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert "instruction-level execution equals the interpreted integer program" in out
+    shared = re.search(r"the replicas of (\d+) computes? share each band, each its own columns", out)
+    assert shared and int(shared.group(1)) >= 1
+    with pytest.raises(
+        CompileError, match=r"share_rows needs pipeline='row' and replicas \(mapping 'greedy' or 'ga'\)"
+    ):
+        compile_pim(model, mapping="greedy", share_rows=True)
+    with pytest.raises(CompileError, match="share_rows needs pipeline='row' and replicas"):
+        compile_pim(model, pipeline="row", share_rows=True)
+    with pytest.raises(CompileError, match="share_rows must be True or False, got 'yes'"):
+        compile_pim(model, pipeline="row", mapping="greedy", share_rows="yes")
+    with pytest.raises(Exception, match=r"spatial-mapping: share-rows needs pipeline=row \(the layer pipeline's"):
+        apply(parse(conv_chain(2, 4)), "cinm-to-spatial{xbar-size=8},spatial-mapping{cores=4 share-rows=true}")

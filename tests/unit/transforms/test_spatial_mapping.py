@@ -246,7 +246,7 @@ def test_the_mapping_counts_the_mvmuls_and_input_widths_of_the_code(packing, tmp
     for compute, core in zip(computes, placed):
         rows = [shape_of(w)[0] for w in compute.weights]
         filters = [op for op in compute.body.block.ops if isinstance(op, spat.ApplyFiltersOp)]
-        reads[order.index(core)] += sum(crossbar_reads(op, (0, shape_of(op.result)[0]), rows) for op in filters)
+        reads[order.index(core)] += sum(crossbar_reads(op, (0, shape_of(op.result)[0]), None, rows) for op in filters)
         cost[order.index(core)] += compute_cost(compute, latencies=Latencies(chip), bounds=bounds)
     for stage in ("spatial-to-pim{cores=12 crossbars-per-core=24}", "pim-bufferize", "pim-codegen"):
         apply(module, stage)

@@ -1,21 +1,27 @@
-"""Splitting a `spat.compute` into row bands: the replicas of a layer work on different output rows.
+"""Splitting a `spat.compute` into bands: the replicas of a layer work on different output rows,
+or on different columns of the same rows.
 
-A band `[a, b)` of a compute computes rows `a ..< b` of all its results (which must share their row
-count). Working back from the results, every value of the body gets the rows the band needs of it
-(a window op needs its kernel's halo; element-wise ops the same rows); ops are rebuilt on those
-rows, a window op on `spat.extract_rows` of its input with the top and bottom padding that band
-still meets. A compute whose body holds an op without a row-wise form (global average pooling, a
-concatenation along rows, ...) has no bands.
+A band of a compute is an `Area`: rows `[a, b)` of all its results (which must share their row
+count), and optionally only columns `[c, d)` of them. Working back from the results, every value of
+the body gets the area the band needs of it (a window op needs its kernel's halo of rows and its
+input's whole rows; element-wise ops the same area); ops are rebuilt on those areas, a window op
+on `spat.extract_rows` of its input with the top and bottom padding that band still meets, and
+with left and right pads that crop the input to the band's columns (negative pads). A compute
+whose body holds an op without a row-wise form (global average pooling, a concatenation along
+rows, ...) has no bands.
 
-Consumers receive only the bands overlapping the rows they need, joined with `spat.concat` along
-the rows (and cut with `spat.extract_rows` when they need fewer).
+Consumers receive only the bands overlapping the area they need, joined with `spat.concat` along
+the columns and the rows (and cut with `spat.extract_rows` and `spat.extract_columns` when they
+need less).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Literal
 
 import numpy as np
@@ -31,7 +37,9 @@ from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_aliv
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
 Rows = tuple[int, int]
-"""Rows `[start, end)` of a value."""
+"""Rows `[start, end)` of a value (also columns `[start, end)`)."""
+Area = tuple[Rows, "Rows | None"]
+"""Rows `[start, end)` of a value and its columns `[start, end)` (None: all of them)."""
 BAND = "spat.band"
 """The discardable attribute of a band: the end of its rows and its layer's row count."""
 
@@ -45,10 +53,12 @@ def rows_of(value: SSAValue) -> int:
 
 
 @functools.cache
-def with_rows(t: Attribute, rows: int) -> Attribute:
-    """`t` with `rows` rows (attributes are immutable: one per type and row count)."""
+def with_area(t: Attribute, rows: int, columns: int | None) -> Attribute:
+    """`t` with `rows` rows and `columns` columns (None: its own); attributes are immutable: one
+    per type and size."""
     assert isinstance(t, TensorType)
-    return TensorType(t.element_type, (rows, *t.get_shape()[1:]))
+    shape = t.get_shape()
+    return TensorType(t.element_type, (rows, *shape[1:]) if columns is None else (rows, columns, *shape[2:]))
 
 
 def band_bounds(rows: int, bands: int) -> list[Rows]:
@@ -66,36 +76,52 @@ def window_input_rows(geometry: FilterGeometry, rows: Rows, height: int) -> tupl
     return (max(first, 0), min(last, height - 1) + 1), max(-first, 0), max(last - (height - 1), 0)
 
 
-RowRule = Callable[[Rows], list["Rows | None"]]
-"""The rows an op needs of each operand for rows of its result (None: the whole operand)."""
+def window_columns(geometry: FilterGeometry, columns: Rows, width: int, pixels: int = 1) -> tuple[int, int]:
+    """The left and right pads of a window op computing output columns `columns` from its whole
+    input rows `width` wide: negative where they crop the input to the columns' windows; with
+    `pixels` output pixels per window (im2col), `columns` are whole windows."""
+    (_, kw), (_, sw), (_, pl, _, _), (_, dw) = geometry.kernel, geometry.strides, geometry.pads, geometry.dilations
+    first, end = columns[0] // pixels, columns[1] // pixels
+    left = pl - first * sw
+    return left, (end - first - 1) * sw + (kw - 1) * dw + 1 - width - left
 
 
-def operand_rows(op: Operation, rows: Rows) -> list[Rows | None] | None:
-    """The rows `op` needs of each operand to compute rows `rows` of its result (None: the whole
+def window_pixels(op: Operation) -> int:
+    """The output pixels of one window of `op`: an im2col product's pixels per read, else 1."""
+    packing = op.packing() if isinstance(op, spat.ApplyFiltersOp) else None
+    return packing.pixels if packing is not None else 1
+
+
+AreaRule = Callable[[Area], list["Area | None"]]
+"""The area an op needs of each operand for an area of its result (None: the whole operand)."""
+
+
+def operand_areas(op: Operation, area: Area) -> list[Area | None] | None:
+    """The area `op` needs of each operand to compute area `area` of its result (None: the whole
     operand, e.g. a broadcast vector); None if `op` has no row-wise form."""
-    rule = row_rule(op)
-    return None if rule is None else rule(rows)
+    rule = area_rule(op)
+    return None if rule is None else rule(area)
 
 
-def row_rule(op: Operation) -> RowRule | None:
-    """`operand_rows` of `op` as a function of the result's rows, read from `op` once; None if
-    `op` has no row-wise form."""
+def area_rule(op: Operation) -> AreaRule | None:
+    """`operand_areas` of `op` as a function of the result's area, read from `op` once; None if
+    `op` has no row-wise form. A window op reads whole rows (its pads crop them to the columns)."""
     if isinstance(op, spat.ApplyFiltersOp | spat.MaxPoolOp | spat.AvgPoolOp):
         if len(shape_of(op.input)) == 2:
-            return lambda rows: [rows]
+            return lambda area: [area]
         geometry, height = op.geometry(), rows_of(op.input)
-        return lambda rows: [window_input_rows(geometry, rows, height)[0]]
+        return lambda area: [(window_input_rows(geometry, area[0], height)[0], None)]
     if isinstance(op, spat.VectorBinaryOp):
         if op.lhs.type == op.rhs.type:
-            return lambda rows: [rows, rows]
-        return lambda rows: [rows, None]
+            return lambda area: [area, area]
+        return lambda area: [area, None]
     count = len(op.operands)
     if isinstance(op, (spat.VectorUnaryOp, *_ROWWISE_ARITH)) or (
         isinstance(op, spat.ConcatOp) and op.axis.value.data == len(shape_of(op.result)) - 1
     ):
-        return lambda rows: [rows] * count
+        return lambda area: [area] * count
     if isinstance(op, arith.ConstantOp) and is_splat(op):
-        return lambda rows: []
+        return lambda area: []
     return None
 
 
@@ -109,13 +135,13 @@ def is_splat(op: arith.ConstantOp) -> bool:
     return bool((sample == values[0]).all()) and bool((values == values[0]).all())
 
 
-def needed_rows(compute: spat.ComputeOp, rows: Rows) -> dict[SSAValue, Rows] | None:
-    """The rows of every value of the body that rows `rows` of the results need (None: the
+def needed_areas(compute: spat.ComputeOp, area: Area) -> dict[SSAValue, Area] | None:
+    """The area of every value of the body that area `area` of the results needs (None: the
     compute has no bands)."""
-    yielded, steps = row_plan(compute)
-    needed: dict[SSAValue, Rows] = {}
+    yielded, steps = area_plan(compute)
+    needed: dict[SSAValue, Area] = {}
     for value in yielded:
-        needed[value] = union(needed.get(value), rows)
+        needed[value] = union(needed.get(value), area)
     for results, operands, rule in steps:
         wanted = needed.get(results[0]) if len(results) == 1 else None
         if wanted is None:
@@ -129,31 +155,45 @@ def needed_rows(compute: spat.ComputeOp, rows: Rows) -> dict[SSAValue, Rows] | N
     return needed
 
 
-RowPlan = tuple[tuple[SSAValue, ...], list[tuple[tuple[SSAValue, ...], list[tuple[SSAValue, Rows]], RowRule | None]]]
+AreaPlan = tuple[tuple[SSAValue, ...], list[tuple[tuple[SSAValue, ...], list[tuple[SSAValue, Area]], AreaRule | None]]]
 
 
 @kept_while_alive
-def row_plan(compute: spat.ComputeOp) -> RowPlan:
-    """What `needed_rows` reads of `compute`: the values it yields, and its ops from last to
-    first, each with its results, its operands (and their whole rows) and its `row_rule`."""
+def area_plan(compute: spat.ComputeOp) -> AreaPlan:
+    """What `needed_areas` reads of `compute`: the values it yields, and its ops from last to
+    first, each with its results, its operands (and their whole area) and its `area_rule`."""
     block = compute.body.block
     terminator = block.last_op
     assert isinstance(terminator, spat.YieldOp)
     steps = [
-        (tuple(op.results), [(v, whole_rows(v)) for v in op.operands], row_rule(op))
+        (tuple(op.results), [(v, whole_area(v)) for v in op.operands], area_rule(op))
         for op in reversed(list(block.ops)[:-1])
         if op.results
     ]
     return tuple(terminator.values), steps
 
 
-def whole_rows(value: SSAValue) -> Rows:
+def whole_area(value: SSAValue) -> Area:
     t = value.type
-    return (0, t.get_shape()[0]) if isinstance(t, TensorType | MemRefType) and t.get_shape() else (0, 1)
+    return ((0, t.get_shape()[0]) if isinstance(t, TensorType | MemRefType) and t.get_shape() else (0, 1)), None
 
 
-def union(a: Rows | None, b: Rows) -> Rows:
-    return b if a is None else (min(a[0], b[0]), max(a[1], b[1]))
+def span(a: Rows | None, b: Rows | None) -> Rows | None:
+    """The rows (or columns) both `a` and `b` cover at least; None (all) if either is None."""
+    return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def union(a: Area | None, b: Area) -> Area:
+    if a is None:
+        return b
+    rows = span(a[0], b[0])
+    assert rows is not None
+    return rows, span(a[1], b[1])
+
+
+def columns_of(value: SSAValue, columns: Rows | None) -> Rows:
+    """`columns` of an image `value`, None being all of them."""
+    return columns if columns is not None else (0, shape_of(value)[1])
 
 
 def can_split(compute: spat.ComputeOp) -> int:
@@ -164,7 +204,7 @@ def can_split(compute: spat.ComputeOp) -> int:
     if len(counts) != 1 or any(not isinstance(u.operation, spat.ComputeOp) for r in results for u in r.uses):
         return 1
     (count,) = counts
-    if count < 2 or needed_rows(compute, (0, count)) is None:
+    if count < 2 or needed_areas(compute, ((0, count), None)) is None:
         return 1
     return count
 
@@ -181,7 +221,7 @@ def peel_tail(compute: spat.ComputeOp) -> list[spat.ComputeOp]:
     yields, e.g. a global average pooling fused after a last convolution) two computes: the body
     without those ops, which can be cut into bands, yielding their operands, and those ops on the
     whole image after it. Both keep `compute`'s attributes (its core) and replace it in its block."""
-    tail = yielded_ops(compute, lambda op: operand_rows(op, (0, 1)) is None)
+    tail = yielded_ops(compute, lambda op: operand_areas(op, ((0, 1), None)) is None)
     parts = split_tail(compute, tail) if tail and can_split(compute) == 1 else None
     return replaced(compute, parts, parts is not None and can_split(parts[0]) > 1)
 
@@ -263,9 +303,9 @@ def replaced(compute: spat.ComputeOp, parts: tuple | None, take: bool) -> list[s
 
 @dataclass
 class Piece:
-    """Rows `rows` of a result, computed by a band."""
+    """Area `area` of a result, computed by a band."""
 
-    rows: Rows
+    area: Area
     value: SSAValue
 
 
@@ -274,33 +314,44 @@ class BandBuilder:
     """The body of one band, built op by op."""
 
     block: Block
-    local: dict[SSAValue, tuple[SSAValue, Rows]] = field(default_factory=dict)
-    """Original value -> (its band value, the rows of the original it holds)."""
+    local: dict[SSAValue, tuple[SSAValue, Area]] = field(default_factory=dict)
+    """Original value -> (its band value, the area of the original it holds)."""
 
-    def rows(self, value: SSAValue, wanted: Rows) -> SSAValue:
-        """Rows `wanted` of the original `value` inside the band."""
+    def area(self, value: SSAValue, wanted: Area) -> SSAValue:
+        """Area `wanted` of the original `value` inside the band."""
         source, held = self.local[value]
-        if held == wanted:
-            return source
-        cut = spat.ExtractRowsOp(source, wanted[0] - held[0], wanted[1] - wanted[0])
-        self.block.add_op(cut)
-        return cut.result
+        return self.cut(source, held, wanted, value)
+
+    def cut(self, source: SSAValue, held: Area, wanted: Area, original: SSAValue) -> SSAValue:
+        """Area `wanted` of `original` from `source`, which holds its area `held`."""
+        (rows, columns), (held_rows, held_columns) = wanted, held
+        if rows != held_rows:
+            extract = spat.ExtractRowsOp(source, rows[0] - held_rows[0], rows[1] - rows[0])
+            self.block.add_op(extract)
+            source = extract.result
+        if columns is not None or held_columns is not None:
+            columns, held_columns = columns_of(original, columns), columns_of(original, held_columns)
+            if columns != held_columns:
+                extract = spat.ExtractColumnsOp(source, columns[0] - held_columns[0], columns[1] - columns[0])
+                self.block.add_op(extract)
+                source = extract.result
+        return source
 
 
 def split_compute(
-    compute: spat.ComputeOp, bands: list[Rows], pieces: dict[SSAValue, list[Piece]]
+    compute: spat.ComputeOp, bands: list[Area], pieces: dict[SSAValue, list[Piece]]
 ) -> list[spat.ComputeOp]:
     """One compute per band (not yet inserted); the bands of each result are added to `pieces`."""
     new = []
     for band in bands:
-        needed = needed_rows(compute, band)
+        needed = needed_areas(compute, band)
         assert needed is not None
         new.append(build_band(compute, band, needed, pieces))
     return new
 
 
 def build_band(
-    compute: spat.ComputeOp, band: Rows, needed: dict[SSAValue, Rows], pieces: dict[SSAValue, list[Piece]]
+    compute: spat.ComputeOp, band: Area, needed: dict[SSAValue, Area], pieces: dict[SSAValue, list[Piece]]
 ) -> spat.ComputeOp:
     weights = list(compute.weights)
     block = Block(arg_types=[w.type for w in weights])
@@ -313,11 +364,11 @@ def build_band(
     assert isinstance(terminator, spat.YieldOp)
     for op in list(compute.body.block.ops)[:-1]:
         if op.results and op.results[0] in needed:
-            rows = needed[op.results[0]]
-            new = band_op(op, rows, builder)
+            area = needed[op.results[0]]
+            new = band_op(op, area, builder)
             block.add_op(new)
-            builder.local[op.results[0]] = (new.results[0], rows)
-    results = [builder.rows(v, band) for v in terminator.values]
+            builder.local[op.results[0]] = (new.results[0], area)
+    results = [builder.area(v, band) for v in terminator.values]
     block.add_op(spat.YieldOp(*results))
     new = spat.ComputeOp(weights, inputs, [r.type for r in results], Region(block))
     new.attributes.update(compute.attributes)
@@ -326,22 +377,41 @@ def build_band(
     return new
 
 
+def overlap(a: Rows | None, b: Rows | None) -> bool:
+    return a is None or b is None or (a[0] < b[1] and b[0] < a[1])
+
+
 def receive(
-    builder: BandBuilder, operand: SSAValue, wanted: Rows, inputs: list[SSAValue], pieces: dict[SSAValue, list[Piece]]
-) -> tuple[SSAValue, Rows]:
-    """The input `operand` as a band input: the bands of it that overlap `wanted`, joined."""
-    available = pieces.get(operand, [Piece((0, rows_of(operand)), operand)])
-    parts = [p for p in available if p.rows[0] < wanted[1] and wanted[0] < p.rows[1]]
-    args = []
-    for part in parts:
-        inputs.append(part.value)
-        args.append(builder.block.insert_arg(part.value.type, len(builder.block.args)))
-    held = (parts[0].rows[0], parts[-1].rows[1])
-    if len(args) == 1:
-        return args[0], held
-    concat = spat.ConcatOp(args, 0)
+    builder: BandBuilder, operand: SSAValue, wanted: Area, inputs: list[SSAValue], pieces: dict[SSAValue, list[Piece]]
+) -> tuple[SSAValue, Area]:
+    """The input `operand` as a band input: the bands of it that overlap `wanted`, joined along
+    the columns into rows, and those along the rows."""
+    available = pieces.get(operand, [Piece(whole_area(operand), operand)])
+    parts = [p for p in available if overlap(p.area[0], wanted[0]) and overlap(p.area[1], wanted[1])]
+    joined: list[tuple[SSAValue, Area]] = []
+    for rows, run in groupby(sorted(parts, key=lambda p: (p.area[0], p.area[1] or (0, 0))), key=lambda p: p.area[0]):
+        row_parts = list(run)
+        args = []
+        for part in row_parts:
+            inputs.append(part.value)
+            args.append(builder.block.insert_arg(part.value.type, len(builder.block.args)))
+        if len(args) == 1:
+            joined.append((args[0], row_parts[0].area))
+            continue
+        concat = spat.ConcatOp(args, 1)
+        builder.block.add_op(concat)
+        first, last = row_parts[0].area[1], row_parts[-1].area[1]
+        assert first is not None and last is not None
+        joined.append((concat.result, (rows, (first[0], last[1]))))
+    if len(joined) == 1:
+        return joined[0]
+    columns = [columns_of(operand, area[1]) for _, area in joined]
+    common = (max(c[0] for c in columns), min(c[1] for c in columns))  # the columns every row run holds
+    held_columns = None if common == (0, shape_of(operand)[1]) else common
+    values = [builder.cut(v, area, (area[0], held_columns), operand) for v, area in joined]
+    concat = spat.ConcatOp(values, 0)
     builder.block.add_op(concat)
-    return concat.result, held
+    return concat.result, ((joined[0][1][0][0], joined[-1][1][0][1]), held_columns)
 
 
 @functools.cache
@@ -351,22 +421,26 @@ def splat_of(t: Attribute, value: Attribute) -> DenseIntOrFPElementsAttr:
     return DenseIntOrFPElementsAttr.from_list(t, [splat])  # pyright: ignore[reportArgumentType]
 
 
-def band_op(op: Operation, rows: Rows, builder: BandBuilder) -> Operation:
-    """`op` computing rows `rows` of its result, on band values."""
-    result_type = with_rows(op.results[0].type, rows[1] - rows[0])
+def band_op(op: Operation, area: Area, builder: BandBuilder) -> Operation:
+    """`op` computing area `area` of its result, on band values."""
+    rows, columns = area
+    result_type = with_area(op.results[0].type, rows[1] - rows[0], None if columns is None else columns[1] - columns[0])
     if isinstance(op, arith.ConstantOp):
         return arith.ConstantOp(splat_of(result_type, op.value))
-    wanted = operand_rows(op, rows)
+    wanted = operand_areas(op, area)
     assert wanted is not None
     operands = [
-        builder.rows(v, w) if w is not None else builder.local.get(v, (v, None))[0]
+        builder.area(v, w) if w is not None else builder.local.get(v, (v, None))[0]
         for v, w in zip(op.operands, wanted, strict=True)
     ]
     properties = dict(op.properties)
     if isinstance(op, WindowOp) and len(shape_of(op.operands[0])) == 3:
         geometry = op.geometry()
-        _, top, bottom = window_input_rows(geometry, rows, rows_of(op.operands[0]))
+        height, width = shape_of(op.operands[0])[:2]
+        _, top, bottom = window_input_rows(geometry, rows, height)
         _, left, _, right = geometry.pads
+        if columns is not None:
+            left, right = window_columns(geometry, columns, width, window_pixels(op))
         properties["pads"] = i64_array((top, left, bottom, right))
     return type(op).create(
         operands=operands, result_types=[result_type], properties=properties, attributes=dict(op.attributes)
@@ -377,7 +451,7 @@ def rewire_consumer(compute: spat.ComputeOp, pieces: dict[SSAValue, list[Piece]]
     """`compute` (not split) reading the bands of its split inputs, joined along the rows."""
     if not any(v in pieces for v in compute.inputs):
         return compute
-    needed = {arg: (0, rows_of(arg)) for arg in compute.input_args}
+    needed = {arg: whole_area(arg) for arg in compute.input_args}
     block = Block(arg_types=[w.type for w in compute.weights])
     builder = BandBuilder(block)
     inputs: list[SSAValue] = []
@@ -409,7 +483,7 @@ def sub_bands(band: Rows, rows_per_band: int) -> list[Rows]:
 
 
 def split_into_bands(
-    computes: list[spat.ComputeOp], bands: list[list[Rows]], cores: list[list[int]], core_attr: str, mark: bool = False
+    computes: list[spat.ComputeOp], bands: list[list[Area]], cores: list[list[int]], core_attr: str, mark: bool = False
 ) -> list[spat.ComputeOp]:
     """Every compute split into its `bands` (one: not split, its consumers rewired to the bands of
     its inputs), band `j` on core `cores[i][j]` (the `core_attr` attribute; with `mark`, bands get
@@ -421,7 +495,7 @@ def split_into_bands(
     for compute, rows, on in zip(computes, bands, cores, strict=True):
         new = split_compute(compute, rows, pieces) if len(rows) > 1 else [rewire_consumer(compute, pieces)]
         total = rows_of(compute.outputs[0]) if compute.outputs else 1
-        for band, core, (_, end) in zip(new, on, rows, strict=True):
+        for band, core, ((_, end), _) in zip(new, on, rows, strict=True):
             band.attributes[core_attr] = IntegerAttr(core, i64)
             if mark and len(rows) > 1:
                 band.attributes[BAND] = ArrayAttr([IntegerAttr(end, i64), IntegerAttr(total, i64)])
@@ -497,15 +571,15 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int], slack: flo
 
 def band_cost(
     compute: spat.ComputeOp,
-    band: Rows,
+    band: Area,
     latencies: Latencies | None = None,
     bounds: dict[SSAValue, Bounds] | None = None,
 ) -> float:
     """The time of the band `band` of `compute` (the rows its windows need included; `bounds`: as
     for `compute_cost`)."""
-    needed = needed_rows(compute, band)
+    needed = needed_areas(compute, band)
     assert needed is not None
-    return compute_cost(compute, lambda value: needed.get(value, (0, 0)), latencies, bounds)
+    return compute_cost(compute, lambda value: needed.get(value, ((0, 0), None)), latencies, bounds)
 
 
 def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = None) -> list[Rows]:
@@ -516,23 +590,46 @@ def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = N
     whole = band or ((0, rows_of(compute.outputs[0])) if compute.outputs else (0, 1))
     if can_split(compute) == 1:
         return [whole]
-    limit = (1 + BAND_OVERHEAD) * band_cost(compute, whole)
+    limit = (1 + BAND_OVERHEAD) * band_cost(compute, (whole, None))
     size = rows_per_band
     while size < whole[1] - whole[0]:
         bands = sub_bands(whole, size)
-        if sum(band_cost(compute, b) for b in bands) <= limit:
+        if sum(band_cost(compute, (b, None)) for b in bands) <= limit:
             return bands
         size *= 2
     return [whole]
 
 
-def dealt_bands(compute: spat.ComputeOp, cores: Sequence[int], rows_per_band: int) -> tuple[list[Rows], list[int]]:
+def column_parts(compute: spat.ComputeOp, parts: int) -> list[Rows | None]:
+    """`compute`'s output columns cut into at most `parts` near-equal runs of whole windows (of its
+    im2col products' pixels per read); `[None]` (all columns) when its results are not images of
+    one width or it has no bands."""
+    widths = {shape_of(r)[1] if len(shape_of(r)) == 3 else 0 for r in compute.outputs}
+    unit = math.lcm(*(window_pixels(op) for op in compute.body.block.ops))
+    if parts < 2 or len(widths) != 1 or can_split(compute) == 1:
+        return [None]
+    (width,) = widths
+    count = min(parts, width // unit)
+    if count < 2 or width % unit:
+        return [None]
+    return [(unit * a, unit * b) for a, b in band_bounds(width // unit, count)]
+
+
+def dealt_bands(
+    compute: spat.ComputeOp, cores: Sequence[int], rows_per_band: int, share_rows: bool = False
+) -> tuple[list[Area], list[int]]:
     """The row pipeline's bands of `compute` replicated on `cores` (one replica each), and the core
     of each: its bands (`row_bands`, at least one per replica) dealt to the replicas in turn, so that
     the replicas work down the image side by side. With contiguous blocks of rows instead, the
     first band of a consumer's block would wait for the last band of the producer's block above
-    it (its halo row) and every layer would add a whole block's time to the latency."""
+    it (its halo row) and every layer would add a whole block's time to the latency. With
+    `share_rows`, every band is cut into columns, one part per replica (`column_parts`), so that
+    the replicas compute each band together and a consumer waits for a part of a band's time."""
     bands = row_bands(compute, rows_per_band)
-    if len(bands) < len(cores):
-        bands = band_bounds(rows_of(compute.outputs[0]), len(cores))
-    return bands, [cores[i % len(cores)] for i in range(len(bands))]
+    parts = column_parts(compute, len(cores)) if share_rows else [None]
+    if len(bands) * len(parts) < len(cores):
+        bands = band_bounds(rows_of(compute.outputs[0]), -(-len(cores) // len(parts)))
+    areas = [(band, part) for band in bands for part in parts]
+    if len(parts) == len(cores):  # each band's parts start one replica further on: near-equal parts even out
+        return areas, [cores[(i + j) % len(cores)] for i in range(len(bands)) for j in range(len(parts))]
+    return areas, [cores[i % len(cores)] for i in range(len(areas))]

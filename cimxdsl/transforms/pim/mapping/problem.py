@@ -28,9 +28,12 @@ from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bo
 T = TypeVar("T")
 
 
+Span = tuple[int, int]
+
+
 def compute_cost(
     compute: spat.ComputeOp,
-    rows: Callable[[SSAValue], tuple[int, int]] | None = None,
+    areas: Callable[[SSAValue], tuple[Span, Span | None]] | None = None,
     latencies: Latencies | None = None,
     bounds: dict[SSAValue, Bounds] | None = None,
 ) -> float:
@@ -39,8 +42,8 @@ def compute_cost(
     `mvmul` per crossbar whose inputs are not all padding (`crossbar_reads`) and a `vvadd` per
     partial sum (im2col: the patch gathered by `lmv`),
     vector ops over their elements, pooling per window position, and the transfers of its inputs
-    and results. `rows`: the rows `[start, end)` of each value a band computes or reads (all by
-    default).
+    and results. `areas`: the rows `[start, end)` and columns (None: all) of each value a band
+    computes or reads (all by default).
     With the `bounds` of the compute's values (`compute_value_bounds`), a crossbar input that fits
     `NARROW_BITS` is read as `pim-codegen` reads it: narrowed once, then gathered and multiplied as
     8-bit elements; without, every input is read at the model's width."""
@@ -49,12 +52,13 @@ def compute_cost(
     timed, narrowing = latency_table(model), latency_table(Latencies(model.chip, model.ibytes, narrow.ibytes))
     plan = cost_plan(compute)
 
-    def span(value: SSAValue) -> tuple[int, int]:
-        return rows(value) if rows is not None else (0, plan.rows[value])
+    def area(value: SSAValue) -> tuple[Span, Span | None]:
+        return areas(value) if areas is not None else ((0, plan.rows[value]), None)
 
     def elements(value: SSAValue) -> int:
-        start, end = span(value)
-        return (end - start) * plan.row_elements[value]
+        (start, end), columns = area(value)
+        count = (end - start) * plan.row_elements[value]
+        return count if columns is None else count * (columns[1] - columns[0]) // plan.widths[value]
 
     cost = sum(timed("transfer", elements(v) * model.ibytes) for v in plan.moved)
     for kind, factor, op, result, channels in plan.terms:
@@ -62,7 +66,7 @@ def compute_cost(
         if kind == "filters":
             assert isinstance(op, spat.ApplyFiltersOp)
             pixels = n // channels
-            products = crossbar_reads(op, span(result), plan.crossbar_rows)
+            products = crossbar_reads(op, *area(result), plan.crossbar_rows)
             reads = timed
             if bounds is not None and model.ibytes > narrow.ibytes and within(bounds.get(op.input, UNBOUNDED), INT8):
                 reads = latency_table(narrow)
@@ -145,12 +149,13 @@ def kept_while_alive(function: Callable[..., T]) -> Callable[..., T]:
 class CostPlan:
     """What `compute_cost` reads of a compute, read from its body once: the values it moves (its
     inputs and results), its ops with a result (`cost_kind`'s kind and factor, op, result, channels), every
-    value's rows and elements per row, and its weights' crossbar rows."""
+    value's rows, elements per row and columns (images), and its weights' crossbar rows."""
 
     moved: tuple[SSAValue, ...]
     terms: tuple[tuple[str, int, Operation, SSAValue, int], ...]
     rows: dict[SSAValue, int]
     row_elements: dict[SSAValue, int]
+    widths: dict[SSAValue, int]
     crossbar_rows: tuple[int, ...]
 
 
@@ -167,6 +172,7 @@ def cost_plan(compute: spat.ComputeOp) -> CostPlan:
         tuple((*cost_kind(op), op, op.results[0], product_channels(op, shapes[op.results[0]])) for op in ops),
         {v: s[0] for v, s in shapes.items()},
         {v: num_elements(s[1:]) for v, s in shapes.items()},
+        {v: s[1] for v, s in shapes.items() if len(s) == 3},
         tuple(shape_of(w)[0] for w in compute.weights),
     )
 
@@ -177,22 +183,27 @@ def product_channels(op: Operation, shape: Sequence[int]) -> int:
     return op.products_shape(shape)[-1] if isinstance(op, spat.ApplyFiltersOp) else shape[-1]
 
 
-def crossbar_reads(op: spat.ApplyFiltersOp, rows: tuple[int, int], crossbar_rows: Sequence[int]) -> int:
-    """The `mvmul`s of output rows `rows` of `op` (its weights' crossbars have `crossbar_rows`
-    rows each): one per output pixel and crossbar whose inputs are not all padding, which
-    `pim-codegen` skips."""
-    return int(reads_per_row(op, tuple(crossbar_rows))[rows[0] : rows[1]].sum())
+def crossbar_reads(op: spat.ApplyFiltersOp, rows: Span, columns: Span | None, crossbar_rows: Sequence[int]) -> int:
+    """The `mvmul`s of output rows `rows` and columns `columns` (None: all) of `op` (its weights'
+    crossbars have `crossbar_rows` rows each): one per output window and crossbar whose inputs are
+    not all padding, which `pim-codegen` skips."""
+    reads = reads_per_window(op, tuple(crossbar_rows))[rows[0] : rows[1]]
+    if columns is not None:
+        packing = op.packing()
+        pixels = packing.pixels if packing is not None else 1  # output pixels per window
+        reads = reads[:, columns[0] // pixels : columns[1] // pixels]
+    return int(reads.sum())
 
 
 @kept_while_alive
-def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
-    """`crossbar_reads` of each output row of `op`."""
+def reads_per_window(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
+    """`crossbar_reads` of each output row and window (pixel, or im2col window of pixels) of `op`."""
     indices = op.weight_index_list()
     in_shape, out_shape = shape_of(op.input), op.products_shape(shape_of(op.results[0]))
     geometry = op.geometry()
     if len(in_shape) != 3:
         count = num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)
-        return np.full(out_shape[0], count, np.int64)
+        return np.full((out_shape[0], 1), count, np.int64)
     height, width, channels = in_shape
     packing = op.packing()
     if packing is None:  # one crossbar per kernel position
@@ -211,7 +222,7 @@ def reads_per_row(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np
     ix = ox[:, None] * geometry.strides[1] - geometry.pads[1] + kx[None, :] * geometry.dilations[1]
     inside = ((iy >= 0) & (iy < height))[:, None, :] & ((ix >= 0) & (ix < width))[None, :, :]
     per_position = inside.reshape(-1, len(positions)).astype(np.int64) @ covers.T.astype(np.int64)
-    return np.count_nonzero(per_position.reshape(out_shape[0], out_shape[1], -1), axis=(1, 2))
+    return np.count_nonzero(per_position.reshape(out_shape[0], out_shape[1], -1), axis=2)
 
 
 @dataclass(frozen=True)

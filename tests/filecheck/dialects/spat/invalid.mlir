@@ -79,10 +79,10 @@ spat.compute [%w] () : [tensor<3x2xi8>] () -> {
 spat.compute [%w] () : [tensor<3x2xi8>] () -> {
 ^bb0(%a: tensor<3x2xi8>):
   %x = "test.op"() : () -> tensor<4x4x3xi8>
-  %y = spat.apply_filters %x weights [0] pads [0, -1, 0, 0] : tensor<4x4x3xi8> -> tensor<4x4x2xi32>
+  %y = spat.apply_filters %x weights [0] pads [0, -2, 0, -2] : tensor<4x4x3xi8> -> tensor<4x1x2xi32>
   spat.yield
 }
-// CHECK: 'spat.apply_filters' pads must be 4 non-negative integers, got [0, -1, 0, 0]
+// CHECK: 'spat.apply_filters' pads [0, -2, 0, -2] crop the whole 4x4 input
 
 // -----
 
@@ -468,4 +468,16 @@ spat.compute [%w] () : [tensor<36x6xi8>] () -> {
 
 %x = "test.op"() : () -> tensor<6x4x2xi32>
 %band = spat.extract_rows %x offset 0 : tensor<6x4x2xi32> -> tensor<3x4x3xi32>
-// CHECK: 'spat.extract_rows' result must keep the input's element type and trailing shape
+// CHECK: 'spat.extract_rows' result must keep the input's element type and its other axes
+
+// -----
+
+%x = "test.op"() : () -> tensor<2x4x2xi32>
+%part = spat.extract_columns %x offset 3 : tensor<2x4x2xi32> -> tensor<2x2x2xi32>
+// CHECK: 'spat.extract_columns' columns 3:5 exceed the input's 4 columns
+
+// -----
+
+%x = "test.op"() : () -> tensor<2x4x2xi32>
+%part = spat.extract_columns %x offset 0 : tensor<2x4x2xi32> -> tensor<1x2x2xi32>
+// CHECK: 'spat.extract_columns' result must keep the input's element type and its other axes

@@ -223,3 +223,20 @@ spat.channel_send %v to %ch : tensor<4x4x2xi32>
 %band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
 
 // CHECK: %band = spat.extract_rows %x offset 2 : tensor<6x4x2xi32> -> tensor<3x4x2xi32>
+
+// -----
+
+// Columns of a band (a view of a one-row band), and a window whose negative pads crop the input:
+// columns 2..<4 of a 3x3 convolution padded by 1, computed from its whole input rows.
+%x = "test.op"() : () -> tensor<1x4x2xi32>
+%part = spat.extract_columns %x offset 1 : tensor<1x4x2xi32> -> tensor<1x2x2xi32>
+%w = "test.op"() : () -> tensor<3x2xi8>
+spat.compute [%w] () : [tensor<3x2xi8>] () -> {
+^bb0(%a: tensor<3x2xi8>):
+  %in = "test.op"() : () -> tensor<3x4x3xi8>
+  %y = spat.apply_filters %in weights [0, 0, 0, 0, 0, 0, 0, 0, 0] kernel [3, 3] pads [0, -1, 0, 1] : tensor<3x4x3xi8> -> tensor<1x2x2xi32>
+  spat.yield
+}
+
+// CHECK:      %part = spat.extract_columns %x offset 1 : tensor<1x4x2xi32> -> tensor<1x2x2xi32>
+// CHECK:      %y = spat.apply_filters %in weights [0, 0, 0, 0, 0, 0, 0, 0, 0] kernel [3, 3] pads [0, -1, 0, 1] : tensor<3x4x3xi8> -> tensor<1x2x2xi32>
