@@ -603,10 +603,12 @@ def row_bands(compute: spat.ComputeOp, rows_per_band: int, band: Rows | None = N
 def column_parts(compute: spat.ComputeOp, parts: int) -> list[Rows | None]:
     """`compute`'s output columns cut into at most `parts` near-equal runs of whole windows (of its
     im2col products' pixels per read); `[None]` (all columns) when its results are not images of
-    one width or it has no bands."""
+    one width, it has no bands, or it reads an image the host holds: every replica would load the
+    image's whole rows from global memory, which serves one access at a time."""
     widths = {shape_of(r)[1] if len(shape_of(r)) == 3 else 0 for r in compute.outputs}
     unit = math.lcm(*(window_pixels(op) for op in compute.body.block.ops))
-    if parts < 2 or len(widths) != 1 or can_split(compute) == 1:
+    loaded = any(not isinstance(v.owner, spat.ComputeOp) and len(shape_of(v)) == 3 for v in compute.inputs)
+    if parts < 2 or len(widths) != 1 or loaded or can_split(compute) == 1:
         return [None]
     (width,) = widths
     count = min(parts, width // unit)
