@@ -6,7 +6,7 @@ core's program), and print both beside the estimate.
 
     PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
         [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--pipeline layer|row]
-        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S|auto] [--size 224] [--sim-time MS]
+        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S|auto] [--share-rows] [--size 224] [--sim-time MS]
         [--cores] [--keep DIR]
 
 pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
