@@ -533,3 +533,37 @@ def test_cim_compile_share_rows_is_exact_and_bad_uses_are_one_line_errors(tmp_pa
         compile_pim(model, pipeline="row", mapping="greedy", share_rows="yes")
     with pytest.raises(Exception, match=r"spatial-mapping: share-rows needs pipeline=row \(the layer pipeline's"):
         apply(parse(conv_chain(2, 4)), "cinm-to-spatial{xbar-size=8},spatial-mapping{cores=4 share-rows=true}")
+
+
+COLUMNS = """
+func.func @main(%x: tensor<3x6x2xi32>) -> tensor<1x2x2xi32> {
+  %r = spat.compute [] (%x) : [] (tensor<3x6x2xi32>) -> tensor<3x3x2xi32> {
+  ^bb0(%in: tensor<3x6x2xi32>):
+    %s = spat.vrelu %in : tensor<3x6x2xi32>
+    %c = spat.extract_columns %s offset 2 : tensor<3x6x2xi32> -> tensor<3x3x2xi32>
+    spat.yield %c : tensor<3x3x2xi32>
+  }
+  %y = spat.compute [] (%r, %x) : [] (tensor<3x3x2xi32>, tensor<3x6x2xi32>) -> tensor<1x2x2xi32> {
+  ^bb0(%a: tensor<3x3x2xi32>, %b: tensor<3x6x2xi32>):
+    %row = spat.extract_rows %a offset 1 : tensor<3x3x2xi32> -> tensor<1x3x2xi32>
+    %p = spat.extract_columns %row offset 1 : tensor<1x3x2xi32> -> tensor<1x2x2xi32>
+    %brow = spat.extract_rows %b offset 2 : tensor<3x6x2xi32> -> tensor<1x6x2xi32>
+    %q = spat.extract_columns %brow offset 4 : tensor<1x6x2xi32> -> tensor<1x2x2xi32>
+    %sum = spat.vadd %p, %q : tensor<1x2x2xi32>, tensor<1x2x2xi32>
+    spat.yield %sum : tensor<1x2x2xi32>
+  }
+  func.return %y : tensor<1x2x2xi32>
+}
+"""
+
+
+def test_extract_columns_is_a_copy_per_row_or_a_view_of_one_row_at_every_level(tmp_path):
+    """`spat.extract_columns` of three rows (one copy each) and of one row (a view), on two cores:
+    the interpreted program, every level and the validator give the NumPy slices."""
+    x = np.random.default_rng(2).integers(-50, 50, (3, 6, 2))
+    want = np.maximum(x, 0)[1:2, 3:5] + x[2:3, 4:6]
+    passes = ["spatial-to-pim{cores=2 crossbars-per-core=4}", "pim-bufferize", "pim-codegen"]
+    golden, _, artifacts, _ = lower_checked(COLUMNS, x, passes, tmp_path)
+    np.testing.assert_array_equal(golden, want)
+    moves = sum(i.name == "pim.lmv" for core in artifacts.cores for i in core.instructions)
+    assert moves >= 3  # the three rows' columns copied; the one-row extracts move nothing
