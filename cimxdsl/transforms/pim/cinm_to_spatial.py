@@ -39,7 +39,7 @@ converted back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby, pairwise
 
@@ -114,6 +114,7 @@ from cimxdsl.transforms.pim.spatial_values import (
     Ref,
     Tiled,
 )
+from cimxdsl.transforms.pim.value_bounds import NARROW_BITS
 
 ORIGIN = "origin"
 """Discardable attribute naming where a crossbar matrix comes from (kept in the artifacts)."""
@@ -306,7 +307,9 @@ def lower_filters(
     partials: dict[int, list[NodeRef]] = {}
     sums: dict[int, NodeRef] = {}
     per = state.crossbars_per_compute // max(-(-(c1 - c0) // state.size) for c0, c1 in columns)
-    groups = compute_groups(blocks, per, state.whole_tiles)
+    groups = compute_groups(
+        blocks, per, state.whole_tiles, lambda tile, runs: last_run_relief(state.latencies, columns[tile], runs)
+    )
     last = {block.output_tile: g for g, group in enumerate(groups) for block in group}
     for g, group in enumerate(groups):
         node = state.new_node()
@@ -338,12 +341,41 @@ def lower_filters(
     return out
 
 
-def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> list[list[WeightBlock]]:
+TILE_EPILOGUE_VECTOR_OPS = 7
+"""The vector instructions over a layer's output tile after its last partial sum, as
+`last_run_relief` counts them: a bias add, then a requantization's shift, its upper clamp (a fill
+and four vector ops: `pim-codegen` has no minimum) and its lower clamp."""
+
+
+def last_run_relief(latencies: Latencies | None, columns: tuple[int, int], runs: int) -> float:
+    """How many fewer crossbar reads (row slices) the last of `runs` computes of an output tile of
+    `columns` should take to end with the others: it also receives and adds the others' partial
+    sums and runs the element-wise ops after them (`TILE_EPILOGUE_VECTOR_OPS`), in the time of that
+    many reads of 8-bit inputs, each with its partial sum's addition (0 without the chip's
+    `latencies`). Reads a window's padding skips are not counted apart."""
+    if latencies is None or runs < 2:
+        return 0.0
+    width = columns[1] - columns[0]
+    narrow = Latencies(latencies.chip, NARROW_BITS // 8, latencies.obytes)
+    read = narrow.mvmul() + latencies.vector(width)
+    partial = latencies.transfer(width * latencies.ibytes) + latencies.vector(width)
+    epilogue = TILE_EPILOGUE_VECTOR_OPS * latencies.vector(width) + latencies.fill(width)
+    return float(((runs - 1) * partial + epilogue) / read)
+
+
+def compute_groups(
+    blocks: list[WeightBlock],
+    per: int,
+    whole_tiles: bool,
+    relief: Callable[[int, int], float] = lambda tile, runs: 0.0,
+) -> list[list[WeightBlock]]:
     """`blocks` (ordered by output tile) cut into the crossbars of computes of at most `per` each:
     in runs of `per` (the computes sharing an output tile each making a partial sum of it); with
     `whole_tiles`, in computes of whole output tiles, as few as hold them and as even as the tiles
-    allow (a tile of over `per` blocks cut into as few near-equal runs), so that the computes of a
-    layer share no partial sums but those of a tile wider than a compute."""
+    allow, so that the computes of a layer share no partial sums but those of a tile wider than a
+    compute: such a tile is cut into as few runs, near-equal but the last, which adds the others'
+    partial sums, `relief(tile, runs)` blocks shorter (rounded, each run at most `per` and the last
+    at least one; `last_run_relief`)."""
     if not whole_tiles:
         return [blocks[start : start + per] for start in range(0, len(blocks), per)]
     groups: list[list[WeightBlock]] = []
@@ -353,8 +385,11 @@ def compute_groups(blocks: list[WeightBlock], per: int, whole_tiles: bool) -> li
         tiles = list(run)
         if large:
             for tile in tiles:
-                runs = -(-len(tile) // per)
-                groups += [tile[a:b] for a, b in pairwise(len(tile) * i // runs for i in range(runs + 1))]
+                count = len(tile)
+                runs = -(-count // per)
+                cut = max(0, min(round(relief(tile[0].output_tile, runs)), runs * per - count, count // runs - 1))
+                edges = [(count + cut) * i // runs for i in range(runs)] + [count]
+                groups += [tile[a:b] for a, b in pairwise(edges)]
             continue
         fewest = len(pack_tiles(tiles, per))
         limit = max(map(len, tiles))

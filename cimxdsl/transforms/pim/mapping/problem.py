@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 
 Span = tuple[int, int]
+"""Rows or columns `[start, end)` of a value."""
 
 
 def compute_cost(
