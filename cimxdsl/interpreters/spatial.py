@@ -98,6 +98,12 @@ def pad_or_crop(image: np.ndarray, pads: tuple[int, int, int, int], fill) -> np.
     return np.pad(cropped, grow, constant_values=fill) if any(max(p, 0) for p in pads) else cropped
 
 
+def extracted(op: spat.ExtractOp, value) -> np.ndarray:
+    """A copy of the run of `op`'s axis (its rows or columns) that `op` extracts from `value`."""
+    offset, count = op.offset.value.data, op.result.type.get_shape()[op.AXIS]
+    return np.take(np.asarray(value), np.arange(offset, offset + count), axis=op.AXIS)
+
+
 def window_view(image: np.ndarray, geometry: FilterGeometry, fill) -> np.ndarray:
     """`[H_out, W_out, KH·KW, C]`: every window of the image padded with `fill`."""
     height, width, _ = image.shape
@@ -231,13 +237,11 @@ class SpatialFunctions(InterpreterFunctions):
 
     @impl(spat.ExtractRowsOp)
     def run_extract_rows(self, interpreter: Interpreter, op: spat.ExtractRowsOp, args: PythonValues):
-        offset, rows = op.offset.value.data, op.result.type.get_shape()[0]
-        return (np.array(np.asarray(args[0])[offset : offset + rows]),)
+        return (extracted(op, args[0]),)
 
     @impl(spat.ExtractColumnsOp)
     def run_extract_columns(self, interpreter: Interpreter, op: spat.ExtractColumnsOp, args: PythonValues):
-        offset, columns = op.offset.value.data, op.result.type.get_shape()[1]
-        return (np.array(np.asarray(args[0])[:, offset : offset + columns]),)
+        return (extracted(op, args[0]),)
 
     @impl(spat.ChannelNewOp)
     def run_channel_new(self, interpreter: Interpreter, op: spat.ChannelNewOp, args: PythonValues):

@@ -33,7 +33,7 @@ from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
-from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive
+from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
 Rows = tuple[int, int]
@@ -84,12 +84,6 @@ def window_columns(geometry: FilterGeometry, columns: Rows, width: int, pixels: 
     first, end = columns[0] // pixels, columns[1] // pixels
     left = pl - first * sw
     return left, (end - first - 1) * sw + (kw - 1) * dw + 1 - width - left
-
-
-def window_pixels(op: Operation) -> int:
-    """The output pixels of one window of `op`: an im2col product's pixels per read, else 1."""
-    packing = op.packing() if isinstance(op, spat.ApplyFiltersOp) else None
-    return packing.pixels if packing is not None else 1
 
 
 AreaRule = Callable[[Area], list["Area | None"]]
@@ -440,7 +434,7 @@ def band_op(op: Operation, area: Area, builder: BandBuilder) -> Operation:
         _, top, bottom = window_input_rows(geometry, rows, height)
         _, left, _, right = geometry.pads
         if columns is not None:
-            left, right = window_columns(geometry, columns, width, window_pixels(op))
+            left, right = window_columns(geometry, columns, width, pixels_per_read(op))
         properties["pads"] = i64_array((top, left, bottom, right))
     return type(op).create(
         operands=operands, result_types=[result_type], properties=properties, attributes=dict(op.attributes)
@@ -606,7 +600,7 @@ def column_parts(compute: spat.ComputeOp, parts: int) -> list[Rows | None]:
     one width, it has no bands, or it reads an image the host holds: every replica would load the
     image's whole rows from global memory, which serves one access at a time."""
     widths = {shape_of(r)[1] if len(shape_of(r)) == 3 else 0 for r in compute.outputs}
-    unit = math.lcm(*(window_pixels(op) for op in compute.body.block.ops))
+    unit = math.lcm(*(pixels_per_read(op) for op in compute.body.block.ops))
     loaded = any(not isinstance(v.owner, spat.ComputeOp) and len(shape_of(v)) == 3 for v in compute.inputs)
     if parts < 2 or len(widths) != 1 or loaded or can_split(compute) == 1:
         return [None]

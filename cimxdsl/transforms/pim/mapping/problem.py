@@ -190,10 +190,15 @@ def crossbar_reads(op: spat.ApplyFiltersOp, rows: Span, columns: Span | None, cr
     not all padding, which `pim-codegen` skips."""
     reads = reads_per_window(op, tuple(crossbar_rows))[rows[0] : rows[1]]
     if columns is not None:
-        packing = op.packing()
-        pixels = packing.pixels if packing is not None else 1  # output pixels per window
+        pixels = pixels_per_read(op)
         reads = reads[:, columns[0] // pixels : columns[1] // pixels]
     return int(reads.sum())
+
+
+def pixels_per_read(op: Operation) -> int:
+    """The output pixels one window of `op` computes: an im2col product's pixels per read, else 1."""
+    packing = op.packing() if isinstance(op, spat.ApplyFiltersOp) else None
+    return packing.pixels if packing is not None else 1
 
 
 @kept_while_alive
