@@ -7,11 +7,12 @@ becomes `pim.apply_filters` with an output buffer and a one-pixel accumulation b
 results cannot accumulate in place, Miotti 2025, Algorithm 4.2). Constants (immediates of the core)
 and the arith ops on them stay tensors, bridged with `bufferization.to_tensor`/`to_buffer`.
 
-Each kind of op is a rewrite pattern, applied in one forward walk of each core; the bridges made
-so far (`Bridges`) are the state they share.
+Each kind of op has its rewrite, applied in one forward pass over each core's ops; the bridges
+made so far (`Bridges`) are the state they share.
 """
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -19,13 +20,7 @@ from xdsl.dialects import bufferization, memref, tensor
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
@@ -60,11 +55,6 @@ def alloc(t: Attribute) -> memref.AllocOp:
     return memref.AllocOp([], [], memref_type(t))
 
 
-def bufferizable(op: Operation) -> bool:
-    kinds = (tensor.EmptyOp, spat.ApplyFiltersOp, *_ON_BUFFERS, *_BUFFERIZED_OPS)
-    return isinstance(op, kinds) or op.dialect_name() == "arith"
-
-
 @dataclass
 class Bridges:
     """The bridges between one core's tensors and buffers: one `bufferization.to_buffer` per
@@ -73,110 +63,111 @@ class Bridges:
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     tensors: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
-    def as_memref(self, value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    def as_memref(self, value: SSAValue, before: Operation) -> SSAValue:
         if not isinstance(value.type, TensorType):
             return value
         if value not in self.buffers:
             to_buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type(value.type)])
-            self.buffers[value] = rewriter.insert(to_buffer).results[0]
+            Rewriter.insert_op(to_buffer, InsertPoint.before(before))
+            self.buffers[value] = to_buffer.results[0]
         return self.buffers[value]
 
-    def as_tensor(self, value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    def as_tensor(self, value: SSAValue, before: Operation) -> SSAValue:
         if not isinstance(value.type, MemRefType):
             return value
         if value not in self.tensors:
-            self.tensors[value] = rewriter.insert(bufferization.ToTensorOp(value, restrict=True)).results[0]
+            to_tensor = bufferization.ToTensorOp(value, restrict=True)
+            Rewriter.insert_op(to_tensor, InsertPoint.before(before))
+            self.tensors[value] = to_tensor.results[0]
         return self.tensors[value]
 
 
-def replace(op: Operation, new_ops: list[Operation], results: list[SSAValue], rewriter: PatternRewriter) -> None:
+def replace(op: Operation, new_ops: list[Operation], results: list[SSAValue]) -> None:
     """`op` replaced by `new_ops` (inserted before it), its results by `results`; the new values
     keep no name of the old ones."""
-    rewriter.insert(new_ops)
+    Rewriter.insert_op(new_ops, InsertPoint.before(op))
     for old, new in zip(op.results, results, strict=True):
-        name = new.name_hint
-        rewriter.replace_all_uses_with(old, new)
-        new.name_hint = name
-    rewriter.erase(op)
+        old.replace_all_uses_with(new)
+        new.name_hint = None
+    Rewriter.erase_op(op)
 
 
-class EmptyToAlloc(RewritePattern):
+def empty_to_alloc(op: tensor.EmptyOp) -> None:
     """`tensor.empty` → `memref.alloc`."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: tensor.EmptyOp, rewriter: PatternRewriter, /):
-        new = alloc(op.tensor.type)
-        replace(op, [new], [new.memref], rewriter)
+    new = alloc(op.tensor.type)
+    replace(op, [new], [new.memref])
 
 
-@dataclass
-class FiltersWithBuffers(RewritePattern):
+def filters_with_buffers(op: spat.ApplyFiltersOp, bridges: Bridges) -> None:
     """`spat.apply_filters` → `pim.apply_filters` into a fresh output buffer, with a one-read
     accumulation buffer (crossbar results cannot accumulate in place)."""
-
-    bridges: Bridges
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: spat.ApplyFiltersOp, rewriter: PatternRewriter, /):
-        output = rewriter.insert(alloc(op.result.type)).results[0]
-        channels = op.products_shape(op.result.type.get_shape())[-1]
-        accumulator = rewriter.insert(alloc(TensorType(op.result.type.element_type, (channels,)))).results[0]
-        image = self.bridges.as_memref(op.input, rewriter)
-        # the same properties (weights, geometry, packing): `pim.apply_filters` shares them
-        filters = pim.ApplyFiltersOp.create(operands=[image, output, accumulator], properties=dict(op.properties))
-        replace(op, [filters], [output], rewriter)
+    output = alloc(op.result.type)
+    channels = op.products_shape(op.result.type.get_shape())[-1]
+    accumulator = alloc(TensorType(op.result.type.element_type, (channels,)))
+    Rewriter.insert_op([output, accumulator], InsertPoint.before(op))
+    image = bridges.as_memref(op.input, op)
+    # the same properties (weights, geometry, packing): `pim.apply_filters` shares them
+    operands = [image, output.memref, accumulator.memref]
+    filters = pim.ApplyFiltersOp.create(operands=operands, properties=dict(op.properties))
+    replace(op, [filters], [output.memref])
 
 
-@dataclass
-class OnBuffers(RewritePattern):
+def on_buffers(op: Operation, bridges: Bridges) -> None:
     """`pim.load`/`pim.store` or a spat vector, pooling, concat or channel op on tensors → the same
-    op on buffers (a spat op writing a fresh one)."""
-
-    bridges: Bridges
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if not isinstance(op, _ON_BUFFERS):
-            return
-        if not any(isinstance(v.type, TensorType) for v in (*op.operands, *op.results)):
-            return
-        operands = [self.bridges.as_memref(v, rewriter) for v in op.operands]
-        new = type(op).create(
-            operands=operands,
-            result_types=[memref_type(r.type) for r in op.results],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
-        replace(op, [new], list(new.results), rewriter)
+    op on buffers (a spat op writing a fresh one): its tensor operands become their buffers and its
+    results buffers, in place (the results keep no name)."""
+    if not any(isinstance(v.type, TensorType) for v in (*op.operands, *op.results)):
+        return
+    for index, value in enumerate(op.operands):
+        buffer = bridges.as_memref(value, op)
+        if buffer is not value:
+            op.operands[index] = buffer
+    for result in op.results:
+        if isinstance(result.type, TensorType):
+            result = Rewriter.replace_value_with_new_type(result, memref_type(result.type))
+        result.name_hint = None
 
 
-@dataclass
-class ArithOnTensors(RewritePattern):
+def arith_on_tensors(op: Operation, bridges: Bridges) -> None:
     """An arith op (on the core's constants) reads its buffer operands as tensors."""
+    for index, value in enumerate(op.operands):
+        tensor_value = bridges.as_tensor(value, op)
+        if tensor_value is not value:
+            op.operands[index] = tensor_value
 
-    bridges: Bridges
 
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
-        if op.dialect_name() != "arith" or not any(isinstance(v.type, MemRefType) for v in op.operands):
-            return
-        for index, value in enumerate(op.operands):
-            op.operands[index] = self.bridges.as_tensor(value, rewriter)
-        rewriter.notify_op_modified(op)
+Rewrite = Callable[[Operation, Bridges], None]
+
+
+def leave(op: Operation, bridges: Bridges) -> None:
+    """An op on buffers already (or on none): left as it is."""
+
+
+@functools.cache
+def rewrite_of(kind: type[Operation]) -> Rewrite | None:
+    """The rewrite of the ops of type `kind` (None: a core may not hold them)."""
+    if issubclass(kind, tensor.EmptyOp):
+        return lambda op, _: empty_to_alloc(op)  # pyright: ignore[reportArgumentType]
+    if issubclass(kind, spat.ApplyFiltersOp):
+        return filters_with_buffers  # pyright: ignore[reportReturnType]
+    if issubclass(kind, _ON_BUFFERS):
+        return on_buffers
+    if kind.dialect_name() == "arith":
+        return arith_on_tensors
+    return leave if issubclass(kind, _BUFFERIZED_OPS) else None
 
 
 def bufferize_core(core: pim.CoreOp) -> None:
-    """The tensors `core` computes become its local buffers."""
-    for op in core.body.block.ops:
-        if not bufferizable(op):
+    """The tensors `core` computes become its local buffers, op by op in one forward pass (the ops
+    it inserts are bufferized already)."""
+    ops = list(core.body.block.ops)
+    rewrites = [rewrite_of(type(op)) for op in ops]
+    for op, rewrite in zip(ops, rewrites, strict=True):
+        if rewrite is None:
             raise pass_error("pim-bufferize", "cannot bufferize this op in a pim.core", op)
     bridges = Bridges()
-    patterns = [
-        EmptyToAlloc(),
-        FiltersWithBuffers(bridges),
-        OnBuffers(bridges),
-        ArithOnTensors(bridges),
-    ]
-    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False)
-    walker.rewrite_region(core.body)
+    for op, rewrite in zip(ops, rewrites, strict=True):
+        rewrite(op, bridges)  # pyright: ignore[reportOptionalCall]
 
 
 @dataclass(frozen=True)
