@@ -44,12 +44,6 @@ from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
@@ -77,6 +71,8 @@ from cimxdsl.transforms.pim.spatial_mapping import CORE, fitting_cores, spatial_
 
 PIPELINE = "spat.pipeline"
 """The discardable attribute of a function lowered with the row pipeline: the pipeline in one line."""
+
+CHANNEL = spat.ChannelType()
 
 DEFAULT_CORES = 16
 DEFAULT_CROSSBARS_PER_CORE = 16
@@ -326,61 +322,54 @@ def split_host_ops(host_ops: list[Operation], computes: list[spat.ComputeOp]) ->
     return prologue, epilogue
 
 
-@dataclass
-class ComputeToCore(RewritePattern):
-    """A compute of a function being placed (`states`): its body appended to its core's, its weights
+def place_compute(state: PimState, compute: spat.ComputeOp) -> None:
+    """A compute of a function being placed: its body moved to the end of its core's, its weights
     to the core's crossbars (`apply_filters` indices shifted), its inputs received from their
     producer cores or loaded from global memory, the results the host uses stored to global memory.
     The function is rebuilt once all its computes are placed (`rebuild_function`)."""
-
-    states: dict[Operation, PimState]
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, compute: spat.ComputeOp, rewriter: PatternRewriter) -> None:
-        state = self.states.get(compute.parent_op())  # pyright: ignore[reportArgumentType]
-        if state is None:
-            return
-        core = state.cores[compute]
-        state.placing = state.positions[compute]
-        core.computes.append(state.placing)
-        weights = tuple(compute.weights)
-        offset = core.offsets.get(weights) if state.pipeline == "row" else None
-        if offset is None:
-            offset = core.offsets[weights] = len(core.weights)
-            core.weights.extend(compute.weights)
-        for arg in compute.weight_args:
-            if arg.uses:
-                raise pass_error(
-                    "spatial-to-pim", "crossbar weights may only be used through 'spat.apply_filters' indices"
-                )
-        mapping: dict[SSAValue, SSAValue] = {}
-        first_row: dict[SSAValue, int] = {}
-        near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
-        for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
-            # the layer pipeline's bands receive the rows they read; the row pipeline's, whole bands
-            rows = rows_read(arg) if state.pipeline == "layer" or operand not in state.produced else None
-            mapping[arg] = local_value(state, operand, core, rows, near)
-            sliced = rows is not None and shape_of(mapping[arg])[0] != shape_of(operand)[0]
-            first_row[arg] = rows[0] if sliced else 0
-        terminator = compute.body.block.last_op
-        assert isinstance(terminator, spat.YieldOp)
-        body = []
-        for op in compute.body.block.ops:
-            if op is terminator:
-                break
-            clone = op.clone(value_mapper=mapping)
-            if isinstance(clone, spat.ApplyFiltersOp):
-                indices = [i + offset if i >= 0 else -1 for i in clone.weight_index_list()]
-                clone.properties["weightIndices"] = i64_array(indices)
-            elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
-                clone.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
-            body.append(clone)
-        core.add(body, state.key(body=True))
-        for result, value in zip(compute.results, terminator.values, strict=True):
-            local = mapping.get(value, value)
-            state.produced[result] = (core, local)
-            if any(not isinstance(use.operation, spat.ComputeOp) for use in result.uses):
-                store(state, result, core, local)
+    core = state.cores[compute]
+    state.placing = state.positions[compute]
+    core.computes.append(state.placing)
+    weights = tuple(compute.weights)
+    offset = core.offsets.get(weights) if state.pipeline == "row" else None
+    if offset is None:
+        offset = core.offsets[weights] = len(core.weights)
+        core.weights.extend(compute.weights)
+    for arg in compute.weight_args:
+        if arg.uses:
+            raise pass_error("spatial-to-pim", "crossbar weights may only be used through 'spat.apply_filters' indices")
+    mapping: dict[SSAValue, SSAValue] = {}
+    first_row: dict[SSAValue, int] = {}
+    near = list(dict.fromkeys(state.produced[v][0] for v in compute.inputs if v in state.produced))
+    for arg, operand in zip(compute.input_args, compute.inputs, strict=True):
+        # the layer pipeline's bands receive the rows they read; the row pipeline's, whole bands
+        rows = rows_read(arg) if state.pipeline == "layer" or operand not in state.produced else None
+        mapping[arg] = local_value(state, operand, core, rows, near)
+        sliced = rows is not None and shape_of(mapping[arg])[0] != shape_of(operand)[0]
+        first_row[arg] = rows[0] if sliced else 0
+    terminator = compute.body.block.last_op
+    assert isinstance(terminator, spat.YieldOp)
+    body = []
+    for op in compute.body.block.ops:
+        if op is terminator:
+            break
+        if isinstance(op, spat.ApplyFiltersOp):
+            indices = [i + offset if i >= 0 else -1 for i in op.weight_index_list()]
+            op.properties["weightIndices"] = i64_array(indices)
+        elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
+            op.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
+        body.append(op)
+    for arg, local in mapping.items():
+        name = local.name_hint
+        arg.replace_all_uses_with(local)
+        local.name_hint = name
+    for op in body:
+        op.detach()
+    core.add(body, state.key(body=True))
+    for result, value in zip(compute.results, terminator.values, strict=True):
+        state.produced[result] = (core, value)
+        if any(not isinstance(use.operation, spat.ComputeOp) for use in result.uses):
+            store(state, result, core, value)
 
 
 def held_in_time(state: PimState, core: CoreBuilder, held: SSAValue) -> bool:
@@ -457,10 +446,11 @@ def transfer(
         if between:
             sender = max(between, key=lambda c: (stage[c], c.core_id))
             transfer(state, value, sender, (), rows)
-    channel = spat.ChannelNewOp()
+    # (`create`: the ops are well-formed by construction, thousands of them)
+    channel = spat.ChannelNewOp.create(result_types=[CHANNEL])
     state.channels.append(channel)
-    send = spat.ChannelSendOp(holders[sender], channel)
-    receive = spat.ChannelReceiveOp(channel, holders[sender].type)
+    send = spat.ChannelSendOp.create(operands=[channel.channel, holders[sender]])
+    receive = spat.ChannelReceiveOp.create(operands=[channel.channel], result_types=[holders[sender].type])
     key = transfer_key(state, sender, core, sender.placed.get(holders[sender].owner))  # pyright: ignore
     sender.add([send], key)
     core.add([receive], key)
@@ -625,6 +615,8 @@ class SpatialToPimPass(ChoicePass):
             for f in functions_holding(op, spat.ComputeOp)
         }
         with cyclic_collector_paused():
-            PatternRewriteWalker(ComputeToCore(states), apply_recursively=False).rewrite_module(op)
+            for state in states.values():
+                for compute in state.cores:
+                    place_compute(state, compute)
             for state in states.values():
                 rebuild_function(state)
