@@ -133,33 +133,45 @@ def write_artifacts(directory: str | Path, artifacts: Artifacts) -> Path:
         "array_group_map": {f"core{c.core_id}": [g.crossbars for g in c.groups] for c in artifacts.cores},
     }
     (out / CONFIG).write_text(json.dumps(config, indent=1) + "\n")
+    matrices: dict[tuple, str] = {}  # (the replicas of a layer hold the same weights)
     for core in artifacts.cores:
         (out / core_file(core.core_id)).write_text(instruction_lines(core.instructions))
-        groups = ", ".join(group_json(g, group) for g, group in enumerate(core.groups))
+        groups = ", ".join(group_json(g, group, matrices) for g, group in enumerate(core.groups))
         text = f'{{"core": {core.core_id}, "array_groups": [{groups}]}}\n'
         (out / crossbar_file(core.core_id)).write_text(text)
     (out / MEMORY).write_text(json.dumps(memory_json(artifacts.memory), separators=(", ", ": ")) + "\n")
     return out
 
 
-def group_json(index: int, group: ArrayGroup) -> str:
-    """An array group's object in a crossbar file, its weights last."""
-    rows, cols = group.weights.shape
+def group_json(index: int, group: ArrayGroup, matrices: dict[tuple, str] | None = None) -> str:
+    """An array group's object in a crossbar file, its weights last (`matrices`: the weights'
+    texts written so far, by contents)."""
+    weights = group.weights
+    rows, cols = weights.shape
     head = {"group": index, "crossbars": group.crossbars, "rows": int(rows), "cols": int(cols), "origin": group.origin}
     if group.precision is not None:
         head |= dict(zip(PRECISION, group.precision, strict=True))
-    return json.dumps(head, separators=(", ", ": "))[:-1] + f', "weights": {matrix_json(group.weights)}}}'
+    matrices = {} if matrices is None else matrices
+    key = (weights.dtype.str, weights.shape, weights.tobytes())
+    text = matrices.get(key)
+    if text is None:
+        text = matrices[key] = matrix_json(weights)
+    return json.dumps(head, separators=(", ", ": "))[:-1] + f', "weights": {text}}}'
 
 
 def matrix_json(matrix: np.ndarray) -> str:
     """`json.dumps(matrix.tolist())` (", " separators) of an integer matrix, from a table of the
-    decimal strings of its value range: several times faster on crossbar-sized weights."""
+    decimal strings of its value range, each with the separator after it (", ", or "], [" after a
+    row's last): gathered as fixed-width bytes, their nul padding then dropped, several times faster
+    on crossbar-sized weights."""
     low, high = (int(matrix.min()), int(matrix.max())) if matrix.size else (0, 0)
-    if matrix.ndim != 2 or matrix.dtype.kind not in "iu" or high - low > matrix.size:
+    if matrix.ndim != 2 or matrix.size == 0 or matrix.dtype.kind not in "iu" or high - low > matrix.size:
         return json.dumps(matrix.tolist(), separators=(", ", ": "))
-    table = np.array([str(v) for v in range(low, high + 1)], dtype=object)
-    rows = table[matrix - low].tolist()
-    return "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
+    words = [str(v) for v in range(low, high + 1)]
+    table = np.array([w + ", " for w in words] + [w + "], [" for w in words], dtype=bytes)
+    index = matrix.astype(np.intp) - low
+    index[:, -1] += len(words)
+    return "[[" + table[index].tobytes().translate(None, b"\0").decode()[:-3] + "]"
 
 
 def instruction_lines(instructions: Sequence[InstructionOp]) -> str:
