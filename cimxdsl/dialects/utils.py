@@ -69,16 +69,22 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     raise ValueError(f"element type {element_type} has no NumPy equivalent")
 
 
-def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """The contents of a dense attribute as an array, read straight from its bytes (splats broadcast;
-    not a copy, so read-only: constants are values)."""
+def stored_values(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The elements a dense attribute stores, flat, read straight from its bytes: a splat's one
+    value, not broadcast (not a copy, so read-only)."""
     element = attr.get_element_type()
     stored = np.frombuffer(attr.data.data, dtype=np.dtype(element.format))
     dtype = numpy_dtype(element)
-    values = stored != 0 if dtype == np.bool_ else stored.astype(dtype, copy=False)
+    return stored != 0 if dtype == np.bool_ else stored.astype(dtype, copy=False)
+
+
+def dense_array(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The contents of a dense attribute as an array, read straight from its bytes (splats broadcast;
+    not a copy, so read-only: constants are values)."""
+    values = stored_values(attr)
     shape = attr.get_shape()
     if values.size == 1 and int(np.prod(shape)) != 1:
-        return np.full(shape, values[0], dtype=dtype)
+        return np.full(shape, values[0], dtype=values.dtype)
     return values.reshape(shape)  # read-only when it is the attribute's own bytes
 
 

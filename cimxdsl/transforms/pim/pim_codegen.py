@@ -46,6 +46,7 @@ writes the artifact directory from this IR (`write_program`), or from the packed
 
 from __future__ import annotations
 
+import functools
 import math
 from array import array
 from collections import OrderedDict
@@ -75,7 +76,7 @@ from xdsl.pattern_rewriter import (
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of
+from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of, stored_values
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
@@ -335,66 +336,39 @@ class CoreCodegen:
         return pim.InstructionStream.from_records(self.code)
 
     def lower(self, op: Operation) -> None:
-        if isinstance(op, memref.AllocOp):
-            self.allocate(op.memref)
-        elif isinstance(op, bufferization.ToTensorOp | bufferization.ToBufferOp):
-            source = op.operands[0]
-            if source not in self.local and source not in self.narrow and isinstance(source.owner, arith.ConstantOp):
-                self.constant(source.owner)
-            self.alias(op.results[0], source)
-        elif isinstance(op, memref.CollapseShapeOp | memref.ExpandShapeOp):
-            self.alias(op.results[0], op.operands[0])
-        elif isinstance(op, arith.ConstantOp):
-            self.constant(op)
-        elif isinstance(op, pim.LoadOp):
-            self.load(op)
-        elif isinstance(op, pim.StoreOp):
-            self.store(op)
-        elif isinstance(op, pim.ApplyFiltersOp):
-            self.apply_filters(op)
-        elif type(op) in _VECTOR_BINARY:
-            self.binary(op, _VECTOR_BINARY[type(op)])
-        elif isinstance(op, arith.MinSIOp):
-            self.minimum(op)
-        elif type(op) in _VECTOR_UNARY:
-            result = self.allocate(op.results[0])
-            self.vector(
-                _VECTOR_UNARY[type(op)],
-                result,
-                self.address(op.operands[0]),
-                None,
-                num_elements(shape_of(op.results[0])),
-            )
-        elif isinstance(op, spat.MaxPoolOp):
-            self.max_pool(op)
-        elif isinstance(op, spat.GlobalAvgPoolOp):
-            self.global_avg_pool(op)
-        elif isinstance(op, spat.ConcatOp):
-            self.concat(op)
-        elif isinstance(op, spat.ExtractRowsOp):  # a view: rows are contiguous
-            self.alias(op.result, op.input, op.offset.value.data * num_elements(shape_of(op.input)[1:]))
-        elif isinstance(op, spat.ExtractColumnsOp):
-            self.extract_columns(op)
-        elif isinstance(op, spat.ChannelSendOp):
-            self.send(op)
-        elif isinstance(op, spat.ChannelReceiveOp):
-            self.receive(op)
-        elif isinstance(op, spat.ApplyFiltersOp):
-            raise pass_error("pim-codegen", "run pim-bufferize first", op)
-        else:
-            raise pass_error("pim-codegen", "no instruction sequence for this op", op)
+        lowering(type(op))(self, op)
 
     # --- ops -------------------------------------------------------------------------------------
     def constant(self, op: arith.ConstantOp) -> None:
         attr = op.value
         if not isinstance(attr, DenseIntOrFPElementsAttr):
             raise pass_error("pim-codegen", "only tensor constants can live in a core", op)
-        values = dense_array(attr).reshape(-1)
-        if values.size and not np.all(values == values[0]):
+        values, size = stored_values(attr), num_elements(attr.get_shape())
+        if size and not np.all(values == values[0]):
             raise pass_error("pim-codegen", "a core can only hold splat constants (others come from global memory)", op)
         address = self.allocate(op.result)
-        if values.size:
-            self.fill(address, int(values[0]), values.size)
+        if size:
+            self.fill(address, int(values[0]), size)
+
+    def bridge(self, op: Operation) -> None:
+        """A `bufferization.to_tensor`/`to_buffer`: a view of its operand (a constant's buffer
+        made here when it has none yet)."""
+        source = op.operands[0]
+        if source not in self.local and source not in self.narrow and isinstance(source.owner, arith.ConstantOp):
+            self.constant(source.owner)
+        self.alias(op.results[0], source)
+
+    def view(self, op: Operation) -> None:
+        self.alias(op.results[0], op.operands[0])
+
+    def unary(self, op: Operation) -> None:
+        result = self.allocate(op.results[0])
+        cls = _VECTOR_UNARY[type(op)]
+        self.vector(cls, result, self.address(op.operands[0]), None, num_elements(shape_of(op.results[0])))
+
+    def extract_rows(self, op: spat.ExtractRowsOp) -> None:
+        """A view: rows are contiguous."""
+        self.alias(op.result, op.input, op.offset.value.data * num_elements(shape_of(op.input)[1:]))
 
     def load(self, op: pim.LoadOp) -> None:
         target = self.address(op.dst)
@@ -533,7 +507,8 @@ class CoreCodegen:
         ]
         return gathers, used, bool(gathered)
 
-    def binary(self, op: Operation, cls: type[pim.InstructionOp]) -> None:
+    def binary(self, op: Operation) -> None:
+        cls = _VECTOR_BINARY[type(op)]
         lhs, rhs = op.operands[0], op.operands[1]
         result = self.allocate(op.results[0])
         total, piece = num_elements(shape_of(lhs)), num_elements(shape_of(rhs))
@@ -646,6 +621,45 @@ class CoreCodegen:
         else:
             address, size = self.allocate(op.result), elements * self.bytes
         self.emit(pim.RecvOp, self.registers.load(address), sender, size)
+
+
+def unbufferized(codegen: CoreCodegen, op: Operation) -> None:
+    raise pass_error("pim-codegen", "run pim-bufferize first", op)
+
+
+def unsupported(codegen: CoreCodegen, op: Operation) -> None:
+    raise pass_error("pim-codegen", "no instruction sequence for this op", op)
+
+
+_LOWERINGS: tuple[tuple[type[Operation] | tuple[type[Operation], ...], Callable[..., None]], ...] = (
+    (memref.AllocOp, lambda codegen, op: codegen.allocate(op.memref)),
+    ((bufferization.ToTensorOp, bufferization.ToBufferOp), CoreCodegen.bridge),
+    ((memref.CollapseShapeOp, memref.ExpandShapeOp), CoreCodegen.view),
+    (arith.ConstantOp, CoreCodegen.constant),
+    (pim.LoadOp, CoreCodegen.load),
+    (pim.StoreOp, CoreCodegen.store),
+    (pim.ApplyFiltersOp, CoreCodegen.apply_filters),
+    (arith.MinSIOp, CoreCodegen.minimum),
+    (spat.MaxPoolOp, CoreCodegen.max_pool),
+    (spat.GlobalAvgPoolOp, CoreCodegen.global_avg_pool),
+    (spat.ConcatOp, CoreCodegen.concat),
+    (spat.ExtractRowsOp, CoreCodegen.extract_rows),
+    (spat.ExtractColumnsOp, CoreCodegen.extract_columns),
+    (spat.ChannelSendOp, CoreCodegen.send),
+    (spat.ChannelReceiveOp, CoreCodegen.receive),
+    (spat.ApplyFiltersOp, unbufferized),
+)
+"""How `CoreCodegen.lower` lowers each kind of op, the first that matches."""
+
+
+@functools.cache
+def lowering(kind: type[Operation]) -> Callable[[CoreCodegen, Operation], None]:
+    """The lowering of the ops of type `kind` (`_LOWERINGS`; the vector ops by their exact type)."""
+    if kind in _VECTOR_BINARY:
+        return CoreCodegen.binary
+    if kind in _VECTOR_UNARY:
+        return CoreCodegen.unary
+    return next((lower for kinds, lower in _LOWERINGS if issubclass(kind, kinds)), unsupported)
 
 
 def filter_sources(

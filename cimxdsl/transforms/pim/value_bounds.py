@@ -14,7 +14,9 @@ global constant its values' range. Anything else is unbounded (the full i32 rang
 
 from __future__ import annotations
 
+import functools
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref, tensor
@@ -97,48 +99,68 @@ def shifted(bounds: Bounds, shift: Bounds) -> Bounds:
     return (min(low >> s0, low >> s1), max(high >> s0, high >> s1))
 
 
+def known_bounds(value: SSAValue, known: dict[SSAValue, Bounds]) -> Bounds:
+    bounds = known.get(value)
+    return outside_bounds(value) if bounds is None else bounds
+
+
+def minimum_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds:
+    (a0, a1), (b0, b1) = known_bounds(op.operands[0], known), known_bounds(op.operands[1], known)
+    return (min(a0, b0), min(a1, b1))
+
+
+def maximum_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds:
+    (a0, a1), (b0, b1) = known_bounds(op.operands[0], known), known_bounds(op.operands[1], known)
+    return (max(a0, b0), max(a1, b1))
+
+
+def relu_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds:
+    low, high = known_bounds(op.operands[0], known)
+    return (max(low, 0), max(high, 0))
+
+
+def concat_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds:
+    parts = [known_bounds(v, known) for v in op.operands]
+    return (min(p[0] for p in parts), max(p[1] for p in parts))
+
+
+Rule = Callable[[Operation, dict[SSAValue, Bounds], dict[SSAValue, Bounds]], Bounds | None]
+
+_RULES: tuple[tuple[type[Operation] | tuple[type[Operation], ...], Rule], ...] = (
+    (arith.ConstantOp, lambda op, known, channels: constant_bounds(op)),  # pyright: ignore[reportArgumentType]
+    (pim.LoadOp, lambda op, known, channels: outside_bounds(op.operands[0])),
+    (_VIEWS, lambda op, known, channels: known_bounds(op.operands[0], known)),
+    (arith.MinSIOp, minimum_bounds),
+    ((arith.MaxSIOp, spat.VMaxOp), maximum_bounds),
+    (spat.VReluOp, relu_bounds),
+    (arith.ShRSIOp, lambda op, known, channels: shifted(*(known_bounds(v, known) for v in op.operands))),
+    (spat.ConcatOp, concat_bounds),
+    (spat.ChannelReceiveOp, lambda op, known, channels: channels.get(op.operands[0], UNBOUNDED)),
+)
+"""The bounds of the result of each kind of op, the first that matches."""
+
+
+@functools.cache
+def bounds_rule(kind: type[Operation]) -> Rule:
+    """How the bounds of the result of an op of type `kind` follow from its operands' (`_RULES`;
+    others are unbounded)."""
+    return next(
+        (rule for kinds, rule in _RULES if issubclass(kind, kinds)),
+        lambda op, known, channels: UNBOUNDED if op.results else None,
+    )
+
+
 def op_bounds(op: Operation, known: dict[SSAValue, Bounds], channels: dict[SSAValue, Bounds]) -> Bounds | None:
     """The bounds of `op`'s (first) result from its operands' (None: the op has no result)."""
-
-    def of(value: SSAValue) -> Bounds:
-        bounds = known.get(value)
-        return outside_bounds(value) if bounds is None else bounds
-
-    if isinstance(op, arith.ConstantOp):
-        return constant_bounds(op)
-    if isinstance(op, pim.LoadOp):
-        return outside_bounds(op.global_)
-    if isinstance(op, _VIEWS):
-        return of(op.operands[0])
-    if isinstance(op, arith.MinSIOp):
-        (a0, a1), (b0, b1) = of(op.lhs), of(op.rhs)
-        return (min(a0, b0), min(a1, b1))
-    if isinstance(op, arith.MaxSIOp | spat.VMaxOp):
-        (a0, a1), (b0, b1) = of(op.operands[0]), of(op.operands[1])
-        return (max(a0, b0), max(a1, b1))
-    if isinstance(op, spat.VReluOp):
-        low, high = of(op.operands[0])
-        return (max(low, 0), max(high, 0))
-    if isinstance(op, arith.ShRSIOp):
-        return shifted(of(op.lhs), of(op.rhs))
-    if isinstance(op, spat.ConcatOp):
-        parts = [of(v) for v in op.inputs]
-        return (min(p[0] for p in parts), max(p[1] for p in parts))
-    if isinstance(op, spat.ChannelReceiveOp):
-        return channels.get(op.channel, UNBOUNDED)
-    return UNBOUNDED if op.results else None
+    return bounds_rule(type(op))(op, known, channels)
 
 
 def core_value_bounds(cores: list[pim.CoreOp]) -> dict[SSAValue, Bounds]:
     """The bounds of the values of the cores' bodies. Transfers carry bounds from core to core: a
     core is gone over again whenever the bounds of a transfer it receives change (the cores'
     transfers form no cycle of values, so this ends)."""
-    receivers = {
-        op.channel: i
-        for i, core in enumerate(cores)
-        for op in core.body.block.ops
-        if isinstance(op, spat.ChannelReceiveOp)
-    }
+    bodies = [list(core.body.block.ops) for core in cores]
+    receivers = {op.channel: i for i, ops in enumerate(bodies) for op in ops if isinstance(op, spat.ChannelReceiveOp)}
     channels: dict[SSAValue, Bounds] = {}
     known: dict[SSAValue, Bounds] = {}
     waiting = deque(range(len(cores)))
@@ -146,8 +168,8 @@ def core_value_bounds(cores: list[pim.CoreOp]) -> dict[SSAValue, Bounds]:
     while waiting:
         index = waiting.popleft()
         queued.discard(index)
-        for op in cores[index].body.block.ops:
-            bounds = op_bounds(op, known, channels)
+        for op in bodies[index]:
+            bounds = bounds_rule(type(op))(op, known, channels)
             if bounds is not None:
                 known[op.results[0]] = bounds
             if isinstance(op, spat.ChannelSendOp):
