@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, memref, tensor
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.bufferization import TensorFromMemRefConstraint
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType, UnitAttr, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -50,9 +51,23 @@ def memref_type(t: Attribute) -> Attribute:
     return MemRefType(t.element_type, t.get_shape()) if isinstance(t, TensorType) else t
 
 
+@functools.cache
+def tensor_type(t: Attribute) -> Attribute:
+    """The tensor type a `bufferization.to_tensor` of a buffer of type `t` gives."""
+    assert isinstance(t, MemRefType)
+    return TensorFromMemRefConstraint.memref_to_tensor(t)
+
+
+@functools.cache
+def alloc_properties() -> dict[str, Attribute]:
+    """The properties of a `memref.alloc` without operands (its operand segment sizes)."""
+    return dict(memref.AllocOp([], [], MemRefType(i32, (1,))).properties)
+
+
 def alloc(t: Attribute) -> memref.AllocOp:
+    """A `memref.alloc` of the buffer type of `t` (`create`: thousands of them, all alike)."""
     assert isinstance(t, TensorType | MemRefType)
-    return memref.AllocOp([], [], memref_type(t))
+    return memref.AllocOp.create(result_types=[memref_type(t)], properties=alloc_properties())
 
 
 @dataclass
@@ -76,7 +91,9 @@ class Bridges:
         if not isinstance(value.type, MemRefType):
             return value
         if value not in self.tensors:
-            to_tensor = bufferization.ToTensorOp(value, restrict=True)
+            to_tensor = bufferization.ToTensorOp.create(
+                operands=[value], result_types=[tensor_type(value.type)], properties={"restrict": UnitAttr()}
+            )
             Rewriter.insert_op(to_tensor, InsertPoint.before(before))
             self.tensors[value] = to_tensor.results[0]
         return self.tensors[value]
