@@ -26,7 +26,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import BOUNDS, dense_array
+from cimxdsl.dialects.utils import BOUNDS, num_elements, stored_values
 
 Bounds = tuple[int, int]
 UNBOUNDED: Bounds = (-(2**31), 2**31 - 1)
@@ -85,8 +85,8 @@ def constant_bounds(op: arith.ConstantOp) -> Bounds:
     if isinstance(value, IntegerAttr):
         return (value.value.data, value.value.data)
     if isinstance(value, DenseIntOrFPElementsAttr):
-        values = dense_array(value)
-        if values.size and np.issubdtype(values.dtype, np.integer):
+        values = stored_values(value)  # (a splat's one value: the same range)
+        if values.size and num_elements(value.get_shape()) and np.issubdtype(values.dtype, np.integer):
             return (int(values.min()), int(values.max()))
     return UNBOUNDED
 
