@@ -8,6 +8,7 @@ geometry, verified against the enclosing weights); `WindowOp` carries a sliding 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -106,6 +107,16 @@ GEOMETRY_FORMAT = "(`kernel` $kernelShape^)? (`strides` $strides^)? (`pads` $pad
 """Assembly of the geometry properties; each is printed only when it differs from its default."""
 
 
+@functools.cache
+def geometry_of(
+    kernel: DenseArrayBase, strides: DenseArrayBase, pads: DenseArrayBase, dilations: DenseArrayBase
+) -> FilterGeometry:
+    """The geometry of a window op's properties, read once per set of (immutable) attributes."""
+    k, s, p, d = kernel.get_values(), strides.get_values(), pads.get_values(), dilations.get_values()
+    assert len(k) == 2 and len(s) == 2 and len(p) == 4 and len(d) == 2
+    return FilterGeometry((k[0], k[1]), (s[0], s[1]), (p[0], p[1], p[2], p[3]), (d[0], d[1]))
+
+
 class WindowOp(IRDLOperation):
     """Base of the sliding-window ops: kernel size, strides, pads, dilations as properties."""
 
@@ -124,15 +135,7 @@ class WindowOp(IRDLOperation):
         }
 
     def geometry(self) -> FilterGeometry:
-        kernel, strides = self.kernel_shape.get_values(), self.strides.get_values()
-        pads, dilations = self.pads.get_values(), self.dilations.get_values()
-        assert len(kernel) == 2 and len(strides) == 2 and len(pads) == 4 and len(dilations) == 2
-        return FilterGeometry(
-            (kernel[0], kernel[1]),
-            (strides[0], strides[1]),
-            (pads[0], pads[1], pads[2], pads[3]),
-            (dilations[0], dilations[1]),
-        )
+        return geometry_of(self.kernel_shape, self.strides, self.pads, self.dilations)
 
     def verify_geometry(self) -> FilterGeometry:
         checks = (
@@ -192,6 +195,16 @@ class Im2col:
         return {"im2col": i64_array(self.positions), **offset, **pixels}
 
 
+@functools.cache
+def im2col_of(positions: DenseArrayBase, offset: IntegerAttr | None, pixels: IntegerAttr | None) -> Im2col:
+    """The im2col packing of an apply_filters' properties, read once per set of attributes."""
+    return Im2col(
+        tuple(positions.get_values()),
+        offset.value.data if offset is not None else 0,
+        pixels.value.data if pixels is not None else 1,
+    )
+
+
 class ApplyFiltersBase(WindowOp):
     """Base of `spat.apply_filters` and `pim.apply_filters`: weight indices + kernel geometry, and
     optionally the im2col packing (`im2col` positions and row `offset`)."""
@@ -210,9 +223,7 @@ class ApplyFiltersBase(WindowOp):
         """The im2col packing, or None for one matrix per kernel position."""
         if self.im2col is None:
             return None
-        offset = self.im2col_offset.value.data if self.im2col_offset is not None else 0
-        pixels = self.im2col_pixels.value.data if self.im2col_pixels is not None else 1
-        return Im2col(tuple(self.im2col.get_values()), offset, pixels)
+        return im2col_of(self.im2col, self.im2col_offset, self.im2col_pixels)
 
     def products_shape(self, output_shape: Sequence[int]) -> tuple[int, ...]:
         """The output as the crossbars write it: `[H_out, W_out ÷ p, p·C_out]` with p output pixels

@@ -73,7 +73,7 @@ from cimxdsl.dialects.crossbar_ops import (
     WindowOp,
     verify_same_kind,
 )
-from cimxdsl.dialects.utils import element_type, i64_array, static_shape, verify_yielded
+from cimxdsl.dialects.utils import element_type, i64_array, i64_attr, static_shape, verify_yielded, with_shape
 
 
 @irdl_attr_definition
@@ -474,9 +474,7 @@ class ConcatOp(IRDLOperation):
         shape = list(first.get_shape())
         shape[axis] = sum(t.get_shape()[axis] for t in types if isinstance(t, TensorType | MemRefType))
         super().__init__(
-            operands=[inputs],
-            result_types=[type(first)(first.element_type, shape)],
-            properties={"axis": IntegerAttr(axis, i64)},
+            operands=[inputs], result_types=[with_shape(first, tuple(shape))], properties={"axis": i64_attr(axis)}
         )
 
     def verify_(self) -> None:
@@ -527,8 +525,8 @@ class ExtractOp(IRDLOperation):
         shape[self.AXIS] = count
         super().__init__(
             operands=[input],
-            result_types=[type(input_type)(input_type.element_type, shape)],
-            properties={"offset": IntegerAttr(offset, i64)},
+            result_types=[with_shape(input_type, tuple(shape))],
+            properties={"offset": i64_attr(offset)},
         )
 
     def verify_(self) -> None:

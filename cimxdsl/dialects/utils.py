@@ -127,9 +127,27 @@ def num_elements(shape: Sequence[int]) -> int:
     return count
 
 
+@functools.cache
+def with_shape(t: TensorType | MemRefType, shape: tuple[int, ...]) -> TensorType | MemRefType:
+    """A tensor (or memref) type like `t` of shape `shape`; one attribute per type and shape, since
+    building a type verifies its parameters and the passes ask for the same few again and again."""
+    return type(t)(t.element_type, shape)
+
+
+@functools.cache
+def i64_attr(value: int) -> IntegerAttr:
+    """The (immutable, shared) `i64` integer attribute of `value`."""
+    return IntegerAttr(value, i64)
+
+
 def i64_array(values: Sequence[int]) -> DenseArrayBase:
-    """A `array<i64: ...>` property."""
-    return DenseArrayBase.from_list(i64, tuple(values))
+    """A `array<i64: ...>` property (one attribute per tuple of values)."""
+    return _i64_array(tuple(values))
+
+
+@functools.cache
+def _i64_array(values: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, values)
 
 
 def reassociation(groups: Sequence[Sequence[int]]) -> ArrayAttr:

@@ -17,6 +17,7 @@ need less).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -32,7 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
-from cimxdsl.dialects.utils import dense_array, i64_array, shape_of
+from cimxdsl.dialects.utils import dense_array, i64_array, shape_of, with_shape
 from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
@@ -54,11 +55,10 @@ def rows_of(value: SSAValue) -> int:
 
 @functools.cache
 def with_area(t: Attribute, rows: int, columns: int | None) -> Attribute:
-    """`t` with `rows` rows and `columns` columns (None: its own); attributes are immutable: one
-    per type and size."""
+    """`t` with `rows` rows and `columns` columns (None: its own)."""
     assert isinstance(t, TensorType)
     shape = t.get_shape()
-    return TensorType(t.element_type, (rows, *shape[1:]) if columns is None else (rows, columns, *shape[2:]))
+    return with_shape(t, (rows, *shape[1:]) if columns is None else (rows, columns, *shape[2:]))
 
 
 def band_bounds(rows: int, bands: int) -> list[Rows]:
@@ -381,7 +381,12 @@ def receive(
     """The input `operand` as a band input: the bands of it that overlap `wanted`, joined along
     the columns into rows, and those along the rows."""
     available = pieces.get(operand, [Piece(whole_area(operand), operand)])
-    parts = [p for p in available if overlap(p.area[0], wanted[0]) and overlap(p.area[1], wanted[1])]
+    # the bands are in row order (a band's parts in column order): those from the first ending below
+    # the wanted rows' start to the last starting above their end
+    rows = wanted[0]
+    first = bisect.bisect_right(available, rows[0], key=lambda p: p.area[0][1])
+    last = bisect.bisect_left(available, rows[1], lo=first, key=lambda p: p.area[0][0])
+    parts = [p for p in available[first:last] if overlap(p.area[1], wanted[1])]
     joined: list[tuple[SSAValue, Area]] = []
     for rows, run in groupby(sorted(parts, key=lambda p: (p.area[0], p.area[1] or (0, 0))), key=lambda p: p.area[0]):
         row_parts = list(run)

@@ -22,6 +22,7 @@ from xdsl.ir import Operation, SSAValue
 from cimxdsl.device.chip import PRESETS
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
 from cimxdsl.dialects.utils import num_elements, shape_of
 from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, within
 
@@ -204,14 +205,31 @@ def pixels_per_read(op: Operation) -> int:
 @kept_while_alive
 def reads_per_window(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) -> np.ndarray:
     """`crossbar_reads` of each output row and window (pixel, or im2col window of pixels) of `op`."""
-    indices = op.weight_index_list()
-    in_shape, out_shape = shape_of(op.input), op.products_shape(shape_of(op.results[0]))
-    geometry = op.geometry()
+    return window_reads(
+        op.weight_index_list(),
+        shape_of(op.input),
+        op.products_shape(shape_of(op.results[0])),
+        op.geometry(),
+        op.packing(),
+        crossbar_rows,
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def window_reads(
+    indices: tuple[int, ...],
+    in_shape: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    geometry: FilterGeometry,
+    packing: Im2col | None,
+    crossbar_rows: tuple[int, ...],
+) -> np.ndarray:
+    """`reads_per_window` of an apply_filters of these weights, shapes and geometry: one table for
+    every band of a layer that reads and writes the same shapes."""
     if len(in_shape) != 3:
         count = num_elements(out_shape[1:-1]) * sum(1 for i in indices if i >= 0)
         return np.full((out_shape[0], 1), count, np.int64)
     height, width, channels = in_shape
-    packing = op.packing()
     if packing is None:  # one crossbar per kernel position
         positions = [k for k, i in enumerate(indices) if i >= 0]
         covers = np.eye(len(positions), dtype=bool)
@@ -228,7 +246,9 @@ def reads_per_window(op: spat.ApplyFiltersOp, crossbar_rows: tuple[int, ...]) ->
     ix = ox[:, None] * geometry.strides[1] - geometry.pads[1] + kx[None, :] * geometry.dilations[1]
     inside = ((iy >= 0) & (iy < height))[:, None, :] & ((ix >= 0) & (ix < width))[None, :, :]
     per_position = inside.reshape(-1, len(positions)).astype(np.int64) @ covers.T.astype(np.int64)
-    return np.count_nonzero(per_position.reshape(out_shape[0], out_shape[1], -1), axis=2)
+    reads = np.count_nonzero(per_position.reshape(out_shape[0], out_shape[1], -1), axis=2)
+    reads.flags.writeable = False  # shared by every op of the same shapes
+    return reads
 
 
 @dataclass(frozen=True)
