@@ -550,21 +550,29 @@ def wavefront_order(computes: list[spat.ComputeOp], cores: list[int], slack: flo
     def start(i: int) -> float:
         return max([free[cores[i]], *(free[cores[p]] for p in producers[i])])
 
+    times = {i: inputs_ready(i) for i in ready}  # kept up to date: only a core's freeing moves them
+    ready_on: dict[int, set[int]] = {}
+    for i in ready:
+        ready_on.setdefault(cores[i], set()).add(i)
     order = []
-    while ready:
-        times = {i: inputs_ready(i) for i in ready}
+    while times:
         earliest = min(times.values())
         i = max((i for i, at in times.items() if at <= earliest + slack), key=lambda i: (level[i], -i))
-        ready.remove(i)
+        del times[i]
+        ready_on[cores[i]].discard(i)
         at = start(i)
         for p in producers[i]:
             free[cores[p]] = max(free[cores[p]], at)
         free[cores[i]] = done[i] = at + costs[i]
         order.append(computes[i])
+        for core in {cores[i], *(cores[p] for p in producers[i])}:
+            for j in ready_on.get(core, ()):
+                times[j] = inputs_ready(j)
         for c in consumers[i]:
             waiting[c] -= 1
             if waiting[c] == 0:
-                ready.add(c)
+                times[c] = inputs_ready(c)
+                ready_on.setdefault(cores[c], set()).add(c)
     return order
 
 

@@ -112,24 +112,33 @@ def latency_table(model: Latencies) -> Callable[..., float]:
 def cost_kind(op: Operation) -> tuple[str, int]:
     """How `compute_cost` times `op`, and its factor: the patch an im2col product gathers per pixel
     (0: none), a pooling's window size."""
-    if isinstance(op, spat.ApplyFiltersOp):
+    kind = kind_of(type(op))
+    if kind == "filters":
+        assert isinstance(op, spat.ApplyFiltersOp)
         patch = op.packing() is not None and num_elements(shape_of(op.input)[-1:]) * math.prod(op.geometry().kernel)
-        return "filters", int(patch)
-    if isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp):
-        return "pool", math.prod(op.geometry().kernel)
-    if isinstance(op, spat.GlobalAvgPoolOp):
-        return "global pool", 0
-    if isinstance(op, arith.MinSIOp):
-        return "min", 0
-    if isinstance(op, spat.VectorBinaryOp | arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.MaxSIOp):
-        return "binary", 0
-    if isinstance(op, spat.VectorUnaryOp | arith.ShRSIOp | arith.ShLIOp):
-        return "unary", 0
-    if isinstance(op, spat.ConcatOp):
-        return "move", 0
-    if isinstance(op, arith.ConstantOp):
-        return "fill", 0
-    return "", 0
+        return kind, int(patch)
+    if kind == "pool":
+        assert isinstance(op, spat.MaxPoolOp | spat.AvgPoolOp)
+        return kind, math.prod(op.geometry().kernel)
+    return kind, 0
+
+
+_KINDS: tuple[tuple[str, tuple[type[Operation], ...]], ...] = (
+    ("filters", (spat.ApplyFiltersOp,)),
+    ("pool", (spat.MaxPoolOp, spat.AvgPoolOp)),
+    ("global pool", (spat.GlobalAvgPoolOp,)),
+    ("min", (arith.MinSIOp,)),
+    ("binary", (spat.VectorBinaryOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.MaxSIOp)),
+    ("unary", (spat.VectorUnaryOp, arith.ShRSIOp, arith.ShLIOp)),
+    ("move", (spat.ConcatOp,)),
+    ("fill", (arith.ConstantOp,)),
+)
+
+
+@functools.cache
+def kind_of(op_type: type[Operation]) -> str:
+    """`cost_kind`'s kind of an op type ("": not timed), looked up once per type."""
+    return next((kind for kind, types in _KINDS if issubclass(op_type, types)), "")
 
 
 def kept_while_alive(function: Callable[..., T]) -> Callable[..., T]:
