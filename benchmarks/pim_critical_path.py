@@ -6,7 +6,7 @@ each core's layers, busy time and end.
 
     python benchmarks/pim_critical_path.py [resnet18 light:squeezenet model.onnx ...]
         [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--pipeline layer|row]
-        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S] [--share-rows] [--size 224] [--cores]
+        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S] [--share-rows] [--row-weight W] [--size 224] [--cores]
 
 A core holding several layers is named by all of them (`conv11,conv19`).
 """

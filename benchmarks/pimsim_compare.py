@@ -6,14 +6,16 @@ core's program), and print both beside the estimate.
 
     PIMSIM_NN=path/to/pimsim python benchmarks/pimsim_compare.py [resnet18 light:squeezenet model.onnx ...]
         [--chip pimcomp|pimsim-nn|FILE] [--mapping none|greedy|ga] [--pipeline layer|row]
-        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S|auto] [--share-rows] [--size 224] [--sim-time MS]
+        [--packing kernel|im2col|sdk] [--array-group N] [--band-slack S|auto] [--share-rows] [--row-weight W] [--size 224] [--sim-time MS]
         [--cores] [--keep DIR]
 
 pimsim-nn is not part of this repository (build it from its public repository); `PIMSIM_NN` names
 its binary. `--cores` adds each core's figures: pimsim-nn's finish time (latency mode) and rounds
-(throughput mode) against the estimate's end and busy time. pimsim-nn's throughput is given after the
-first image, (samples − 1) ÷ (simulated time − latency), the rate the estimate's streamed images
-give, and as pimsim-nn prints it, samples ÷ simulated time.
+(throughput mode) against the estimate's end and busy time. pimsim-nn counts the images that left
+in the simulated time: n samples in T ms, the first at the latency and then one every period, put
+the steady rate between (n − 1) ÷ (T − latency) and n ÷ (T − latency). Two throughput runs, ending
+just before and just after the estimate's `--images`-th period, together bound it closely; the
+estimate is inside the bounds or not.
 """
 
 from __future__ import annotations
@@ -76,6 +78,22 @@ def run_pimsim(binary: str, directory: Path, mode: str, sim_time: float, verbose
     return done.stdout, time.perf_counter() - start
 
 
+MARGIN = 0.05
+"""How far, in estimated periods, the two throughput runs end before and after the estimate's last sample."""
+
+
+def rate_bounds(counts: list[float], sim_times: list[float], latency_ms: float) -> tuple[float, float]:
+    """The steady rate (images/s after the first) that `counts` samples in `sim_times` ms allow: one
+    leaves at the latency and one every period P after it, so n samples in T ms mean
+    (n − 1)·P <= T − latency < n·P; the runs' bounds intersected."""
+    low, high = 0.0, float("inf")
+    for n, t in zip(counts, sim_times, strict=True):
+        window = t - latency_ms
+        if n >= 1 and window > 0:
+            low, high = max(low, (n - 1) / window * 1e3), min(high, n / window * 1e3)
+    return low, high
+
+
 def figure(report: str, label: str) -> float:
     match = re.search(rf"- {label}:\s*([0-9.eE+-]+)", report)
     if match is None:
@@ -101,6 +119,7 @@ def compile_model(model: onnx.ModelProto, args: argparse.Namespace, out: Path, *
         array_group=args.array_group,
         band_slack=args.band_slack,
         share_rows=args.share_rows,
+        row_weight=args.row_weight,
         **options,
     )
 
@@ -112,25 +131,29 @@ def compare(name: str, args: argparse.Namespace, binary: str, out: Path) -> None
     compile_s = time.perf_counter() - start
     report = compiled.report()
     p = report["performance"]
-    sim_time = args.sim_time or round(p["latency_ns"] / 1e6 + args.images * 1e3 / p["throughput"], 1)
-    latency_report, latency_wall = run_pimsim(binary, out, "latency", sim_time, args.cores)
-    throughput_report, throughput_wall = run_pimsim(binary, out, "throughput", sim_time, args.cores)
-    latency_ms = figure(latency_report, "latency")
-    samples = figure(throughput_report, "output count")
-    throughput = figure(throughput_report, "throughput")
     estimate_ms, estimate_tp = p["latency_ns"] / 1e6, p["throughput"]
-    # the first image leaves after the latency, the others one every period: the steady rate
-    expected = 1 + int((sim_time - estimate_ms) * estimate_tp / 1e3) if sim_time >= estimate_ms else 0
-    steady = (samples - 1) / (sim_time - latency_ms) * 1e3 if samples > 1 and sim_time > latency_ms else float("nan")
+    if args.sim_time:
+        sim_times = [args.sim_time]
+    else:  # just before and just after the estimate's last sample: together they bracket the rate closely
+        sim_times = [round(estimate_ms + (args.images + m) * 1e3 / estimate_tp, 3) for m in (-MARGIN, MARGIN)]
+    latency_report, latency_wall = run_pimsim(binary, out, "latency", sim_times[-1], args.cores)
+    latency_ms = figure(latency_report, "latency")
+    runs = [(t, *run_pimsim(binary, out, "throughput", t, args.cores)) for t in sim_times]
+    counts = [figure(text, "output count") for _, text, _ in runs]
+    low, high = rate_bounds(counts, sim_times, latency_ms)
+    sim_time, throughput_report = runs[-1][0], runs[-1][1]
+    expected = [1 + int((t - estimate_ms) * estimate_tp / 1e3) if t >= estimate_ms else 0 for t in sim_times]
+    within = "inside" if low <= estimate_tp < high else "outside"
     print(
         f"{name} on '{p['chip']}', mapping {args.mapping}, pipeline {args.pipeline}, packing {args.packing}, "
         f"array group {args.array_group}: compile {compile_s:.1f} s, "
         f"{report['crossbars_used']} crossbars on {report['cores_used']} cores, {report['instructions']} instructions\n"
         f"  latency:    estimate {estimate_ms:.4g} ms, pimsim-nn {latency_ms:.4g} ms "
         f"({estimate_ms / latency_ms - 1:+.0%}; simulated in {latency_wall:.0f} s)\n"
-        f"  throughput: estimate {estimate_tp:.4g} images/s, pimsim-nn {steady:.4g} samples/s after the first "
-        f"({estimate_tp / steady - 1:+.0%}; {samples:g} samples in {sim_time:g} ms: {throughput:.4g} samples/s "
-        f"with the first, the estimate {expected}; simulated in {throughput_wall:.0f} s); "
+        f"  throughput: estimate {estimate_tp:.4g} images/s ({within}), pimsim-nn {low:.4g} to {high:.4g} "
+        f"samples/s after the first ({', '.join(f'{n:g} samples in {t:g} ms' for n, t in zip(counts, sim_times))}; "
+        f"the estimate {', '.join(map(str, expected))}; simulated in "
+        f"{', '.join(f'{wall:.0f}' for _, _, wall in runs)} s); "
         f"bottleneck {p['bottleneck']}, throughput bound {p['throughput_bound']:.4g} images/s"
     )
     if args.cores:
@@ -163,6 +186,9 @@ def compile_options(description: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--share-rows", action="store_true", help="--pipeline row: a layer's replicas compute each band together"
     )
+    parser.add_argument(
+        "--row-weight", type=float, default=0.0, help="--pipeline row: the mapping's weight of the layers of few rows"
+    )
     parser.add_argument("--size", type=int, default=224)
     return parser
 
@@ -171,7 +197,10 @@ def main() -> None:
     parser = compile_options(__doc__.splitlines()[0])
     parser.add_argument("--sim-time", type=float, help="ms simulated in throughput mode (default: see --images)")
     parser.add_argument(
-        "--images", type=float, default=5.5, help="with no --sim-time: the latency and this many estimated periods"
+        "--images",
+        type=float,
+        default=5,
+        help="with no --sim-time: throughput runs of the latency and this many estimated periods (less, more a margin)",
     )
     parser.add_argument("--cores-given", type=int, help="cores offered to the compiler (default: the chip's)")
     parser.add_argument("--cores", action="store_true", help="per-core figures (pimsim-nn's verbose report)")

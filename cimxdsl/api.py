@@ -72,7 +72,7 @@ def compile(
     `placement` (`host`, `crossbar`, `auto`) places the products of two run-time tensors (attention).
     `target="pim"` compiles with `compile_pim`, which takes the `PIM_OPTIONS` (`cores`,
     `crossbars_per_core`, `out_dir`, `packing`, `array_group`, `mapping`, `mapping_budget`, `pipeline`,
-    `rows_per_band`, `band_slack`, `share_rows`, `chip`, `pimsim_mode`, `pimsim_time`) as keywords.
+    `rows_per_band`, `band_slack`, `share_rows`, `row_weight`, `chip`, `pimsim_mode`, `pimsim_time`) as keywords.
     `threads`: the threads the compiled model's runs use (None: every core).
     `precision`: the weight and input bits (1 to 8) per layer, a mapping of layer names or globs to
     `{"weight_bits": w, "input_bits": a}` (or `(w, a)`) or a TOML file of them (`cimxdsl.precision`);

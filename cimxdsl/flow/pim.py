@@ -156,6 +156,7 @@ def compile_to_pim(
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     band_slack: BandSlack = SLACK,
     share_rows: bool = False,
+    row_weight: float = 0.0,
     chip: ChipConfig | None = None,
     pimsim_mode: SimMode = "latency",
     pimsim_time: float = 100.0,
@@ -169,7 +170,8 @@ def compile_to_pim(
     `array_group` are `cinm-to-spatial`'s, `mapping` (`none`, `greedy`, `ga` within `mapping_budget` seconds)
     `spatial-mapping`'s strategy, `band_slack` the row pipeline's list-schedule slack (`"auto"`, with a
     `chip`: `searched_band_slack`), `share_rows` whether a replicated layer's replicas compute each
-    of its bands together, each its own columns. With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
+    of its bands together, each its own columns, `row_weight` how much more the mapping weighs the
+    layers of few rows (`spatial-mapping`). With a `chip` and `out_dir`, pimsim-nn's configuration of the chip
     is written beside the artifacts (`pimsim_config.json`, `sim_mode` from `pimsim_mode`: `latency`
     or `throughput` for `pimsim_time` ms; `cimxdsl.backend.pimsim_config`). Raises
     `PassFailedException` with a one-line message when the program cannot be compiled (e.g. it needs
@@ -181,6 +183,7 @@ def compile_to_pim(
         raise PassFailedException("band slack 'auto' needs a chip to estimate the programs on")
     slack = SLACK if band_slack == "auto" else band_slack
     options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack, share_rows=share_rows)
+    options |= dict(row_weight=row_weight)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
@@ -271,6 +274,7 @@ PIM_OPTIONS = (
     "rows_per_band",
     "band_slack",
     "share_rows",
+    "row_weight",
     "chip",
     "pimsim_mode",
     "pimsim_time",
@@ -294,6 +298,7 @@ def compile_pim(
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     band_slack: BandSlack = SLACK,
     share_rows: bool = False,
+    row_weight: float = 0.0,
     chip: str | Path | ChipConfig = "pimcomp",
     pimsim_mode: str = "latency",
     pimsim_time: float = 100.0,
@@ -308,7 +313,8 @@ def compile_pim(
     seconds, see `spatial-mapping`; `pipeline`: `layer`, the default, or `row`, layers overlapping on
     bands of `rows_per_band` output rows placed by a list schedule with `band_slack` (`"auto"`: the
     slack of least estimated latency on `chip`, see `compile_to_pim`), see `spatial-to-pim`, and with
-    `share_rows` a replicated layer's replicas computing each band together, each its own columns;
+    `share_rows` a replicated layer's replicas computing each band together, each its own columns,
+    and `row_weight` w > 0 a layer's time counting (most rows ÷ its rows) ** w times in the mapping;
     `precision`: the weight and input bits per layer, as for `cimxdsl.compile`). The artifact
     directory also gets pimsim-nn's configuration of the chip (`pimsim_config.json`: one image with
     `pimsim_mode="latency"`, `pimsim_time` ms of streamed images with `"throughput"`). The report
@@ -330,6 +336,10 @@ def compile_pim(
         raise CompileError(f"share_rows must be True or False, got {share_rows!r}")
     if share_rows and (pipeline != "row" or mapping == "none"):
         raise CompileError("share_rows needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
+    if not (isinstance(row_weight, int | float) and not isinstance(row_weight, bool) and row_weight >= 0):
+        raise CompileError(f"row_weight must be a number >= 0, got {row_weight!r}")
+    if row_weight and (pipeline != "row" or mapping == "none"):
+        raise CompileError("row_weight needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
     if pimsim_mode not in SIM_MODES:
         raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
     if not pimsim_time > 0:
@@ -361,6 +371,7 @@ def compile_pim(
             rows_per_band=rows_per_band,
             band_slack=band_slack,
             share_rows=share_rows,
+            row_weight=row_weight,
             chip=chip_config,
             pimsim_mode=pimsim_mode,  # pyright: ignore[reportArgumentType]
             pimsim_time=pimsim_time,

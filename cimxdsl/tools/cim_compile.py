@@ -266,6 +266,13 @@ def main(args: Sequence[str] | None = None) -> None:
         "(a consumer waits for a part of a band's time rather than the whole)",
     )
     parser.add_argument(
+        "--row-weight",
+        type=float,
+        metavar="W",
+        help="--pipeline row with a mapping: a layer's time counts (most rows / its rows) ** W times when the "
+        "mapping balances the layers, giving the layers of few rows more replicas (default 0)",
+    )
+    parser.add_argument(
         "--pimsim-mode",
         choices=["latency", "throughput"],
         help="--target pim: the sim_mode of the pimsim-nn configuration written beside the artifacts "

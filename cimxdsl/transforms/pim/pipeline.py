@@ -2,7 +2,7 @@
 
 `pim` = `linalg-to-cinm, cinm-to-spatial, [spatial-mapping,] spatial-to-pim, pim-bufferize, pim-codegen` with the
 crossbar size, core count, crossbars per core, `packing`, `array-group` and `pipelining` (`layer` or `row`, with
-`rows-per-band`, `band-slack` and `share-rows`) given once (defaults: the `device` preset's
+`rows-per-band`, `band-slack`, `share-rows` and `row-weight`) given once (defaults: the `device` preset's
 crossbar, 16 cores of 16 crossbars; with a `chip`, its cores when the program's crossbars fit them
 and its crossbars per core). `cimxdsl.flow.pim.compile_to_pim` runs it (up to `pim-bufferize`: the
 cores' code is generated packed) and writes the artifact directory.
@@ -56,6 +56,7 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     band_slack: float = SLACK
     share_rows: bool = False
+    row_weight: float = 0.0
     chip: str = ""
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
@@ -85,7 +86,12 @@ class PimPipelinePass(ChipOption, ChoicePass, PipelinePass):
         if self.mapping != "none":
             mapped.append(
                 SpatialMappingPass.for_chip(
-                    chip, strategy=self.mapping, budget=self.mapping_budget, share_rows=self.share_rows, **placed
+                    chip,
+                    strategy=self.mapping,
+                    budget=self.mapping_budget,
+                    share_rows=self.share_rows,
+                    row_weight=self.row_weight,
+                    **placed,
                 )
             )
         spatial = CinmToSpatialPass.for_chip(

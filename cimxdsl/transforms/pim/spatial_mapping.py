@@ -72,20 +72,30 @@ def map_computes(problem: MappingProblem, strategy: Strategy, budget_s: float) -
 
 
 def solve(
-    computes: list[spat.ComputeOp], strategy: Strategy, cores: int, per_core: int, budget_s: float, latencies: Latencies
+    computes: list[spat.ComputeOp],
+    strategy: Strategy,
+    cores: int,
+    per_core: int,
+    budget_s: float,
+    latencies: Latencies,
+    row_weight: float = 0.0,
 ) -> tuple[MappingProblem, Mapping]:
-    """The mapping problem of `computes` (their times on the chip) and its `strategy`'s mapping."""
+    """The mapping problem of `computes` (their times on the chip, each weighted by `row_weights`)
+    and its `strategy`'s mapping."""
     bounds = compute_value_bounds(computes)  # which crossbar inputs are read as 8-bit elements
+    weights = row_weights(computes, row_weight)
 
     @functools.cache
     def replica_cost(i: int, replicas: int) -> float:
         """The busiest band: the first or last (their padding) or the widest inner one."""
         compute = computes[i]
         if replicas == 1:
-            return compute_cost(compute, latencies=latencies, bounds=bounds)
+            return weights[i] * compute_cost(compute, latencies=latencies, bounds=bounds)
         bands = band_bounds(rows_of(compute.outputs[0]), replicas)
         widest = max(bands[1:-1], key=lambda band: band[1] - band[0], default=bands[0])
-        return max(band_cost(compute, (band, None), latencies, bounds) for band in {bands[0], widest, bands[-1]})
+        return weights[i] * max(
+            band_cost(compute, (band, None), latencies, bounds) for band in {bands[0], widest, bands[-1]}
+        )
 
     problem = MappingProblem(
         tuple(replica_cost(i, 1) for i in range(len(computes))),
@@ -101,6 +111,16 @@ def solve(
         raise pass_error("spatial-mapping", str(e)) from None
 
 
+def row_weights(computes: list[spat.ComputeOp], exponent: float) -> list[float]:
+    """How much each compute's time counts when the mapping balances the computes:
+    (the most rows a compute has ÷ its rows) ** `exponent` (1 for one that cannot be cut into
+    bands). In the row pipeline a layer of few rows overlaps least with its neighbours, so its
+    time per replica adds most to an image's latency; a positive exponent gives it more replicas."""
+    rows = [can_split(c) for c in computes]
+    most = max(rows, default=1)
+    return [(most / r) ** exponent if r > 1 and exponent else 1.0 for r in rows]
+
+
 def map_function(
     function: func.FuncOp,
     strategy: Strategy,
@@ -111,6 +131,7 @@ def map_function(
     pipeline: Pipeline = "layer",
     rows_per_band: int = DEFAULT_ROWS_PER_BAND,
     share_rows: bool = False,
+    row_weight: float = 0.0,
 ) -> None:
     latencies = Latencies(chip)
     block = function.body.block
@@ -124,7 +145,7 @@ def map_function(
         ones = (1,) * len(crossbars)
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
-    problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
+    problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, row_weight)
     if spare and computes:
         # a stream bound by one compute alone: if it stays whole only for a global pooling after its
         # last convolution (`peel_tail` leaves any other compute as it is), set the pooling apart so
@@ -134,22 +155,34 @@ def map_function(
         parts = peel_tail(computes[slowest]) if cost[slowest] >= mapping.bottleneck else []
         if len(parts) > 1:
             computes = [*computes[:slowest], *parts, *computes[slowest + 1 :]]
-            problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies)
+            problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, row_weight)
     shared = apply_mapping(computes, mapping, pipeline, rows_per_band, share_rows)
-    before = unreplicated(problem).bottleneck
+    weights = row_weights(computes, row_weight)
+    busiest, before = (busiest_core(problem, m, weights) for m in (mapping, unreplicated(problem)))
     replicated = [r for r in mapping.replicas if r > 1]
     crossbars = sum(w * r for w, r in zip(problem.crossbars, mapping.replicas, strict=True))
     summary = (
         f"{strategy} mapping on {cores} cores of {per_core} crossbars: {len(replicated)} computes replicated "
         f"(up to {max(replicated, default=1)}x), {crossbars} crossbars, "
-        f"busiest core {mapping.bottleneck / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
+        f"busiest core {busiest / 1e6:.3g} ms per image on chip '{chip.name}' (without replicas "
         f"{before / 1e6:.3g} ms)"
     )
+    if row_weight:
+        summary += f", layers weighted by (most rows / their rows) ** {row_weight:g}"
     if share_rows:
         summary += (
             f"; the replicas of {shared} compute{'s' if shared != 1 else ''} share each band, each its own columns"
         )
     function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
+
+
+def busiest_core(problem: MappingProblem, mapping: Mapping, weights: list[float]) -> float:
+    """The time of `mapping`'s busiest core (its computes' times, not weighted)."""
+    loads: dict[int, float] = {}
+    for i, (replicas, on) in enumerate(zip(mapping.replicas, mapping.cores, strict=True)):
+        for core in on:
+            loads[core] = loads.get(core, 0.0) + problem.cost(i, replicas) / weights[i]
+    return max(loads.values(), default=0.0)
 
 
 def apply_mapping(
@@ -211,12 +244,14 @@ def fitting_cores(crossbars: Sequence[int], cores: int, per_core: int) -> int:
 @dataclass(frozen=True)
 class SpatialMappingPass(ChipOption, ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
-    seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
-    crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
-    TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
-    crossbars fit them, else as many cores as it needs (and no replica). With `share-rows` (row
-    pipeline), the replicas of a layer compute each band together, each its own columns, so that
-    its consumers wait for a part of a band's time rather than a whole band's."""
+        seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
+        crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
+        TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
+        crossbars fit them, else as many cores as it needs (and no replica). With `share-rows` (row
+        pipeline), the replicas of a layer compute each band together, each its own columns, so that
+        its consumers wait for a part of a band's time rather than a whole band's. With `row-weight` w
+    (row pipeline), a layer's time counts (most rows ÷ its rows) ** w times when balancing, so that
+    the layers of few rows, which the row pipeline overlaps least, get more replicas."""
 
     name = "spatial-mapping"
 
@@ -229,6 +264,7 @@ class SpatialMappingPass(ChipOption, ChoicePass):
     pipeline: Pipeline = "layer"
     rows_per_band: int = DEFAULT_ROWS_PER_BAND
     share_rows: bool = False
+    row_weight: float = 0.0
     chip_config: ChipConfig | None = field(default=None, init=False, compare=False)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -241,6 +277,8 @@ class SpatialMappingPass(ChipOption, ChoicePass):
             raise pass_error(
                 self.name, "share-rows needs pipeline=row (the layer pipeline's replicas take whole bands)"
             )
+        if not self.row_weight >= 0 or (self.row_weight and self.pipeline != "row"):
+            raise pass_error(self.name, f"row-weight must be >= 0 and needs pipeline=row, got {self.row_weight}")
         cores = fitting_cores(spatial_crossbars(op), self.cores, self.crossbars_per_core) if self.fit else self.cores
         for function in functions_holding(op, spat.ComputeOp):
             map_function(
@@ -253,4 +291,5 @@ class SpatialMappingPass(ChipOption, ChoicePass):
                 self.pipeline,
                 self.rows_per_band,
                 self.share_rows,
+                self.row_weight,
             )

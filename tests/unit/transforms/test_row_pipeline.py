@@ -596,3 +596,59 @@ def test_extract_columns_is_a_copy_per_row_or_a_view_of_one_row_at_every_level(t
     np.testing.assert_array_equal(golden, want)
     moves = sum(i.name == "pim.lmv" for core in artifacts.cores for i in core.instructions)
     assert moves >= 3  # the three rows' columns copied; the one-row extracts move nothing
+
+
+def narrowing_chain() -> str:
+    """Five 3×3 layers on 16, 8, 8, 4 and 4 rows (two at stride 2), of 4 to 16 channels."""
+    b = ProgramBuilder((1, 4, 16, 16), 5)
+    x = "%x"
+    for stride, filters in ((1, 4), (2, 8), (1, 8), (2, 16), (1, 16)):
+        x = b.relu(b.requantize(b.conv(x, filters, 3, stride=stride, pad=1), 3))
+    return b.text(x)
+
+
+def replicas_by_rows(module) -> dict[int, int]:
+    """The replicas (cores) of a mapped function's layers, summed per output row count."""
+    cores: dict[tuple, set[int]] = {}
+    rows: dict[tuple, int] = {}
+    for compute in module.walk():
+        if isinstance(compute, spat.ComputeOp) and compute.weights:
+            key = tuple(compute.weights)
+            cores.setdefault(key, set()).add(compute.attributes["core"].value.data)
+            total = compute.attributes[BAND].data[1].value.data if BAND in compute.attributes else None
+            rows[key] = total if total is not None else compute.outputs[0].type.get_shape()[0]
+    summed: dict[int, int] = {}
+    for key, on in cores.items():
+        summed[rows[key]] = summed.get(rows[key], 0) + len(on)
+    return summed
+
+
+def test_row_weight_gives_the_layers_of_few_rows_more_replicas_and_stays_exact(tmp_path):
+    """Weighted by (most rows ÷ their rows) ** 1, the 4-row layers count four times their time
+    and get more replicas, the 16-row layer no more than unweighted; every level stays exact."""
+    x = np.random.default_rng(3).integers(-128, 128, (1, 4, 16, 16))
+    counts = {}
+    for weight in (0.0, 1.0):
+        passes = stages("row", "greedy", 12)
+        passes[1] = passes[1].replace("pipeline=row", f"pipeline=row row-weight={weight}")
+        mapped = apply(parse(narrowing_chain()), ",".join(["linalg-to-cinm", *passes[:2]]))
+        counts[weight] = replicas_by_rows(mapped)
+        if weight:
+            summary = next(
+                op.attributes["spat.mapping"].data for op in mapped.walk() if "spat.mapping" in op.attributes
+            )
+            assert "layers weighted by (most rows / their rows) ** 1" in summary
+            lower_checked(narrowing_chain(), x, passes, tmp_path)
+    assert counts[1.0][4] > counts[0.0][4]
+    assert counts[1.0][16] <= counts[0.0][16]
+
+
+def test_bad_row_weights_are_one_line_errors(tmp_path):
+    model = str(tmp_path / "model.onnx")
+    onnx.save(shufflenet_mobilenet(), model)
+    with pytest.raises(CompileError, match="row_weight must be a number >= 0, got -1"):
+        compile_pim(model, pipeline="row", mapping="greedy", row_weight=-1)
+    with pytest.raises(CompileError, match=r"row_weight needs pipeline='row' and replicas"):
+        compile_pim(model, mapping="greedy", row_weight=0.5)
+    with pytest.raises(Exception, match="spatial-mapping: row-weight must be >= 0 and needs pipeline=row, got 0.5"):
+        apply(parse(conv_chain(2, 4)), "cinm-to-spatial{xbar-size=8},spatial-mapping{cores=4 row-weight=0.5}")
