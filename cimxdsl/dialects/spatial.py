@@ -16,14 +16,17 @@ after `pim-bufferize`, memrefs; on memrefs a result is a fresh local buffer.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     IntegerAttr,
     MemRefType,
     TensorType,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import (
@@ -76,6 +79,12 @@ from cimxdsl.dialects.crossbar_ops import (
 from cimxdsl.dialects.utils import element_type, i64_array, i64_attr, static_shape, verify_yielded, with_shape
 
 
+@functools.cache
+def segment_sizes(*sizes: int) -> DenseArrayBase:
+    """The `operandSegmentSizes` property of an op with operand groups of `sizes`."""
+    return DenseArrayBase.from_list(i32, sizes)
+
+
 @irdl_attr_definition
 class ChannelType(ParametrizedAttribute, TypeAttribute):
     """A virtual point-to-point channel between two cores: `!spat.ch`."""
@@ -117,10 +126,12 @@ class ComputeOp(IRDLOperation):
         result_types: Sequence[Attribute],
         body: Region | None = None,
     ):
+        operands = [SSAValue.get(v) for v in (*weights, *inputs)]
         if body is None:
-            arg_types = [SSAValue.get(v).type for v in (*weights, *inputs)]
-            body = Region(Block(arg_types=arg_types))
-        super().__init__(operands=[weights, inputs], result_types=[result_types], regions=[body])
+            body = Region(Block(arg_types=[v.type for v in operands]))
+        # what IRDL's argument building gives, built directly: the mapping makes thousands of computes
+        sizes = {"operandSegmentSizes": segment_sizes(len(weights), len(inputs))}
+        Operation.__init__(self, operands=operands, result_types=result_types, properties=sizes, regions=[body])
 
     @property
     def weight_args(self) -> tuple[SSAValue, ...]:
@@ -473,8 +484,11 @@ class ConcatOp(IRDLOperation):
         assert isinstance(first, TensorType | MemRefType)
         shape = list(first.get_shape())
         shape[axis] = sum(t.get_shape()[axis] for t in types if isinstance(t, TensorType | MemRefType))
-        super().__init__(
-            operands=[inputs], result_types=[with_shape(first, tuple(shape))], properties={"axis": i64_attr(axis)}
+        Operation.__init__(
+            self,
+            operands=[SSAValue.get(v) for v in inputs],
+            result_types=[with_shape(first, tuple(shape))],
+            properties={"axis": i64_attr(axis)},
         )
 
     def verify_(self) -> None:
@@ -523,8 +537,9 @@ class ExtractOp(IRDLOperation):
         assert isinstance(input_type, TensorType | MemRefType)
         shape = list(input_type.get_shape())
         shape[self.AXIS] = count
-        super().__init__(
-            operands=[input],
+        Operation.__init__(
+            self,
+            operands=[SSAValue.get(input)],
             result_types=[with_shape(input_type, tuple(shape))],
             properties={"offset": i64_attr(offset)},
         )

@@ -425,7 +425,9 @@ def band_op(op: Operation, area: Area, builder: BandBuilder) -> Operation:
     rows, columns = area
     result_type = with_area(op.results[0].type, rows[1] - rows[0], None if columns is None else columns[1] - columns[0])
     if isinstance(op, arith.ConstantOp):
-        return arith.ConstantOp(splat_of(result_type, op.value))
+        return arith.ConstantOp.create(
+            result_types=[result_type], properties={"value": splat_of(result_type, op.value)}
+        )
     wanted = operand_areas(op, area)
     assert wanted is not None
     operands = [
