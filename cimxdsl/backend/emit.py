@@ -47,14 +47,24 @@ def crossbar_group(value: SSAValue) -> ArrayGroup:
     return ArrayGroup(dense_array(owner.value).astype(np.int64), name, precision_of(owner), crossbars_of(value))
 
 
-def core_program(core: pim.CoreOp, stream: pim.InstructionStream | None = None, local_bytes: int | None = None):
-    """The program of an instruction-level core, or of a core whose code is `stream`."""
+def core_program(
+    core: pim.CoreOp,
+    stream: pim.InstructionStream | None = None,
+    local_bytes: int | None = None,
+    groups: dict[SSAValue, ArrayGroup] | None = None,
+):
+    """The program of an instruction-level core, or of a core whose code is `stream` (`groups`:
+    the array groups of the weights met so far, shared: a layer's replicas hold the same weights)."""
     if stream is None:
         stream = pim.InstructionStream.from_ops([op for op in core.body.block.ops if isinstance(op, pim.InstructionOp)])
     if local_bytes is None:
         local = core.attributes.get(pim.LOCAL_BYTES)
         local_bytes = local.value.data if isinstance(local, IntegerAttr) else 0
-    return CoreProgram(core.get_core_id(), stream, [crossbar_group(w) for w in core.weights], local_bytes)
+    groups = {} if groups is None else groups
+    for weight in core.weights:
+        if weight not in groups:
+            groups[weight] = crossbar_group(weight)
+    return CoreProgram(core.get_core_id(), stream, [groups[w] for w in core.weights], local_bytes)
 
 
 def placed_buffers(function: func.FuncOp, element_bytes: int) -> tuple[list[tuple[str, SSAValue, int]], int]:
@@ -82,13 +92,15 @@ def artifacts_of(module: ModuleOp) -> Artifacts:
     """The artifacts of the module's instruction-level program."""
     function = program_function(module)
     cores = sorted((op for op in function.body.block.ops if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
-    return assemble(function, [core_program(core) for core in cores])
+    groups: dict[SSAValue, ArrayGroup] = {}
+    return assemble(function, [core_program(core, groups=groups) for core in cores])
 
 
 def artifacts_of_code(function: func.FuncOp, codes: Sequence[pim.CoreCode]) -> Artifacts:
     """The artifacts of `function` from its cores' packed code (`pim-codegen`'s), without
     instruction ops."""
-    return assemble(function, [core_program(c.core, c.stream, c.local_bytes) for c in codes])
+    groups: dict[SSAValue, ArrayGroup] = {}
+    return assemble(function, [core_program(c.core, c.stream, c.local_bytes, groups) for c in codes])
 
 
 def assemble(function: func.FuncOp, programs: list[CoreProgram]) -> Artifacts:

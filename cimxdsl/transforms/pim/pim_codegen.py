@@ -727,11 +727,12 @@ def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
     senders: dict[SSAValue, int] = {}
     receivers: dict[SSAValue, int] = {}
     for core in cores:
+        core_id = core.get_core_id()
         for op in core.body.block.ops:
             if isinstance(op, spat.ChannelSendOp):
-                senders[op.channel] = core.get_core_id()
+                senders[op.channel] = core_id
             elif isinstance(op, spat.ChannelReceiveOp):
-                receivers[op.channel] = core.get_core_id()
+                receivers[op.channel] = core_id
     peers = {}
     for channel, sender in senders.items():
         if channel not in receivers:
