@@ -8,7 +8,6 @@ geometry, verified against the enclosing weights); `WindowOp` carries a sliding 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ from xdsl.irdl import IRDLOperation, base, opt_prop_def, prop_def
 from xdsl.traits import MemoryEffect, OpTrait
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import element_type, i64_array, is_accumulator_type, static_shape
+from cimxdsl.dialects.utils import element_type, i64_array, identity_cache, is_accumulator_type, static_shape
 
 SpatTensor = base(TensorType) | base(MemRefType)
 """Spatial ops work on tensors and, after bufferization, on memrefs (RAPTOR's `SpatTensor`)."""
@@ -107,7 +106,7 @@ GEOMETRY_FORMAT = "(`kernel` $kernelShape^)? (`strides` $strides^)? (`pads` $pad
 """Assembly of the geometry properties; each is printed only when it differs from its default."""
 
 
-@functools.cache
+@identity_cache
 def geometry_of(
     kernel: DenseArrayBase, strides: DenseArrayBase, pads: DenseArrayBase, dilations: DenseArrayBase
 ) -> FilterGeometry:
@@ -195,7 +194,7 @@ class Im2col:
         return {"im2col": i64_array(self.positions), **offset, **pixels}
 
 
-@functools.cache
+@identity_cache
 def im2col_of(positions: DenseArrayBase, offset: IntegerAttr | None, pixels: IntegerAttr | None) -> Im2col:
     """The im2col packing of an apply_filters' properties, read once per set of attributes."""
     return Im2col(

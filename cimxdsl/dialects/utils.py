@@ -3,7 +3,8 @@ element types and constants as NumPy arrays (weights stay arrays; they are never
 Python lists)."""
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects import func
@@ -127,7 +128,33 @@ def num_elements(shape: Sequence[int]) -> int:
     return count
 
 
-@functools.cache
+T = TypeVar("T")
+
+IDENTITY_CACHE_SIZE = 1 << 16
+"""The entries an `identity_cache` holds before it starts again."""
+
+
+def identity_cache(function: Callable[..., T]) -> Callable[..., T]:
+    """`function` of attributes (and hashable values) computed once per attribute object: attributes
+    are immutable, but hashing or comparing an equal one walks all its parameters, where an object's
+    id is one lookup. The table keeps the attributes it has seen alive, so an id stays theirs, and
+    starts again past `IDENTITY_CACHE_SIZE` entries."""
+    table: dict[tuple, tuple[tuple, T]] = {}
+
+    @functools.wraps(function)
+    def cached(*args):
+        key = tuple(id(a) if isinstance(a, Attribute) else a for a in args)
+        hit = table.get(key)
+        if hit is None:
+            if len(table) >= IDENTITY_CACHE_SIZE:
+                table.clear()
+            hit = table[key] = (args, function(*args))
+        return hit[1]
+
+    return cached
+
+
+@identity_cache
 def with_shape(t: TensorType | MemRefType, shape: tuple[int, ...]) -> TensorType | MemRefType:
     """A tensor (or memref) type like `t` of shape `shape`; one attribute per type and shape, since
     building a type verifies its parameters and the passes ask for the same few again and again."""

@@ -18,7 +18,6 @@ need less).
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
-from cimxdsl.dialects.utils import dense_array, i64_array, shape_of, with_shape
+from cimxdsl.dialects.utils import dense_array, i64_array, identity_cache, shape_of, with_shape
 from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
@@ -53,7 +52,7 @@ def rows_of(value: SSAValue) -> int:
     return t.get_shape()[0]
 
 
-@functools.cache
+@identity_cache
 def with_area(t: Attribute, rows: int, columns: int | None) -> Attribute:
     """`t` with `rows` rows and `columns` columns (None: its own)."""
     assert isinstance(t, TensorType)
@@ -413,7 +412,7 @@ def receive(
     return concat.result, ((joined[0][1][0][0], joined[-1][1][0][1]), held_columns)
 
 
-@functools.cache
+@identity_cache
 def splat_of(t: Attribute, value: Attribute) -> DenseIntOrFPElementsAttr:
     """The splat constant `value` (a splat dense attribute) with type `t`, one per type and value."""
     splat = dense_array(value).reshape(-1)[0].item()  # pyright: ignore[reportArgumentType]
