@@ -78,12 +78,11 @@ def solve(
     per_core: int,
     budget_s: float,
     latencies: Latencies,
-    row_weight: float = 0.0,
+    weights: Sequence[float],
 ) -> tuple[MappingProblem, Mapping]:
-    """The mapping problem of `computes` (their times on the chip, each weighted by `row_weights`)
-    and its `strategy`'s mapping."""
+    """The mapping problem of `computes` (their times on the chip, each times its `weights`) and
+    its `strategy`'s mapping."""
     bounds = compute_value_bounds(computes)  # which crossbar inputs are read as 8-bit elements
-    weights = row_weights(computes, row_weight)
 
     @functools.cache
     def replica_cost(i: int, replicas: int) -> float:
@@ -145,7 +144,8 @@ def map_function(
         ones = (1,) * len(crossbars)
         while place(MappingProblem(ones, crossbars, ones, cores, per_core), list(ones)) is None:
             cores += 1
-    problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, row_weight)
+    weights = row_weights(computes, row_weight)
+    problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, weights)
     if spare and computes:
         # a stream bound by one compute alone: if it stays whole only for a global pooling after its
         # last convolution (`peel_tail` leaves any other compute as it is), set the pooling apart so
@@ -155,9 +155,9 @@ def map_function(
         parts = peel_tail(computes[slowest]) if cost[slowest] >= mapping.bottleneck else []
         if len(parts) > 1:
             computes = [*computes[:slowest], *parts, *computes[slowest + 1 :]]
-            problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, row_weight)
+            weights = row_weights(computes, row_weight)
+            problem, mapping = solve(computes, strategy, cores, per_core, budget_s, latencies, weights)
     shared = apply_mapping(computes, mapping, pipeline, rows_per_band, share_rows)
-    weights = row_weights(computes, row_weight)
     busiest, before = (busiest_core(problem, m, weights) for m in (mapping, unreplicated(problem)))
     replicated = [r for r in mapping.replicas if r > 1]
     crossbars = sum(w * r for w, r in zip(problem.crossbars, mapping.replicas, strict=True))
@@ -176,7 +176,7 @@ def map_function(
     function.attributes[SUMMARY] = StringAttr("; ".join([summary, *mapping.notes]))
 
 
-def busiest_core(problem: MappingProblem, mapping: Mapping, weights: list[float]) -> float:
+def busiest_core(problem: MappingProblem, mapping: Mapping, weights: Sequence[float]) -> float:
     """The time of `mapping`'s busiest core (its computes' times, not weighted)."""
     loads: dict[int, float] = {}
     for i, (replicas, on) in enumerate(zip(mapping.replicas, mapping.cores, strict=True)):
@@ -244,12 +244,12 @@ def fitting_cores(crossbars: Sequence[int], cores: int, per_core: int) -> int:
 @dataclass(frozen=True)
 class SpatialMappingPass(ChipOption, ChoicePass):
     """Replicate the computes that bound the pipeline (`strategy`: `greedy`, `ga` within `budget`
-        seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
-        crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
-        TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
-        crossbars fit them, else as many cores as it needs (and no replica). With `share-rows` (row
-        pipeline), the replicas of a layer compute each band together, each its own columns, so that
-        its consumers wait for a part of a band's time rather than a whole band's. With `row-weight` w
+    seconds, or `none`) under the crossbar budget of `cores` cores of `crossbars-per-core`
+    crossbars, and place every compute on a core, balancing their time on `chip` (a preset or a
+    TOML/JSON file, `cimxdsl.device.chip`). With `fit`, the program takes the `cores` only if its
+    crossbars fit them, else as many cores as it needs (and no replica). With `share-rows` (row
+    pipeline), the replicas of a layer compute each band together, each its own columns, so that
+    its consumers wait for a part of a band's time rather than a whole band's. With `row-weight` w
     (row pipeline), a layer's time counts (most rows ÷ its rows) ** w times when balancing, so that
     the layers of few rows, which the row pipeline overlaps least, get more replicas."""
 
