@@ -182,8 +182,8 @@ def compile_to_pim(
     if search and chip is None:
         raise PassFailedException("band slack 'auto' needs a chip to estimate the programs on")
     slack = SLACK if band_slack == "auto" else band_slack
-    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack, share_rows=share_rows)
-    options |= dict(row_weight=row_weight)
+    options |= dict(pipelining=pipeline, rows_per_band=rows_per_band, band_slack=slack)
+    options |= dict(share_rows=share_rows, row_weight=row_weight)
     flow = PimPipelinePass(**options) if chip is None else PimPipelinePass.for_chip(chip, **options)
     steps = flow.steps()
     with stages_frozen() as freeze:  # the IR of every finished pass is walked by full collections otherwise
@@ -334,12 +334,11 @@ def compile_pim(
         raise CompileError(f"array_group must be a positive integer, got {array_group!r}")
     if not isinstance(share_rows, bool):
         raise CompileError(f"share_rows must be True or False, got {share_rows!r}")
-    if share_rows and (pipeline != "row" or mapping == "none"):
-        raise CompileError("share_rows needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
     if not (isinstance(row_weight, int | float) and not isinstance(row_weight, bool) and row_weight >= 0):
         raise CompileError(f"row_weight must be a number >= 0, got {row_weight!r}")
-    if row_weight and (pipeline != "row" or mapping == "none"):
-        raise CompileError("row_weight needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
+    for name, value in (("share_rows", share_rows), ("row_weight", row_weight)):
+        if value and (pipeline != "row" or mapping == "none"):
+            raise CompileError(f"{name} needs pipeline='row' and replicas (mapping 'greedy' or 'ga')")
     if pimsim_mode not in SIM_MODES:
         raise CompileError(f"pimsim_mode must be one of {', '.join(SIM_MODES)}, got {pimsim_mode!r}")
     if not pimsim_time > 0:

@@ -33,13 +33,9 @@ from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
 from cimxdsl.dialects.utils import dense_array, i64_array, identity_cache, shape_of, with_shape
-from cimxdsl.transforms.pim.mapping.problem import compute_cost, kept_while_alive, pixels_per_read
+from cimxdsl.transforms.pim.mapping.problem import Area, Rows, compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
-Rows = tuple[int, int]
-"""Rows `[start, end)` of a value (also columns `[start, end)`)."""
-Area = tuple[Rows, "Rows | None"]
-"""Rows `[start, end)` of a value and its columns `[start, end)` (None: all of them)."""
 BAND = "spat.band"
 """The discardable attribute of a band: the end of its rows and its layer's row count."""
 

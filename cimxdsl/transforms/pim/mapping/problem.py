@@ -29,13 +29,15 @@ from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bo
 T = TypeVar("T")
 
 
-Span = tuple[int, int]
-"""Rows or columns `[start, end)` of a value."""
+Rows = tuple[int, int]
+"""Rows `[start, end)` of a value (also columns `[start, end)`)."""
+Area = tuple[Rows, "Rows | None"]
+"""Rows `[start, end)` of a value and its columns `[start, end)` (None: all of them)."""
 
 
 def compute_cost(
     compute: spat.ComputeOp,
-    areas: Callable[[SSAValue], tuple[Span, Span | None]] | None = None,
+    areas: Callable[[SSAValue], Area] | None = None,
     latencies: Latencies | None = None,
     bounds: dict[SSAValue, Bounds] | None = None,
 ) -> float:
@@ -54,7 +56,7 @@ def compute_cost(
     timed, narrowing = latency_table(model), latency_table(Latencies(model.chip, model.ibytes, narrow.ibytes))
     plan = cost_plan(compute)
 
-    def area(value: SSAValue) -> tuple[Span, Span | None]:
+    def area(value: SSAValue) -> Area:
         return areas(value) if areas is not None else ((0, plan.rows[value]), None)
 
     def elements(value: SSAValue) -> int:
@@ -194,7 +196,7 @@ def product_channels(op: Operation, shape: Sequence[int]) -> int:
     return op.products_shape(shape)[-1] if isinstance(op, spat.ApplyFiltersOp) else shape[-1]
 
 
-def crossbar_reads(op: spat.ApplyFiltersOp, rows: Span, columns: Span | None, crossbar_rows: Sequence[int]) -> int:
+def crossbar_reads(op: spat.ApplyFiltersOp, rows: Rows, columns: Rows | None, crossbar_rows: Sequence[int]) -> int:
     """The `mvmul`s of output rows `rows` and columns `columns` (None: all) of `op` (its weights'
     crossbars have `crossbar_rows` rows each): one per output window and crossbar whose inputs are
     not all padding, which `pim-codegen` skips."""
