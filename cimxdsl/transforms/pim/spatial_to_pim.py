@@ -42,13 +42,13 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, num_elements, shape_of
+from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, i64_attr, num_elements, shape_of
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
@@ -357,7 +357,7 @@ def place_compute(state: PimState, compute: spat.ComputeOp) -> None:
             indices = [i + offset if i >= 0 else -1 for i in op.weight_index_list()]
             op.properties["weightIndices"] = i64_array(indices)
         elif isinstance(op, spat.ExtractRowsOp) and first_row.get(op.input):
-            op.properties["offset"] = IntegerAttr(op.offset.value.data - first_row[op.input], i64)
+            op.properties["offset"] = i64_attr(op.offset.value.data - first_row[op.input])
         body.append(op)
     for arg, local in mapping.items():
         name = local.name_hint

@@ -26,13 +26,13 @@ from typing import Literal
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, TensorType, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, MemRefType, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
-from cimxdsl.dialects.utils import dense_array, i64_array, identity_cache, shape_of, with_shape
+from cimxdsl.dialects.utils import dense_array, i64_array, i64_attr, identity_cache, shape_of, with_shape
 from cimxdsl.transforms.pim.mapping.problem import Area, Rows, compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
@@ -492,9 +492,9 @@ def split_into_bands(
         new = split_compute(compute, rows, pieces) if len(rows) > 1 else [rewire_consumer(compute, pieces)]
         total = rows_of(compute.outputs[0]) if compute.outputs else 1
         for band, core, ((_, end), _) in zip(new, on, rows, strict=True):
-            band.attributes[core_attr] = IntegerAttr(core, i64)
+            band.attributes[core_attr] = i64_attr(core)
             if mark and len(rows) > 1:
-                band.attributes[BAND] = ArrayAttr([IntegerAttr(end, i64), IntegerAttr(total, i64)])
+                band.attributes[BAND] = ArrayAttr([i64_attr(end), i64_attr(total)])
         if new[0] is not compute:
             compute.parent_block().insert_ops_before(new, compute)  # pyright: ignore[reportOptionalMemberAccess]
             if len(rows) == 1:
