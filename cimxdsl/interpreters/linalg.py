@@ -204,12 +204,16 @@ def linalg_elementwise(function: Callable):
 
 def linalg_convolution(product: Callable):
     """The implementation of a linalg convolution: `init` plus `product(x, w, strides, dilations)`
-    in the accumulator's type."""
+    in the accumulator's type (`product` gives a new array, which takes the sum)."""
 
     def run(functions: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
         x, w, init = args
         strides, dilations = op.strides.get_values(), op.dilations.get_values()
-        return result_of(op, init + product(x.astype(init.dtype), w.astype(init.dtype), strides, dilations))
+        dtype = np.asarray(init).dtype
+        x, w = (np.asarray(a).astype(dtype, copy=False) for a in (x, w))
+        result = product(x, w, strides, dilations)
+        result += init
+        return result_of(op, result)
 
     return run
 

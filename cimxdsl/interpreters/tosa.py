@@ -26,7 +26,7 @@ def pool(x, op, combine) -> tuple:
     as onnxruntime adds them, and in float64 for integers, exactly); and, per output
     pixel, how many window elements are real (not padding), shaped to broadcast over the result.
     Each offset combines the outputs whose window has a real element there with those elements, a
-    strided view of `x` (no padded copy). On `x`'s array backend."""
+    strided view of `x` (no padded copy). On `x`'s array backend; NumPy results are laid out in memory as `x`."""
     top, bottom, left, right = op.pad.get_values()
     (kh, kw), (sh, sw) = op.kernel.get_values(), op.stride.get_values()
     n, h, w, c = x.shape
@@ -34,11 +34,14 @@ def pool(x, op, combine) -> tuple:
     backend = common_backend((x,))
     xp, dtype = backend.xp, numpy_dtype_of(x)
     if combine is np.maximum:
-        lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-        result = backend.full((n, oh, ow, c), lowest, dtype)
+        start = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
     else:
-        dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
-        x, result = xp.astype(x, backend.dtype(dtype), copy=False), backend.full((n, oh, ow, c), 0.0, dtype)
+        dtype, start = dtype if dtype.kind == "f" else np.dtype(np.float64), 0.0
+        x = xp.astype(x, backend.dtype(dtype), copy=False)
+    if backend.is_numpy:  # (laid out as `x`: an NCHW image seen as NHWC stays NCHW in memory)
+        result = np.full_like(x, start, dtype, shape=(n, oh, ow, c))
+    else:
+        result = backend.full((n, oh, ow, c), start, dtype)
     for ky in range(kh):
         (y0, y1), rows = real_outputs(ky, top, sh, oh, h)
         for kx in range(kw):
