@@ -91,10 +91,11 @@ def fold_batch_norms(graph: onnx.GraphProto, constants: dict[str, np.ndarray]) -
             continue  # not per-channel vectors: left to the BatchNormalization import to report
         gamma, beta, mean, var = (constants[n].astype(np.float64) for n in node.input[1:5])
         scale = gamma / np.sqrt(var + NodeAttributes(node)["epsilon"])
-        weights = constants[conv.input[1]].astype(np.float64)
+        weights = constants[conv.input[1]]
         bias = constants[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
         weight_name, bias_name = f"{conv.name or conv.output[0]}_folded_w", f"{conv.name or conv.output[0]}_folded_b"
-        constants[weight_name] = (weights * scale[:, None, None, None]).astype(np.float32)
+        product = np.empty(weights.shape, np.float32)  # (computed in float64, rounded once)
+        constants[weight_name] = np.multiply(weights, scale[:, None, None, None], out=product, dtype=np.float64)
         constants[bias_name] = ((bias - mean) * scale + beta).astype(np.float32)
         del conv.input[1:]
         conv.input.extend([weight_name, bias_name])

@@ -68,6 +68,12 @@ def exponent(peak: float, limit: int = INT8[1]) -> int:
     return int(np.ceil(np.log2(max(peak, 1e-30) / limit)))
 
 
+def ternary(weights: np.ndarray) -> bool:
+    """Whether every weight is -1, 0 or 1 (a look at the first few decides for most weights)."""
+    flat = np.ravel(weights)
+    return all(np.all(np.isin(part, (-1.0, 0.0, 1.0))) for part in (flat[:64], flat))
+
+
 class PeakRecorder(Interpreter.Listener):
     """The largest magnitude every named value reaches while the float program runs."""
 
@@ -85,8 +91,9 @@ class PeakRecorder(Interpreter.Listener):
                 self.see(name, np.asarray(result))
 
     def see(self, name: str, values: np.ndarray) -> None:
-        self.peaks[name] = max(self.peaks.get(name, 0.0), float(np.max(np.abs(values))))
-        self.lows[name] = min(self.lows.get(name, 0.0), float(np.min(values)))
+        low, high = float(np.min(values)), float(np.max(values))  # (|values| peaks at -low or high)
+        self.peaks[name] = max(self.peaks.get(name, 0.0), max(-low, high))
+        self.lows[name] = min(self.lows.get(name, 0.0), low)
 
 
 @dataclass
@@ -272,7 +279,7 @@ class IntegerImporter:
         return self.constants[name].astype(np.float64)
 
     def splat(self, value: int, shape) -> SSAValue:
-        return self.ir.constant(np.full(tuple(shape), value, np.int64), i32)
+        return self.ir.constant(np.full(tuple(shape), value, np.int32), i32)
 
     def shift(self, value: SSAValue, bits: int) -> SSAValue:
         """`value · 2^-bits`: an arithmetic shift right (left for negative `bits`)."""
@@ -309,14 +316,16 @@ class IntegerImporter:
     def quantize_weights(weights: np.ndarray, bits: int = 8) -> tuple[np.ndarray, int]:
         """Symmetric `bits`-bit codes (`±symmetric_limit(bits)`) with a power-of-two scale."""
         limit = symmetric_limit(bits)
-        e = exponent(float(np.abs(weights).max()), limit)
-        return np.clip(np.rint(weights / 2.0**e), -limit, limit).astype(np.int64), e
+        e = exponent(float(max(-np.min(weights), np.max(weights))), limit)
+        codes = weights / 2.0**e
+        np.clip(np.rint(codes, out=codes), -limit, limit, out=codes)
+        return codes.astype(np.int64), e
 
     def layer_bits(self, node=None, weights: np.ndarray | None = None) -> tuple[int, int] | None:
         """The current layer's own (weight bits, input bits), if it has them; else, for weights all
         in {-1, 0, 1}, 1 weight bit (and 2 input bits when the input is a sign)."""
         bits = self.precision.get(self.ir.layer_name or "")
-        if bits is None and weights is not None and np.all(np.isin(weights, (-1.0, 0.0, 1.0))):
+        if bits is None and weights is not None and ternary(weights):
             bits = (1, 2 if self.source(node.input[0]) in self.signs else 8)
         return bits
 

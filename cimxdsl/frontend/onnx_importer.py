@@ -179,7 +179,7 @@ class OnnxImporter:
         if name in self.constants:
             array = self.constants[name]
             element = f32 if array.dtype.kind == "f" or name in self.scale_hints else numpy_element_type(array.dtype)
-            self.values[name] = self.ir.constant(array.astype(np.float32) if element == f32 else array, element)
+            self.values[name] = self.ir.constant(array, element)  # (converted to the element type there)
             if name in self.scale_hints:
                 scales, axis, bits = self.scale_hints[name]
                 mark_scales(self.values[name], scales, axis % array.ndim, bits)
