@@ -110,7 +110,7 @@ def shape_of(value: SSAValue) -> tuple[int, ...]:
     """The shape of a tensor or memref value."""
     t = value.type
     assert isinstance(t, TensorType | MemRefType)
-    return t.get_shape()
+    return shape_of_type(t)
 
 
 def element_type(value: SSAValue) -> Attribute:
@@ -152,6 +152,12 @@ def identity_cache(function: Callable[..., T]) -> Callable[..., T]:
         return hit[1]
 
     return cached
+
+
+@identity_cache
+def shape_of_type(t: TensorType | MemRefType) -> tuple[int, ...]:
+    """The shape of a tensor or memref type (read from its attribute once)."""
+    return t.get_shape()
 
 
 @identity_cache

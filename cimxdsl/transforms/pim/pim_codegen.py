@@ -76,7 +76,14 @@ from xdsl.pattern_rewriter import (
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import dense_array, num_elements, precision_of, shape_of, stored_values
+from cimxdsl.dialects.utils import (
+    dense_array,
+    identity_cache,
+    num_elements,
+    precision_of,
+    shape_of,
+    stored_values,
+)
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
@@ -123,6 +130,9 @@ def weight_bits(matrices: list[np.ndarray]) -> int:
     largest = max((int(np.abs(m).max()) for m in matrices if m.size), default=0)
     return max(8, math.ceil(math.log2(largest + 1)) + 1)
 
+
+PatchPlan = tuple[list[tuple[int, int, int | None]], list[tuple[int, int, bool]], bool]
+"""An im2col read's gathers, crossbar sources and whether it gathers (`CoreCodegen.patch_plan`)."""
 
 Emit = Callable[..., None]
 """`emit(cls, *values)`: append instruction `cls` with its field values in `FIELDS` order (trailing
@@ -192,6 +202,8 @@ class CoreCodegen:
         """The data's width (the `setbw` widths outside 8-bit reads)."""
         self.mbiw: list[int] = []
         """Each array group's `mbiw`."""
+        self.plans: dict[tuple, dict[bytes, PatchPlan]] = {}
+        """The patch plans of the im2col reads (`patch_plan`) by patch geometry and padding pattern."""
 
     # --- memory ----------------------------------------------------------------------------------
     def allocate(self, value: SSAValue) -> int:
@@ -256,28 +268,25 @@ class CoreCodegen:
 
     # --- emission (the address operands are local byte addresses, put in registers) ----------------
     def emit(self, cls: type[pim.InstructionOp], *values: int) -> None:
-        self.code.append(cls.OPCODE)
-        self.code.extend(values)
-        self.code.extend(_PADDING[len(values)])
+        self.code.extend((cls.OPCODE, *values, *_PADDING[len(values)]))
 
     def vector(self, cls: type[pim.InstructionOp], rd: int, rs1: int, rs2: int | None, length: int) -> None:
-        a = self.registers.load(rd)
-        b = self.registers.load(rs1)
+        load = self.registers.load
+        a = load(rd)
+        b = load(rs1)
         if rs2 is None:
-            self.emit(cls, a, b, length)
+            self.code.extend((cls.OPCODE, a, b, length, *_PADDING[3]))
         else:
-            self.emit(cls, a, b, self.registers.load(rs2), length)
+            self.code.extend((cls.OPCODE, a, b, load(rs2), length, *_PADDING[4]))
 
     def fill(self, address: int, value: int, length: int) -> None:
-        self.emit(pim.LldiOp, self.registers.load(address), value, length)
+        self.code.extend((pim.LldiOp.OPCODE, self.registers.load(address), value, length, *_PADDING[3]))
 
     def copy(self, target: int, source: int, length: int, element_bytes: int | None = None) -> None:
-        rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.LmvOp, rd, rs1, length, length * (self.bytes if element_bytes is None else element_bytes))
-
-    def mvmul(self, target: int, source: int, group: int) -> None:
-        rd, rs1 = self.registers.load(target), self.registers.load(source)
-        self.emit(pim.MvmulOp, rd, rs1, self.mbiw[group], 0, group)
+        load = self.registers.load
+        rd = load(target)
+        size = length * (self.bytes if element_bytes is None else element_bytes)
+        self.code.extend((pim.LmvOp.OPCODE, rd, load(source), length, size, *_PADDING[4]))
 
     def set_widths(self, ibiw: int, obiw: int) -> None:
         """`setbw ibiw, obiw` unless those widths are in force."""
@@ -301,18 +310,25 @@ class CoreCodegen:
         if not sources:
             self.set_widths(self.bits, self.bits)
             self.fill(target, 0, length)
-        elif narrow:
+            return
+        load, extend, mbiw = self.registers.load, self.code.extend, self.mbiw
+        mvmul, vvadd = pim.MvmulOp.OPCODE, pim.VvaddOp.OPCODE
+        if narrow:
             self.set_widths(NARROW_BITS, self.bits)
             for k, (source, group) in enumerate(sources):
-                self.mvmul(accumulators[k - 1] if k else target, source, group)
+                rd = load(accumulators[k - 1] if k else target)
+                extend((mvmul, rd, load(source), mbiw[group], 0, group, 0))
             self.set_widths(self.bits, self.bits)
             for k in range(1, len(sources)):
-                self.vector(pim.VvaddOp, target, target, accumulators[k - 1], length)
+                rd = load(target)
+                extend((vvadd, rd, load(target), load(accumulators[k - 1]), length, 0, 0))
         else:
             for k, (source, group) in enumerate(sources):
-                self.mvmul(accumulators[0] if k else target, source, group)
+                rd = load(accumulators[0] if k else target)
+                extend((mvmul, rd, load(source), mbiw[group], 0, group, 0))
                 if k:
-                    self.vector(pim.VvaddOp, target, target, accumulators[0], length)
+                    rd = load(target)
+                    extend((vvadd, rd, load(target), load(accumulators[0]), length, 0, 0))
 
     # --- driver ----------------------------------------------------------------------------------
     def run(
@@ -343,12 +359,12 @@ class CoreCodegen:
         attr = op.value
         if not isinstance(attr, DenseIntOrFPElementsAttr):
             raise pass_error("pim-codegen", "only tensor constants can live in a core", op)
-        values, size = stored_values(attr), num_elements(attr.get_shape())
-        if size and not np.all(values == values[0]):
+        splat, size = splat_fill(attr)
+        if splat is None:
             raise pass_error("pim-codegen", "a core can only hold splat constants (others come from global memory)", op)
         address = self.allocate(op.result)
         if size:
-            self.fill(address, int(values[0]), size)
+            self.fill(address, splat, size)
 
     def bridge(self, op: Operation) -> None:
         """A `bufferization.to_tensor`/`to_buffer`: a view of its operand (a constant's buffer
@@ -461,7 +477,11 @@ class CoreCodegen:
         inside = (iy >= 0) & (iy < height) & (ix >= 0) & (ix < width)
         shifts = ((corner_y * width + corner_x) * channels).reshape(-1).tolist()
         keys = np.packbits(inside, axis=1)
-        plans: dict[bytes, tuple[list[tuple[int, int, int | None]], list[tuple[int, int, bool]], bool]] = {}
+        # which positions meet padding decides a pixel's plan, shifted by its corner: one per pattern
+        plans = self.plans.setdefault(
+            (height, width, channels, rows, tuple(chunks), tuple(offsets), geometry.dilations), {}
+        )
+        load, extend, lmv, lldi = self.registers.load, self.code.extend, pim.LmvOp.OPCODE, pim.LldiOp.OPCODE
         for pixel, shift in enumerate(shifts):
             key = keys[pixel].tobytes()
             plan = plans.get(key)
@@ -473,9 +493,10 @@ class CoreCodegen:
                 self.set_widths(NARROW_BITS, self.bits)
             for start, length, element in gathers:
                 if element is None:
-                    self.fill(patch + start * in_bytes, 0, length)
+                    extend((lldi, load(patch + start * in_bytes), 0, length, 0, 0, 0))
                 else:
-                    self.copy(patch + start * in_bytes, image + (element + shift) * in_bytes, length, in_bytes)
+                    rd = load(patch + start * in_bytes)
+                    extend((lmv, rd, load(image + (element + shift) * in_bytes), length, length * in_bytes, 0, 0))
             sources = [
                 (patch + at * in_bytes if gathered else image + (at + shift) * in_bytes, group)
                 for at, group, gathered in used
@@ -485,7 +506,7 @@ class CoreCodegen:
     @staticmethod
     def patch_plan(
         runs: list[tuple[int, int, int | None]], chunks: list[tuple[int, int, int]], shift: int
-    ) -> tuple[list[tuple[int, int, int | None]], list[tuple[int, int, bool]], bool]:
+    ) -> PatchPlan:
         """What one pixel's patch takes, its image elements counted from its window's corner
         (`shift` elements into the image): the runs gathered into the patch buffer (first patch
         row, length, first element or None for padding), the crossbars read (patch row or element,
@@ -662,6 +683,16 @@ def lowering(kind: type[Operation]) -> Callable[[CoreCodegen, Operation], None]:
     return next((lower for kinds, lower in _LOWERINGS if issubclass(kind, kinds)), unsupported)
 
 
+@identity_cache
+def splat_fill(attr: DenseIntOrFPElementsAttr) -> tuple[int | None, int]:
+    """The value a constant's elements all hold (None when they differ; 0 when it has none) and
+    their number."""
+    values, size = stored_values(attr), num_elements(attr.get_shape())
+    if size and not np.all(values == values[0]):
+        return None, size
+    return (int(values[0]) if size else 0), size
+
+
 def filter_sources(
     op: pim.ApplyFiltersOp, in_shape: tuple[int, ...], out_shape: tuple[int, ...], image: int, element_bytes: int
 ) -> tuple[np.ndarray, list[int]]:
@@ -757,13 +788,8 @@ def global_buffers(cores: list[pim.CoreOp], element_bytes: int) -> dict[SSAValue
 
 def data_element_bytes(cores: list[pim.CoreOp]) -> int:
     """Bytes per element of the data the cores compute on (one width for the whole program)."""
-    widths = {
-        element_bits(r)
-        for core in cores
-        for op in core.body.block.ops
-        for r in op.results
-        if isinstance(r.type, TensorType | MemRefType)
-    }
+    types = {id(r.type): r for core in cores for op in core.body.block.ops for r in op.results}  # one per type
+    widths = {element_bits(r) for r in types.values() if isinstance(r.type, TensorType | MemRefType)}
     if len(widths) > 1:
         raise pass_error("pim-codegen", f"the cores mix element widths {sorted(widths)}")
     return (widths.pop() if widths else 32) // 8

@@ -22,11 +22,11 @@ import numpy as np
 from xdsl.dialects import arith, bufferization, func, memref, tensor
 from xdsl.dialects.builtin import ArrayAttr, DenseIntOrFPElementsAttr, IntegerAttr
 from xdsl.dialects.linalg.ops import TransposeOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import BOUNDS, num_elements, stored_values
+from cimxdsl.dialects.utils import BOUNDS, identity_cache, num_elements, stored_values
 
 Bounds = tuple[int, int]
 UNBOUNDED: Bounds = (-(2**31), 2**31 - 1)
@@ -81,7 +81,12 @@ def outside_bounds(value: SSAValue) -> Bounds:
 
 
 def constant_bounds(op: arith.ConstantOp) -> Bounds:
-    value = op.value
+    return attribute_bounds(op.value)
+
+
+@identity_cache
+def attribute_bounds(value: Attribute) -> Bounds:
+    """The range of a constant's value (integers only)."""
     if isinstance(value, IntegerAttr):
         return (value.value.data, value.value.data)
     if isinstance(value, DenseIntOrFPElementsAttr):
