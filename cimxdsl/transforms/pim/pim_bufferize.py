@@ -25,6 +25,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
+from cimxdsl.dialects.utils import identity_cache, shape_of, shape_of_type
 from cimxdsl.transforms.common.errors import pass_error
 
 _ON_BUFFERS = (
@@ -45,13 +46,13 @@ _BUFFERIZED_OPS = (memref.AllocOp, pim.ApplyFiltersOp, bufferization.ToTensorOp,
 """Ops a core may already hold on buffers: the pass leaves them as they are."""
 
 
-@functools.cache
+@identity_cache
 def memref_type(t: Attribute) -> Attribute:
     """The buffer type of a tensor type (attributes are immutable: one per tensor type)."""
-    return MemRefType(t.element_type, t.get_shape()) if isinstance(t, TensorType) else t
+    return MemRefType(t.element_type, shape_of_type(t)) if isinstance(t, TensorType) else t
 
 
-@functools.cache
+@identity_cache
 def tensor_type(t: Attribute) -> Attribute:
     """The tensor type a `bufferization.to_tensor` of a buffer of type `t` gives."""
     assert isinstance(t, MemRefType)
@@ -119,7 +120,7 @@ def filters_with_buffers(op: spat.ApplyFiltersOp, bridges: Bridges) -> None:
     """`spat.apply_filters` → `pim.apply_filters` into a fresh output buffer, with a one-read
     accumulation buffer (crossbar results cannot accumulate in place)."""
     output = alloc(op.result.type)
-    channels = op.products_shape(op.result.type.get_shape())[-1]
+    channels = op.products_shape(shape_of(op.result))[-1]
     accumulator = alloc(TensorType(op.result.type.element_type, (channels,)))
     Rewriter.insert_op([output, accumulator], InsertPoint.before(op))
     image = bridges.as_memref(op.input, op)

@@ -48,7 +48,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import crossbar_count, crossbars_of, i64_array, i64_attr, num_elements, shape_of
+from cimxdsl.dialects.utils import (
+    crossbar_count,
+    crossbars_of,
+    i64_array,
+    i64_attr,
+    num_elements,
+    shape_of,
+    shape_of_type,
+)
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
@@ -404,10 +412,10 @@ def local_value(
             raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
         buffer = state.input_buffers.get(value)
         if buffer is None:
-            memref_type = MemRefType(value.type.element_type, value.type.get_shape())
+            memref_type = MemRefType(value.type.element_type, shape_of_type(value.type))
             buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
             state.input_buffers[value] = buffer
-        shape = value.type.get_shape()
+        shape = shape_of_type(value.type)
         start, end = rows if rows is not None else (0, shape[0])
         row = num_elements(shape[1:])
         empty = tensor.EmptyOp([], TensorType(value.type.element_type, (end - start, *shape[1:])))
@@ -488,7 +496,7 @@ def transfer_key(state: PimState, sender: CoreBuilder, core: CoreBuilder, ready:
 def store(state: PimState, result: SSAValue, core: CoreBuilder, local: SSAValue) -> None:
     result_type = result.type
     assert isinstance(result_type, TensorType)
-    alloc = memref.AllocOp.get(result_type.element_type, shape=result_type.get_shape())
+    alloc = memref.AllocOp.get(result_type.element_type, shape=shape_of_type(result_type))
     core.add([pim.StoreOp(local, alloc.memref, 0)], state.key(body=True))
     to_tensor = bufferization.ToTensorOp(alloc.memref, restrict=True, writable=True)
     state.output_buffers[result] = (alloc, to_tensor)

@@ -32,7 +32,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, WindowOp
-from cimxdsl.dialects.utils import dense_array, i64_array, i64_attr, identity_cache, shape_of, with_shape
+from cimxdsl.dialects.utils import dense_array, i64_array, i64_attr, identity_cache, shape_of, shape_of_type, with_shape
 from cimxdsl.transforms.pim.mapping.problem import Area, Rows, compute_cost, kept_while_alive, pixels_per_read
 from cimxdsl.transforms.pim.value_bounds import Bounds
 
@@ -45,14 +45,14 @@ _ROWWISE_ARITH = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.MaxSIOp, arith
 def rows_of(value: SSAValue) -> int:
     t = value.type
     assert isinstance(t, TensorType | MemRefType)
-    return t.get_shape()[0]
+    return shape_of_type(t)[0]
 
 
 @identity_cache
 def with_area(t: Attribute, rows: int, columns: int | None) -> Attribute:
     """`t` with `rows` rows and `columns` columns (None: its own)."""
     assert isinstance(t, TensorType)
-    shape = t.get_shape()
+    shape = shape_of_type(t)
     return with_shape(t, (rows, *shape[1:]) if columns is None else (rows, columns, *shape[2:]))
 
 
@@ -164,7 +164,7 @@ def area_plan(compute: spat.ComputeOp) -> AreaPlan:
 
 def whole_area(value: SSAValue) -> Area:
     t = value.type
-    return ((0, t.get_shape()[0]) if isinstance(t, TensorType | MemRefType) and t.get_shape() else (0, 1)), None
+    return ((0, shape_of_type(t)[0]) if isinstance(t, TensorType | MemRefType) and shape_of_type(t) else (0, 1)), None
 
 
 def span(a: Rows | None, b: Rows | None) -> Rows | None:

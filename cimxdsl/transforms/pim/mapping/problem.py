@@ -23,7 +23,7 @@ from cimxdsl.device.chip import PRESETS
 from cimxdsl.device.latency import Latencies
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.crossbar_ops import FilterGeometry, Im2col
-from cimxdsl.dialects.utils import num_elements, shape_of
+from cimxdsl.dialects.utils import num_elements, shape_of, shape_of_type
 from cimxdsl.transforms.pim.value_bounds import INT8, NARROW_BITS, UNBOUNDED, Bounds, within
 
 T = TypeVar("T")
@@ -179,7 +179,7 @@ def cost_plan(compute: spat.ComputeOp) -> CostPlan:
     moved = (*compute.input_args, *block.last_op.operands)  # pyright: ignore[reportOptionalMemberAccess]
     ops = [op for op in block.ops if op.results]
     values = dict.fromkeys([*moved, *(v for op in ops for v in (*op.results, *op.operands))])
-    shapes = {v: v.type.get_shape() for v in values if isinstance(v.type, TensorType | MemRefType)}
+    shapes = {v: shape_of_type(v.type) for v in values if isinstance(v.type, TensorType | MemRefType)}
     return CostPlan(
         moved,
         tuple((*cost_kind(op), op, op.results[0], product_channels(op, shapes[op.results[0]])) for op in ops),
