@@ -245,26 +245,34 @@ def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1, pairings
     ends = [np.concatenate([[0.0], np.cumsum(c.latency)]) for c in costs]
     position = [0] * len(costs)  # the next synchronisation point of each core
     clock = [0.0] * len(costs)  # when each core finished its last synchronisation point
-    done = [np.zeros(len(c.sync)) for c in costs]  # when each synchronisation point ended
+    done = [[0.0] * len(c.sync) for c in costs]  # when each synchronisation point ended
+    # per synchronisation point, as Python lists (the loop below reads them one at a time): its
+    # peer, whether it sends, its own latency, and the time of the program at it and after the last
+    peers = [c.peer.tolist() for c in costs]
+    sends = [c.is_send.tolist() for c in costs]
+    own = [c.latency[c.sync].tolist() for c in costs]
+    at = [e[c.sync].tolist() for c, e in zip(costs, ends, strict=True)]
+    after = [
+        e[np.concatenate([[0], c.sync[:-1] + 1]).astype(np.int64)].tolist() for c, e in zip(costs, ends, strict=True)
+    ]
 
     def arrival(i: int) -> float:
-        k, c = position[i], costs[i]
-        previous = c.sync[k - 1] + 1 if k else 0
-        return clock[i] + ends[i][c.sync[k]] - ends[i][previous]
+        k = position[i]
+        return clock[i] + at[i][k] - after[i][k]
 
     pending = deque(range(len(costs)))
     while pending:
         a = pending.popleft()
-        if position[a] >= len(costs[a].sync):
+        if position[a] >= len(peers[a]):
             continue
         k = position[a]
-        b = index.get(int(costs[a].peer[k]))
-        if b is None or position[b] >= len(costs[b].sync):
+        b = index.get(peers[a][k])
+        if b is None or position[b] >= len(peers[b]):
             continue
         kb = position[b]
-        if costs[b].peer[kb] != ids[a] or costs[b].is_send[kb] == costs[a].is_send[k]:
+        if peers[b][kb] != ids[a] or sends[b][kb] == sends[a][k]:
             continue
-        transfer = max(costs[a].latency[costs[a].sync[k]], costs[b].latency[costs[b].sync[kb]])
+        transfer = max(own[a][k], own[b][kb])
         if pairings is not None:
             pairings.arrive[a][k], pairings.arrive[b][kb] = arrival(a), arrival(b)
             pairings.partner[a][k], pairings.partner[b][kb] = (b, kb), (a, k)
@@ -284,7 +292,7 @@ def rendezvous(costs: list[CoreCosts], ids: list[int], rounds: int = 1, pairings
         if len(c.sync):
             last = np.searchsorted(c.sync, boundaries) - 1  # its last synchronisation point (-1: none yet)
             point = np.maximum(last, 0)
-            result[i] += np.where(last >= 0, done[i][point] - ends[i][c.sync[point] + 1], 0.0)
+            result[i] += np.where(last >= 0, np.asarray(done[i])[point] - ends[i][c.sync[point] + 1], 0.0)
     return result
 
 
