@@ -14,8 +14,21 @@ import pytest
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before anything in this process loads NumPy
 
 
+@pytest.hookimpl(trylast=True)  # after `-k`/`-m` have deselected: lit starts only for its tests left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     lit = [item for item in items if item.nodeid.startswith("tests/test_filecheck.py::")]
     if lit and not config.option.collectonly:
         items.sort(key=lambda item: item.nodeid.startswith("tests/test_filecheck.py::"))
-        lit[0].module.start_lit()
+        STARTED.append(lit[0].module)
+        lit[0].module.start_lit([item.callspec.params["path"] for item in lit])
+
+
+STARTED: list = []
+"""The module that started the lit run (tests/test_filecheck.py), once it has."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A lit run nobody waited for (the run stopped before its tests: `-x`, an interrupt) is
+    stopped with the session rather than left running."""
+    for module in STARTED:
+        module.stop_lit()

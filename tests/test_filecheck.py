@@ -1,5 +1,7 @@
 """Runs the lit/filecheck suite under pytest: one pytest test per .mlir file, one lit run for all."""
 
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,11 +26,13 @@ the unit tests take several times as long, in this one process, and wait for lit
 so lit takes the core they leave (on two cores, sharing theirs slowed them by half while lit ran)."""
 
 
-def start_lit() -> None:
-    """Start the one lit run for all files, if not started yet. The suite's conftest starts it when
-    collection ends and runs these tests last, so that lit works beside the unit tests."""
+def start_lit(paths: list[Path] | None = None) -> None:
+    """Start the one lit run for `paths` (default: all files), if not started yet. The suite's
+    conftest starts it, for the files whose tests are selected, when collection ends and runs these
+    tests last, so that lit works beside the unit tests."""
     if LIT:
         return
+    paths = [SUITE] if paths is None or set(paths) == set(LIT_FILES) else paths
     directory = Path(tempfile.mkdtemp(prefix="cimxdsl-lit-"))
     LIT["report"], LIT["log"] = directory / "results.xml", directory / "lit.log"
     with open(LIT["log"], "w") as log:
@@ -37,7 +41,7 @@ def start_lit() -> None:
                 sys.executable,
                 "-c",
                 f"import os; os.nice({LIT_NICENESS}); from lit.main import main; main()",
-                str(SUITE),
+                *map(str, paths),
                 "-q",
                 "--xunit-xml-output",
                 str(LIT["report"]),
@@ -45,7 +49,16 @@ def start_lit() -> None:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # (its own process group: `stop_lit` stops the tools it started too)
         )
+
+
+def stop_lit() -> None:
+    """Stop the lit run and what it started, if it is still running."""
+    process = LIT.get("process")
+    if isinstance(process, subprocess.Popen) and process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
 
 
 @pytest.fixture(scope="session")
