@@ -754,15 +754,16 @@ def weight_matrix(value: SSAValue) -> np.ndarray:
     return dense_array(owner.value)
 
 
-def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
+def channel_peers(cores: list[pim.CoreOp], bodies: list[list[Operation]]) -> dict[SSAValue, tuple[int, int]]:
+    """Each channel's (sender, receiver) core ids (`bodies`: each core's ops)."""
     senders: dict[SSAValue, int] = {}
     receivers: dict[SSAValue, int] = {}
-    for core in cores:
+    for core, ops in zip(cores, bodies, strict=True):
         core_id = core.get_core_id()
-        for op in core.body.block.ops:
-            if isinstance(op, spat.ChannelSendOp):
+        for op in ops:  # (op types compared exactly: an isinstance test of an op is several times slower)
+            if type(op) is spat.ChannelSendOp:
                 senders[op.channel] = core_id
-            elif isinstance(op, spat.ChannelReceiveOp):
+            elif type(op) is spat.ChannelReceiveOp:
                 receivers[op.channel] = core_id
     peers = {}
     for channel, sender in senders.items():
@@ -774,21 +775,22 @@ def channel_peers(cores: list[pim.CoreOp]) -> dict[SSAValue, tuple[int, int]]:
     return peers
 
 
-def global_buffers(cores: list[pim.CoreOp], element_bytes: int) -> dict[SSAValue, int]:
-    """Byte addresses of the global buffers the cores load from or store to, in order of use."""
+def global_buffers(bodies: list[list[Operation]], element_bytes: int) -> dict[SSAValue, int]:
+    """Byte addresses of the global buffers the cores (`bodies`: their ops) load from or store to,
+    in order of use."""
     addresses: dict[SSAValue, int] = {}
     top = 0
-    for core in cores:
-        for op in core.body.block.ops:
-            if isinstance(op, pim.LoadOp | pim.StoreOp) and op.global_ not in addresses:
+    for ops in bodies:
+        for op in ops:
+            if (type(op) is pim.LoadOp or type(op) is pim.StoreOp) and op.global_ not in addresses:
                 addresses[op.global_] = top
                 top += num_elements(shape_of(op.global_)) * element_bytes
     return addresses
 
 
-def data_element_bytes(cores: list[pim.CoreOp]) -> int:
+def data_element_bytes(bodies: list[list[Operation]]) -> int:
     """Bytes per element of the data the cores compute on (one width for the whole program)."""
-    types = {id(r.type): r for core in cores for op in core.body.block.ops for r in op.results}  # one per type
+    types = {id(r.type): r for ops in bodies for op in ops for r in op.results}  # one per type
     widths = {element_bits(r) for r in types.values() if isinstance(r.type, TensorType | MemRefType)}
     if len(widths) > 1:
         raise pass_error("pim-codegen", f"the cores mix element widths {sorted(widths)}")
@@ -814,13 +816,14 @@ def global_layout(function: func.FuncOp) -> tuple[list[pim.CoreOp], GlobalLayout
     ids = [c.get_core_id() for c in cores]
     if ids != list(range(len(cores))):
         raise pass_error("pim-codegen", f"core ids must be 0..{len(cores) - 1}, got {ids}")
-    element_bytes = data_element_bytes(cores)
-    addresses = global_buffers(cores, element_bytes)
+    bodies = [list(core.body.block.ops) for core in cores]
+    element_bytes = data_element_bytes(bodies)
+    addresses = global_buffers(bodies, element_bytes)
     for value, address in addresses.items():
         owner = value.owner
         assert isinstance(owner, Operation)
         owner.attributes[pim.ADDRESS] = IntegerAttr(address, i64)
-    return cores, GlobalLayout(addresses, channel_peers(cores), element_bytes, core_value_bounds(cores))
+    return cores, GlobalLayout(addresses, channel_peers(cores, bodies), element_bytes, core_value_bounds(bodies))
 
 
 def core_code(core: pim.CoreOp, layout: GlobalLayout) -> pim.CoreCode:

@@ -84,7 +84,7 @@ def test_transfers_of_8_bit_values_move_8_bit_elements_and_widen_where_read_wide
     apply(module, "pim-bufferize")
     # what each send carries, from the values' bounds: one byte per element of an int8 value
     core_ops = sorted((op for op in module.walk() if isinstance(op, pim.CoreOp)), key=lambda c: c.get_core_id())
-    bounds = core_value_bounds(core_ops)
+    bounds = core_value_bounds([list(core.body.block.ops) for core in core_ops])
     carried = [
         [
             (num_elements(shape_of(op.value)), within(bounds.get(op.value, UNBOUNDED), INT8))
