@@ -134,22 +134,37 @@ IDENTITY_CACHE_SIZE = 1 << 16
 """The entries an `identity_cache` holds before it starts again."""
 
 
+_BY_VALUE = (int, float, str, tuple, bool, type(None))
+"""The arguments an `identity_cache` keys by value (the others, attributes, by identity)."""
+
+
 def identity_cache(function: Callable[..., T]) -> Callable[..., T]:
-    """`function` of attributes (and hashable values) computed once per attribute object: attributes
-    are immutable, but hashing or comparing an equal one walks all its parameters, where an object's
-    id is one lookup. The table keeps the attributes it has seen alive, so an id stays theirs, and
-    starts again past `IDENTITY_CACHE_SIZE` entries."""
-    table: dict[tuple, tuple[tuple, T]] = {}
+    """`function` of attributes (and numbers, strings and tuples) computed once per attribute
+    object: attributes are immutable, but hashing or comparing an equal one walks all its
+    parameters, where an object's id is one lookup. The table keeps the attributes it has seen
+    alive, so an id stays theirs, and starts again past `IDENTITY_CACHE_SIZE` entries."""
+    table: dict = {}
+
+    def remembered(key, args: tuple) -> T:
+        if len(table) >= IDENTITY_CACHE_SIZE:
+            table.clear()
+        hit = table[key] = (args, function(*args))
+        return hit[1]
+
+    if function.__code__.co_argcount == 1:  # (one attribute: its id is the key)
+
+        @functools.wraps(function)
+        def cached_one(a):
+            hit = table.get(id(a))
+            return remembered(id(a), (a,)) if hit is None else hit[1]
+
+        return cached_one
 
     @functools.wraps(function)
     def cached(*args):
-        key = tuple(id(a) if isinstance(a, Attribute) else a for a in args)
+        key = tuple([a if isinstance(a, _BY_VALUE) else id(a) for a in args])
         hit = table.get(key)
-        if hit is None:
-            if len(table) >= IDENTITY_CACHE_SIZE:
-                table.clear()
-            hit = table[key] = (args, function(*args))
-        return hit[1]
+        return remembered(key, args) if hit is None else hit[1]
 
     return cached
 

@@ -27,6 +27,7 @@ from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import identity_cache, shape_of, shape_of_type
 from cimxdsl.transforms.common.errors import pass_error
+from cimxdsl.transforms.common.functions import functions_holding
 
 _ON_BUFFERS = (
     pim.LoadOp,
@@ -196,5 +197,6 @@ class PimBufferizePass(ModulePass):
     name = "pim-bufferize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for core in [o for o in op.walk() if isinstance(o, pim.CoreOp)]:
-            bufferize_core(core)
+        for function in functions_holding(op, pim.CoreOp):
+            for core in [o for o in function.body.block.ops if isinstance(o, pim.CoreOp)]:
+                bufferize_core(core)

@@ -30,7 +30,7 @@ from cimxdsl.dialects import spatial as spat
 from cimxdsl.dialects.utils import crossbar_count
 from cimxdsl.transforms.common.device_option import ChipOption
 from cimxdsl.transforms.common.errors import pass_error
-from cimxdsl.transforms.common.functions import functions_holding
+from cimxdsl.transforms.common.functions import functions_holding, functions_in
 from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.pim.mapping import (
     Mapping,
@@ -215,12 +215,8 @@ def apply_mapping(
 
 def mapping_summaries(module: ModuleOp) -> list[str]:
     """The `spat.mapping` summaries of the module's functions."""
-    summaries = []
-    for op in module.walk():
-        summary = op.attributes.get(SUMMARY)
-        if isinstance(summary, StringAttr):
-            summaries.append(summary.data)
-    return summaries
+    summaries = [function.attributes.get(SUMMARY) for function in functions_in(module)]
+    return [summary.data for summary in summaries if isinstance(summary, StringAttr)]
 
 
 def spatial_crossbars(op: Operation) -> tuple[int, ...]:

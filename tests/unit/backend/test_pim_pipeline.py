@@ -210,6 +210,8 @@ def test_compile_to_pim_reports_counts_utilization_and_time(tmp_path):
     assert set(report["compile_time_s"]) >= {"cinm-to-spatial", "spatial-to-pim", "pim-codegen", "total"}
     assert report["crossbar_utilization"] == 54 / 55
     assert (tmp_path / "config.json").is_file() and (tmp_path / "core_10.json").is_file()
+    # the module is left bufferized (cores with regions inside functions): every op counted
+    assert report["ir_ops"]["pim-bufferize"] == sum(1 for _ in module.walk()) > 54
 
 
 def test_channel_concat_and_the_pim_pipeline(tmp_path):
