@@ -220,8 +220,13 @@ def mapping_summaries(module: ModuleOp) -> list[str]:
 
 
 def spatial_crossbars(op: Operation) -> tuple[int, ...]:
-    """The crossbars each `spat.compute` inside `op` holds."""
-    return tuple(crossbar_count(compute.weights) for compute in op.walk() if isinstance(compute, spat.ComputeOp))
+    """The crossbars each `spat.compute` of the functions inside `op` holds."""
+    return tuple(
+        crossbar_count(compute.weights)
+        for function in functions_in(op)
+        for compute in function.body.ops
+        if isinstance(compute, spat.ComputeOp)
+    )
 
 
 def fitting_cores(crossbars: Sequence[int], cores: int, per_core: int) -> int:
