@@ -92,9 +92,11 @@ def operand_areas(op: Operation, area: Area) -> list[Area | None] | None:
     return None if rule is None else rule(area)
 
 
+@kept_while_alive
 def area_rule(op: Operation) -> AreaRule | None:
-    """`operand_areas` of `op` as a function of the result's area, read from `op` once; None if
-    `op` has no row-wise form. A window op reads whole rows (its pads crop them to the columns)."""
+    """`operand_areas` of `op` as a function of the result's area, read from `op` once (while it
+    lives); None if `op` has no row-wise form. A window op reads whole rows (its pads crop them to
+    the columns)."""
     if isinstance(op, spat.ApplyFiltersOp | spat.MaxPoolOp | spat.AvgPoolOp):
         if len(shape_of(op.input)) == 2:
             return lambda area: [area]
