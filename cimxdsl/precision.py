@@ -61,9 +61,7 @@ def read_precision(spec: Mapping | str | Path, where: str = "precision") -> dict
             raise PrecisionError(f"{where}: layer '{key}': give weight_bits and input_bits, got {value!r}")
         for setting, bits in value.items():
             if setting not in PRECISION:
-                raise PrecisionError(
-                    f"{where}: layer '{key}': unknown setting '{setting}' (settings: {', '.join(PRECISION)})"
-                )
+                raise PrecisionError(f"{where}: layer '{key}': unknown setting '{setting}' (settings: {', '.join(PRECISION)})")
             if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= MAX_PRECISION:
                 raise PrecisionError(
                     f"{where}: layer '{key}': {setting} must be an integer from 1 to {MAX_PRECISION}, got {bits!r}"

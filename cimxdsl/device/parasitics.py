@@ -142,9 +142,7 @@ def _factorised(entries: tuple[np.ndarray, np.ndarray, np.ndarray], size: int):
         dense = np.zeros((size, size))
         np.add.at(dense, (i, j), v)
         return lambda rhs: np.linalg.solve(dense, rhs)
-    lu = splu(
-        csc_matrix((v, (i, j)), shape=(size, size)), permc_spec="MMD_AT_PLUS_A"
-    )  # symmetric: a symmetric ordering
+    lu = splu(csc_matrix((v, (i, j)), shape=(size, size)), permc_spec="MMD_AT_PLUS_A")  # symmetric: a symmetric ordering
     return lu.solve
 
 

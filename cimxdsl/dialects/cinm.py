@@ -561,9 +561,7 @@ class ProductOp(IRDLOperation):
                 "(Cinnamon's buffer form) without one"
             )
         if self.bias is not None and self.bias.type != self.target.type:
-            raise VerifyException(
-                f"'{self.name}' bias type {self.bias.type} must be the result type {self.target.type}"
-            )
+            raise VerifyException(f"'{self.name}' bias type {self.bias.type} must be the result type {self.target.type}")
 
     @classmethod
     def parse(cls, parser: Parser) -> ProductOp:
