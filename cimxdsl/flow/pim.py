@@ -36,19 +36,15 @@ from cimxdsl.frontend.integer import import_integer, product_layers
 from cimxdsl.frontend.onnx_importer import OnnxImportError, graph_inputs, load_model
 from cimxdsl.models import CompileError, PimModel
 from cimxdsl.precision import resolve_precision
+from cimxdsl.transforms.common.functions import function_notes
 from cimxdsl.transforms.pim.cinm_to_spatial import CinmToSpatialPass
 from cimxdsl.transforms.pim.crossbar_weights import Packing
 from cimxdsl.transforms.pim.mapping import Strategy
 from cimxdsl.transforms.pim.mapping.bands import DEFAULT_ROWS_PER_BAND, SLACK, Pipeline
 from cimxdsl.transforms.pim.pim_codegen import functions_with_cores, generate
 from cimxdsl.transforms.pim.pipeline import DEFAULT_PACKING, PimPipelinePass
-from cimxdsl.transforms.pim.spatial_mapping import (
-    SpatialMappingPass,
-    fitting_cores,
-    mapping_summaries,
-    spatial_crossbars,
-)
-from cimxdsl.transforms.pim.spatial_to_pim import SpatialToPimPass, pim_geometry, pipeline_summaries
+from cimxdsl.transforms.pim.spatial_mapping import SUMMARY, SpatialMappingPass, fitting_cores, spatial_crossbars
+from cimxdsl.transforms.pim.spatial_to_pim import PIPELINE, SpatialToPimPass, pim_geometry
 
 BandSlack = float | Literal["auto"]
 SEARCHED_SLACKS = (SLACK, 1.0, 1.5)
@@ -145,7 +141,7 @@ class PassTimer:
             if isinstance(previous, CinmToSpatialPass):
                 self.crossbars = spatial_crossbars(module)
             if isinstance(previous, SpatialMappingPass):
-                self.summaries = mapping_summaries(module)
+                self.summaries = function_notes(module, SUMMARY)
             self.freeze()
         self.start = time.perf_counter()
 
@@ -204,7 +200,7 @@ def compile_to_pim(
         else:
             artifacts = lowered(steps, module, timer)
         times, ir_ops = timer.seconds, timer.ops
-        pipelined = [*pipeline_summaries(module), *([searched] if searched else [])]
+        pipelined = [*function_notes(module, PIPELINE), *([searched] if searched else [])]
         spatial_to_pim = next(p for p in steps if isinstance(p, SpatialToPimPass))
         cores_given, per_core = pim_geometry(device, spatial_to_pim.cores, spatial_to_pim.crossbars_per_core)
         if spatial_to_pim.fit:

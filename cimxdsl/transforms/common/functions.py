@@ -1,7 +1,7 @@
 """The functions a pass works on: those whose body holds the ops it lowers."""
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 
@@ -9,6 +9,12 @@ def functions_holding(module: ModuleOp, kind: type[Operation]) -> list[func.Func
     """The functions of `module` (nested ones too, in walk order) with an op of type `kind` directly
     in their body, listed before the pass changes any of them."""
     return [f for f in functions_in(module) if f.body.blocks and any(isinstance(o, kind) for o in f.body.block.ops)]
+
+
+def function_notes(module: ModuleOp, name: str) -> list[str]:
+    """The string attribute `name` of each function of `module` that has one (a pass's summary)."""
+    notes = [function.attributes.get(name) for function in functions_in(module)]
+    return [note.data for note in notes if isinstance(note, StringAttr)]
 
 
 def functions_in(op: Operation) -> list[func.FuncOp]:

@@ -213,12 +213,6 @@ def apply_mapping(
     return shared
 
 
-def mapping_summaries(module: ModuleOp) -> list[str]:
-    """The `spat.mapping` summaries of the module's functions."""
-    summaries = [function.attributes.get(SUMMARY) for function in functions_in(module)]
-    return [summary.data for summary in summaries if isinstance(summary, StringAttr)]
-
-
 def spatial_crossbars(op: Operation) -> tuple[int, ...]:
     """The crossbars each `spat.compute` of the functions inside `op` holds."""
     return tuple(

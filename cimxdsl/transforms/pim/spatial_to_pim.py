@@ -60,7 +60,7 @@ from cimxdsl.dialects.utils import (
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
 from cimxdsl.transforms.common.device_option import pass_device
 from cimxdsl.transforms.common.errors import pass_error
-from cimxdsl.transforms.common.functions import functions_holding, functions_in
+from cimxdsl.transforms.common.functions import functions_holding
 from cimxdsl.transforms.common.options import ChoicePass
 from cimxdsl.transforms.pim.cinm_to_spatial import ORIGIN
 from cimxdsl.transforms.pim.mapping.bands import (
@@ -539,12 +539,6 @@ def pipeline_summary(computes: list[spat.ComputeOp], rows_per_band: int) -> str:
     )
     rows = f"{rows_per_band} row{'s' if rows_per_band != 1 else ''}"
     return f"row pipeline: {len(computes) - whole} bands of at least {rows}{note}"
-
-
-def pipeline_summaries(module: ModuleOp) -> list[str]:
-    """The row pipeline summaries of the module's functions."""
-    summaries = [function.attributes.get(PIPELINE) for function in functions_in(module)]
-    return [summary.data for summary in summaries if isinstance(summary, StringAttr)]
 
 
 def rows_read(arg: SSAValue) -> tuple[int, int] | None:
