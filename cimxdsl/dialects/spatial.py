@@ -76,7 +76,15 @@ from cimxdsl.dialects.crossbar_ops import (
     WindowOp,
     verify_same_kind,
 )
-from cimxdsl.dialects.utils import element_type, i64_array, i64_attr, static_shape, verify_yielded, with_shape
+from cimxdsl.dialects.utils import (
+    element_type,
+    i64_array,
+    i64_attr,
+    shape_of_type,
+    static_shape,
+    verify_yielded,
+    with_shape,
+)
 
 
 @functools.cache
@@ -479,14 +487,15 @@ class ConcatOp(IRDLOperation):
     assembly_format = "`axis` $axis $inputs attr-dict `:` type($inputs) `->` type($result)"
 
     def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
-        types = [SSAValue.get(v).type for v in inputs]
+        operands = [SSAValue.get(v) for v in inputs]
+        types = [v.type for v in operands]
         first = types[0]
         assert isinstance(first, TensorType | MemRefType)
-        shape = list(first.get_shape())
-        shape[axis] = sum(t.get_shape()[axis] for t in types if isinstance(t, TensorType | MemRefType))
+        shape = list(shape_of_type(first))
+        shape[axis] = sum(shape_of_type(t)[axis] for t in types if isinstance(t, TensorType | MemRefType))
         Operation.__init__(
             self,
-            operands=[SSAValue.get(v) for v in inputs],
+            operands=operands,
             result_types=[with_shape(first, tuple(shape))],
             properties={"axis": i64_attr(axis)},
         )

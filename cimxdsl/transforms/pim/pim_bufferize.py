@@ -25,7 +25,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import identity_cache, shape_of, shape_of_type
+from cimxdsl.dialects.utils import identity_cache, shape_of, shape_of_type, with_shape
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 
@@ -122,7 +122,7 @@ def filters_with_buffers(op: spat.ApplyFiltersOp, bridges: Bridges) -> None:
     accumulation buffer (crossbar results cannot accumulate in place)."""
     output = alloc(op.result.type)
     channels = op.products_shape(shape_of(op.result))[-1]
-    accumulator = alloc(TensorType(op.result.type.element_type, (channels,)))
+    accumulator = alloc(with_shape(op.result.type, (channels,)))
     Rewriter.insert_op([output, accumulator], InsertPoint.before(op))
     image = bridges.as_memref(op.input, op)
     # the same properties (weights, geometry, packing): `pim.apply_filters` shares them
