@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 from cimxdsl.device import Device
 from cimxdsl.interpreters import build_interpreter, entry_function
 from cimxdsl.interpreters.values import as_type
+from tests.unit.helpers import dense_hex
 
 
 def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
@@ -25,9 +26,17 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main
 # ----------------------------------------------------------------------------------------------
 
 
+DECIMAL_LIMIT = 64
+"""The most values a constant's `dense<...>` writes in decimal: more go as their bytes in hex
+(`dense_hex`), since the parser reads decimal text element by element (64 k values: ~3 s)."""
+
+
 def dense(array: np.ndarray) -> str:
-    """`dense<...>` text of an integer array."""
-    return "dense<" + np.array2string(np.asarray(array), separator=", ", threshold=1 << 30).replace("\n", "") + ">"
+    """`dense<...>` text of an integer array (i32)."""
+    values = np.asarray(array)
+    if values.size > DECIMAL_LIMIT:
+        return dense_hex(values, "i32")
+    return "dense<" + np.array2string(values, separator=", ", threshold=1 << 30).replace("\n", "") + ">"
 
 
 def tensor_type(shape: Sequence[int]) -> str:
