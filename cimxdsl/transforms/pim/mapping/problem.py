@@ -331,25 +331,27 @@ def stages_in_order(problem: MappingProblem, items: list[tuple[float, int]], sta
     cores: list[list[int]] = [[] for _ in problem.crossbars]
     loads: list[float] = []
     room: list[int] = []
-    last: list[int] = []
+    last: dict[int, list[int]] = {}  # the cores last given each compute
     for load, i in items:
+        # (in core order: of equally loaded cores the first)
+        candidates = sorted([*last.get(i - 1, ()), *last.get(i, ())])
         fitting = [
-            c
-            for c in range(len(loads))
-            if last[c] >= i - 1 and loads[c] + load <= stage and room[c] >= problem.crossbars[i] and c not in cores[i]
+            c for c in candidates if loads[c] + load <= stage and room[c] >= problem.crossbars[i] and c not in cores[i]
         ]
         if fitting:
             core = max(fitting, key=lambda c: loads[c])
+            if core not in last.setdefault(i, []):
+                last[i - 1].remove(core)
+                last[i].append(core)
         else:
             if len(loads) == problem.cores:
                 return None
             core = len(loads)
             loads.append(0.0)
             room.append(problem.per_core)
-            last.append(i)
+            last.setdefault(i, []).append(core)
         loads[core] += load
         room[core] -= problem.crossbars[i]
-        last[core] = i
         cores[i].append(core)
     return Mapping([len(c) for c in cores], cores, max(loads, default=0.0))
 
