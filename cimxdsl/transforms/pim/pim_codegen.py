@@ -600,22 +600,23 @@ class CoreCodegen:
     def concat(self, op: spat.ConcatOp) -> None:
         """`lmv`s of the pieces; at 8 bits (under `setbw 8, wide`) when a piece is held only so (a
         received band) and every piece is held so or fits 8 bits."""
-        narrow = any(v in self.narrow and v not in self.local for v in op.inputs) and all(
-            v in self.narrow or self.fits_narrow(v) for v in op.inputs
+        inputs = op.inputs
+        narrow = any(v in self.narrow and v not in self.local for v in inputs) and all(
+            v in self.narrow or self.fits_narrow(v) for v in inputs
         )
         width = NARROW_BYTES if narrow else self.bytes
         axis = op.axis.value.data
         out_shape = shape_of(op.result)
         outer = num_elements(out_shape[:axis])
         row = num_elements(out_shape[axis:])
-        sources = [self.narrowed(v) if narrow else self.address(v) for v in op.inputs]
+        sources = [self.narrowed(v) if narrow else self.address(v) for v in inputs]
         if narrow:
             result = self.narrow[op.result] = self.scratch(num_elements(out_shape), width)
             self.set_widths(NARROW_BITS, self.bits)
         else:
             result = self.allocate(op.result)
         offset = 0
-        for value, source in zip(op.inputs, sources, strict=True):
+        for value, source in zip(inputs, sources, strict=True):
             assert source is not None
             piece = num_elements(shape_of(value)[axis:])
             for o in range(outer):
