@@ -180,32 +180,17 @@ def nhwc_windows(image: np.ndarray, kernel, strides, dilations) -> np.ndarray:
     return strided(image, coefficients, np.zeros(4, np.int64), (n, oh, ow, kh, kw, c))
 
 
-def image_windows(x: np.ndarray, kernel, strides, dilations) -> np.ndarray:
-    """The read-only view (n, c, ky, kx, oy, ox) of the windows of NCHW images:
-    `[n, c, ky, kx, oy, ox] = x[n, c, oy·sh + ky·dh, ox·sw + kx·dw]`."""
-    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
-    n, c, h, w = x.shape
-    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
-    coefficients = np.zeros((4, 6), np.int64)
-    coefficients[0, 0] = coefficients[1, 1] = 1
-    coefficients[2, [2, 4]] = dh, sh
-    coefficients[3, [3, 5]] = dw, sw
-    return strided(x, coefficients, np.zeros(4, np.int64), (n, c, kh, kw, oh, ow))
-
-
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
     """A convolution of NCHW images with FCHW weights: per image, the weights as an F × C·KH·KW
     matrix times the image's windows as C·KH·KW × OH·OW columns (copied from the image held as
-    NCHW, in runs along its rows). The result is a new NCHW-ordered array."""
+    NCHW, in runs along its rows). The result is a new NCHW-ordered array (`linalg_convolution`
+    adds into it)."""
     f, c, kh, kw = w.shape
-    windows = image_windows(np.ascontiguousarray(x), (kh, kw), strides, dilations)
+    nhwc = np.ascontiguousarray(x).transpose(0, 2, 3, 1)  # (the NCHW memory seen as NHWC)
+    windows = nhwc_windows(nhwc, (kh, kw), strides, dilations).transpose(0, 5, 3, 4, 1, 2)  # (n, c, ky, kx, oy, ox)
     n, oh, ow = windows.shape[0], *windows.shape[-2:]
     cols = windows.reshape(n, c * kh * kw, oh * ow)
-    weights = w.reshape(f, -1)
-    out = np.empty((n, f, oh * ow), np.result_type(x, w))
-    for image in range(n):
-        np.matmul(weights, cols[image], out=out[image])
-    return out.reshape(n, f, oh, ow)
+    return np.matmul(w.reshape(f, -1), cols).reshape(n, f, oh, ow)
 
 
 def conv2d_ngchw_gfchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
