@@ -6,8 +6,9 @@ model per process for its own peak.
 
     python benchmarks/compile_time.py [resnet18 resnet50 vgg19 mobilenetv2 light:NAME light]
         [--size 224] [--width 64] [--mode int8|exact]
-    python benchmarks/compile_time.py resnet18 --target pim [--cores N] [--chip pimcomp] [--packing kernel|im2col]
-        [--mapping none|greedy|ga] [--pipeline layer|row] [--crossbars-per-core N]
+    python benchmarks/compile_time.py resnet18 --target pim [--cores N] [--chip pimcomp]
+        [--packing kernel|im2col|sdk] [--array-group N] [--mapping none|greedy|ga] [--pipeline layer|row]
+        [--band-slack S] [--share-rows] [--row-weight W] [--crossbars-per-core N] [--calibration-images N]
 
 With `--target pim` it also prints the performance estimate on the chip (latency per image,
 pipelined throughput, bottleneck, energy) and the estimate's own time; without `--cores` the
@@ -30,6 +31,7 @@ import cimxdsl
 import cimxdsl.api
 from benchmarks.model_zoo import MODELS
 from cimxdsl.flow.pim import DEFAULT_PACKING
+from cimxdsl.transforms.pim.mapping.bands import SLACK
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 """onnx's light architectures: the model zoo's graphs with their weights replaced by constants."""
@@ -58,9 +60,14 @@ def main() -> None:
     parser.add_argument("--cores", type=int, help="PIM cores offered (default: the chip's if the model fits)")
     parser.add_argument("--crossbars-per-core", type=int, help="PIM crossbars per core (default: the chip's)")
     parser.add_argument("--chip", default="pimcomp", help="PIM chip preset or file of the performance estimate")
-    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col"])
+    parser.add_argument("--packing", default=DEFAULT_PACKING, choices=["kernel", "im2col", "sdk"])
+    parser.add_argument("--array-group", type=int, default=1, help="crossbars one mvmul reads side by side")
     parser.add_argument("--mapping", default="none", choices=["none", "greedy", "ga"])
     parser.add_argument("--pipeline", default="layer", choices=["layer", "row"], help="the PIM pipeline")
+    parser.add_argument("--band-slack", type=float, default=SLACK, help="the row pipeline's list-schedule slack")
+    parser.add_argument("--share-rows", action="store_true", help="replicas compute each band together")
+    parser.add_argument("--row-weight", type=float, default=0.0, help="the mapping's weight of layers of few rows")
+    parser.add_argument("--calibration-images", type=int, default=2, help="random images the import calibrates on")
     args = parser.parse_args()
     names = [n for name in args.models for n in (sorted(light_names()) if name == "light" else [name])]
     for name in names:
@@ -68,7 +75,8 @@ def main() -> None:
         weights = {init.name for init in model.graph.initializer}
         image = next(i for i in model.graph.input if i.name not in weights)  # light models list weights too
         shape = [d.dim_value or 1 for d in image.type.tensor_type.shape.dim]
-        calibration = np.random.default_rng(0).normal(size=(2, *shape[1:])).astype(np.float32)
+        calibration = np.random.default_rng(0).normal(size=(args.calibration_images, *shape[1:]))
+        calibration = calibration.astype(np.float32)
         if args.target == "pim":
             compile_pim(name, model, calibration, args)
             continue
@@ -102,8 +110,12 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
             crossbars_per_core=args.crossbars_per_core,
             out_dir=out,
             packing=args.packing,
+            array_group=args.array_group,
             mapping=args.mapping,
             pipeline=args.pipeline,
+            band_slack=args.band_slack,
+            share_rows=args.share_rows,
+            row_weight=args.row_weight,
             chip=args.chip,
         ).report()
         total, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -112,7 +124,8 @@ def compile_pim(name: str, model, calibration: np.ndarray, args) -> None:
     )
     p = report["performance"]
     print(
-        f"{name} (pim, {args.packing} packing, {args.pipeline} pipeline): {total:.1f} s total, {cpu:.1f} s CPU ({stages});"
+        f"{name} (pim, {args.packing} packing, {args.pipeline} pipeline{', share-rows' if args.share_rows else ''}):"
+        f" {total:.1f} s total, {cpu:.1f} s CPU ({stages});"
         f" {report['crossbars_used']} crossbars ({report['cell_utilization']:.1%} of their cells used) on"
         f" {report['cores_used']} cores, {report['instructions']} instructions, busiest core"
         f" {max(report['instructions_per_core'])}; peak memory {peak_memory_mib():.0f} MiB\n"
