@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -480,7 +481,7 @@ class DeviceConfig:
     def lossless_adc(self) -> bool:
         return self.adc_bits == 0
 
-    @property
+    @cached_property  # (asked per product; the fields are frozen once validated)
     def noiseless(self) -> bool:
         """No programming or read noise, no stuck cells, no drift and no IR drop."""
         return (
@@ -544,7 +545,7 @@ class DeviceConfig:
             "noise": noise,
         }
 
-    @property
+    @cached_property
     def exact(self) -> bool:
         """Lossless ADC and no noise: every MVM equals the exact product."""
         return self.lossless_adc and self.noiseless

@@ -266,14 +266,7 @@ class Device:
             read = self._read_tiles(ops, booked)
             if all(w is None or _read_only(w) for w in ops.weights):
                 booked.read = read
-        free, now = self._free_at, self.now_ns
-        for crossbars, durations, touched, barrier in booked.segments:
-            if len(crossbars):  # (each crossbar's run one after the other from max(now, its end), in order)
-                free[touched] = np.maximum(free[touched], now)
-                np.add.at(free, crossbars, durations)
-            if barrier is not None:
-                now = max(now, float(free[barrier].max()))
-        self.now_ns = now
+        self.now_ns = booked.advance(self._free_at, self.now_ns)
         booked.last_read = read
         self._metrics.add_many(*booked.operations)
         self._ops_seen += booked.seen
@@ -577,6 +570,28 @@ class Booked:
     last_read: dict[int, Tile] | None = None
     """Per MVM on a bit-sliced device, the tile it read when last booked (what its product reads)."""
     reported: tuple[list[int], list[DeviceConfig]] = ([], [])
+    timeline: tuple[bytes, float, np.ndarray, float] | None = None
+    """The crossbars' end times and the host time the segments last started from, and what they
+    left (a run booked again from the same times leaves the same)."""
+
+    def advance(self, free: np.ndarray, now: float) -> float:
+        """Run the segments on the crossbars' end times `free` (in place) from host time `now`:
+        each crossbar's operations one after the other from max(now, its end), in order, and each
+        barrier waiting for its crossbars; returns the new host time."""
+        start = free.tobytes()
+        seen = self.timeline
+        if seen is not None and seen[0] == start and seen[1] == now:
+            free[:] = seen[2]
+            return seen[3]
+        begun = now
+        for crossbars, durations, touched, barrier in self.segments:
+            if len(crossbars):
+                free[touched] = np.maximum(free[touched], now)
+                np.add.at(free, crossbars, durations)
+            if barrier is not None:
+                now = max(now, float(free[barrier].max()))
+        self.timeline = (start, begun, free.copy(), now)
+        return now
 
     def fits(self, device: Device, keys: list, needed: np.ndarray, batches: np.ndarray) -> bool:
         return (

@@ -605,11 +605,19 @@ class BookedRun:
     on_backend = True
     """Its MVMs' inputs may be held on another array backend (`prepared.Step.on_backend`)."""
 
+    def __post_init__(self):
+        self.report = [j for j, _ in self.tiles]
+        self.batches: tuple[tuple[int, ...] | None, np.ndarray] = (None, np.zeros(0, np.int64))
+        """The rows of the operands last read (None: none yet), and the MVMs' batches they gave."""
+
     def __call__(self, interpreter, op, args) -> tuple:
-        batches = np.zeros(len(self.steps), np.int64)
-        batches[self.mvms] = np.array([a.shape[0] for a in args], np.int64)[self.reads]
+        rows = tuple([a.shape[0] for a in args])
+        if rows != self.batches[0]:
+            batches = np.zeros(len(self.steps), np.int64)
+            batches[self.mvms] = np.array(rows, np.int64)[self.reads]
+            self.batches = (rows, batches)
         device = self.runtime.device
-        configs = device.book(self.ops, batches, [j for j, _ in self.tiles], args)
+        configs = device.book(self.ops, self.batches[1], self.report, args)
         if configs is None:  # one by one
             for step, operands in zip(self.steps, self.where, strict=True):
                 values = tuple(value if constant else args[self.sources.index(value)] for constant, value in operands)

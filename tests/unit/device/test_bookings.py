@@ -6,7 +6,7 @@ import pytest
 
 from cimxdsl.device import Device, preset
 from cimxdsl.device.crossbar import sliced_product, stack_tiles
-from cimxdsl.device.device import BARRIER, MVM, WRITE, Bookings
+from cimxdsl.device.device import BARRIER, MVM, WRITE, Booked, Bookings
 
 
 def random_run(rng, tiles: int, length: int, weights: list, precisions: list):
@@ -96,8 +96,9 @@ def test_runs_that_cannot_be_booked_leave_the_device_alone():
 def test_runs_booked_again_as_inferences(seed, monkeypatch):
     """Runs booked in turn, again and again as the layers of repeated inferences: a run that
     finds on its crossbars what it found when last booked books without comparing weights
-    (`Device.holds`); a write between inferences changes what it finds, and it is booked anew.
-    Each run leaves the state writing, counting and waiting one operation at a time leaves."""
+    (`Device.holds`), and from the crossbars' times it last started from replays the times it
+    left then; a write between inferences changes what it finds, and it is booked anew. Each run
+    leaves the state writing, counting and waiting one operation at a time leaves."""
     rng = np.random.default_rng(seed)
     base = rng.normal(size=(130, 70)).astype(np.float32)
     base.flags.writeable = False
@@ -109,26 +110,39 @@ def test_runs_booked_again_as_inferences(seed, monkeypatch):
     for length in (12, 30, 20):
         kinds, ids, chosen, chosen_precisions = random_run(rng, 8, length, weights, precisions)
         runs.append((Bookings(kinds, ids, chosen, chosen_precisions), rng.integers(1, 50, length)))
-    compared = []
+    compared, replayed = [], []
     original = Device.holds
     monkeypatch.setattr(Device, "holds", lambda *args: compared.append(args[0]) or original(*args))
-    for inference in range(4):
-        if inference == 3:  # (other weights on every crossbar: the first run must compare what it finds)
+    advance = Booked.advance
+
+    def replaying(self, free, now):  # (whether the run's timeline was the one it last left, replayed)
+        before = self.timeline
+        now = advance(self, free, now)
+        replayed.append(before is not None and self.timeline is before)
+        return now
+
+    monkeypatch.setattr(Booked, "advance", replaying)
+    for inference in range(5):
+        if inference in (1, 2, 4):  # (each inference's timeline from zero, as `Model.__call__` runs them)
+            booked.reset_metrics(), reference.reset_metrics()
+        if inference == 4:  # (other weights on every crossbar: the first run must compare what it finds)
             for device in (booked, reference):
                 for xbar in range(4):
                     device.write(xbar, base[:3, :5])
-        compared.clear()
+        compared.clear(), replayed.clear()
         for ops, batches in runs:
             assert booked.book(ops, batches) is not None
             one_by_one(reference, ops.kinds.tolist(), ops.tiles.tolist(), ops.weights, ops.precisions, batches)
             assert state(booked) == state(reference)
         firsts = [len(ops.plan(4).firsts) for ops, _ in runs]
         if inference == 0:
-            assert compared.count(booked) == sum(firsts)
-        elif inference == 2:  # (the third finds what the second left)
-            assert compared.count(booked) == 0
-        elif inference == 3:
-            assert compared.count(booked) >= firsts[0] > 0
+            assert compared.count(booked) == sum(firsts) and not any(replayed)
+        elif inference == 2:  # (the third finds what the second left, from the same times)
+            assert compared.count(booked) == 0 and all(replayed)
+        elif inference == 3:  # (the times the third left: the same bookings, advanced anew)
+            assert compared.count(booked) == 0 and not any(replayed)
+        elif inference == 4:
+            assert compared.count(booked) >= firsts[0] > 0 and not replayed[0]
 
 
 @pytest.mark.parametrize("seed", range(3))
