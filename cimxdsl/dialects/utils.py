@@ -176,6 +176,20 @@ def shape_of_type(t: TensorType | MemRefType) -> tuple[int, ...]:
 
 
 @identity_cache
+def memref_type(t: Attribute) -> Attribute:
+    """The buffer type of a tensor type (`t` itself if it is none)."""
+    return shaped_type(MemRefType, t.element_type, shape_of_type(t)) if isinstance(t, TensorType) else t
+
+
+@identity_cache
+def shaped_type(kind: type[TensorType | MemRefType], element_type: Attribute, shape: tuple[int, ...]):
+    """The tensor or memref type (`kind`) of `element_type` and the static `shape`: one attribute per
+    element type and shape (the passes give thousands of tiles' values types of a few shapes, and
+    building one checks its parameters against IRDL constraints made anew each time)."""
+    return kind(element_type, shape)
+
+
+@identity_cache
 def with_shape(t: TensorType | MemRefType, shape: tuple[int, ...]) -> TensorType | MemRefType:
     """A tensor (or memref) type like `t` of shape `shape`; one attribute per type and shape, since
     building a type verifies its parameters and the passes ask for the same few again and again."""

@@ -13,13 +13,14 @@ computes `m·v`. A tile that already holds the same weights in the same orientat
 becomes `memristor.barrier` on the tile that computes its future.
 """
 
+import functools
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, bufferization, memref, tensor
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, ModuleOp, TensorType, i32, i64
 from xdsl.dialects.linalg.ops import TransposeOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -31,7 +32,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
-from cimxdsl.dialects.utils import carry_precision
+from cimxdsl.dialects.utils import carry_precision, memref_type, shaped_type
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.rewriting import replace_op
 from cimxdsl.transforms.memristor.scheduling import StoredTile, stored_tile
@@ -43,8 +44,7 @@ def as_buffer(value: SSAValue) -> tuple[list[Operation], SSAValue]:
     if isinstance(value_type, MemRefType):
         return [], value
     assert isinstance(value_type, TensorType)
-    memref = MemRefType(value_type.element_type, value_type.get_shape())
-    op = bufferization.ToBufferOp.create(operands=[value], result_types=[memref])
+    op = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type(value_type)])
     return [op], op.results[0]
 
 
@@ -55,7 +55,7 @@ def transposed(matrix: SSAValue) -> tuple[list[Operation], SSAValue]:
     rows, cols = matrix_type.get_shape()
     permutation = DenseArrayBase.from_list(i64, (1, 0))
     if isinstance(matrix_type, MemRefType):
-        init = memref.AllocOp([], [], MemRefType(matrix_type.element_type, (cols, rows)))
+        init = memref.AllocOp([], [], shaped_type(MemRefType, matrix_type.element_type, (cols, rows)))
         return [init, TransposeOp(matrix, init.memref, permutation)], init.memref
     init = tensor.EmptyOp([], TensorType(matrix_type.element_type, (cols, rows)))
     transpose = TransposeOp(matrix, init.tensor, permutation, init.tensor.type)
@@ -71,8 +71,16 @@ def new_result(op: cim.GemmOp | cim.GemvOp) -> Operation:
         for u in op.result.uses
     )
     if wants_memref:
-        return memref.AllocOp([], [], MemRefType(future.element_type, future.get_shape()))
-    return bufferization.AllocTensorOp(TensorType(future.element_type, future.get_shape()))
+        return memref.AllocOp([], [], shaped_type(MemRefType, future.element_type, future.get_shape()))
+    result_type = shaped_type(TensorType, future.element_type, future.get_shape())
+    return bufferization.AllocTensorOp.create(result_types=[result_type], properties=alloc_tensor_properties())
+
+
+@functools.cache
+def alloc_tensor_properties() -> dict[str, Attribute]:
+    """The properties of a `bufferization.alloc_tensor` without operands (its operand segment
+    sizes): one per tile's result, built from their parts (`create`)."""
+    return dict(bufferization.AllocTensorOp(TensorType(i32, (1,))).properties)
 
 
 @dataclass
@@ -145,9 +153,9 @@ class ProductToMemristor(RewritePattern):
         for value in [*order, result.results[0]]:
             conversion, buffers[value] = as_buffer(value)
             new_ops += conversion
-        if write:
-            new_ops.append(memristor.WriteToCrossbarOp(tile, buffers[weights]))
-        new_ops.append(kind(tile, buffers[inputs], buffers[result.results[0]]))
+        if write:  # (`create`: an op per tile, from its parts)
+            new_ops.append(memristor.WriteToCrossbarOp.create(operands=[tile, buffers[weights]]))
+        new_ops.append(kind.create(operands=[tile, buffers[inputs], buffers[result.results[0]]]))
         carry_precision(op, *new_ops[-1 - write :])
         replace_op(rewriter, op, new_ops, [result.results[0]])
         self.state.tile_computing[result.results[0]] = tile
@@ -165,7 +173,8 @@ class BarrierToMemristor(RewritePattern):
             raise pass_error(
                 "cim-to-memristor", "'cim.barrier' waits for a future that no crossbar op of its block computes"
             )
-        replace_op(rewriter, op, memristor.BarrierOp(self.state.tile_computing[op.value]), [op.value])
+        barrier = memristor.BarrierOp.create(operands=[self.state.tile_computing[op.value]])
+        replace_op(rewriter, op, barrier, [op.value])
 
 
 @dataclass

@@ -17,24 +17,24 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects.memristor import MemristorOp
 from cimxdsl.dialects.upstream import CastOp
-from cimxdsl.dialects.utils import carry_precision
+from cimxdsl.dialects.utils import carry_precision, identity_cache, shaped_type
 from cimxdsl.transforms.common.rewriting import replace_op
 
 
+@identity_cache
 def dynamic_memref(value_type: MemRefType) -> MemRefType:
-    """`value_type` with every dimension dynamic."""
-    return MemRefType(value_type.element_type, [DYNAMIC_INDEX] * value_type.get_num_dims())
+    """`value_type` with every dimension dynamic (one attribute per element type and rank)."""
+    return shaped_type(MemRefType, value_type.element_type, (DYNAMIC_INDEX,) * value_type.get_num_dims())
 
 
 @dataclass
 class MemristorOpToCall(RewritePattern):
     """A memristor op as a call of its runtime function, whose declaration it collects (in order of
     first use) in `declarations`. Its memref operands are cast to fully dynamic shapes. Each
-    dynamic type and callee reference is built once (`types`, `callees`): building and verifying
-    them anew for every op took most of the pass's time."""
+    dynamic type (`dynamic_memref`) and callee reference (`callees`) is built once, and the casts
+    and calls are created from their parts (`create`: one per tile operand and op, all alike)."""
 
     declarations: dict[str, func.FuncOp] = field(default_factory=dict[str, func.FuncOp])
-    types: dict[MemRefType, MemRefType] = field(default_factory=dict[MemRefType, MemRefType])
     callees: dict[str, SymbolRefAttr] = field(default_factory=dict[str, SymbolRefAttr])
 
     @op_type_rewrite_pattern
@@ -44,18 +44,15 @@ class MemristorOpToCall(RewritePattern):
         for operand in op.operands:
             operand_type = operand.type
             if isinstance(operand_type, MemRefType):
-                dynamic = self.types.get(operand_type)
-                if dynamic is None:
-                    dynamic = self.types[operand_type] = dynamic_memref(operand_type)
-                cast = CastOp(operand, dynamic)
+                cast = CastOp.create(operands=[operand], result_types=[dynamic_memref(operand_type)])
                 new_ops.append(cast)
-                operand = cast.dest
+                operand = cast.results[0]
             arguments.append(operand)
         callee = op.library_call_name()
         reference = self.callees.get(callee)
         if reference is None:
             reference = self.callees[callee] = SymbolRefAttr(callee)
-        call = func.CallOp(reference, arguments, [])
+        call = func.CallOp.create(operands=arguments, properties={"callee": reference})
         carry_precision(op, call)
         replace_op(rewriter, op, [*new_ops, call])
         if callee not in self.declarations:

@@ -25,7 +25,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import pim
 from cimxdsl.dialects import spatial as spat
-from cimxdsl.dialects.utils import identity_cache, shape_of, shape_of_type, with_shape
+from cimxdsl.dialects.utils import identity_cache, memref_type, shape_of, with_shape
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.functions import functions_holding
 
@@ -45,12 +45,6 @@ _ON_BUFFERS = (
 """Ops that take the buffers of their tensor operands and give buffers."""
 _BUFFERIZED_OPS = (memref.AllocOp, pim.ApplyFiltersOp, bufferization.ToTensorOp, bufferization.ToBufferOp, pim.HaltOp)
 """Ops a core may already hold on buffers: the pass leaves them as they are."""
-
-
-@identity_cache
-def memref_type(t: Attribute) -> Attribute:
-    """The buffer type of a tensor type (attributes are immutable: one per tensor type)."""
-    return MemRefType(t.element_type, shape_of_type(t)) if isinstance(t, TensorType) else t
 
 
 @identity_cache

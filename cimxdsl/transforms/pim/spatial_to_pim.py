@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import bufferization, func, memref, tensor
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -53,6 +53,7 @@ from cimxdsl.dialects.utils import (
     crossbars_of,
     i64_array,
     i64_attr,
+    memref_type,
     num_elements,
     shape_of,
     shape_of_type,
@@ -412,8 +413,7 @@ def local_value(
             raise pass_error("spatial-to-pim", f"a compute input must be a tensor, got {value.type}")
         buffer = state.input_buffers.get(value)
         if buffer is None:
-            memref_type = MemRefType(value.type.element_type, shape_of_type(value.type))
-            buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type])
+            buffer = bufferization.ToBufferOp.create(operands=[value], result_types=[memref_type(value.type)])
             state.input_buffers[value] = buffer
         shape = shape_of_type(value.type)
         start, end = rows if rows is not None else (0, shape[0])
