@@ -35,7 +35,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type, verify_precision
+from cimxdsl.dialects.utils import is_accumulator_type, shaped_type, verify_precision
 
 
 @irdl_attr_definition
@@ -189,7 +189,7 @@ class BarrierOp(IRDLOperation):
     def __init__(self, value: SSAValue | Operation, kind: type[TensorType | MemRefType] = TensorType):
         future = SSAValue.get(value).type
         assert isinstance(future, FutureType)
-        super().__init__(operands=[value], result_types=[kind(future.element_type, future.get_shape())])
+        super().__init__(operands=[value], result_types=[shaped_type(kind, future.element_type, future.get_shape())])
 
     def verify_(self) -> None:
         future, result = self.value.type, self.result.type

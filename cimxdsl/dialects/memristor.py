@@ -16,7 +16,7 @@ from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def
 from xdsl.utils.exceptions import VerifyException
 
-from cimxdsl.dialects.utils import is_accumulator_type, precision_of, verify_precision
+from cimxdsl.dialects.utils import attribute_text, is_accumulator_type, precision_of, verify_precision
 
 TileIdConstraint = IntegerType | IndexType
 
@@ -33,7 +33,9 @@ class MemristorOp(IRDLOperation):
         """`memristor_<op>` suffixed with its precision, if it has one (`w<weight bits>a<input
         bits>`), and the element types of its memrefs: `memristor_gemm_i32`, `memristor_gemm_i8_i32`
         when int8 inputs accumulate in i32, `memristor_write_to_crossbar_w4a4_i32`."""
-        element_types = dict.fromkeys(str(v.type.element_type) for v in self.operands if isinstance(v.type, MemRefType))
+        element_types = dict.fromkeys(
+            attribute_text(v.type.element_type) for v in self.operands if isinstance(v.type, MemRefType)
+        )
         precision = precision_of(self)
         bits = [] if precision is None else ["w{}a{}".format(*precision)]
         return "_".join([self.name.replace(".", "_"), *bits, *element_types])

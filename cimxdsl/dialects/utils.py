@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import func, tensor
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BytesAttr,
@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -176,6 +177,12 @@ def shape_of_type(t: TensorType | MemRefType) -> tuple[int, ...]:
 
 
 @identity_cache
+def attribute_text(a: Attribute) -> str:
+    """`str(a)`, once per attribute object (printing one runs xDSL's printer)."""
+    return str(a)
+
+
+@identity_cache
 def memref_type(t: Attribute) -> Attribute:
     """The buffer type of a tensor type (`t` itself if it is none)."""
     return shaped_type(MemRefType, t.element_type, shape_of_type(t)) if isinstance(t, TensorType) else t
@@ -194,6 +201,40 @@ def with_shape(t: TensorType | MemRefType, shape: tuple[int, ...]) -> TensorType
     """A tensor (or memref) type like `t` of shape `shape`; one attribute per type and shape, since
     building a type verifies its parameters and the passes ask for the same few again and again."""
     return type(t)(t.element_type, shape)
+
+
+def static_slice(source: SSAValue, offsets: Sequence[int], sizes: Sequence[int]) -> tensor.ExtractSliceOp:
+    """`tensor.extract_slice` of `source` at static `offsets` and `sizes`, unit strides (as
+    `ExtractSliceOp.from_static_parameters` builds it), created from its parts: the tiling passes
+    make one per tile, and building one converts and checks every argument."""
+    element_type = source.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+    properties = {
+        "static_offsets": i64_array(offsets),
+        "static_sizes": i64_array(sizes),
+        "static_strides": _i64_array((1,) * len(sizes)),
+        "operandSegmentSizes": _i32_array((1, 0, 0, 0)),
+    }
+    result_type = shaped_type(TensorType, element_type, tuple(sizes))
+    return tensor.ExtractSliceOp.create(operands=[source], result_types=[result_type], properties=properties)
+
+
+def static_insert(
+    source: SSAValue, dest: SSAValue, offsets: Sequence[int], sizes: Sequence[int]
+) -> tensor.InsertSliceOp:
+    """`tensor.insert_slice` of `source` into `dest` at static `offsets` and `sizes`, unit strides
+    (as `InsertSliceOp.from_static_parameters` builds it), created from its parts (`static_slice`)."""
+    properties = {
+        "static_offsets": i64_array(offsets),
+        "static_sizes": i64_array(sizes),
+        "static_strides": _i64_array((1,) * len(sizes)),
+        "operandSegmentSizes": _i32_array((1, 1, 0, 0, 0)),
+    }
+    return tensor.InsertSliceOp.create(operands=[source, dest], result_types=[dest.type], properties=properties)
+
+
+@functools.cache
+def _i32_array(values: tuple[int, ...]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, values)
 
 
 @functools.cache

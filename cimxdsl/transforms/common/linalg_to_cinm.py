@@ -61,7 +61,15 @@ from cimxdsl.device.config import DEFAULT_DEVICE, DeviceConfig
 from cimxdsl.device.placement import Placement, placement_of
 from cimxdsl.dialects import cinm
 from cimxdsl.dialects.upstream import BatchMatmulOp, MatvecOp
-from cimxdsl.dialects.utils import carry_precision, dense_array, dense_attr, reassociation, shape_of
+from cimxdsl.dialects.utils import (
+    carry_precision,
+    dense_array,
+    dense_attr,
+    reassociation,
+    shape_of,
+    shaped_type,
+    static_slice,
+)
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.options import ChoicePass
 
@@ -236,7 +244,7 @@ class ConvToCinm(RewritePattern):
         for g in range(groups):
             part = cols.result
             if groups > 1:
-                columns = tensor.ExtractSliceOp.from_static_parameters(part, [0, g * depth], [rows, depth])
+                columns = static_slice(part, [0, g * depth], [rows, depth])
                 body.append(columns)
                 part = columns.result
             if values is not None:
@@ -246,7 +254,7 @@ class ConvToCinm(RewritePattern):
                 kernel_ops, kernel = group_weights(weights, g, len(filters) == 2)
                 matrix_ops, matrix = weight_matrix(kernel, rewriter, op)
                 matrix_ops = [*kernel_ops, *matrix_ops]
-            product = cinm.GemmOp(part, matrix, None, TensorType(element, (rows, f)))
+            product = cinm.GemmOp(part, matrix, None, shaped_type(TensorType, element, (rows, f)))
             carry_precision(op, product)
             body += [*matrix_ops, product]
             products.append(product.result)

@@ -27,6 +27,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import cim, cinm
+from cimxdsl.dialects.utils import static_insert, static_slice
 from cimxdsl.transforms.memristor.scheduling.framework import side_effect_free
 
 Rows = tuple[int, int]
@@ -61,7 +62,7 @@ class RowTracer:
         """`value`'s `rows` along `axis`, sliced from the whole value."""
         shape = _shape(value)
         offsets = [rows[0] if d == axis else 0 for d in range(len(shape))]
-        return self.emit(tensor.ExtractSliceOp.from_static_parameters(value, offsets, _with_rows(shape, axis, rows)))
+        return self.emit(static_slice(value, offsets, _with_rows(shape, axis, rows)))
 
     def rows(self, value: SSAValue, axis: int, rows: Rows) -> SSAValue:
         """A value equal to `value`'s `rows` along `axis`."""
@@ -111,7 +112,7 @@ class RowTracer:
         new_sizes = _with_rows(sizes, axis, rows)
         if new_offsets == [0] * len(sizes) and new_sizes == _shape(source):
             return source
-        return self.emit(tensor.ExtractSliceOp.from_static_parameters(source, new_offsets, new_sizes))
+        return self.emit(static_slice(source, new_offsets, new_sizes))
 
     def im2col(self, op: cinm.Im2colOp, axis: int, rows: Rows) -> SSAValue | None:
         """Patch rows of whole output rows of one image: the input rows their windows cover."""
@@ -217,13 +218,13 @@ class RowTracer:
             starts = [0 if d == axis else lo - o for d, ((lo, _), o) in enumerate(zip(box, offsets, strict=True))]
             sizes = [hi - lo for lo, hi in box]
             if any(starts) or sizes != _shape(part):
-                part = self.emit(tensor.ExtractSliceOp.from_static_parameters(part, starts, sizes))
+                part = self.emit(static_slice(part, starts, sizes))
             if len(overlapping) == 1:
                 return part  # it holds all the rows asked for
             if result is None:
                 result = self.emit(tensor.EmptyOp([], TensorType(element, shape)))
             at = [lo - w for (lo, _), (w, _) in zip(box, wanted, strict=True)]
-            result = self.emit(tensor.InsertSliceOp.from_static_parameters(part, result, at, _shape(part)))
+            result = self.emit(static_insert(part, result, at, _shape(part)))
         return result
 
 

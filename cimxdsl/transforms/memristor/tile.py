@@ -30,7 +30,7 @@ from xdsl.pattern_rewriter import (
 from cimxdsl.device import DeviceConfig
 from cimxdsl.device.config import tile_shape
 from cimxdsl.dialects import cinm
-from cimxdsl.dialects.utils import carry_precision, precision_of
+from cimxdsl.dialects.utils import carry_precision, precision_of, static_insert, static_slice
 from cimxdsl.transforms.common.device_option import DeviceOption
 from cimxdsl.transforms.common.device_record import record_device
 from cimxdsl.transforms.common.errors import note, pass_error
@@ -60,7 +60,7 @@ class TiledProduct:
             return source
         key = (source, tuple(offsets), tuple(sizes))
         if key not in self._slice_cache:
-            op = tensor.ExtractSliceOp.from_static_parameters(source, offsets, sizes)
+            op = static_slice(source, offsets, sizes)
             self.slices.append(op)
             self._slice_cache[key] = op.result
         return self._slice_cache[key]
@@ -94,7 +94,7 @@ class TiledProduct:
         for offset, piece in pieces:
             shape = piece.type.get_shape()
             offsets = [0] * (len(shape) - 1) + [offset] if isinstance(offset, int) else list(offset)
-            insert = tensor.InsertSliceOp.from_static_parameters(piece, current, offsets, shape)
+            insert = static_insert(piece, current, offsets, shape)
             self.sums.append(insert)
             current = insert.result
         return current

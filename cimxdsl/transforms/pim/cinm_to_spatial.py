@@ -83,6 +83,7 @@ from cimxdsl.dialects.utils import (
     reassociation,
     set_precision,
     shape_of,
+    static_slice,
 )
 from cimxdsl.interpreters import build_interpreter
 from cimxdsl.interpreters.prepared import cyclic_collector_paused
@@ -231,7 +232,7 @@ class SpatialState:
                 continue
             offsets = [0] * (len(layout.tile_shape(0)) - 1) + [lo]
             sizes = list(layout.tile_shape(hi - lo))
-            piece = tensor.ExtractSliceOp.from_static_parameters(whole, offsets, sizes)
+            piece = static_slice(whole, offsets, sizes)
             self.prologue.append(piece)
             tiles.append(piece.result)
         self.input_tiles[value] = Tiled(shape, layout, element, tiles, bounds)
