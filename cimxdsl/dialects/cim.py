@@ -187,15 +187,20 @@ class BarrierOp(IRDLOperation):
     assembly_format = "$value attr-dict `:` type($value) `->` type($result)"
 
     def __init__(self, value: SSAValue | Operation, kind: type[TensorType | MemRefType] = TensorType):
-        future = SSAValue.get(value).type
-        assert isinstance(future, FutureType)
-        super().__init__(operands=[value], result_types=[shaped_type(kind, future.element_type, future.get_shape())])
+        super().__init__(operands=[value], result_types=[barrier_type(SSAValue.get(value).type, kind)])
 
     def verify_(self) -> None:
         future, result = self.value.type, self.result.type
         assert isinstance(future, FutureType) and isinstance(result, CimValue)
         if future.get_shape() != result.get_shape() or future.element_type != result.element_type:
             raise VerifyException(f"'cim.barrier' result type {result} does not match the future {future}")
+
+
+def barrier_type(future: Attribute, kind: type[TensorType | MemRefType] = TensorType) -> Attribute:
+    """The value (a tensor or memref, `kind`) that a barrier on a future of type `future` gives: one
+    attribute per element type and shape (`shaped_type`)."""
+    assert isinstance(future, FutureType)
+    return shaped_type(kind, future.element_type, future.get_shape())
 
 
 class CimMatrixOp(IRDLOperation):

@@ -189,10 +189,11 @@ def memref_type(t: Attribute) -> Attribute:
 
 
 @identity_cache
-def shaped_type(kind: type[TensorType | MemRefType], element_type: Attribute, shape: tuple[int, ...]):
-    """The tensor or memref type (`kind`) of `element_type` and the static `shape`: one attribute per
-    element type and shape (the passes give thousands of tiles' values types of a few shapes, and
-    building one checks its parameters against IRDL constraints made anew each time)."""
+def shaped_type(kind: type, element_type: Attribute, shape: tuple[int, ...]):
+    """The shaped type `kind` (a tensor, memref or `cim` future type) of `element_type` and the
+    static `shape`: one attribute per element type and shape (the passes give thousands of tiles'
+    values types of a few shapes, and building one checks its parameters against IRDL constraints
+    made anew each time)."""
     return kind(element_type, shape)
 
 

@@ -29,7 +29,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from cimxdsl.dialects import cim, cinm
-from cimxdsl.dialects.utils import carry_precision
+from cimxdsl.dialects.utils import carry_precision, shaped_type
 from cimxdsl.transforms.common.errors import check_choice, pass_error
 
 HOST_ARITH: dict[type[Operation], tuple[type[Operation], type[Operation]]] = {
@@ -72,13 +72,14 @@ class ProductToCim(RewritePattern):
         lhs, rhs = (future_of(v) for v in (op.left, op.right))
         target = op.target.type
         assert isinstance(target, TensorType | MemRefType)
-        future = cim.FutureType(target.element_type, target.get_shape())
+        future = shaped_type(cim.FutureType, target.element_type, target.get_shape())
         kind = cim.GemmOp if isinstance(op, cinm.GemmOp) else cim.GemvOp
-        product = kind(self.crossbar, lhs, rhs, future)
+        product = kind.create(operands=[self.crossbar, lhs, rhs], result_types=[future])  # (one per tile)
         if cinm.LAYER in op.attributes:
             product.attributes[cinm.LAYER] = op.attributes[cinm.LAYER]
         carry_precision(op, product)
-        barrier = cim.BarrierOp(product, type(target))
+        result = product.results[0]
+        barrier = cim.BarrierOp.create(operands=[result], result_types=[cim.barrier_type(future, type(target))])
         new_ops: list[Operation] = [product, barrier]
         if op.out is not None:  # the buffer form: out += product (+ bias)
             for addend in (barrier.result, op.bias):

@@ -59,6 +59,7 @@ from cimxdsl.dialects.cim import (
     CimMatrixOp,
     ReleaseCrossbarOp,
     ReleaseDeviceOp,
+    barrier_type,
 )
 from cimxdsl.transforms.common.errors import pass_error
 
@@ -521,7 +522,7 @@ def insert_barrier_for_cim_op_result(builder: Builder, operation: Operation) -> 
     op's last operand is one (as Cinnamon decides), else a tensor."""
     future = operation.results[0]
     kind = MemRefType if isinstance(operation.operands[-1].type, MemRefType) else TensorType
-    barrier = builder.insert(BarrierOp(future, kind))
+    barrier = builder.insert(BarrierOp.create(operands=[future], result_types=[barrier_type(future.type, kind)]))
     future.replace_uses_with_if(barrier.result, lambda use: use.operation is not barrier)
     return barrier
 
