@@ -201,7 +201,7 @@ def shaped_type(kind: type, element_type: Attribute, shape: tuple[int, ...]):
 def with_shape(t: TensorType | MemRefType, shape: tuple[int, ...]) -> TensorType | MemRefType:
     """A tensor (or memref) type like `t` of shape `shape`; one attribute per type and shape, since
     building a type verifies its parameters and the passes ask for the same few again and again."""
-    return type(t)(t.element_type, shape)
+    return shaped_type(type(t), t.element_type, shape)
 
 
 def static_slice(source: SSAValue, offsets: Sequence[int], sizes: Sequence[int]) -> tensor.ExtractSliceOp:
