@@ -209,13 +209,8 @@ def static_slice(source: SSAValue, offsets: Sequence[int], sizes: Sequence[int])
     `ExtractSliceOp.from_static_parameters` builds it), created from its parts: the tiling passes
     make one per tile, and building one converts and checks every argument."""
     element_type = source.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
-    properties = {
-        "static_offsets": i64_array(offsets),
-        "static_sizes": i64_array(sizes),
-        "static_strides": _i64_array((1,) * len(sizes)),
-        "operandSegmentSizes": _i32_array((1, 0, 0, 0)),
-    }
     result_type = shaped_type(TensorType, element_type, tuple(sizes))
+    properties = slice_properties(offsets, sizes, (1, 0, 0, 0))
     return tensor.ExtractSliceOp.create(operands=[source], result_types=[result_type], properties=properties)
 
 
@@ -224,13 +219,18 @@ def static_insert(
 ) -> tensor.InsertSliceOp:
     """`tensor.insert_slice` of `source` into `dest` at static `offsets` and `sizes`, unit strides
     (as `InsertSliceOp.from_static_parameters` builds it), created from its parts (`static_slice`)."""
-    properties = {
+    properties = slice_properties(offsets, sizes, (1, 1, 0, 0, 0))
+    return tensor.InsertSliceOp.create(operands=[source, dest], result_types=[dest.type], properties=properties)
+
+
+def slice_properties(offsets: Sequence[int], sizes: Sequence[int], segments: tuple[int, ...]) -> dict[str, Attribute]:
+    """The properties of a static slice op of unit strides whose operand groups have `segments` sizes."""
+    return {
         "static_offsets": i64_array(offsets),
         "static_sizes": i64_array(sizes),
         "static_strides": _i64_array((1,) * len(sizes)),
-        "operandSegmentSizes": _i32_array((1, 1, 0, 0, 0)),
+        "operandSegmentSizes": _i32_array(segments),
     }
-    return tensor.InsertSliceOp.create(operands=[source, dest], result_types=[dest.type], properties=properties)
 
 
 @functools.cache

@@ -181,10 +181,10 @@ def nhwc_windows(image: np.ndarray, kernel, strides, dilations) -> np.ndarray:
 
 
 def conv2d_nchw_fchw(x: np.ndarray, w: np.ndarray, strides, dilations) -> np.ndarray:
-    """A convolution of NCHW images with FCHW weights: per image, the weights as an F × C·KH·KW
-    matrix times the image's windows as C·KH·KW × OH·OW columns (copied from the image held as
-    NCHW, in runs along its rows). The result is a new NCHW-ordered array (`linalg_convolution`
-    adds into it)."""
+    """A convolution of NCHW images with FCHW weights: the weights as an F × C·KH·KW matrix times
+    each image's windows as C·KH·KW × OH·OW columns (the windows a strided view of the image,
+    gathered by the reshape), in one batched product. The result is a new NCHW-ordered array
+    (`linalg_convolution` adds into it)."""
     f, c, kh, kw = w.shape
     nhwc = np.ascontiguousarray(x).transpose(0, 2, 3, 1)  # (the NCHW memory seen as NHWC)
     windows = nhwc_windows(nhwc, (kh, kw), strides, dilations).transpose(0, 5, 3, 4, 1, 2)  # (n, c, ky, kx, oy, ox)

@@ -32,7 +32,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import Rewriter
 
 from cimxdsl.dialects import cim, memristor
-from cimxdsl.dialects.utils import carry_precision, memref_type, shaped_type
+from cimxdsl.dialects.utils import carry_precision, memref_type, shaped_type, with_shape
 from cimxdsl.transforms.common.errors import pass_error
 from cimxdsl.transforms.common.rewriting import replace_op
 from cimxdsl.transforms.memristor.scheduling import StoredTile, stored_tile
@@ -55,9 +55,9 @@ def transposed(matrix: SSAValue) -> tuple[list[Operation], SSAValue]:
     rows, cols = matrix_type.get_shape()
     permutation = DenseArrayBase.from_list(i64, (1, 0))
     if isinstance(matrix_type, MemRefType):
-        init = memref.AllocOp([], [], shaped_type(MemRefType, matrix_type.element_type, (cols, rows)))
+        init = memref.AllocOp([], [], with_shape(matrix_type, (cols, rows)))
         return [init, TransposeOp(matrix, init.memref, permutation)], init.memref
-    init = tensor.EmptyOp([], TensorType(matrix_type.element_type, (cols, rows)))
+    init = tensor.EmptyOp([], with_shape(matrix_type, (cols, rows)))
     transpose = TransposeOp(matrix, init.tensor, permutation, init.tensor.type)
     return [init, transpose], transpose.results[0]
 
